@@ -1,0 +1,34 @@
+# The two commands of the README. Both create .venv (idempotent) before doing their job.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+
+.PHONY: demo test venv lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[learning,sims,dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/fedmarket market --out results/market
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_ipfl.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .hypothesis

@@ -1,0 +1,53 @@
+"""iPFL: the model-sharing market of Zhang et al. (Nature Communications 2025).
+
+Where each formula lives (paper equation -> code):
+
+==========================  ===============================================
+Eq. 3  utility U_i          :func:`mechanisms.ipfl.money.utilities`
+Eq. 4  sqrt gain g_i        :class:`mechanisms.gains.SqrtGain`
+Eq. 5  social welfare       :func:`mechanisms.ipfl.money.welfare`
+Eq. 8  prox-centre          :func:`mechanisms.distances.prox_centres`
+Eq. 10 buyer problem phi_i  :func:`mechanisms.ipfl.selection.phi`
+Eq. 11 local optimality     :func:`mechanisms.ipfl.selection.eq11_violations`
+Eq. 12 remittances r_ij     :func:`mechanisms.ipfl.money.remittances`
+Eq. 13 payments p_i         :func:`mechanisms.ipfl.money.payments`
+Box 2  thresholds           :func:`mechanisms.ipfl.thresholds.thresholds`
+Box 2  greedy selection     :func:`mechanisms.ipfl.selection.box2` / ``local``
+==========================  ===============================================
+"""
+
+from ..distances import pairwise_distances, prox_centres
+from ..errors import MarketInputError
+from ..gains import CallableGain, Gain, LogGain, PowerGain, SqrtGain
+from .clear import Outcome, clear
+from .market import Market
+from .money import baseline_utilities, payments, remittances, utilities, welfare
+from .selection import RULES, box2, eq11_violations, exact, local, phi
+from .thresholds import MODES, thresholds
+
+__all__ = [
+    "MODES",
+    "RULES",
+    "CallableGain",
+    "Gain",
+    "LogGain",
+    "Market",
+    "MarketInputError",
+    "Outcome",
+    "PowerGain",
+    "SqrtGain",
+    "baseline_utilities",
+    "box2",
+    "clear",
+    "eq11_violations",
+    "exact",
+    "local",
+    "pairwise_distances",
+    "payments",
+    "phi",
+    "prox_centres",
+    "remittances",
+    "thresholds",
+    "utilities",
+    "welfare",
+]

@@ -1,0 +1,71 @@
+"""Money and welfare: remittances (Eq. 12), payments (Eq. 13), utilities (Eq. 3), social
+welfare (Eq. 5), and the no-payment utility of baselines (Table 1).
+
+Selection and payments use the REPORTED N and c; realised utilities use the TRUE N (in the gain)
+and the TRUE c (in the sharing cost). With no liar the two coincide.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .market import Market
+
+__all__ = ["baseline_utilities", "payments", "remittances", "utilities", "welfare"]
+
+
+def _sharing_cost(c: np.ndarray, sold: np.ndarray) -> np.ndarray:
+    """c_i * #{j : a_ji = 1}, with inf * 0 = 0 (a pure buyer that sold nothing pays nothing)."""
+    return np.where(sold > 0, c * sold, 0.0)
+
+
+def remittances(market: Market, A, D) -> np.ndarray:
+    """Eq. 12: r_ij = a_ij [G_i(a_i) - G_i(a_i - e_j) - lam (N_j/N_i) d_ij], reported values.
+
+    The marginal is evaluated only on the bought pairs (sparse when the graph is).
+    """
+    A = np.asarray(A, dtype=bool)
+    N, K = market.N, market.K
+    n = A @ N
+    i, j = np.nonzero(A)
+    gain = market.gain.value
+    marginal = gain(n[i], K[i], N[i]) - gain(n[i] - N[j], K[i], N[i])
+    R = np.zeros(A.shape)
+    R[i, j] = marginal - market.lam * (N[j] / N[i]) * np.asarray(D)[i, j]
+    return R
+
+
+def payments(R: np.ndarray) -> np.ndarray:
+    """Eq. 13: p_i = sum_j r_ij - sum_j r_ji (sums to zero: budget balance)."""
+    return R.sum(axis=1) - R.sum(axis=0)
+
+
+def utilities(market: Market, A, p) -> np.ndarray:
+    """Eq. 3: U_i = G_i(a_i) - c_i #{j : a_ji = 1} - p_i, with the TRUE N and c."""
+    A = np.asarray(A, dtype=bool)
+    G = market.gain.value(A @ market.true_N, market.K, market.true_N)
+    return G - _sharing_cost(market.true_c, A.sum(axis=0)) - np.asarray(p)
+
+
+def welfare(market: Market, A) -> float:
+    """Eq. 5: SW = sum_i [G_i(a_i) - sum_j a_ij c_j] (true values; payments cancel)."""
+    A = np.asarray(A, dtype=bool)
+    G = market.gain.value(A @ market.true_N, market.K, market.true_N)
+    return float(G.sum() - _sharing_cost(market.true_c, A.sum(axis=0)).sum())
+
+
+def baseline_utilities(market: Market, W) -> np.ndarray:
+    """Per-round utility of a baseline that pays nothing (spec, "Money").
+
+    ``W`` is the baseline's (m, m) aggregation matrix: client i gains from the data of every
+    other client j with W_ij != 0, and pays c_i for every other client that puts weight on i.
+
+    >>> mk = Market(N=[200.0] * 6, c=[1.0] * 6, K=[2e4] * 6)
+    >>> round(50 * float(baseline_utilities(mk, np.ones((6, 6)))[0]), 2)  # Table 1: 45.9
+    45.88
+    """
+    W = np.asarray(W, dtype=np.float64)
+    support = W != 0
+    np.fill_diagonal(support, False)
+    G = market.gain.value(support @ market.true_N, market.K, market.true_N)
+    return G - _sharing_cost(market.true_c, support.sum(axis=0))
