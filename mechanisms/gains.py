@@ -30,7 +30,7 @@ from .errors import MarketInputError
 __all__ = ["CallableGain", "Gain", "LogGain", "PowerGain", "SqrtGain", "as_gain"]
 
 _BISECT_RTOL = 4e-16
-_MAX_DOUBLINGS = 1100  # 2**1100 overflows float64: past it the root is taken as +inf
+_RESOLVABLE = 2.0**50
 
 
 class Gain:
@@ -59,7 +59,10 @@ class Gain:
         T[price <= 0] = np.inf
         inner = (price > 0) & (price < first)
         if inner.any():
-            T[inner] = self._roots(price[inner], Nj[inner], K[inner], N[inner])
+            # a price so small (say 1e-300) that the root overflows float64 is a free model
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                roots = self._roots(price[inner], Nj[inner], K[inner], N[inner])
+            T[inner] = np.where(np.isnan(roots), np.inf, roots)
         return T
 
     def _roots(self, price, Nj, K, N) -> np.ndarray:
@@ -73,7 +76,7 @@ class Gain:
         hi = 2.0 * Nj
         out = np.empty_like(price)
         todo = np.arange(price.size)
-        for _ in range(_MAX_DOUBLINGS):  # grow hi until the marginal there is <= price
+        while todo.size:  # grow hi until the marginal there is <= price
             above = marginal(hi[todo], Nj[todo], K[todo], N[todo]) > price[todo]
             if not above.any():
                 break
@@ -81,13 +84,14 @@ class Gain:
             lo[grow] = hi[grow]
             hi[grow] *= 2.0
             todo = grow
-            over = ~np.isfinite(hi[todo])
-            if over.any():  # the marginal never falls to the price: always worth buying
+            # Past 2^50 N_j the marginal g(T) - g(T - N_j) can no longer be resolved in
+            # float64: a marginal still above the price there is taken as never falling to it
+            # (T = inf, always worth buying; no market holds 2^50 times a client's data).
+            over = hi[todo] > _RESOLVABLE * Nj[todo]
+            if over.any():
                 out[todo[over]] = np.inf
                 lo[todo[over]] = hi[todo[over]] = np.inf
                 todo = todo[~over]
-            if todo.size == 0:
-                break
         finite = np.isfinite(hi)
         lo_f, hi_f = lo[finite], hi[finite]
         p_f, nj_f, k_f, n_f = price[finite], Nj[finite], K[finite], N[finite]

@@ -16,7 +16,7 @@ __all__ = ["baseline_utilities", "payments", "remittances", "utilities", "welfar
 
 def _sharing_cost(c: np.ndarray, sold: np.ndarray) -> np.ndarray:
     """c_i * #{j : a_ji = 1}, with inf * 0 = 0 (a pure buyer that sold nothing pays nothing)."""
-    return np.where(sold > 0, c * sold, 0.0)
+    return np.multiply(c, sold, out=np.zeros(c.shape), where=sold > 0)
 
 
 def remittances(market: Market, A, D) -> np.ndarray:

@@ -1,0 +1,145 @@
+"""Selection rules: exact is a global optimum, local satisfies Eq. 11, Box 2 sometimes does not."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from mechanisms import ipfl
+from mechanisms.ipfl.reference import reference_clear
+from proofs.strategies import ipfl_instances
+
+
+def brute_force_phi(market, P):
+    """min over all subsets of phi_i, by enumeration of every a_i (tiny m only)."""
+    m = market.m
+    best = np.full(m, np.inf)
+    for bits in itertools.product([0, 1], repeat=m):
+        a = np.array(bits, dtype=bool)
+        for i in range(m):
+            if a[i] or market.K[i] == 0:
+                continue
+            if np.isinf(P[i, a]).any():
+                continue
+            A = np.zeros((m, m), dtype=bool)
+            A[i] = a
+            best[i] = min(best[i], ipfl.phi(market, P, A)[i])
+    best[market.K == 0] = 0.0
+    return best
+
+
+@given(ipfl_instances(max_m=6))
+def test_exact_is_global_optimum(inst):
+    market, D = inst
+    out = ipfl.clear(market, D, rule="exact")
+    got = ipfl.phi(market, out.prices, out.adjacency)
+    np.testing.assert_allclose(got, brute_force_phi(market, out.prices), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["enumeration", "dp", "branch-and-bound"])
+@given(inst=ipfl_instances(min_m=3, max_m=9, pure_roles=False))
+def test_exact_methods_agree(method, inst):
+    market, D = inst
+    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
+    out = ipfl.clear(market, D, rule="exact", exact_method=method)
+    np.testing.assert_allclose(
+        ipfl.phi(market, out.prices, out.adjacency),
+        ipfl.phi(market, ref.prices, ref.adjacency),
+        rtol=1e-9,
+        atol=1e-9,
+    )
+    assert set(out.exact_methods) <= {method, "none"}
+
+
+@given(ipfl_instances(max_m=8))
+def test_local_satisfies_eq11_and_never_beats_exact(inst):
+    market, D = inst
+    loc = ipfl.clear(market, D, rule="local")
+    assert len(ipfl.eq11_violations(market, loc.prices, loc.adjacency)) == 0
+    ex = ipfl.clear(market, D, rule="exact")
+    assert (
+        ipfl.phi(market, ex.prices, ex.adjacency)
+        <= ipfl.phi(market, loc.prices, loc.adjacency) + 1e-9
+    ).all()
+
+
+def test_box2_can_break_eq11():
+    """The paper's claim (Box 2 satisfies Eq. 11) is false; Hypothesis finds a counterexample."""
+    from hypothesis import find
+
+    def breaks(inst):
+        market, D = inst
+        out = ipfl.clear(market, D, rule="box2")
+        return len(ipfl.eq11_violations(market, out.prices, out.adjacency)) > 0
+
+    market, D = find(
+        ipfl_instances(max_m=6, pure_roles=False),
+        breaks,
+        settings=settings(max_examples=3000, database=None, derandomize=True),
+    )
+    out = ipfl.clear(market, D, rule="box2")
+    i, j = ipfl.eq11_violations(market, out.prices, out.adjacency)[0]
+    A = out.adjacency.copy()
+    A[i, j] = not A[i, j]
+    assert ipfl.phi(market, out.prices, A)[i] < ipfl.phi(market, out.prices, out.adjacency)[i]
+
+
+@given(ipfl_instances(max_m=6))
+@example(
+    (
+        ipfl.Market(N=[400, 500, 600, 450, 550], K=[5e4, 3e4, 0, 8e4, 2e4],
+                    c=[0.5, 1, 0, 2, 0.3], lam=2.0),
+        np.array([[0, .1, .3, .5, .2], [.1, 0, .25, .4, .15], [.3, .25, 0, .35, .3],
+                  [.5, .4, .35, 0, .45], [.2, .15, .3, .45, 0]]),
+    )
+)
+def test_greedy_rules_match_scalar_reference(inst):
+    market, D = inst
+    for rule in ("box2", "local"):
+        np.testing.assert_array_equal(
+            ipfl.clear(market, D, rule=rule).adjacency, reference_clear(market, D, rule)
+        )
+
+
+def test_exact_beats_greedy_somewhere():
+    """A market where the greedy order is strictly suboptimal, solved by hand.
+
+    Buyer 0 (N = 100, K = 1e6) faces seller 1 (N = 1000, price 25) and seller 2
+    (N = 900, price 24.5). Greedy takes the higher threshold first and cannot add the other;
+    the optimum is whichever single seller gives the lower phi, or both.
+    """
+    rng = np.random.default_rng(3)
+    found = False
+    for _ in range(3000):
+        m = 4
+        N = rng.integers(20, 2000, m)
+        mk = ipfl.Market(N=N, c=rng.uniform(0, 5, m), K=rng.uniform(1e3, 1e6, m),
+                         lam=rng.uniform(0, 5))
+        D = rng.uniform(0, 2, (m, m))
+        np.fill_diagonal(D, 0)
+        loc, ex = ipfl.clear(mk, D, rule="local"), ipfl.clear(mk, D, rule="exact")
+        gap = ipfl.phi(mk, loc.prices, loc.adjacency) - ipfl.phi(mk, ex.prices, ex.adjacency)
+        if (gap > 1e-6).any():
+            found = True
+            assert ex.welfare != loc.welfare
+            break
+    assert found, "no instance where local search is strictly suboptimal"
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=10)
+def test_exact_dp_at_m_100(seed):
+    """The exact rule at m = 100 (beyond enumeration) agrees between DP and branch-and-bound."""
+    rng = np.random.default_rng(seed)
+    m = 100
+    mk = ipfl.Market(N=rng.integers(100, 1000, m), c=rng.uniform(0.5, 3, m),
+                     K=rng.uniform(1e4, 2e5, m), lam=1.0)
+    D = rng.uniform(0, 1, (m, m))
+    np.fill_diagonal(D, 0)
+    dp = ipfl.clear(mk, D, rule="exact", exact_method="dp")
+    loc = ipfl.clear(mk, D, rule="local")
+    assert set(dp.exact_methods) <= {"dp", "none"}
+    phi_dp = ipfl.phi(mk, dp.prices, dp.adjacency)
+    assert (phi_dp <= ipfl.phi(mk, loc.prices, loc.adjacency) + 1e-9).all()
