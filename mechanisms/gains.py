@@ -117,7 +117,9 @@ class Gain:
         with np.errstate(all="ignore"):
             vals = np.asarray(self.value(grid, K, N), dtype=np.float64)
         if vals.shape != grid.shape or not np.isfinite(vals).all():
-            raise MarketInputError("gain", f"{self!r} must return finite values of shape {grid.shape}")
+            raise MarketInputError(
+                "gain", f"{self!r} must return finite values of shape {grid.shape}"
+            )
         scale = np.maximum(np.abs(vals).max(axis=1, keepdims=True), 1e-300)
         tol = 1e-9 * scale
         if (np.abs(vals[:, :1]) > tol).any():
@@ -126,7 +128,8 @@ class Gain:
         if (steps < -tol).any():
             raise MarketInputError("gain", f"{self!r} must be increasing in the data amount")
         slopes = steps / np.diff(grid, axis=1).clip(min=1e-300)
-        if (np.diff(slopes, axis=1) > 1e-9 * np.abs(slopes).max(axis=1, keepdims=True) + 1e-300).any():
+        bend = np.diff(slopes, axis=1)
+        if (bend > 1e-9 * np.abs(slopes).max(axis=1, keepdims=True) + 1e-300).any():
             raise MarketInputError("gain", f"{self!r} must be concave in the data amount")
 
 

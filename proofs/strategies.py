@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 
-__all__ = ["distance_matrices", "ipfl_markets", "ipfl_instances"]
+__all__ = ["distance_matrices", "ipfl_instances", "ipfl_markets"]
 
 _finite = {"allow_nan": False, "allow_infinity": False}
 

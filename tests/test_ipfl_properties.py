@@ -52,7 +52,7 @@ def test_ir_needs_nonnegative_distances(rule):
         out = ipfl.clear(market, D, rule=rule, allow_negative_distances=True)
         return ir_violation(out.utilities, 1.0 + np.abs(out.gains).max()) > 0
 
-    market, D = find(
+    _market, D = find(
         ipfl_instances(negative_distances=True, max_m=4),
         violates,
         settings=settings(max_examples=2000, database=None, derandomize=True),

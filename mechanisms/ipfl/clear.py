@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import MarketInputError
 from . import money, selection
 from .market import Market
-from .thresholds import MODES, thresholds as solve_thresholds
+from .thresholds import MODES
+from .thresholds import thresholds as solve_thresholds
 
 __all__ = ["Outcome", "clear"]
 

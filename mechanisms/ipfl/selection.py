@@ -111,6 +111,11 @@ def _enumerate(cost, size, n0, gfun):
     return masks[int(np.argmin(obj))]
 
 
+def _dp_width(size) -> float:
+    """Columns of the dynamic programme: total data in units of the gcd of the sizes."""
+    return float(size.sum() / np.gcd.reduce(size.astype(np.int64)))
+
+
 def _dp(cost, size, n0, gfun):
     """0/1 knapsack over integer data amounts: min cost to obtain exactly n, then min over n."""
     sizes = size.astype(np.int64)
@@ -197,7 +202,7 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto"):
         if use == "auto":
             if cand.size <= ENUMERATION_MAX:
                 use = "enumeration"
-            elif integer and cand.size * (size.sum() / np.gcd.reduce(size.astype(np.int64))) <= DP_MAX_CELLS:
+            elif integer and cand.size * _dp_width(size) <= DP_MAX_CELLS:
                 use = "dp"
             else:
                 use = "branch-and-bound"
