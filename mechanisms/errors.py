@@ -23,7 +23,7 @@ class MarketInputError(ValueError):
 def _describe(values: np.ndarray, bad: np.ndarray) -> str:
     idx = np.argwhere(bad)[0]
     where = idx[0] if idx.size == 1 else tuple(int(k) for k in idx)
-    return f"entry {where} is {values[tuple(idx)]!r}"
+    return f"entry {where} is {float(values[tuple(idx)])!r}"
 
 
 def as_vector(

@@ -1,0 +1,184 @@
+"""The ``fedmarket`` command.
+
+    fedmarket market [--rounds 20] [--rule local] [--seed 0] [--out results/market]
+    fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from mechanisms import ipfl
+from mechanisms.errors import MarketInputError
+
+from .inclusive import ATTACKS, InclusiveMarket, run_inclusive_market
+
+
+def _console():
+    try:
+        from rich.console import Console
+
+        return Console()
+    except ImportError:  # pragma: no cover - rich is in the sims extra
+        return None
+
+
+def _print_table(df, title: str) -> None:
+    console = _console()
+    if console is None:  # pragma: no cover
+        print(title)
+        print(df.to_string(index=False))
+        return
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in df.columns:
+        table.add_column(str(col), justify="right" if df[col].dtype.kind in "fiu" else "left")
+    for row in df.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                cells.append(f"{v:,.3f}")
+            elif isinstance(v, list):
+                cells.append(",".join(map(str, v)) or "-")
+            else:
+                cells.append(str(v))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _cmd_market(args) -> int:
+    defaults = {f.name: f.default for f in fields(InclusiveMarket)}
+    cfg = InclusiveMarket(
+        rounds=args.rounds,
+        rule=args.rule,
+        thresholds=args.thresholds,
+        attack=args.attack,
+        metric=args.metric,
+        seed=args.seed,
+        lam=args.lam if args.lam is not None else defaults["lam"],
+    )
+    out = Path(args.out)
+    console = _console()
+    if console is not None and not args.quiet:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("clearing rounds", total=cfg.rounds)
+            result = run_inclusive_market(cfg, progress=lambda d, t: bar.update(task, completed=d))
+    else:
+        result = run_inclusive_market(cfg)
+    from .results import write_table
+
+    summary = result.summary()
+    rounds_csv, _ = write_table(result.rounds, out / "rounds.csv", result.provenance)
+    write_table(summary, out / "summary.csv", result.provenance)
+    png = out / "transactions.png"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plots import plot_transaction_graph
+
+    fig, ax = plt.subplots(figsize=(8, 7))
+    plot_transaction_graph(result.flows, result.roles, ax=ax,
+                           title=f"iPFL inclusive market: money flows over {cfg.rounds} rounds")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    if not args.quiet:
+        _print_table(summary, f"Inclusive market (Fig. 5), rule={cfg.rule}, seed={cfg.seed}")
+        honest = summary[summary.role != "attacker"]
+        attackers = summary[summary.role == "attacker"]
+        print(f"attacker isolated: {bool((attackers.earned == 0).all())}; "
+              f"min honest utility {honest.utility.min():.3f}; "
+              f"budget residual {abs(result.rounds.payment.sum()):.2e}")
+        print(f"wrote {rounds_csv}, {out / 'summary.csv'}, {png}")
+    return 0
+
+
+def _load_market_file(path: Path):
+    try:
+        spec = json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise MarketInputError("market_file", f"{path} does not exist") from exc
+    except json.JSONDecodeError as exc:
+        raise MarketInputError("market_file", f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise MarketInputError("market_file", "must hold a JSON object")
+    missing = [k for k in ("N", "c", "K", "D") if k not in spec]
+    if missing:
+        raise MarketInputError("market_file", f"missing keys {missing}; need N, c, K, D")
+    unknown = set(spec) - {"N", "c", "K", "D", "lam", "true_N", "true_c", "gain"}
+    if unknown:
+        raise MarketInputError("market_file", f"unknown keys {sorted(unknown)}")
+
+    def floats(v):  # JSON has no inf: accept the string "inf"
+        return [float(x) for x in v] if isinstance(v, list) else v
+
+    market = ipfl.Market(
+        N=floats(spec["N"]), c=floats(spec["c"]), K=floats(spec["K"]),
+        lam=spec.get("lam", 0.0),
+        true_N=floats(spec.get("true_N")), true_c=floats(spec.get("true_c")),
+        gain=spec.get("gain", "sqrt"),
+    )
+    return market, spec["D"]
+
+
+def _cmd_clear(args) -> int:
+    market, D = _load_market_file(args.market_file)
+    out = ipfl.clear(market, D, rule=args.rule, thresholds=args.thresholds,
+                     allow_negative_distances=args.allow_negative_distances)
+    df = out.to_frame()
+    df.insert(1, "bought_from", [out.sellers_of(i) for i in range(out.m)])
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+    title = f"iPFL market, rule={out.rule} ({out.method}), thresholds={out.threshold_mode}"
+    _print_table(df, title)
+    print(f"welfare {out.welfare:.6f}; budget residual {out.budget_residual:.2e}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fedmarket", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    mk = sub.add_parser("market", help="run the paper's inclusive market (Fig. 5)")
+    mk.add_argument("--rounds", type=int, default=20)
+    mk.add_argument("--rule", choices=ipfl.RULES, default="local")
+    mk.add_argument("--thresholds", choices=ipfl.MODES, default="exact")
+    mk.add_argument("--attack", choices=ATTACKS, default="gaussian")
+    mk.add_argument("--metric", choices=("l2sq", "cosine"), default="l2sq")
+    mk.add_argument("--lam", type=float, default=None, help="lambda (default 2, the paper's)")
+    mk.add_argument("--seed", type=int, default=0)
+    mk.add_argument("--out", default="results/market", help="folder for CSV, JSON and PNG")
+    mk.add_argument("--quiet", action="store_true", help="write files, print nothing")
+    mk.set_defaults(func=_cmd_market)
+
+    cl = sub.add_parser("clear", help="clear one market read from a JSON file")
+    cl.add_argument("market_file", type=Path,
+                    help='JSON object with N, c, K, D and optional lam, true_N, true_c, gain')
+    cl.add_argument("--rule", choices=ipfl.RULES, default="local")
+    cl.add_argument("--thresholds", choices=ipfl.MODES, default="exact")
+    cl.add_argument("--allow-negative-distances", action="store_true")
+    cl.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
+    cl.set_defaults(func=_cmd_clear)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except MarketInputError as exc:
+        print(f"fedmarket: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Plots. Each takes ``ax=None`` and returns the Axes; none calls ``show()``."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+__all__ = ["ROLE_COLOURS", "plot_transaction_graph"]
+
+ROLE_COLOURS = {
+    "trader": "#4C72B0",
+    "buyer": "#DD8452",
+    "seller": "#55A868",
+    "attacker": "#C44E52",
+}
+
+
+def plot_transaction_graph(flows, roles, ax=None, *, title="Cumulative money flows"):
+    """Directed graph of cumulative payments: an arrow i -> j of width ~ money i paid j.
+
+    Nodes are placed on a circle grouped by role and coloured by role; an isolated node (the
+    attacker, when the market works) has no arrow.
+    """
+    import matplotlib.pyplot as plt
+
+    flows = np.asarray(flows, dtype=float)
+    m = flows.shape[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 7))
+    G = nx.DiGraph()
+    G.add_nodes_from(range(m))
+    i, j = np.nonzero(flows > 0)
+    G.add_weighted_edges_from(zip(i.tolist(), j.tolist(), flows[i, j].tolist(), strict=True))
+    order = sorted(range(m), key=lambda k: (list(ROLE_COLOURS).index(roles[k]), k))
+    pos = nx.circular_layout(nx.path_graph(order))
+    colours = [ROLE_COLOURS.get(roles[k], "#999999") for k in range(m)]
+    top = flows.max() if flows.size and flows.max() > 0 else 1.0
+    widths = [0.5 + 5.0 * d["weight"] / top for _, _, d in G.edges(data=True)]
+    nx.draw_networkx_nodes(G, pos, node_color=colours, node_size=700, ax=ax)
+    nx.draw_networkx_labels(G, pos, labels={k: str(k) for k in range(m)}, font_color="white",
+                            ax=ax)
+    nx.draw_networkx_edges(G, pos, width=widths, arrowsize=14, alpha=0.7,
+                           connectionstyle="arc3,rad=0.08", node_size=700, ax=ax)
+    for role, colour in ROLE_COLOURS.items():
+        if role in roles:
+            ax.scatter([], [], c=colour, s=80, label=role)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_title(title)
+    ax.set_axis_off()
+    return ax
