@@ -116,7 +116,7 @@ def clear(
     array([[0, 1, 1],
            [1, 0, 1],
            [0, 0, 0]])
-    >>> abs(out.payments.sum()) < 1e-12
+    >>> bool(abs(out.payments.sum()) < 1e-12)
     True
     """
     if not isinstance(market, Market):
