@@ -67,3 +67,39 @@ def ipfl_instances(draw, *, negative_distances: bool = False, **market_kwargs):
     low = -1.0 if negative_distances else 0.0
     D = draw(distance_matrices(market.m, low=low, high=2.0))
     return market, D
+
+
+@st.composite
+def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
+              large_v: bool = False, budget: str = "binding"):
+    """A CPL game. ``budget``: "binding" (between the q_min and q_max spends), "slack" (above
+    the q_max spend) or "any". With ``large_v`` some v_n are large enough to turn prices
+    negative."""
+    from mechanisms import cpl
+
+    if n is None:
+        n = draw(st.integers(min_n, max_n))
+    a = draw(st.lists(st.floats(0.05, 1.0, **_finite), min_size=n, max_size=n))
+    G = draw(st.lists(st.floats(0.5, 20.0, **_finite), min_size=n, max_size=n))
+    c = draw(st.lists(st.floats(0.1, 10.0, **_finite), min_size=n, max_size=n))
+    v_hi = 1e6 if large_v else 100.0
+    v = draw(st.lists(st.one_of(st.just(0.0), st.floats(0.0, v_hi, **_finite)),
+                      min_size=n, max_size=n))
+    q_min = draw(st.sampled_from([0.01, 0.05, 0.1]))
+    per_client = draw(st.booleans())
+    if per_client:
+        q_max = draw(st.lists(st.floats(q_min, 1.0, **_finite), min_size=n, max_size=n))
+    else:
+        q_max = draw(st.floats(q_min, 1.0, **_finite))
+    game = cpl.Game(a=a, G=G, c=c, v=v, budget=0.0, alpha=draw(st.floats(0.1, 3.0)),
+                    R=draw(st.integers(10, 500)), q_min=q_min, q_max=q_max)
+    lo = cpl.spend(game, np.full(n, q_min))
+    hi = cpl.spend(game, game.q_max)
+    frac = draw(st.floats(0.01, 0.99))
+    if budget == "binding" and hi - lo > 1e-9 * max(1.0, abs(hi)):
+        B = lo + frac * (hi - lo)
+    elif budget == "slack":
+        B = hi + frac * (abs(hi) + 1.0)
+    else:
+        B = lo + frac * (hi - lo) if draw(st.booleans()) else hi + frac * (abs(hi) + 1.0)
+    return game.replace(budget=B)

@@ -1,0 +1,48 @@
+"""CPL: participation pricing for unbiased FL (Luo et al., ICDCS 2023), spec cpl.md.
+
+Where each formula lives:
+
+=========================================  ==============================================
+unbiased aggregation w + sum a/q (w_n - w)  :func:`mechanisms.cpl.aggregation.unbiased_aggregate`
+bound (Thm 1) sum K (1 - q)/q               :func:`mechanisms.cpl.game.bound`
+client utility U_n                          :func:`mechanisms.cpl.game.client_utilities`
+best response (cubic FOC)                   :func:`mechanisms.cpl.response.best_response`
+inverse price P(q) = 2 c q - v K / q^2      :func:`mechanisms.cpl.game.inverse_price`
+budget sum P q                              :func:`mechanisms.cpl.game.spend`
+KKT q(mu), Problem P1'                      :func:`mechanisms.cpl.equilibrium.q_of_mu`
+solvers                                     :func:`mechanisms.cpl.equilibrium.solve`
+baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
+=========================================  ==============================================
+"""
+
+from .aggregation import unbiased_aggregate
+from .equilibrium import (
+    METHODS,
+    BudgetInfeasible,
+    Equilibrium,
+    q_of_mu,
+    solve,
+    uniform_pricing,
+    weighted_pricing,
+)
+from .game import Game, bound, client_utilities, inverse_price, spend
+from .response import best_response, best_response_v0, unconstrained_response
+
+__all__ = [
+    "METHODS",
+    "BudgetInfeasible",
+    "Equilibrium",
+    "Game",
+    "best_response",
+    "best_response_v0",
+    "bound",
+    "client_utilities",
+    "inverse_price",
+    "q_of_mu",
+    "solve",
+    "spend",
+    "unbiased_aggregate",
+    "unconstrained_response",
+    "uniform_pricing",
+    "weighted_pricing",
+]

@@ -1,0 +1,36 @@
+"""Unbiased aggregation under randomised participation (spec cpl.md, first section).
+
+w^{r+1} = w^r + sum_{n in S} (a_n / q_n) (w_n^{r+1} - w^r), S the clients that showed up,
+each independently with probability q_n. E[w^{r+1}] = sum_n a_n w_n^{r+1}. An empty round
+leaves w unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MarketInputError
+
+__all__ = ["unbiased_aggregate"]
+
+
+def unbiased_aggregate(w, updates, participated, a, q) -> np.ndarray:
+    """One aggregation step. ``updates`` (N, p) are the clients' new models w_n^{r+1} (rows of
+    absent clients are ignored), ``participated`` (N,) bool.
+
+    >>> unbiased_aggregate([0.0], [[1.0], [3.0]], [True, False], [0.5, 0.5], [0.5, 0.5])
+    array([1.])
+    """
+    w = np.asarray(w, dtype=np.float64)
+    U = np.asarray(updates, dtype=np.float64)
+    S = np.asarray(participated, dtype=bool)
+    a = np.asarray(a, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if U.shape != (a.size, w.size):
+        raise MarketInputError("updates", f"has shape {U.shape}, expected ({a.size}, {w.size})")
+    if S.shape != a.shape or q.shape != a.shape:
+        raise MarketInputError("participated", "participated, a and q need one entry per client")
+    if ((q <= 0) | (q > 1)).any():
+        raise MarketInputError("q", "participation probabilities must lie in (0, 1]")
+    weights = np.where(S, a / q, 0.0)
+    return w + weights @ (U - w[None, :]) if S.any() else w.copy()

@@ -1,0 +1,375 @@
+"""The server's problem and the Stackelberg equilibrium (spec cpl.md, "Solvers").
+
+Problem P1' in q:  min sum K_n (1 - q_n)/q_n  s.t.  sum [2 c_n q_n^2 - v_n K_n / q_n] <= B.
+It is convex in y = 1/q. KKT, with mu = 1/lambda:  q_n(mu) = clip(cbrt(K_n (mu - v_n)_+ /
+(4 c_n)), q_min, q_max_n), i.e. interior clients share 4 c_n q_n^3 / K_n + v_n = mu.
+
+Three solvers, all returning :class:`Equilibrium`:
+
+* ``"bisection"`` (default): the spend S(mu) is nondecreasing; Brent's method on S(mu) = B,
+  O(N) per step.
+* ``"cvxpy"``: P1' in y, one convex solve (a cross-check).
+* ``"cvxpy-linesearch"``: the paper's method, written correctly in y: for each M on a grid,
+  min sum K (y - 1) s.t. sum c / y^2 <= M, sum v K y >= 2M - B, box on y; M is a cvxpy
+  Parameter, so the problem compiles once; the best grid point wins.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ..errors import MarketInputError
+from .game import Game, bound, client_utilities, inverse_price, spend
+from .response import best_response, best_response_v0
+
+__all__ = [
+    "METHODS",
+    "BudgetInfeasible",
+    "Equilibrium",
+    "q_of_mu",
+    "solve",
+    "uniform_pricing",
+    "weighted_pricing",
+]
+
+METHODS = ("bisection", "cvxpy", "cvxpy-linesearch")
+
+
+class BudgetInfeasible(MarketInputError):
+    """Even q = q_min for everyone overspends the budget."""
+
+
+def _ro(a):
+    a = np.array(a, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Equilibrium:
+    """A pricing outcome with how it was computed. ``multiplier`` and ``v_threshold`` are
+    None for pricing schemes that are not the equilibrium (uniform, weighted).
+
+    q, prices, payments (= prices * q), utilities (client utilities, constant dropped)
+    multiplier lambda*, v_threshold = 1/(3 lambda*) (inf when the budget is slack)
+    objective = sum K (1 - q)/q, spent = sum P q, status "optimal" | "slack" | solver status
+    kkt_residual: max over interior clients of |4 c q^3/K + v - 1/lambda*| relative to 1/lambda*
+    budget_residual: |spent - B| / max(|B|, 1) (0 expected unless slack)
+    """
+
+    method: str
+    status: str
+    q: np.ndarray
+    prices: np.ndarray
+    payments: np.ndarray
+    utilities: np.ndarray
+    objective: float
+    spent: float
+    budget: float
+    multiplier: float | None
+    v_threshold: float | None
+    kkt_residual: float | None
+    budget_residual: float
+    seconds: float
+    solver: str | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_negative_prices(self) -> int:
+        return int((self.prices < 0).sum())
+
+
+def q_of_mu(game: Game, mu: float) -> np.ndarray:
+    """KKT participation for mu = 1/lambda: clip(cbrt(K (mu - v)_+ / (4c)), q_min, q_max)."""
+    K = game.K
+    raw = np.cbrt(K * np.maximum(mu - game.v, 0.0) / (4.0 * game.c))
+    return np.clip(raw, game.q_min, game.q_max)
+
+
+def _kkt_residual(game: Game, q: np.ndarray, mu: float) -> float | None:
+    interior = (q > game.q_min * (1 + 1e-9)) & (q < game.q_max * (1 - 1e-9)) & (game.K > 0)
+    if not interior.any() or not np.isfinite(mu):
+        return None
+    gap = 4.0 * game.c[interior] * q[interior] ** 3 / game.K[interior] + game.v[interior] - mu
+    return float(np.max(np.abs(gap)) / abs(mu))
+
+
+def _finish(game, method, status, q, mu, t0, solver=None, info=None, multiplier=None):
+    P = inverse_price(game, q)
+    if multiplier is None:
+        multiplier = 0.0 if not np.isfinite(mu) else 1.0 / mu
+    v_t = np.inf if multiplier == 0 else 1.0 / (3.0 * multiplier)
+    spent = float(np.sum(P * q))
+    return Equilibrium(
+        method=method,
+        status=status,
+        q=_ro(q),
+        prices=_ro(P),
+        payments=_ro(P * q),
+        utilities=_ro(client_utilities(game, P, q)),
+        objective=bound(game, q),
+        spent=spent,
+        budget=game.budget,
+        multiplier=float(multiplier),
+        v_threshold=float(v_t),
+        kkt_residual=_kkt_residual(game, q, mu),
+        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
+        seconds=time.perf_counter() - t0,
+        solver=solver,
+        info=info or {},
+    )
+
+
+def _check_feasible(game: Game):
+    lo = spend(game, np.full(game.n, game.q_min))
+    if lo > game.budget:
+        raise BudgetInfeasible(
+            "budget",
+            f"is {game.budget!r}, but even q = q_min for every client spends {lo:.6g}; "
+            "raise the budget or lower q_min",
+        )
+    return spend(game, game.q_max)
+
+
+def _bisection(game: Game, xtol: float = 0.0):
+    t0 = time.perf_counter()
+    top = _check_feasible(game)
+    if top <= game.budget:
+        return _finish(game, "bisection", "slack", game.q_max.copy(), np.inf, t0)
+    K, c, v = game.K, game.c, game.v
+    pos = K > 0
+    # below mu_lo every client sits at q_min, above mu_hi at q_max
+    mu_lo = float(np.min(v[pos] + 4.0 * c[pos] * game.q_min**3 / K[pos]))
+    mu_hi = float(np.max(v[pos] + 4.0 * c[pos] * game.q_max[pos] ** 3 / K[pos]))
+
+    def excess(mu):
+        return spend(game, q_of_mu(game, mu)) - game.budget
+
+    mu, res = brentq(excess, mu_lo, mu_hi, xtol=xtol or 1e-300, rtol=4 * np.finfo(float).eps,
+                     maxiter=500, full_output=True)
+    q, shift = _polish(game, mu)
+    return _finish(game, "bisection", "optimal", q, mu + shift, t0, solver="brentq",
+                   info={"iterations": res.iterations, "mu": mu + shift})
+
+
+def _polish(game: Game, mu: float):
+    """Refine mu* in a shifted variable: q_n = cbrt(K_n (d_n + s)/(4 c_n)) with d_n = mu - v_n.
+
+    A client with v_n close to mu* has q_n ~ cbrt(mu - v_n), and mu - v_n is only resolved to
+    eps * mu in the original variable; d_n is exact there (Sterbenz), so solving for the small
+    shift s restores the budget to rounding of the spend itself.
+    """
+    d = mu - game.v
+    K4c = game.K / (4.0 * game.c)
+
+    def q_of(s):
+        return np.clip(np.cbrt(K4c * np.maximum(d + s, 0.0)), game.q_min, game.q_max)
+
+    def excess(s):
+        return spend(game, q_of(s)) - game.budget
+
+    width = 64 * np.finfo(float).eps * abs(mu)
+    lo, hi = -width, width
+    for _ in range(60):
+        if excess(lo) <= 0 <= excess(hi):
+            break
+        lo, hi = 2 * lo, 2 * hi
+    else:  # pragma: no cover - brentq already bracketed the root within a few ulps
+        return q_of_mu(game, mu), 0.0
+    if excess(lo) == 0 or excess(hi) == 0:
+        s = lo if excess(lo) == 0 else hi
+    else:
+        s = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200)
+    return q_of(s), float(s)
+
+
+def _scale(game: Game) -> float:
+    total = float(game.K.sum())
+    return total if total > 0 else 1.0
+
+
+_TIGHT = {"CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}}
+
+
+def _solve_tight(prob, solver):
+    """Solve with tight tolerances where the solver takes them (Clarabel by default); if the
+    solver cannot reach them, solve again with its defaults."""
+    import warnings
+
+    import cvxpy as cp
+
+    name = solver or ("CLARABEL" if "CLARABEL" in _installed_solvers() else None)
+    tight = _TIGHT.get(name or "", {})
+    if tight:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=name, **tight)
+        if prob.status == cp.OPTIMAL:
+            return
+    prob.solve(solver=name)
+
+
+def _installed_solvers():
+    import cvxpy as cp
+
+    return cp.installed_solvers()
+
+
+def _cvxpy_problem(game: Game, linesearch: bool):
+    import cvxpy as cp
+
+    n = game.n
+    K, c, vK = game.K, game.c, game.v * game.K
+    y = cp.Variable(n)
+    box = [y >= 1.0 / game.q_max, y <= 1.0 / game.q_min]
+    # K_n is tiny (alpha a^2 G^2 / R ~ 1e-6): scale the objective to O(1) so that the
+    # solver's absolute tolerances mean something; the budget dual is scaled back by _scale.
+    objective = cp.Minimize((K / _scale(game)) @ (y - 1.0))
+    if not linesearch:
+        budget = cp.sum(cp.multiply(2.0 * c, cp.power(y, -2))) - vK @ y <= game.budget
+        return cp.Problem(objective, [budget, *box]), y, budget, None
+    M = cp.Parameter(nonneg=True)
+    cons = [cp.sum(cp.multiply(c, cp.power(y, -2))) <= M, vK @ y >= 2 * M - game.budget, *box]
+    return cp.Problem(objective, cons), y, cons[0], M
+
+
+def _cvxpy(game: Game, solver: str | None = None):
+    import cvxpy as cp
+
+    t0 = time.perf_counter()
+    top = _check_feasible(game)
+    if top <= game.budget:
+        return _finish(game, "cvxpy", "slack", game.q_max.copy(), np.inf, t0)
+    prob, y, budget, _ = _cvxpy_problem(game, linesearch=False)
+    _solve_tight(prob, solver)
+    if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise RuntimeError(f"cvxpy: solver {prob.solver_stats.solver_name} ended {prob.status}")
+    q = np.clip(1.0 / np.asarray(y.value), game.q_min, game.q_max)
+    lam = float(budget.dual_value) * _scale(game)
+    mu = np.inf if lam <= 0 else 1.0 / lam
+    return _finish(game, "cvxpy", prob.status, q, mu, t0,
+                   solver=prob.solver_stats.solver_name, multiplier=lam)
+
+
+def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
+                solver: str | None = None):
+    import cvxpy as cp
+
+    t0 = time.perf_counter()
+    top = _check_feasible(game)
+    if top <= game.budget:
+        return _finish(game, "cvxpy-linesearch", "slack", game.q_max.copy(), np.inf, t0)
+    lo = float(np.sum(game.c * game.q_min**2))
+    hi = float(np.sum(game.c * game.q_max**2))
+    if eps0 is not None:
+        if not (np.isfinite(eps0) and eps0 > 0):
+            raise MarketInputError("eps0", f"is {eps0!r}; must be finite and > 0")
+        grid = np.arange(lo, hi + eps0, eps0)
+    else:
+        if points is None or int(points) < 2:
+            raise MarketInputError("points", f"is {points!r}; need at least 2 grid points")
+        grid = np.linspace(lo, hi, int(points))
+    prob, y, _, M = _cvxpy_problem(game, linesearch=True)
+    slack_tol = 1e-7 * max(1.0, abs(game.budget))
+    best = (np.inf, None, None)
+    statuses: dict = {}
+    for value in grid:
+        M.value = float(value)
+        try:
+            prob.solve(solver=solver)  # the paper's method with the solver's defaults
+        except cp.SolverError:
+            statuses["solver_error"] = statuses.get("solver_error", 0) + 1
+            continue
+        statuses[prob.status] = statuses.get(prob.status, 0) + 1
+        if prob.status != cp.OPTIMAL or prob.value >= best[0]:
+            continue
+        yv = np.asarray(y.value).copy()
+        if spend(game, np.clip(1.0 / yv, game.q_min, game.q_max)) > game.budget + slack_tol:
+            statuses["over_budget"] = statuses.get("over_budget", 0) + 1
+            continue  # the solver's tolerance let it overspend: not a feasible price vector
+        best = (prob.value, yv, float(value))
+    if best[1] is None:
+        raise RuntimeError(f"cvxpy-linesearch: no grid point solved ({statuses})")
+    q = np.clip(1.0 / best[1], game.q_min, game.q_max)
+    # no budget multiplier comes out of the grid search; report the KKT value it implies
+    mu = float(np.median(4.0 * game.c * q**3 / np.where(game.K > 0, game.K, np.inf) + game.v))
+    return _finish(game, "cvxpy-linesearch", "optimal", q, mu, t0,
+                   solver=prob.solver_stats.solver_name,
+                   info={"grid_points": int(grid.size), "best_M": best[2],
+                         "statuses": statuses})
+
+
+def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
+    """The Stackelberg equilibrium: the server's optimal q, and the prices that induce it.
+
+    Options: ``points`` or ``eps0`` (grid of the line search; default 400 points), ``solver``
+    (a cvxpy solver name for the cvxpy methods).
+
+    >>> from mechanisms import cpl
+    >>> g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 1, 1], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
+    >>> eq = cpl.solve(g)
+    >>> eq.status, round(eq.spent, 12)
+    ('optimal', 1.0)
+    >>> bool(np.allclose(cpl.best_response(g, eq.prices), eq.q))
+    True
+    """
+    if not isinstance(game, Game):
+        raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
+    if method == "bisection":
+        return _bisection(game, **options)
+    if method == "cvxpy":
+        return _cvxpy(game, **options)
+    if method == "cvxpy-linesearch":
+        return _linesearch(game, **options)
+    raise MarketInputError("method", f"unknown method {method!r}; choose one of {METHODS}")
+
+
+RESPONSES = ("exact", "v0")
+
+
+def _scheme(game: Game, name: str, shape: np.ndarray, responses: str) -> Equilibrium:
+    """Prices P = p * shape, p > 0 chosen so that sum P q(P) = B.
+
+    ``responses="exact"`` uses the exact cubic best response; ``"v0"`` reproduces the authors'
+    code, which computed the clients' responses as if v_n = 0 (q = P/(2c), clipped).
+    """
+    if responses not in RESPONSES:
+        raise MarketInputError("responses", f"unknown {responses!r}; choose one of {RESPONSES}")
+    t0 = time.perf_counter()
+    respond = best_response if responses == "exact" else best_response_v0
+
+    def excess(p):
+        P = p * shape
+        return float(np.sum(P * respond(game, P))) - game.budget
+
+    if game.budget <= 0:
+        raise MarketInputError("budget", f"is {game.budget!r}; a {name} price needs B > 0")
+    hi = 1.0
+    while excess(hi) < 0:
+        hi *= 2.0
+    p = brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    P = p * shape
+    q = respond(game, P)
+    spent = float(np.sum(P * q))
+    return Equilibrium(
+        method=name, status="optimal", q=_ro(q), prices=_ro(P), payments=_ro(P * q),
+        utilities=_ro(client_utilities(game, P, q)), objective=bound(game, q), spent=spent,
+        budget=game.budget, multiplier=None, v_threshold=None, kkt_residual=None,
+        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
+        seconds=time.perf_counter() - t0, solver="brentq",
+        info={"p": p, "responses": responses},
+    )
+
+
+def uniform_pricing(game: Game, responses: str = "exact") -> Equilibrium:
+    """Baseline: one price p for every client, spending the budget exactly."""
+    return _scheme(game, "uniform", np.ones(game.n), responses)
+
+
+def weighted_pricing(game: Game, responses: str = "exact") -> Equilibrium:
+    """Baseline: P_n = p a_n, spending the budget exactly."""
+    return _scheme(game, "weighted", np.asarray(game.a), responses)

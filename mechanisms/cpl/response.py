@@ -1,0 +1,64 @@
+"""Client n's best response to a price (spec cpl.md, "Players").
+
+maximise U_n = P_n q - c_n q^2 - v_n * bound(q) over q in [q_min, q_max_n]. The first-order
+condition P_n - 2 c_n q + v_n K_n / q^2 = 0 is the cubic
+
+    f(q) = 2 c_n q^3 - P_n q^2 - v_n K_n = 0,
+
+which has exactly one positive root (for v_n = 0: q = P_n / (2 c_n) when P_n > 0). U_n is
+strictly concave in q, so clipping that root to the box gives the constrained optimum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MarketInputError
+from .game import Game
+
+__all__ = ["best_response", "best_response_v0", "unconstrained_response"]
+
+
+def unconstrained_response(game: Game, prices) -> np.ndarray:
+    """The positive root of 2 c q^3 - P q^2 - v K = 0 (0 when v = 0 and P <= 0).
+
+    Newton from q_u = max(P, 0)/(2c) + cbrt(v K / (2c)), a point where f >= 0; f is increasing
+    and convex on [root, q_u], so the iterates fall monotonically onto the root.
+    """
+    P = np.asarray(prices, dtype=np.float64)
+    if P.shape != (game.n,):
+        raise MarketInputError("prices", f"has shape {P.shape}, expected ({game.n},)")
+    if not np.isfinite(P).all():
+        raise MarketInputError("prices", "must be finite")
+    c, vK = game.c, game.v * game.K
+    q = np.maximum(P, 0.0) / (2.0 * c) + np.cbrt(vK / (2.0 * c))
+    live = vK > 0  # v K = 0: the root is max(P, 0) / (2c) exactly
+    for _ in range(200):
+        if not live.any():
+            break
+        ql, Pl, cl = q[live], P[live], c[live]
+        f = 2.0 * cl * ql**3 - Pl * ql**2 - vK[live]
+        fp = 6.0 * cl * ql**2 - 2.0 * Pl * ql
+        step = f / fp
+        q[live] = ql - step
+        done = np.abs(step) <= 4e-16 * q[live]
+        idx = np.flatnonzero(live)
+        live[idx[done]] = False
+    return q
+
+
+def best_response(game: Game, prices) -> np.ndarray:
+    """q_n(P_n): the cubic's positive root clipped to [q_min, q_max_n], all clients at once.
+
+    >>> from mechanisms import cpl
+    >>> g = cpl.Game(a=[0.5, 0.5], G=[1, 1], c=[5, 5], v=[0, 0], budget=1.0)
+    >>> cpl.best_response(g, [2.0, 20.0]).tolist()   # v = 0: P/(2c), clipped at q_max = 1
+    [0.2, 1.0]
+    """
+    return np.clip(unconstrained_response(game, prices), game.q_min, game.q_max)
+
+
+def best_response_v0(game: Game, prices) -> np.ndarray:
+    """The authors' shortcut: the response as if v_n = 0, clip(P/(2c), q_min, q_max)."""
+    P = np.asarray(prices, dtype=np.float64)
+    return np.clip(P / (2.0 * game.c), game.q_min, game.q_max)
