@@ -1,6 +1,7 @@
 """The ``fedmarket`` command.
 
     fedmarket market [--rounds 20] [--rule local] [--seed 0] [--out results/market]
+    fedmarket cpl [--budget 15] [--points 400] [--sweep 5 40 8] [--out results/cpl]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
 """
 
@@ -22,7 +23,7 @@ def _console():
     try:
         from rich.console import Console
 
-        return Console()
+        return Console(width=max(Console().width, 120))
     except ImportError:  # pragma: no cover - rich is in the sims extra
         return None
 
@@ -42,7 +43,7 @@ def _print_table(df, title: str) -> None:
         cells = []
         for v in row:
             if isinstance(v, float):
-                cells.append(f"{v:,.3f}")
+                cells.append(f"{v:.6g}")
             elif isinstance(v, list):
                 cells.append(",".join(map(str, v)) or "-")
             else:
@@ -144,6 +145,56 @@ def _cmd_clear(args) -> int:
     return 0
 
 
+def _cmd_cpl(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .cpl_game import CplBenchmark, budget_sweep, compare_pricing
+    from .plots import plot_budget_sweep, plot_cpl_participation, plot_cpl_prices
+    from .results import write_table
+
+    bench = CplBenchmark(clients=args.clients, c=args.c, v_mean=args.v_mean, G=args.G,
+                         budget=args.budget, alpha=args.alpha, R=args.R, q_min=args.q_min,
+                         q_max=args.q_max, seed=args.seed)
+    game = bench.game()
+    out = Path(args.out)
+    console = _console()
+    if console is not None and not args.quiet:
+        with console.status("solving") as status:
+            table, results = compare_pricing(
+                game, points=args.points, progress=lambda n: status.update(f"solving: {n}"))
+    else:
+        table, results = compare_pricing(game, points=args.points)
+    write_table(table, out / "comparison.csv", bench.provenance())
+    eq = results["bisection"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    plot_cpl_prices(game, eq, ax=axes[0])
+    plot_cpl_participation(game, eq, ax=axes[1])
+    fig.tight_layout()
+    fig.savefig(out / "prices.png", dpi=110)
+    plt.close(fig)
+    written = [out / "comparison.csv", out / "prices.png"]
+    if args.sweep:
+        budgets = np.linspace(args.sweep[0], args.sweep[1], int(args.sweep[2]))
+        sweep = budget_sweep(game, budgets)
+        write_table(sweep, out / "budget_sweep.csv", bench.provenance())
+        fig, ax = plt.subplots(figsize=(6, 4))
+        plot_budget_sweep(sweep, ax=ax)
+        fig.tight_layout()
+        fig.savefig(out / "budget_sweep.png", dpi=110)
+        plt.close(fig)
+        written += [out / "budget_sweep.csv", out / "budget_sweep.png"]
+    if not args.quiet:
+        _print_table(table, f"CPL game: N={game.n}, B={game.budget}, seed={args.seed}")
+        print(f"lambda* = {eq.multiplier:.6g}, v^t = {eq.v_threshold:.6g}, "
+              f"KKT residual {eq.kkt_residual}, budget residual {eq.budget_residual:.1e}")
+        print("wrote " + ", ".join(map(str, written)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedmarket", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -159,6 +210,24 @@ def build_parser() -> argparse.ArgumentParser:
     mk.add_argument("--out", default="results/market", help="folder for CSV, JSON and PNG")
     mk.add_argument("--quiet", action="store_true", help="write files, print nothing")
     mk.set_defaults(func=_cmd_market)
+
+    cp = sub.add_parser("cpl", help="solve the CPL pricing game (Luo et al.) and compare")
+    cp.add_argument("--clients", type=int, default=40)
+    cp.add_argument("--c", type=float, default=5.0, help="cost coefficient c_n")
+    cp.add_argument("--v-mean", type=float, default=100.0, help="mean of v_n ~ Exp")
+    cp.add_argument("--G", type=float, default=1.0, help="gradient-norm bound G_n")
+    cp.add_argument("--budget", type=float, default=15.0)
+    cp.add_argument("--alpha", type=float, default=1.82)
+    cp.add_argument("--R", type=int, default=200)
+    cp.add_argument("--q-min", type=float, default=0.01)
+    cp.add_argument("--q-max", type=float, default=1.0)
+    cp.add_argument("--points", type=int, default=400, help="line-search grid points")
+    cp.add_argument("--sweep", type=float, nargs=3, metavar=("B_MIN", "B_MAX", "COUNT"),
+                    help="also sweep the budget and plot the bound for the three schemes")
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--out", default="results/cpl")
+    cp.add_argument("--quiet", action="store_true")
+    cp.set_defaults(func=_cmd_cpl)
 
     cl = sub.add_parser("clear", help="clear one market read from a JSON file")
     cl.add_argument("market_file", type=Path,

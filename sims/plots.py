@@ -5,7 +5,13 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-__all__ = ["ROLE_COLOURS", "plot_transaction_graph"]
+__all__ = [
+    "ROLE_COLOURS",
+    "plot_budget_sweep",
+    "plot_cpl_participation",
+    "plot_cpl_prices",
+    "plot_transaction_graph",
+]
 
 ROLE_COLOURS = {
     "trader": "#4C72B0",
@@ -47,4 +53,58 @@ def plot_transaction_graph(flows, roles, ax=None, *, title="Cumulative money flo
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_title(title)
     ax.set_axis_off()
+    return ax
+
+
+def plot_cpl_prices(game, eq, ax=None):
+    """Equilibrium price P_n against v_n, with the threshold v^t = 1/(3 lambda*)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    colour = np.where(eq.prices < 0, "#C44E52", "#4C72B0")
+    clipped = (eq.q <= game.q_min) | (eq.q >= game.q_max)
+    ax.scatter(game.v[~clipped], eq.prices[~clipped], s=18, c=colour[~clipped],
+               label="interior q_n")
+    if clipped.any():  # the threshold theorem speaks of interior clients only
+        ax.scatter(game.v[clipped], eq.prices[clipped], s=30, facecolors="none",
+                   edgecolors=colour[clipped], label="q_n at q_min or q_max")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    if eq.v_threshold is not None and np.isfinite(eq.v_threshold):
+        ax.axvline(eq.v_threshold, color="#DD8452", ls="--",
+                   label=f"v^t = 1/(3 lambda*) = {eq.v_threshold:.4g}")
+    ax.legend(frameon=False)
+    ax.set_xlabel("intrinsic value v_n")
+    ax.set_ylabel("equilibrium price P_n")
+    ax.set_title(f"CPL prices ({eq.method})")
+    return ax
+
+
+def plot_cpl_participation(game, eq, ax=None):
+    """Participation q_n against a_n G_n (the client's weight in the bound)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    ax.scatter(game.a * game.G, eq.q, s=18, c="#55A868")
+    ax.set_xscale("log")
+    ax.set_xlabel("a_n G_n")
+    ax.set_ylabel("participation q_n")
+    ax.set_title(f"CPL participation ({eq.method})")
+    return ax
+
+
+def plot_budget_sweep(df, ax=None):
+    """Objective bound against budget, one line per pricing scheme (tidy input)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for name, part in df.groupby("scheme"):
+        ax.plot(part["budget"], part["objective_bound"], marker="o", ms=3, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("budget B")
+    ax.set_ylabel("bound sum K (1 - q)/q")
+    ax.legend(frameon=False)
+    ax.set_title("CPL: bound vs budget")
     return ax

@@ -262,3 +262,30 @@ def test_bad_game(kwargs, field):
     with pytest.raises(ValueError) as info:
         cpl.Game(**(base | kwargs))
     assert info.value.field == field
+
+
+@given(cpl_games(large_v=True))
+def test_threshold_theorem_one_way_for_clipped_clients(game):
+    """v_n > v^t forces P_n < 0 for every client, clipped ones included (at q_max the
+    KKT value 4 c q^3/K + v is at most mu*)."""
+    eq = cpl.solve(game)
+    if eq.status == "slack":
+        return
+    above = game.v > eq.v_threshold * (1 + 1e-9)
+    assert (eq.prices[above & (eq.q > game.q_min)] < 0).all()
+
+
+def test_threshold_theorem_needs_interior_clients():
+    """Counterexample the checker finds: a client pinned at q_max with v_n < v^t and a
+    negative price (P = 2 c q_max - v K / q_max^2 < 0 when v K > 2 c q_max^3)."""
+    from hypothesis import find
+
+    def breaks(game):
+        eq = cpl.solve(game)
+        if eq.status == "slack":
+            return False
+        at_max = eq.q >= game.q_max
+        return bool(((game.v < eq.v_threshold) & (eq.prices < 0) & at_max).any())
+
+    find(cpl_games(large_v=True), breaks,
+         settings=settings(max_examples=3000, database=None, derandomize=True))

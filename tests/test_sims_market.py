@@ -96,3 +96,26 @@ def test_console_script_installed():
     r = subprocess.run([sys.executable, "-m", "sims.cli", "--help"], capture_output=True,
                        text=True, check=True)
     assert "market" in r.stdout and "clear" in r.stdout
+
+
+def test_cli_cpl_table_png_and_sweep(tmp_path, capsys):
+    args = ["cpl", "--clients", "12", "--points", "20", "--out", str(tmp_path),
+            "--sweep", "5", "30", "4"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "bisection" in text and "lambda*" in text
+    table = pd.read_csv(tmp_path / "comparison.csv")
+    assert list(table.scheme) == ["bisection", "cvxpy", "cvxpy-linesearch", "uniform",
+                                  "weighted"]
+    best = table.set_index("scheme").objective_bound
+    assert best["bisection"] <= best["cvxpy-linesearch"]
+    assert best["bisection"] == pytest.approx(best["cvxpy"], rel=1e-6)
+    sweep = pd.read_csv(tmp_path / "budget_sweep.csv")
+    assert set(sweep.scheme) == {"bisection", "uniform", "weighted"} and len(sweep) == 12
+    for png in ("prices.png", "budget_sweep.png"):
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_cpl_infeasible_budget_is_a_clear_error(tmp_path, capsys):
+    assert main(["cpl", "--budget=-1e6", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "budget" in capsys.readouterr().err
