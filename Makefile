@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ipfl.py
+	$(PY) benchmarks/bench_cpl.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis

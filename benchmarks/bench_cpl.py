@@ -1,0 +1,60 @@
+"""CPL solver benchmarks: ratios measured side by side in one run (not a timed test).
+
+1. bisection vs cvxpy-linesearch (the paper's method, 400 grid points) on the paper's N = 40
+   game: speed-up and objective.
+2. bisection vs cvxpy (one convex solve in y = 1/q): agreement and time ratio.
+3. bisection at N = 1e4, 1e5, 1e6: scaling (time(1e6) / time(1e4); linear would be 100).
+
+Usage: python benchmarks/bench_cpl.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mechanisms import cpl
+from sims.cpl_game import CplBenchmark
+
+
+def best_of(fn, repeat=5):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main():
+    game = CplBenchmark().game()
+    print(f"paper's benchmark game: N = {game.n}, B = {game.budget}, c = 5, v ~ Exp(100)")
+    t_b, b = best_of(lambda: cpl.solve(game), 20)
+    t_ls, ls = best_of(lambda: cpl.solve(game, "cvxpy-linesearch", points=400), 1)
+    print("\n1. bisection vs cvxpy-linesearch (400 grid points)")
+    print(f"   bisection        {t_b:10.6f} s   objective {b.objective:.10g}")
+    print(f"   cvxpy-linesearch {t_ls:10.6f} s   objective {ls.objective:.10g}")
+    print(f"   speed-up {t_ls / t_b:,.0f}x; line search objective is "
+          f"{100 * (ls.objective / b.objective - 1):.4f}% above bisection")
+
+    t_c, c = best_of(lambda: cpl.solve(game, "cvxpy"), 3)
+    rel = abs(c.objective - b.objective) / b.objective
+    dq = float(np.max(np.abs(c.q - b.q) / b.q))
+    print(f"\n2. bisection vs cvxpy ({c.solver}, status {c.status})")
+    print(f"   cvxpy {t_c:.4f} s vs bisection {t_b:.6f} s: {t_c / t_b:,.0f}x")
+    print(f"   objective relative difference {rel:.2e}; max relative q difference {dq:.2e}; "
+          f"lambda* {b.multiplier:.8g} vs {c.multiplier:.8g}")
+
+    print("\n3. bisection scaling")
+    times = {}
+    for n in (10_000, 100_000, 1_000_000):
+        g = CplBenchmark(clients=n, budget=15.0 * n / 40).game()
+        times[n], eq = best_of(lambda g=g: cpl.solve(g), 3)
+        print(f"   N = {n:>9,}: {times[n]:8.4f} s  ({eq.info['iterations']} Brent steps, "
+              f"budget residual {eq.budget_residual:.1e})")
+    print(f"   time(1e6) / time(1e4) = {times[1_000_000] / times[10_000]:.1f}  (linear: 100)")
+
+
+if __name__ == "__main__":
+    main()
