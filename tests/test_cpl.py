@@ -287,5 +287,5 @@ def test_threshold_theorem_needs_interior_clients():
         at_max = eq.q >= game.q_max
         return bool(((game.v < eq.v_threshold) & (eq.prices < 0) & at_max).any())
 
-    find(cpl_games(large_v=True), breaks,
+    find(cpl_games(large_v=True, max_n=3), breaks,
          settings=settings(max_examples=3000, database=None, derandomize=True))
