@@ -6,6 +6,16 @@
 * :func:`quartic_monotone_convex` - that quartic is increasing and convex on t > 0, the
   reason Newton from the right converges monotonically.
 * :func:`sqrt_gain_concave` - the sqrt gain is increasing and concave with g(0) = 0.
+* :func:`ir_lemma_two`, :func:`ir_lemma_three` - the lemma behind Thm 1: for concave g with
+  g(0) = 0, the final marginal gains of the bought models add up to at most the total gain.
+
+The lemma, written out (any number k of bought models, in any order 1..k, S_l = N_1 + ... +
+N_l): the total gain telescopes, g(S_k) = sum_l [g(S_l) - g(S_{l-1})]. Model l's final marginal
+is g(S_k) - g(S_k - N_l). Since S_k - N_l >= S_{l-1} and concave increments shrink as their
+start moves right, g(S_k) - g(S_k - N_l) <= g(S_l) - g(S_{l-1}). Summing over l: the sum of
+final marginals is at most g(S_k). Thm 1 follows: i pays each seller its final marginal minus
+lam (N_j/N_i) d_ij (Eq. 12), so with d >= 0 it pays at most its gain; and each seller receives
+at least its cost c_j, because every rule keeps a bought model's final marginal above its price.
 """
 
 from __future__ import annotations
@@ -45,4 +55,47 @@ def quartic_monotone_convex():
     return {"f'": sp.diff(f, t), "f''": sp.diff(f, t, 2)}
 
 
-ALL = (sqrt_gain_concave, sqrt_threshold_quartic, quartic_monotone_convex)
+g = sp.Function("g")
+a, b, e = sp.symbols("a b e", positive=True)
+
+
+def ir_lemma_two():
+    """Two models: total gain minus the sum of final marginals is g(a) + g(b) - g(a+b) (with
+    g(0) = 0), i.e. subadditivity, which concavity with g(0) = 0 gives."""
+    total = g(a + b) - g(0)
+    marginals = (g(a + b) - g(b)) + (g(a + b) - g(a))
+    slack = sp.expand(total - marginals)
+    assert sp.simplify(slack - (g(a) + g(b) - g(a + b) - g(0))) == 0
+    # for the sqrt gain the slack is positive: check it symbolically at g = sqrt gain
+    K_, N_ = sp.symbols("K N", positive=True)
+
+    def sq(x):
+        return sp.sqrt(K_ / N_) - sp.sqrt(K_ / (N_ + x))
+
+    sq_slack = sq(a) + sq(b) - sq(a + b)
+    # d/db of the slack is g'(b) - g'(a + b) > 0 and the slack is 0 at b = 0
+    assert sp.simplify(sq_slack.subs(b, 0)) == 0
+    deriv = sp.diff(sq_slack, b)
+    assert (deriv - (sp.diff(sq(b), b) - sp.diff(sq(a + b), b))).equals(0)
+    assert sp.simplify(sp.diff(sq(x), x, 2)).is_negative  # g' decreasing: deriv > 0
+    return {"slack": slack, "sqrt_slack": sq_slack}
+
+
+def ir_lemma_three():
+    """Three models: the slack splits into two telescoped concavity gaps, each >= 0."""
+    S = a + b + e
+    total = g(S) - g(0)
+    marginals = (g(S) - g(S - a)) + (g(S) - g(S - b)) + (g(S) - g(S - e))
+    # order 1 = a, 2 = b, 3 = e: S_1 = a, S_2 = a + b, S_3 = S
+    gaps = [
+        (g(a) - g(0)) - (g(S) - g(S - a)),      # increment over [0, a] vs [S - a, S]
+        (g(a + b) - g(a)) - (g(S) - g(S - b)),  # increment over [a, a+b] vs [S - b, S]
+        (g(S) - g(a + b)) - (g(S) - g(S - e)),  # the last one: equal (S - e = a + b)
+    ]
+    assert sp.simplify(sp.expand(total - marginals - sum(gaps))) == 0
+    assert sp.simplify(gaps[2]) == 0
+    return {"gaps": gaps}
+
+
+ALL = (sqrt_gain_concave, sqrt_threshold_quartic, quartic_monotone_convex, ir_lemma_two,
+       ir_lemma_three)

@@ -11,14 +11,22 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 
-__all__ = ["distance_matrices", "ipfl_instances", "ipfl_markets"]
+__all__ = [
+    "cpl_games",
+    "distance_matrices",
+    "ipfl_instances",
+    "ipfl_markets",
+    "misreports",
+    "permutations",
+]
 
 _finite = {"allow_nan": False, "allow_infinity": False}
 
 
 @st.composite
 def distance_matrices(draw, m: int, *, low: float = 0.0, high: float = 2.0, symmetric=True):
-    """(m, m) distances with zero diagonal, entries in [low, high]."""
+    """(m, m) distances with zero diagonal, entries in [low, high] (``low < 0`` draws
+    negative distances on purpose; ``symmetric=False`` an asymmetric matrix)."""
     vals = draw(
         st.lists(st.floats(low, high, **_finite), min_size=m * m, max_size=m * m)
     )
@@ -61,12 +69,33 @@ def ipfl_markets(
 
 
 @st.composite
-def ipfl_instances(draw, *, negative_distances: bool = False, **market_kwargs):
-    """(market, D): a market and a distance matrix for it."""
+def ipfl_instances(draw, *, negative_distances: bool = False, positive_distances=False,
+                   symmetric: bool | None = True, **market_kwargs):
+    """(market, D): a market and a distance matrix for it. ``positive_distances`` keeps every
+    off-diagonal d_ij >= 1e-3; ``symmetric=None`` lets Hypothesis choose."""
     market = draw(ipfl_markets(**market_kwargs))
-    low = -1.0 if negative_distances else 0.0
-    D = draw(distance_matrices(market.m, low=low, high=2.0))
+    low = -1.0 if negative_distances else (1e-3 if positive_distances else 0.0)
+    sym = draw(st.booleans()) if symmetric is None else symmetric
+    D = draw(distance_matrices(market.m, low=low, high=2.0, symmetric=sym))
     return market, D
+
+
+@st.composite
+def misreports(draw, m: int, factors=(0.1, 0.5, 2.0, 5.0, 10.0), *, over: bool = False):
+    """(client, factor): which client lies and by what factor; ``over`` keeps factor > 1."""
+    i = draw(st.integers(0, m - 1))
+    if over:
+        factor = draw(st.one_of(st.sampled_from([f for f in factors if f > 1] or [2.0]),
+                                st.floats(1.0 + 1e-6, 20.0, **_finite)))
+    else:
+        factor = draw(st.one_of(st.sampled_from(list(factors)),
+                                st.floats(0.05, 20.0, **_finite)))
+    return i, float(factor)
+
+
+def permutations(m: int):
+    """A permutation of range(m) as a numpy array."""
+    return st.permutations(list(range(m))).map(np.array)
 
 
 @st.composite

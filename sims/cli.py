@@ -2,6 +2,7 @@
 
     fedmarket market [--rounds 20] [--rule local] [--seed 0] [--out results/market]
     fedmarket cpl [--budget 15] [--points 400] [--sweep 5 40 8] [--out results/cpl]
+    fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
 """
 
@@ -195,6 +196,47 @@ def _cmd_cpl(args) -> int:
     return 0
 
 
+def _cmd_prove(args) -> int:
+    from proofs.registry import PROPERTIES, SUBJECTS
+    from proofs.report import frame, markdown, run_report
+
+    for name in args.subject or []:
+        if name not in SUBJECTS:
+            raise MarketInputError("subject", f"unknown {name!r}; choose from {list(SUBJECTS)}")
+    for key in args.property or []:
+        if key not in PROPERTIES:
+            raise MarketInputError("property", f"unknown {key!r}; choose from "
+                                               f"{list(PROPERTIES)}")
+    if args.examples < 1:
+        raise MarketInputError("examples", f"is {args.examples}; must be >= 1")
+    console = _console()
+    if console is not None and not args.quiet:
+        with console.status("checking") as status:
+            results = run_report(examples=args.examples, seed=args.seed,
+                                 subjects=args.subject, properties=args.property,
+                                 exhaustive=args.exhaustive,
+                                 progress=lambda s, k: status.update(f"checking {k} on {s}"))
+    else:
+        results = run_report(examples=args.examples, seed=args.seed, subjects=args.subject,
+                             properties=args.property, exhaustive=args.exhaustive)
+    df = frame(results)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(
+            f"# Theorem report\n\n{args.examples} examples per property (seed {args.seed})"
+            f"{', plus the exhaustive tiny-market grid' if args.exhaustive else ''}.\n\n"
+            + markdown(results))
+    if not args.quiet:
+        shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
+        _print_table(shown, f"Theorem report: {args.examples} examples per property")
+        bad = df[~df.as_declared]
+        print(f"{len(df) - len(bad)} of {len(df)} checks as declared"
+              + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))
+        for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
+            print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
+    return 0 if df.as_declared.all() else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedmarket", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -228,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", default="results/cpl")
     cp.add_argument("--quiet", action="store_true")
     cp.set_defaults(func=_cmd_cpl)
+
+    pr = sub.add_parser("prove", help="check every declared property (the theorem report)")
+    pr.add_argument("--examples", type=int, default=200, help="Hypothesis budget per check")
+    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--subject", action="append", help="only this subject (repeatable)")
+    pr.add_argument("--property", action="append", help="only this property (repeatable)")
+    pr.add_argument("--exhaustive", action="store_true",
+                    help="also check every 3-client market of a small type grid")
+    pr.add_argument("--markdown", type=Path, default=None, help="write the report here")
+    pr.add_argument("--quiet", action="store_true")
+    pr.set_defaults(func=_cmd_prove)
 
     cl = sub.add_parser("clear", help="clear one market read from a JSON file")
     cl.add_argument("market_file", type=Path,

@@ -65,27 +65,6 @@ def test_local_satisfies_eq11_and_never_beats_exact(inst):
     ).all()
 
 
-def test_box2_can_break_eq11():
-    """The paper's claim (Box 2 satisfies Eq. 11) is false; Hypothesis finds a counterexample."""
-    from hypothesis import find
-
-    def breaks(inst):
-        market, D = inst
-        out = ipfl.clear(market, D, rule="box2")
-        return len(ipfl.eq11_violations(market, out.prices, out.adjacency)) > 0
-
-    market, D = find(
-        ipfl_instances(max_m=6, pure_roles=False),
-        breaks,
-        settings=settings(max_examples=3000, database=None, derandomize=True),
-    )
-    out = ipfl.clear(market, D, rule="box2")
-    i, j = ipfl.eq11_violations(market, out.prices, out.adjacency)[0]
-    A = out.adjacency.copy()
-    A[i, j] = not A[i, j]
-    assert ipfl.phi(market, out.prices, A)[i] < ipfl.phi(market, out.prices, out.adjacency)[i]
-
-
 @given(ipfl_instances(max_m=6))
 @example(
     (

@@ -1,0 +1,250 @@
+"""The iPFL properties (Zhang et al. 2025; spec ipfl.md "Properties"), each with its exact
+preconditions built into its instance strategy, and the variants with a precondition dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from mechanisms import ipfl
+
+from .checker import Property
+from .strategies import ipfl_instances, misreports
+
+__all__ = ["IPFL_PROPERTIES", "IpflCase", "tiny_markets"]
+
+_TOL = 1e-9
+
+
+def _arr(a) -> str:
+    vals = ", ".join("float('inf')" if np.isinf(v) else repr(float(v)) for v in np.ravel(a))
+    return f"[{vals}]"
+
+
+@dataclass(frozen=True, eq=False)
+class IpflCase:
+    """A market, a distance matrix and, for misreport properties, who lies and how."""
+
+    market: ipfl.Market
+    D: np.ndarray
+    client: int | None = None
+    factor: float | None = None
+    perm: np.ndarray | None = None
+
+    def code(self) -> str:
+        mk = self.market
+        D = np.asarray(self.D)
+        rows = ",\n     ".join(_arr(r) for r in D)
+        s = (f"market = ipfl.Market(N={_arr(mk.N)}, c={_arr(mk.c)}, K={_arr(mk.K)}, "
+             f"lam={mk.lam!r})\nD = np.array([{rows}])")
+        if self.client is not None:
+            s += (f"\nclient = {self.client}" if self.factor is None
+                  else f"\nclient, factor = {self.client}, {self.factor!r}")
+        if self.perm is not None:
+            s += f"\nperm = {self.perm.tolist()}"
+        return s
+
+    def __repr__(self):
+        return self.code()
+
+
+def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, ties=False,
+           max_m=6):
+    @st.composite
+    def build(draw):
+        market, D = draw(ipfl_instances(negative_distances=negative, positive_distances=positive,
+                                        symmetric=None, max_m=max_m))
+        if lam_min > 0 and market.lam < lam_min:
+            market = market.replace(lam=draw(st.floats(lam_min, 5.0)))
+        if ties and market.m >= 3:
+            # client 1 becomes an exact copy of client 2: their thresholds tie for everyone
+            N, c, K = market.N.copy(), market.c.copy(), market.K.copy()
+            N[1], c[1], K[1] = N[2], c[2], K[2]
+            market = market.replace(N=N, c=c, K=K)
+            D = D.copy()
+            D[1, :], D[:, 1] = D[2, :], D[:, 2]
+            D[1, 2] = D[2, 1] = 0.0 if not positive else 1e-3
+            np.fill_diagonal(D, 0.0)
+        client = factor = None
+        if liar == "who":
+            client = draw(st.integers(0, market.m - 1))
+        elif liar is not None:
+            client, factor = draw(misreports(market.m, over=(liar == "over")))
+        p = draw(st.permutations(list(range(market.m))).map(np.array)) if perm else None
+        return IpflCase(market, D, client, factor, p)
+
+    return build
+
+
+def _settle(subject, case, allow_negative=False):
+    return subject.settle(case.market, case.D, allow_negative=allow_negative)
+
+
+def _scale(s) -> float:
+    return 1.0 + float(np.max(np.abs(s.utilities))) + float(np.max(np.abs(s.payments)))
+
+
+# ---------------------------------------------------------------------------- violations
+
+
+def budget_balance(subject, case):
+    s = _settle(subject, case)
+    return max(0.0, abs(float(s.payments.sum())) - _TOL * _scale(s))
+
+
+def individual_rationality(subject, case):
+    s = _settle(subject, case, allow_negative=True)
+    return max(0.0, -float(s.utilities.min()) - _TOL * _scale(s))
+
+
+def local_optimality(subject, case):
+    s = _settle(subject, case)
+    return float(len(ipfl.eq11_violations(case.market, s.prices, s.adjacency)))
+
+
+def _overstate_c(case):
+    mk, i = case.market, case.client
+    c_hat = mk.c.copy()
+    c_hat[i] = mk.c[i] * case.factor + (case.factor - 1.0)  # strictly above, also from c = 0
+    return mk.replace(c=c_hat, true_c=mk.c)
+
+
+def lemma1_monotone_sales(subject, case):
+    honest = _settle(subject, case)
+    lied = subject.settle(_overstate_c(case), case.D)
+    i = case.client
+    return float(np.sum(lied.adjacency[:, i] & ~honest.adjacency[:, i]))
+
+
+def thm2_no_gain_from_overstating_c(subject, case):
+    honest = _settle(subject, case)
+    lied = subject.settle(_overstate_c(case), case.D)
+    i = case.client
+    gain = float(lied.utilities[i] - honest.utilities[i])
+    return max(0.0, gain - _TOL * _scale(honest)), gain  # the gain steers the search
+
+
+def thm3_isolation(subject, case):
+    mk, i = case.market, case.client
+    N_hat = mk.N.copy()
+    N_hat[i] = mk.N[i] * 1e12
+    s = subject.settle(mk.replace(N=N_hat, true_N=mk.N), case.D)
+    return float(s.adjacency[:, i].sum())
+
+
+def global_optimality(subject, case):
+    """How far some buyer's phi_i is above the best over all subsets (enumerated)."""
+    import itertools
+
+    s = _settle(subject, case)
+    mk, P = case.market, s.prices
+    got = ipfl.phi(mk, P, s.adjacency)
+    worst = 0.0
+    for i in np.flatnonzero(mk.K > 0):
+        others = [j for j in range(mk.m) if j != i and np.isfinite(P[i, j])]
+        best = 0.0
+        for r in range(1, len(others) + 1):
+            for sub in itertools.combinations(others, r):
+                idx = list(sub)
+                val = float(P[i, idx].sum() - mk.gain.value(mk.N[idx].sum(), mk.K[i], mk.N[i]))
+                best = min(best, val)
+        worst = max(worst, float(got[i]) - best)
+    return max(0.0, worst - _TOL * _scale(s))
+
+
+def permutation_equivariance(subject, case):
+    mk, pi = case.market, case.perm
+    base = _settle(subject, case)
+    permuted = mk.replace(N=mk.N[pi], c=mk.c[pi], K=mk.K[pi])
+    s = subject.settle(permuted, np.asarray(case.D)[np.ix_(pi, pi)])
+    mismatched = float(np.sum(s.adjacency != base.adjacency[np.ix_(pi, pi)]))
+    gap = float(np.max(np.abs(s.payments - base.payments[pi])))
+    return mismatched + max(0.0, gap - 1e-7 * _scale(base))
+
+
+def truthful_in_N(subject, case):
+    mk, i = case.market, case.client
+    honest = _settle(subject, case)
+    N_hat = mk.N.copy()
+    N_hat[i] = mk.N[i] * case.factor
+    lied = subject.settle(mk.replace(N=N_hat, true_N=mk.N), case.D)
+    gain = float(lied.utilities[i] - honest.utilities[i])
+    return max(0.0, gain - _TOL * _scale(honest)), gain  # the gain steers the search
+
+
+# ---------------------------------------------------------------------------- the list
+
+_BASE = "truthful reports; d_ij >= 0"
+
+IPFL_PROPERTIES = {
+    p.key: p
+    for p in [
+        Property("budget_balance", "Budget balance", "sum_i p_i = 0", "Eq. 13",
+                 _BASE, "ipfl", _cases(), budget_balance),
+        Property("individual_rationality", "Individual rationality",
+                 "U_i >= 0 for every client", "Thm 1", _BASE, "ipfl", _cases(),
+                 individual_rationality),
+        Property("ir_negative_distances", "Individual rationality, negative d allowed",
+                 "U_i >= 0 for every client", "Thm 1 (precondition dropped)",
+                 "truthful reports; d_ij may be < 0", "ipfl", _cases(negative=True),
+                 individual_rationality,
+                 note="one neighbour alone gives U_i = lam (N_j/N_i) d_ij < 0"),
+        Property("local_optimality", "Local optimality (Eq. 11)",
+                 "no single addition or removal lowers phi_i", "Eq. 11 / Box 2",
+                 _BASE, "ipfl", _cases(), local_optimality),
+        Property("global_optimality", "Global optimality of each buyer's choice",
+                 "phi_i(a_i) = min over all subsets S of phi_i(S)", "Eq. 10",
+                 _BASE + "; m <= 5 (subsets enumerated)", "ipfl", _cases(max_m=5),
+                 global_optimality, note="the greedy rules are heuristics (the paper says so)"),
+        Property("lemma1", "Monotone sales in the reported cost",
+                 "reporting c_i' > c_i weakly shrinks {j : a_ji = 1}", "Lemma 1",
+                 _BASE + "; one client overstates c", "ipfl", _cases(liar="over"),
+                 lemma1_monotone_sales),
+        Property("thm2", "No gain from overstating c",
+                 "overstating c_i never raises i's true utility", "Thm 2",
+                 _BASE + "; one client overstates c", "ipfl", _cases(liar="over"),
+                 thm2_no_gain_from_overstating_c),
+        Property("thm3", "Isolation as N_i grows",
+                 "reported N_i -> inf (here x 1e12) => nobody buys from i", "Thm 3",
+                 "d_ji > 0 for all j; lam > 0", "ipfl",
+                 _cases(positive=True, lam_min=0.01, liar="who"), thm3_isolation),
+        Property("thm3_lam0", "Isolation as N_i grows, lam = 0 allowed",
+                 "reported N_i -> inf (here x 1e12) => nobody buys from i",
+                 "Thm 3 (precondition dropped)", "d_ji > 0 for all j; lam >= 0", "ipfl",
+                 _cases(positive=True, liar="who"), thm3_isolation,
+                 note="with lam = 0 the price c_i ignores N_i, and g(N_i) -> sqrt(K_j/N_j)"),
+        Property("permutation", "Permutation equivariance",
+                 "relabelling clients permutes the graph and the payments", "-",
+                 _BASE + "; no two clients identical (no tied thresholds)", "ipfl",
+                 _cases(perm=True), permutation_equivariance),
+        Property("permutation_ties", "Permutation equivariance with tied clients",
+                 "relabelling clients permutes the graph and the payments",
+                 "- (precondition dropped)", _BASE + "; two identical clients", "ipfl",
+                 _cases(perm=True, ties=True), permutation_equivariance,
+                 note="ties break by index, so identical clients swap roles"),
+        Property("truthful_N", "Truthfulness in the data amount",
+                 "misreporting N_i never raises i's true utility", "Table 2 (not a theorem)",
+                 _BASE + " for all but the liar", "ipfl", _cases(liar="any"), truthful_in_N),
+    ]
+}
+
+
+def tiny_markets(m: int = 3, *, N=(100.0, 400.0), c=(0.0, 0.5, np.inf), K=(0.0, 5e4),
+                 lam=(0.0, 2.0), d=(0.0, 0.1, 1.0)):
+    """Every market on a grid of types with symmetric distances (exhaustive checks)."""
+    import itertools
+
+    types = list(itertools.product(N, c, K))
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    for combo in itertools.product(types, repeat=m):
+        Ns, cs, Ks = (np.array(x, dtype=float) for x in zip(*combo, strict=True))
+        for lm in lam:
+            market = ipfl.Market(N=Ns, c=cs, K=Ks, lam=lm)
+            for ds in itertools.product(d, repeat=len(pairs)):
+                D = np.zeros((m, m))
+                for (i, j), v in zip(pairs, ds, strict=True):
+                    D[i, j] = D[j, i] = v
+                yield IpflCase(market, D)

@@ -1,0 +1,45 @@
+"""The built-in subjects and what each declares (True: claimed and checked; False: known not
+to hold, and the checker must find the counterexample)."""
+
+from __future__ import annotations
+
+from .checker import check
+from .cpl_properties import CPL_PROPERTIES
+from .ipfl_properties import IPFL_PROPERTIES
+from .subjects import CplSolver, IpflMechanism
+
+__all__ = ["PROPERTIES", "SUBJECTS", "check_declared"]
+
+PROPERTIES = {**IPFL_PROPERTIES, **CPL_PROPERTIES}
+
+_IPFL_COMMON = {
+    "budget_balance": True,
+    "individual_rationality": True,
+    "ir_negative_distances": False,
+    "lemma1": True,
+    "thm3": True,
+    "thm3_lam0": False,
+    "permutation": True,
+    "permutation_ties": False,
+    "truthful_N": False,
+}
+
+SUBJECTS = {
+    "box2": IpflMechanism("box2", "box2", declares={
+        **_IPFL_COMMON, "local_optimality": False, "global_optimality": False, "thm2": True}),
+    "local": IpflMechanism("local", "local", declares={
+        **_IPFL_COMMON, "local_optimality": True, "global_optimality": False, "thm2": True}),
+    "exact": IpflMechanism("exact", "exact", declares={
+        **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True}),
+    "cpl-bisection": CplSolver("cpl-bisection", "bisection", declares={
+        "cpl_best_response": True, "cpl_se_identities": True, "cpl_threshold": True,
+        "cpl_threshold_all": False, "cpl_unbiased": True, "cpl_bound_monotone": True,
+        "cpl_beats_baselines": True, "cpl_beats_baselines_any": False}),
+}
+
+
+def check_declared(subject, key: str, **kwargs):
+    """Check one declared property of a subject; returns (report, as_declared)."""
+    report = check(subject, PROPERTIES[key], **kwargs)
+    declared = subject.declares[key]
+    return report, (report.holds if declared else report.verdict == "counterexample")
