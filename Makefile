@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test venv lint bench clean
+.PHONY: demo test venv lint bench nightly report clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ipfl.py
 	$(PY) benchmarks/bench_cpl.py
+
+# The nightly profile: Hypothesis' nightly settings, and 100,000 examples per declared
+# property in the contract suite (hours on two cores).
+nightly: $(STAMP)
+	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest -q
+
+# Regenerate the theorem report in docs/ (a few minutes).
+report: $(STAMP)
+	$(VENV)/bin/fedmarket prove --examples 500 --exhaustive --markdown docs/reference-theorems.md
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis

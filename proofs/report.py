@@ -67,6 +67,11 @@ def markdown(results) -> str:
         lines.append(f"| {r.property} | {r.reference} | {r.preconditions} | {r.subject} | "
                      f"{r.declared} | {r.verdict}{'' if r.as_declared else ' (NOT AS DECLARED)'}"
                      f" | {r.search} | {r.examples} |")
+    if (df.search == "exhaustive").any():
+        lines += ["", "Exhaustive rows check every 3-client market of the grid "
+                  f"{TINY_GRID}. A property known to fail can still hold on that grid when its "
+                  "counterexamples need more clients (Box 2 breaks Eq. 11 only for a buyer "
+                  "with at least three candidate sellers)."]
     ces = [r for r in df.itertuples(index=False) if isinstance(r.counterexample, str)]
     if ces:
         lines += ["", "## Counterexamples (minimal instances found by the checker)", ""]

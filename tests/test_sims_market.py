@@ -119,3 +119,20 @@ def test_cli_cpl_table_png_and_sweep(tmp_path, capsys):
 def test_cli_cpl_infeasible_budget_is_a_clear_error(tmp_path, capsys):
     assert main(["cpl", "--budget=-1e6", "--out", str(tmp_path), "--quiet"]) == 2
     assert "budget" in capsys.readouterr().err
+
+
+def test_cli_prove_writes_markdown_with_counterexample(tmp_path, capsys):
+    md = tmp_path / "report.md"
+    code = main(["prove", "--examples", "40", "--subject", "local", "--property", "truthful_N",
+                 "--property", "budget_balance", "--exhaustive", "--markdown", str(md)])
+    assert code == 0
+    text = md.read_text()
+    assert "Truthfulness in the data amount" in text and "counterexample" in text
+    assert "exhaustive" in text  # budget balance also checked on the tiny-market grid
+    out = capsys.readouterr().out
+    assert "checks as declared" in out and "client, factor" in out
+
+
+def test_cli_prove_unknown_property(capsys):
+    assert main(["prove", "--property", "thm9"]) == 2
+    assert "property" in capsys.readouterr().err
