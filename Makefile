@@ -9,6 +9,11 @@ TORCH  ?= torch==2.13.0
 .PHONY: demo test venv lint bench nightly report clean
 
 $(STAMP): pyproject.toml
+	@# Fashion-MNIST (IDX files) from Debian, where apt is available; skipped elsewhere
+	-@if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y -qq dataset-fashion-mnist >/dev/null 2>&1 || \
+		(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq dataset-fashion-mnist >/dev/null 2>&1) || \
+		echo "note: could not install dataset-fashion-mnist; Fashion-MNIST runs need --data-dir"; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"

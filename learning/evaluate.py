@@ -1,0 +1,53 @@
+"""Accuracy as the iPFL paper measures it, for all clients' models at once.
+
+* personalised accuracy: per-class accuracy of client i's model on the global test set,
+  weighted by client i's train label distribution;
+* own accuracy: on client i's own held-out split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.func import functional_call, vmap
+
+__all__ = ["evaluate", "predict_all"]
+
+
+@torch.no_grad()
+def predict_all(model, params, X, chunk: int = 2048) -> torch.Tensor:
+    """(m, n) predicted classes of every client's model on the same inputs X (batched)."""
+    f = vmap(lambda p, x: functional_call(model, p, (x,)), in_dims=(0, None))
+    preds = [f(params, X[s:s + chunk]).argmax(-1) for s in range(0, X.shape[0], chunk)]
+    return torch.cat(preds, dim=1)
+
+
+@torch.no_grad()
+def evaluate(model, params, data, label_dist: np.ndarray, own_test: list[np.ndarray],
+             X_train, Y_train):
+    """Returns (personalised_acc (m,), own_acc (m,), loss (m,) on the global test set)."""
+    X_te = torch.as_tensor(data.x_test)
+    y_te = torch.as_tensor(data.y_test)
+    f = vmap(lambda p, x: functional_call(model, p, (x,)), in_dims=(0, None))
+    losses, correct = [], []
+    for s in range(0, X_te.shape[0], 2048):
+        logits = f(params, X_te[s:s + 2048])
+        y = y_te[s:s + 2048]
+        losses.append(torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none"))
+        correct.append(logits.argmax(-1) == y)
+    loss = torch.cat(losses, dim=1).mean(dim=1).numpy()
+    hit = torch.cat(correct, dim=1).numpy()  # (m, n_test)
+    classes = label_dist.shape[1]
+    y_np = data.y_test
+    per_class = np.stack([hit[:, y_np == c].mean(axis=1) if (y_np == c).any()
+                          else np.zeros(hit.shape[0]) for c in range(classes)], axis=1)
+    personalised = (per_class * label_dist).sum(axis=1)
+    own = np.empty(hit.shape[0])
+    for i, idx in enumerate(own_test):
+        if idx.size == 0:
+            own[i] = np.nan
+            continue
+        pr = functional_call(model, {k: v[i] for k, v in params.items()}, (X_train[idx],))
+        own[i] = float((pr.argmax(-1) == Y_train[idx]).float().mean())
+    return personalised, own, loss
