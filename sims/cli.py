@@ -2,6 +2,7 @@
 
     fedmarket market [--rounds 20] [--rule local] [--seed 0] [--out results/market]
     fedmarket cpl [--budget 15] [--points 400] [--sweep 5 40 8] [--out results/cpl]
+    fedmarket train --algorithm ipfl fedavg --dataset digits --rounds 10 [--out DIR]
     fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
 """
@@ -237,6 +238,53 @@ def _cmd_prove(args) -> int:
     return 0 if df.as_declared.all() else 1
 
 
+def _cmd_train(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from learning.algorithms import TrainConfig, run
+
+    from .plots import plot_accuracy
+    from .results import write_table
+
+    cfg_fields = {f.name for f in fields(TrainConfig)}
+    common = {k: v for k, v in vars(args).items() if k in cfg_fields and v is not None}
+    out = Path(args.out)
+    results = []
+    console = _console()
+    for algorithm in args.algorithm:
+        cfg = TrainConfig(**{**common, "algorithm": algorithm})
+        if console is not None and not args.quiet:
+            from rich.progress import Progress
+
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task(f"{algorithm}: rounds", total=cfg.rounds)
+                res = run(cfg, progress=lambda d, t, task=task: bar.update(task, completed=d))
+        else:
+            res = run(cfg)
+        results.append(res)
+        write_table(res.frame, out / f"{algorithm}.parquet", res.provenance())
+        if not args.quiet:
+            final = res.final()
+            _print_table(final, f"{algorithm}: after {cfg.rounds} rounds ({res.seconds:.1f} s)")
+            print(f"{algorithm}: mean personalised accuracy "
+                  f"{final.acc_personalised.mean():.4f}, mean cumulative utility "
+                  f"{final.utility.mean():.4f}")
+    frame = pd.concat([r.frame for r in results], ignore_index=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plot_accuracy(frame, ax=ax)
+    ax.set_title(f"{args.dataset}, {args.partition}, {args.clients} clients")
+    fig.tight_layout()
+    fig.savefig(out / "accuracy.png", dpi=110)
+    plt.close(fig)
+    if not args.quiet:
+        print(f"wrote {out}/<algorithm>.parquet (+ .json) and {out / 'accuracy.png'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedmarket", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -281,6 +329,41 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--markdown", type=Path, default=None, help="write the report here")
     pr.add_argument("--quiet", action="store_true")
     pr.set_defaults(func=_cmd_prove)
+
+    tr = sub.add_parser("train", help="federated training with a mechanism or a baseline")
+    tr.add_argument("--algorithm", nargs="+", default=["ipfl"],
+                    choices=("local", "fedavg", "fedprox", "ditto", "pfedgraph", "ipfl", "cpl"),
+                    help="one or more algorithms, run one after the other")
+    tr.add_argument("--dataset", default="digits",
+                    choices=("digits", "fashion-mnist", "synthetic"))
+    tr.add_argument("--data-dir", dest="data_dir", default=None,
+                    help="folder with the Fashion-MNIST IDX files")
+    tr.add_argument("--partition", default="niid",
+                    choices=("iid", "niid", "cluster", "skew", "natural"))
+    for name, typ, default in [
+        ("beta", float, None), ("beta-in", float, None), ("n-clusters", int, None),
+        ("skew-classes", int, None), ("clients", int, 10), ("rounds", int, None),
+        ("steps", int, None), ("batch", int, None), ("lr", float, None),
+        ("momentum", float, None), ("weight-decay", float, None), ("K", float, None),
+        ("C", float, None), ("lam", float, None), ("eta", float, None),
+        ("attackers", int, None), ("liar", int, None), ("liar-N", float, None),
+        ("liar-c", float, None), ("prox-mu", float, None), ("cpl-budget", float, None),
+        ("cpl-c", float, None), ("cpl-v-mean", float, None), ("seed", int, 0),
+    ]:
+        tr.add_argument(f"--{name}", dest=name.replace("-", "_"), type=typ, default=default)
+    tr.add_argument("--model", default=None, choices=("auto", "simplecnn-mnist", "mlp", "logreg"))
+    tr.add_argument("--metric", default=None, choices=("cosine", "l2sq"))
+    tr.add_argument("--rule", default=None, choices=ipfl.RULES)
+    tr.add_argument("--roles", default=None, choices=("traders", "inclusive"))
+    tr.add_argument("--attack", default=None,
+                    choices=("none", "shuffle", "signflip", "same", "gaussian"))
+    tr.add_argument("--cpl-pricing", dest="cpl_pricing", default=None,
+                    choices=("equilibrium", "uniform", "weighted", "full"))
+    tr.add_argument("--sequential", dest="lockstep", action="store_false", default=None,
+                    help="train clients one by one (the reference path) instead of in lockstep")
+    tr.add_argument("--out", default="results/train")
+    tr.add_argument("--quiet", action="store_true")
+    tr.set_defaults(func=_cmd_train)
 
     cl = sub.add_parser("clear", help="clear one market read from a JSON file")
     cl.add_argument("market_file", type=Path,

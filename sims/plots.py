@@ -7,6 +7,7 @@ import numpy as np
 
 __all__ = [
     "ROLE_COLOURS",
+    "plot_accuracy",
     "plot_budget_sweep",
     "plot_cpl_participation",
     "plot_cpl_prices",
@@ -107,4 +108,19 @@ def plot_budget_sweep(df, ax=None):
     ax.set_ylabel("bound sum K (1 - q)/q")
     ax.legend(frameon=False)
     ax.set_title("CPL: bound vs budget")
+    return ax
+
+
+def plot_accuracy(frame, ax=None, *, column="acc_personalised"):
+    """Mean (over clients) accuracy per round, one line per algorithm (tidy input)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for name, part in frame.groupby("algorithm"):
+        mean = part.groupby("round")[column].mean()
+        ax.plot(mean.index, mean.to_numpy(), marker="o", ms=3, label=name)
+    ax.set_xlabel("round")
+    ax.set_ylabel(f"mean {column.replace('_', ' ')}")
+    ax.legend(frameon=False)
     return ax

@@ -36,10 +36,18 @@ def _jsonable(obj):
 
 
 def write_table(df: pd.DataFrame, path: Path, provenance: dict) -> tuple[Path, Path]:
-    """Write ``df`` as CSV at ``path`` and ``path``.json beside it; returns both paths."""
+    """Write ``df`` at ``path`` (".csv", or ".parquet" with a CSV fallback when pyarrow is
+    missing) and a JSON sidecar beside it; returns (table path, sidecar path)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False)
+    if path.suffix == ".parquet":
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError:
+            path = path.with_suffix(".csv")
+            df.to_csv(path, index=False)
+    else:
+        df.to_csv(path, index=False)
     side = path.with_suffix(".json")
     meta = {"table": path.name, "rows": len(df), "columns": list(df.columns),
             "versions": versions(), **provenance}

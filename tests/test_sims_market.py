@@ -136,3 +136,24 @@ def test_cli_prove_writes_markdown_with_counterexample(tmp_path, capsys):
 def test_cli_prove_unknown_property(capsys):
     assert main(["prove", "--property", "thm9"]) == 2
     assert "property" in capsys.readouterr().err
+
+
+def test_cli_train_two_algorithms(tmp_path, capsys):
+    args = ["train", "--algorithm", "ipfl", "local", "--dataset", "digits", "--clients", "4",
+            "--rounds", "2", "--steps", "5", "--batch", "8", "--beta", "0.5", "--out",
+            str(tmp_path)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "ipfl: mean personalised accuracy" in text and "local:" in text
+    frame = pd.read_parquet(tmp_path / "ipfl.parquet")
+    assert len(frame) == 8 and {"acc_personalised", "utility", "payment"} <= set(frame)
+    meta = json.loads((tmp_path / "ipfl.json").read_text())
+    assert meta["config"]["algorithm"] == "ipfl" and meta["config"]["clients"] == 4
+    assert (tmp_path / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_train_missing_data_dir(tmp_path, capsys):
+    args = ["train", "--dataset", "fashion-mnist", "--data-dir", str(tmp_path), "--out",
+            str(tmp_path / "o"), "--quiet"]
+    assert main(args) == 2
+    assert "dataset-fashion-mnist" in capsys.readouterr().err

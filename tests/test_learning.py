@@ -1,0 +1,202 @@
+"""The federated learner: data, partitions, models, lockstep training, algorithms."""
+
+import gzip
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from learning import data, models, partition
+from learning.algorithms import ALGORITHMS, TrainConfig, project_simplex, run
+from learning.local import SGDConfig, sample_batches, train_lockstep, train_sequential
+from mechanisms.errors import MarketInputError
+
+# ------------------------------------------------------------------------------ data
+
+
+def _write_idx(path, arr, gz):
+    header = bytes([0, 0, 0x08, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape)
+    raw = header + arr.astype(np.uint8).tobytes()
+    (gzip.open if gz else open)(path, "wb").write(raw)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_idx_round_trip(tmp_path, gz):
+    arr = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    p = tmp_path / ("x.idx" + (".gz" if gz else ""))
+    _write_idx(p, arr, gz)
+    np.testing.assert_array_equal(data.read_idx(p), arr)
+
+
+def test_fashion_mnist_from_a_user_folder(tmp_path):
+    rng = np.random.default_rng(0)
+    _write_idx(tmp_path / "train-images-idx3-ubyte", rng.integers(0, 256, (50, 28, 28)), False)
+    _write_idx(tmp_path / "train-labels-idx1-ubyte", rng.integers(0, 10, 50), False)
+    _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", rng.integers(0, 256, (20, 28, 28)), True)
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", rng.integers(0, 10, 20), True)
+    d = data.load_fashion_mnist(tmp_path)
+    assert d.x_train.shape == (50, 1, 28, 28) and d.x_test.shape == (20, 1, 28, 28)
+    assert d.x_train.max() <= 1.0 and d.y_train.dtype == np.int64
+
+
+def test_missing_fashion_mnist_says_how_to_get_it(tmp_path):
+    with pytest.raises(MarketInputError, match="apt-get install dataset-fashion-mnist") as e:
+        data.load_fashion_mnist(tmp_path)
+    assert e.value.field == "data_dir"
+
+
+def test_real_fashion_mnist_when_installed():
+    try:
+        d = data.load_fashion_mnist()
+    except MarketInputError:
+        pytest.skip("dataset-fashion-mnist not installed here")
+    assert d.x_train.shape == (60000, 1, 28, 28) and d.x_test.shape == (10000, 1, 28, 28)
+    assert np.bincount(d.y_train).tolist() == [6000] * 10
+
+
+def test_synthetic_is_reproducible_and_grouped():
+    a, b = data.synthetic(1, 1, 8, rng=3), data.synthetic(1, 1, 8, rng=3)
+    np.testing.assert_array_equal(a.x_train, b.x_train)
+    assert a.x_train.shape[1] == 60 and set(np.unique(a.groups)) == set(range(8))
+
+
+# ------------------------------------------------------------------------------ partitions
+
+LABELS = np.repeat(np.arange(10), 300)
+
+
+def _covers(parts, n):
+    allidx = np.concatenate(parts)
+    return allidx.size == n and np.unique(allidx).size == n
+
+
+def _label_share(parts, y):
+    return np.array([np.bincount(y[p], minlength=10) / len(p) for p in parts])
+
+
+def test_niid_statistics():
+    small = partition.niid(LABELS, 10, 0.1, 0)
+    large = partition.niid(LABELS, 10, 100.0, 0)
+    assert _covers(small, LABELS.size) and min(map(len, small)) >= 10
+    # concentration: with beta = 0.1 a client's top class dominates, with beta = 100 it does not
+    assert _label_share(small, LABELS).max(axis=1).mean() > 0.5
+    assert _label_share(large, LABELS).max(axis=1).mean() < 0.2
+
+
+def test_cluster_statistics():
+    parts, owner = partition.cluster(LABELS, 9, 3, 0.1, 0, beta_in=10.0)
+    assert _covers(parts, LABELS.size)
+    share = _label_share(parts, LABELS)
+    tv = 0.5 * np.abs(share[:, None] - share[None]).sum(-1)
+    same = owner[:, None] == owner[None]
+    off = ~np.eye(9, dtype=bool)
+    assert tv[same & off].mean() < tv[~same].mean()
+
+
+def test_skew_gives_s_classes_each():
+    parts = partition.skew(LABELS, 10, 2, 0)
+    assert all(np.unique(LABELS[p]).size == 2 for p in parts)
+    assert _covers(parts, LABELS.size)
+
+
+def test_partition_terminates_with_a_clear_error():
+    with pytest.raises(partition.PartitionError, match="tries"):
+        partition.niid(LABELS[:120], 10, 0.01, 0, min_size=12, max_tries=20)
+
+
+# ------------------------------------------------------------------------------ models, SGD
+
+
+def test_simplecnn_has_44426_parameters():
+    assert models.n_params(models.build("simplecnn-mnist", (1, 28, 28), 10)) == 44_426
+
+
+@pytest.mark.parametrize("name, shape", [("mlp", (1, 8, 8)), ("simplecnn-mnist", (1, 28, 28)),
+                                          ("logreg", (60,))])
+def test_lockstep_equals_sequential(name, shape):
+    torch.manual_seed(0)
+    m, n = 4, 200
+    X = torch.rand(n, *shape)
+    Y = torch.randint(0, 10, (n,))
+    parts = [np.arange(k, n, m) for k in range(m)]
+    model = models.build(name, shape, 10)
+    P = models.init_stacked(model, m)
+    cfg = SGDConfig(steps=5, batch=8, lr=0.05)
+    b = sample_batches(parts, cfg, [np.random.default_rng(k) for k in range(m)])
+    centre = {k: v + 0.1 for k, v in P.items()}
+    prox = np.array([0.0, 0.5, 1.0, 2.0])
+    active = np.array([True, True, False, True])
+    A = train_lockstep(model, P, X, Y, b, cfg, centre, prox, active)
+    B = train_sequential(model, P, X, Y, b, cfg, centre, prox, active)
+    for k in A:
+        torch.testing.assert_close(A[k], B[k], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(A[k][2], P[k][2])  # inactive client untouched
+
+
+def test_project_simplex():
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(20, 6))
+    W = project_simplex(V)
+    assert np.allclose(W.sum(axis=1), 1) and (W >= 0).all()
+    # optimality: no feasible point on a random segment is closer
+    for v, w in zip(V, W, strict=True):
+        other = rng.dirichlet(np.ones(6))
+        assert np.sum((v - w) ** 2) <= np.sum((v - other) ** 2) + 1e-12
+
+
+# ------------------------------------------------------------------------------ algorithms
+
+SMALL = {"dataset": "digits", "clients": 5, "rounds": 2, "steps": 10, "batch": 16, "lr": 0.05,
+         "beta": 0.5}
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_algorithm_runs_and_reports(algorithm):
+    res = run(TrainConfig(algorithm=algorithm, **SMALL))
+    df = res.frame
+    assert len(df) == 2 * 5
+    cols = ["acc_personalised", "acc_own", "loss", "gain", "cost", "payment", "utility"]
+    assert np.isfinite(df[cols].to_numpy()).all()
+    assert df.acc_personalised.between(0, 1).all()
+    last = df[df["round"] == 1]
+    assert last.acc_personalised.mean() > 0.3  # better than the 0.1 of chance on digits
+
+
+def test_ipfl_ledger_balances_and_is_rational():
+    res = run(TrainConfig(algorithm="ipfl", **{**SMALL, "rounds": 3}))
+    per_round = res.frame.groupby("round").payment.sum()
+    assert per_round.abs().max() < 1e-9
+    assert (res.frame.utility >= -1e-9).all()
+
+
+def test_cpl_participation_follows_q():
+    res = run(TrainConfig(algorithm="cpl", dataset="synthetic", clients=10, rounds=3, steps=5,
+                          partition="natural", cpl_budget=50.0))
+    assert "participated" in res.frame
+
+
+def test_same_seed_same_numbers_in_another_process():
+    code = ("from learning.algorithms import TrainConfig, run;"
+            "r = run(TrainConfig(algorithm='ipfl', dataset='digits', clients=4, rounds=2,"
+            " steps=5, batch=8, beta=0.5, seed=11));"
+            "print(repr(float(r.frame.acc_personalised.sum())),"
+            " repr(float(r.frame.utility.sum())))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    r = run(TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=2, steps=5,
+                        batch=8, beta=0.5, seed=11))
+    assert float(out[0]) == float(r.frame.acc_personalised.sum())
+    assert float(out[1]) == float(r.frame.utility.sum())
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"algorithm": "fedsgd"}, "algorithm"), ({"clients": 0}, "clients"),
+    ({"attack": "gaussian"}, "attackers"), ({"liar": 99}, "liar"), ({"lr": 0}, "lr"),
+])
+def test_bad_train_config(kwargs, field):
+    with pytest.raises(MarketInputError) as e:
+        TrainConfig(**kwargs)
+    assert e.value.field == field
