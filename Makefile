@@ -35,6 +35,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ipfl.py
 	$(PY) benchmarks/bench_cpl.py
+	$(PY) benchmarks/bench_learning.py
 
 # The nightly profile: Hypothesis' nightly settings, and 100,000 examples per declared
 # property in the contract suite (hours on two cores).
