@@ -28,7 +28,8 @@ from .partition import partition
 
 __all__ = ["ALGORITHMS", "ATTACKS", "TrainConfig", "TrainResult", "project_simplex", "run"]
 
-ALGORITHMS = ("local", "fedavg", "fedprox", "ditto", "pfedgraph", "ipfl", "cpl")
+ALGORITHMS = ("local", "fedavg", "fedprox", "ditto", "pfedgraph", "ipfl", "cpl", "lia",
+              "oracle")
 ATTACKS = ("none", "shuffle", "signflip", "same", "gaussian")
 
 
@@ -75,13 +76,19 @@ class TrainConfig:
     cpl_v_mean: float = 100.0
     cpl_alpha: float = 1.82
     cpl_q_min: float = 0.01
+    # pFedLIA (spec lia.md): FedAvg warm-up rounds, k lazy epochs, re-cluster every R rounds
+    lia_warmup: int = 5
+    lia_k: int = 5
+    lia_recluster: int = 0
+    lia_mode: str = "central"
     seed: int = 0
     lockstep: bool = True
 
     def __post_init__(self):
         choices = {"algorithm": ALGORITHMS, "attack": ATTACKS, "roles": ("traders", "inclusive"),
                    "cpl_pricing": ("equilibrium", "uniform", "weighted", "full"),
-                   "metric": ("l2sq", "cosine"), "rule": ipfl.RULES}
+                   "metric": ("l2sq", "cosine"), "rule": ipfl.RULES,
+                   "lia_mode": ("central", "p2p")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise MarketInputError(name, f"is {getattr(self, name)!r}; choose one of "
@@ -114,6 +121,7 @@ class TrainResult:
     seed_entropy: int
     seconds: float
     timings: dict = field(default_factory=dict)
+    extras: dict = field(default_factory=dict)  # e.g. LIA's influence matrix and clusters
 
     def final(self) -> pd.DataFrame:
         """Per client: final accuracies, cumulative ledger."""
@@ -191,6 +199,7 @@ class _Run:
         self._economics(np.random.default_rng(s_econ))
         self.timings = {"training": 0.0, "distances": 0.0, "clearing": 0.0, "prox": 0.0,
                         "evaluation": 0.0}
+        self.extras: dict = {}
 
     # ------------------------------------------------------------------ setup
     def _economics(self, rng):
@@ -399,8 +408,65 @@ def _gradient_norms(r: _Run) -> np.ndarray:
     return norms.double().numpy().clip(min=1e-6)
 
 
+def _clustered(r: _Run, oracle: bool):
+    """pFedLIA (``oracle=False``): FedAvg warm-up, lazy influence scores, LIA clustering
+    (mechanisms.lia), then FedAvg inside each cluster (re-clustering every ``lia_recluster``
+    rounds if > 0). Oracle: the partition's ground-truth clusters from round 0."""
+    from mechanisms import lia
+
+    from .lia import influence_scores
+
+    cfg, m = r.cfg, r.cfg.clients
+    glob = models_mod.flatten_params(r.params0)[0]
+    full = np.ones((m, m))
+    warm = 0 if oracle else cfg.lia_warmup
+    for _ in range(warm):
+        glob = r.fedavg_weights() @ r.uploads(r.train(r.broadcast(glob)))
+        yield r.broadcast(glob), r.baseline_ledger(full), {}
+
+    def clusters(start_params):
+        if oracle:
+            if r.cluster_of is None:
+                raise MarketInputError("partition", "oracle clustering needs a partition with "
+                                                    "ground-truth groups (cluster, pairs)")
+            return np.asarray(r.cluster_of), None
+        rng = np.random.default_rng(r.round_rng.integers(2**63))
+        t0 = time.perf_counter()
+        I, _ = influence_scores(r.model, start_params, r.X, r.Y, r.train_parts, r.val_parts,
+                                rng, k=cfg.lia_k, batch=cfg.batch, lr=cfg.lr)
+        r.timings["influence"] = r.timings.get("influence", 0.0) + time.perf_counter() - t0
+        sets = lia.cluster(I, "p2p")
+        labels = lia.cluster(I, "central")
+        return labels, (I, sets)
+
+    labels, info = clusters(r.broadcast(glob))
+    r.extras.update({"clusters": labels.tolist()})
+    if info is not None:
+        r.extras.update({"influence": info[0].tolist()})
+    params = r.broadcast(glob)
+    since = 0
+    while True:
+        if cfg.lia_mode == "p2p" and info is not None:
+            member = info[1]
+        else:
+            member = labels[:, None] == labels[None, :]
+        W = member * r.N_rep[None, :]
+        W = W / W.sum(axis=1, keepdims=True)
+        up = r.uploads(r.train(params))
+        params = models_mod.unflatten_params(torch.as_tensor(W, dtype=torch.float32) @ up,
+                                             r.params0)
+        yield params, r.baseline_ledger(W), {"clusters": labels}
+        since += 1
+        if not oracle and cfg.lia_recluster and since % cfg.lia_recluster == 0:
+            mean = torch.as_tensor(r.N_rep / r.N_rep.sum(), dtype=torch.float32) @ \
+                models_mod.flatten_params(params)
+            labels, info = clusters(r.broadcast(mean))
+
+
 _DISPATCH = {"local": _local, "fedavg": _fedavg, "fedprox": None, "ditto": _ditto,
-             "pfedgraph": _pfedgraph, "ipfl": _ipfl, "cpl": _cpl}
+             "pfedgraph": _pfedgraph, "ipfl": _ipfl, "cpl": _cpl,
+             "lia": lambda r: _clustered(r, oracle=False),
+             "oracle": lambda r: _clustered(r, oracle=True)}
 
 
 def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) -> TrainResult:
@@ -434,7 +500,7 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) ->
             progress(t + 1, cfg.rounds)
     df = pd.concat(rows, ignore_index=True)
     return TrainResult(cfg, df, r.roles, r.entropy, time.perf_counter() - t0,
-                       {k: round(v, 3) for k, v in r.timings.items()})
+                       {k: round(v, 3) for k, v in r.timings.items()}, dict(r.extras))
 
 
 def with_(cfg: TrainConfig, **changes) -> TrainConfig:

@@ -11,7 +11,8 @@ import numpy as np
 
 from mechanisms.errors import MarketInputError
 
-__all__ = ["PartitionError", "by_group", "cluster", "iid", "niid", "partition", "skew"]
+__all__ = ["PartitionError", "by_group", "cluster", "iid", "niid", "pairs", "partition",
+           "skew"]
 
 
 class PartitionError(MarketInputError):
@@ -111,6 +112,25 @@ def skew(labels, m: int, s: int, rng) -> list[np.ndarray]:
     return parts
 
 
+def pairs(labels, m: int, n_groups: int, rng):
+    """The LIA paper's synthetic check: group g holds classes (2g, 2g + 1); client k belongs to
+    group k mod n_groups and gets an equal shard of its group's samples. Samples of classes
+    >= 2 n_groups are not used. Returns (parts, group_of_client)."""
+    y = _check(labels, m)
+    if not 1 <= n_groups <= m or 2 * n_groups > np.unique(y).size:
+        raise MarketInputError("n_clusters", f"is {n_groups}; need 1 <= groups <= clients and "
+                                             "2 classes per group")
+    g = np.random.default_rng(rng)
+    owner = np.arange(m) % n_groups
+    parts: list = [None] * m
+    for grp in range(n_groups):
+        members = np.flatnonzero(owner == grp)
+        idx = g.permutation(np.flatnonzero((y == 2 * grp) | (y == 2 * grp + 1)))
+        for member, chunk in zip(members, np.array_split(idx, members.size), strict=True):
+            parts[member] = np.sort(chunk)
+    return parts, owner
+
+
 def by_group(groups, m: int | None = None) -> list[np.ndarray]:
     """The natural partition of generated data (one client per group id)."""
     groups = np.asarray(groups)
@@ -120,8 +140,9 @@ def by_group(groups, m: int | None = None) -> list[np.ndarray]:
 
 def partition(kind: str, labels, m: int, rng, *, beta: float = 0.1, s: int = 2,
               n_clusters: int = 3, beta_in: float = 10.0, groups=None):
-    """By name: "iid" | "niid" | "cluster" | "skew" | "natural". Returns (parts, cluster_ids)
-    where cluster_ids is None unless the partition defines groups."""
+    """By name: "iid" | "niid" | "cluster" | "skew" | "pairs" | "natural".
+
+    Returns (parts, cluster_ids); cluster_ids is None unless the partition defines groups."""
     if kind == "iid":
         return iid(labels, m, rng), None
     if kind == "niid":
@@ -130,10 +151,12 @@ def partition(kind: str, labels, m: int, rng, *, beta: float = 0.1, s: int = 2,
         return cluster(labels, m, n_clusters, beta, rng, beta_in=beta_in)
     if kind == "skew":
         return skew(labels, m, s, rng), None
+    if kind == "pairs":
+        return pairs(labels, m, n_clusters, rng)
     if kind == "natural":
         if groups is None:
             raise MarketInputError("partition", "'natural' needs a dataset with groups "
                                                 "(synthetic)")
         return by_group(groups, m), np.arange(m)
     raise MarketInputError("partition", f"unknown {kind!r}; choose iid, niid, cluster, skew, "
-                                        "natural")
+                                        "pairs, natural")

@@ -267,6 +267,16 @@ def _cmd_train(args) -> int:
             res = run(cfg)
         results.append(res)
         write_table(res.frame, out / f"{algorithm}.parquet", res.provenance())
+        if "influence" in res.extras:
+            from .plots import plot_influence
+
+            fig, ax = plt.subplots(figsize=(7, 6))
+            plot_influence(res.extras["influence"], res.extras["clusters"], ax=ax)
+            fig.tight_layout()
+            fig.savefig(out / f"{algorithm}_influence.png", dpi=110)
+            plt.close(fig)
+            (out / f"{algorithm}_clusters.json").write_text(json.dumps(
+                {"clusters": res.extras["clusters"], "influence": res.extras["influence"]}))
         if not args.quiet:
             final = res.final()
             _print_table(final, f"{algorithm}: after {cfg.rounds} rounds ({res.seconds:.1f} s)")
@@ -332,14 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("train", help="federated training with a mechanism or a baseline")
     tr.add_argument("--algorithm", nargs="+", default=["ipfl"],
-                    choices=("local", "fedavg", "fedprox", "ditto", "pfedgraph", "ipfl", "cpl"),
+                    choices=("local", "fedavg", "fedprox", "ditto", "pfedgraph", "ipfl", "cpl",
+                             "lia", "oracle"),
                     help="one or more algorithms, run one after the other")
     tr.add_argument("--dataset", default="digits",
                     choices=("digits", "fashion-mnist", "synthetic"))
     tr.add_argument("--data-dir", dest="data_dir", default=None,
                     help="folder with the Fashion-MNIST IDX files")
     tr.add_argument("--partition", default="niid",
-                    choices=("iid", "niid", "cluster", "skew", "natural"))
+                    choices=("iid", "niid", "cluster", "skew", "pairs", "natural"))
     for name, typ, default in [
         ("beta", float, None), ("beta-in", float, None), ("n-clusters", int, None),
         ("skew-classes", int, None), ("clients", int, 10), ("rounds", int, None),
@@ -348,7 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("C", float, None), ("lam", float, None), ("eta", float, None),
         ("attackers", int, None), ("liar", int, None), ("liar-N", float, None),
         ("liar-c", float, None), ("prox-mu", float, None), ("cpl-budget", float, None),
-        ("cpl-c", float, None), ("cpl-v-mean", float, None), ("seed", int, 0),
+        ("cpl-c", float, None), ("cpl-v-mean", float, None), ("cpl-alpha", float, None),
+        ("lia-warmup", int, None), ("lia-k", int, None), ("lia-recluster", int, None),
+        ("seed", int, 0),
     ]:
         tr.add_argument(f"--{name}", dest=name.replace("-", "_"), type=typ, default=default)
     tr.add_argument("--model", default=None, choices=("auto", "simplecnn-mnist", "mlp", "logreg"))
@@ -357,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--roles", default=None, choices=("traders", "inclusive"))
     tr.add_argument("--attack", default=None,
                     choices=("none", "shuffle", "signflip", "same", "gaussian"))
+    tr.add_argument("--lia-mode", dest="lia_mode", default=None, choices=("central", "p2p"))
     tr.add_argument("--cpl-pricing", dest="cpl_pricing", default=None,
                     choices=("equilibrium", "uniform", "weighted", "full"))
     tr.add_argument("--sequential", dest="lockstep", action="store_false", default=None,

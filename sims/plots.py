@@ -11,6 +11,7 @@ __all__ = [
     "plot_budget_sweep",
     "plot_cpl_participation",
     "plot_cpl_prices",
+    "plot_influence",
     "plot_transaction_graph",
 ]
 
@@ -123,4 +124,29 @@ def plot_accuracy(frame, ax=None, *, column="acc_personalised"):
     ax.set_xlabel("round")
     ax.set_ylabel(f"mean {column.replace('_', ' ')}")
     ax.legend(frameon=False)
+    return ax
+
+
+def plot_influence(I, clusters, ax=None):
+    """Heat map of the influence matrix I(i, j), clients ordered by cluster."""
+    import matplotlib.pyplot as plt
+
+    I = np.asarray(I, dtype=float)
+    clusters = np.asarray(clusters)
+    order = np.lexsort((np.arange(clusters.size), clusters))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 5))
+    lim = np.abs(I).max() or 1.0
+    im = ax.imshow(I[np.ix_(order, order)], cmap="RdBu", vmin=-lim, vmax=lim)
+    ax.figure.colorbar(im, ax=ax, label="I(i, j): loss drop on i from j's update")
+    ticks = np.arange(clusters.size)
+    ax.set_xticks(ticks, [str(k) for k in order], fontsize=6, rotation=90)
+    ax.set_yticks(ticks, [str(k) for k in order], fontsize=6)
+    bounds = np.flatnonzero(np.diff(clusters[order])) + 0.5
+    for b in bounds:
+        ax.axhline(b, color="k", lw=0.8)
+        ax.axvline(b, color="k", lw=0.8)
+    ax.set_xlabel("client j (helper)")
+    ax.set_ylabel("client i (helped)")
+    ax.set_title("Lazy influence, ordered by LIA cluster")
     return ax
