@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_ipfl.py
 	$(PY) benchmarks/bench_cpl.py
 	$(PY) benchmarks/bench_learning.py
+	$(PY) benchmarks/bench_lia.py
 
 # The nightly profile: Hypothesis' nightly settings, and 100,000 examples per declared
 # property in the contract suite (hours on two cores).
