@@ -24,6 +24,7 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/fedmarket market --out results/market
+	$(VENV)/bin/fedmarket sweep --preset demo --out results/demo --report
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -37,6 +38,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_cpl.py
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_lia.py
+	$(PY) benchmarks/bench_sweep.py
 
 # The nightly profile: Hypothesis' nightly settings, and 100,000 examples per declared
 # property in the contract suite (hours on two cores).

@@ -3,6 +3,8 @@
     fedmarket market [--rounds 20] [--rule local] [--seed 0] [--out results/market]
     fedmarket cpl [--budget 15] [--points 400] [--sweep 5 40 8] [--out results/cpl]
     fedmarket train --algorithm ipfl fedavg --dataset digits --rounds 10 [--out DIR]
+    fedmarket sweep [SPEC.toml | --preset demo] [--executor processes] [--report]
+    fedmarket report RESULTS
     fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
 """
@@ -295,6 +297,53 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from .report import write_report
+    from .sweep import PRESETS, expand, load_toml, run_sweep
+
+    if (args.spec is None) == (args.preset is None):
+        raise MarketInputError("spec", "give a TOML spec file or --preset (not both)")
+    if args.preset is not None and args.preset not in PRESETS:
+        raise MarketInputError("preset", f"unknown {args.preset!r}; choose {sorted(PRESETS)}")
+    spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
+    if args.spec is not None:  # custom rules in the spec may live beside it
+        sys.path.insert(0, str(Path(args.spec).resolve().parent))
+    cells = expand(spec)
+    console = _console()
+    if console is not None and not args.quiet:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeRemainingColumn(), console=console,
+                      transient=True) as bar:
+            task = bar.add_task("cells", total=len(cells))
+            stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
+                              ray_address=args.ray_address,
+                              progress=lambda d, t: bar.update(task, completed=d))
+    else:
+        stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
+                          ray_address=args.ray_address)
+    if not args.quiet:
+        print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done; "
+              f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
+              f"({args.executor})")
+    if args.report:
+        md, page = write_report(args.out)
+        if not args.quiet:
+            print(f"report: {md} and {page}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .report import write_report
+
+    if not (Path(args.results) / "store.sqlite").exists():
+        raise MarketInputError("results", f"{args.results} holds no sweep store (store.sqlite)")
+    md, page = write_report(args.results)
+    print(f"wrote {md} and {page}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fedmarket", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -378,6 +427,21 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", default="results/train")
     tr.add_argument("--quiet", action="store_true")
     tr.set_defaults(func=_cmd_train)
+
+    sw = sub.add_parser("sweep", help="run a resumable grid of scenario cells")
+    sw.add_argument("spec", nargs="?", default=None, help="TOML sweep spec")
+    sw.add_argument("--preset", default=None, help="a built-in sweep (demo)")
+    sw.add_argument("--out", default="results/sweep", help="the results store folder")
+    sw.add_argument("--executor", default="serial", choices=("serial", "processes", "ray"))
+    sw.add_argument("--workers", type=int, default=2)
+    sw.add_argument("--ray-address", dest="ray_address", default=None)
+    sw.add_argument("--report", action="store_true", help="write the report afterwards")
+    sw.add_argument("--quiet", action="store_true")
+    sw.set_defaults(func=_cmd_sweep)
+
+    rp = sub.add_parser("report", help="Markdown + HTML report of a sweep store")
+    rp.add_argument("results", help="the folder given to `fedmarket sweep --out`")
+    rp.set_defaults(func=_cmd_report)
 
     cl = sub.add_parser("clear", help="clear one market read from a JSON file")
     cl.add_argument("market_file", type=Path,

@@ -65,6 +65,9 @@ class InclusiveMarket:
     metric: str = "l2sq"
     rule: str = "local"
     thresholds: str = "exact"
+    liar: int = -1  # client id of a liar (-1: none); the liar reports N x liar_N, c x liar_c
+    liar_N: float = 1.0
+    liar_c: float = 1.0
     seed: int = 0
 
     def __post_init__(self):
@@ -90,6 +93,10 @@ class InclusiveMarket:
             raise MarketInputError(
                 "thresholds", f"unknown {self.thresholds!r}; choose one of {ipfl.MODES}"
             )
+        if not -1 <= self.liar < self.m:
+            raise MarketInputError("liar", f"is {self.liar}; must be -1 or a client id")
+        if not (self.liar_N > 0 and self.liar_c >= 0):
+            raise MarketInputError("liar_N", "liar_N must be > 0 and liar_c >= 0")
         if self.metric not in ("l2sq", "cosine"):
             raise MarketInputError("metric", f"unknown {self.metric!r}; use 'l2sq' or 'cosine'")
 
@@ -144,12 +151,33 @@ def _attack(kind: str, honest: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.ones_like(honest)  # "same": every element the same value
 
 
+def _clear_custom(market, D, rule, thresholds):
+    """Clear with a user's selection rule ``rule(market, D, thresholds, prices) -> A`` and the
+    paper's money (Eqs. 12-13); returns the same per-client frame as Outcome.to_frame."""
+    T = ipfl.thresholds(market, D, thresholds)
+    P = market.prices(D)
+    A = np.asarray(rule(market, D, T, P), dtype=bool)
+    if A.shape != (market.m, market.m) or np.diagonal(A).any():
+        raise MarketInputError("rule", "must return an (m, m) bool matrix with a False diagonal")
+    R = ipfl.remittances(market, A, D)
+    p = ipfl.payments(R)
+    U = ipfl.utilities(market, A, p)
+    frame = pd.DataFrame({"client": np.arange(market.m), "n_bought": A.sum(1),
+                          "n_sold": A.sum(0), "paid": R.sum(1), "earned": R.sum(0),
+                          "payment": p, "gain": U + p, "utility": U})
+    return A, R, frame
+
+
 def run_inclusive_market(
     config: InclusiveMarket | None = None,
     *,
+    rule: Callable | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> InclusiveResult:
     """Run the Fig. 5 market for ``config.rounds`` rounds; ``progress(done, total)`` per round.
+
+    ``rule``: optionally a selection rule of your own, ``rule(market, D, thresholds, prices)
+    -> adjacency``, used instead of ``config.rule`` (payments stay Eqs. 12-13).
 
     The same seed gives the same numbers in any process: one SeedSequence is spawned into a
     stream for the types and one per round for the uploads.
@@ -165,7 +193,11 @@ def run_inclusive_market(
     K = np.where(np.isin(role, ["trader", "buyer"]), rng.uniform(cfg.K / 2, cfg.K, m), 0.0)
     c = np.where(role == "trader", rng.uniform(cfg.C / 2, cfg.C, m), 0.0)
     c = np.where(role == "buyer", np.inf, c)
-    market = ipfl.Market(N=N, c=c, K=K, lam=cfg.lam)
+    N_rep, c_rep = N.copy(), c.copy()
+    if cfg.liar >= 0:
+        N_rep[cfg.liar] *= cfg.liar_N
+        c_rep[cfg.liar] *= cfg.liar_c
+    market = ipfl.Market(N=N_rep, c=c_rep, K=K, lam=cfg.lam, true_N=N, true_c=c)
     cluster = rng.integers(0, cfg.clusters, m)
     p = cfg.n_params
     offsets = rng.standard_normal((cfg.clusters, p)) * np.sqrt(cfg.cluster_scale / p)
@@ -181,10 +213,13 @@ def run_inclusive_market(
         for a in np.flatnonzero(role == "attacker"):
             theta[a] = _attack(cfg.attack, theta[(a + 1) % m], r)
         D = ipfl.pairwise_distances(theta, cfg.metric, reference=theta0)
-        out = ipfl.clear(market, D, rule=cfg.rule, thresholds=cfg.thresholds)
-        flows += out.remittances
-        bought += out.adjacency
-        frame = out.to_frame()
+        if rule is None:
+            out = ipfl.clear(market, D, rule=cfg.rule, thresholds=cfg.thresholds)
+            A, R, frame = out.adjacency, out.remittances, out.to_frame()
+        else:
+            A, R, frame = _clear_custom(market, D, rule, cfg.thresholds)
+        flows += R
+        bought += A
         frame.insert(0, "round", t)
         frame.insert(2, "role", roles)
         frames.append(frame)

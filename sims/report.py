@@ -1,0 +1,203 @@
+"""``fedmarket report RESULTS``: tables (Markdown + CSV) and figures (PNG) from a sweep store,
+as report.md and report.html."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .sweep import Store
+
+__all__ = ["write_report"]
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype.kind == "f":
+            df[c] = df[c].map(lambda v: f"{v:.6g}")
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "|" + "---|" * len(df.columns)
+    rows = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, sep, *rows])
+
+
+class _Doc:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.md: list[str] = []
+        self.html: list[str] = []
+
+    def heading(self, text, level=2):
+        self.md += ["", "#" * level + " " + text, ""]
+        self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def para(self, text):
+        self.md += [text, ""]
+        self.html.append(f"<p>{html.escape(text)}</p>")
+
+    def table(self, df: pd.DataFrame, name: str):
+        df.to_csv(self.folder / f"{name}.csv", index=False)
+        self.md += [_md_table(df), "", f"(table: `{name}.csv`)", ""]
+        self.html.append(df.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
+
+    def figure(self, fig, name: str, caption: str):
+        path = self.folder / f"{name}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        self.md += [f"![{caption}]({path.name})", ""]
+        self.html.append(f'<figure><img src="{path.name}" width="640">'
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _inclusive(doc: _Doc, df: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    from .inclusive import InclusiveMarket, run_inclusive_market
+    from .plots import plot_transaction_graph
+
+    doc.heading("Inclusive market (Fig. 5)")
+    per = df.groupby(["mechanism", "seed", "client", "role"], as_index=False).agg(
+        utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
+    budget = df.groupby(["mechanism", "seed", "round"]).payment.sum().abs().groupby(
+        "mechanism").max()
+    summary = per.groupby("mechanism").apply(lambda g: pd.Series({
+        "attacker_earned": g[g.role == "attacker"].earned.sum(),
+        "min_honest_utility": g[g.role != "attacker"].utility.min(),
+        "mean_trader_utility": g[g.role == "trader"].utility.mean(),
+        "mean_buyer_utility": g[g.role == "buyer"].utility.mean(),
+        "mean_seller_utility": g[g.role == "seller"].utility.mean(),
+    }), include_groups=False).reset_index()
+    summary["max_budget_residual"] = summary.mechanism.map(budget)
+    doc.table(summary, "inclusive_summary")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    mechs = sorted(per.mechanism.unique())
+    ax.boxplot([per[per.mechanism == m].utility for m in mechs], tick_labels=mechs)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_ylabel("cumulative utility per client")
+    ax.set_title("Individual rationality (Fig. 3): per-client utility")
+    doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by selection rule")
+    first = df[(df.seed == df.seed.min())]
+    rounds = int(first["round"].max()) + 1
+    params = {c[len("param_"):]: first[c].iloc[0] for c in first.columns
+              if c.startswith("param_")}
+    mech = "local" if "local" in mechs else mechs[0]
+    cfg = InclusiveMarket(**{**params, "rounds": rounds, "seed": int(first.seed.iloc[0]),
+                             "rule": mech if mech in ("box2", "local", "exact") else "local"})
+    res = run_inclusive_market(cfg)
+    fig, ax = plt.subplots(figsize=(7, 6))
+    plot_transaction_graph(res.flows, res.roles, ax=ax)
+    doc.figure(fig, "transaction_graph", f"Money flows over {rounds} rounds ({cfg.rule}, "
+                                         f"seed {cfg.seed})")
+
+
+def _liars(doc: _Doc, df: pd.DataFrame):
+    doc.heading("Liars (Table 2)")
+    doc.para("The liar's TRUE cumulative utility when lying vs honest, with exact thresholds "
+             "and with the published code's numerics side by side.")
+    cols = ["kind", "factor", "thresholds", "liar_utility_honest", "liar_utility_lying",
+            "liar_gain", "liar_buyers", "honest_min_utility"]
+    doc.table(df[cols].sort_values(["kind", "factor", "thresholds"]), "liars")
+
+
+def _attacks(doc: _Doc, df: pd.DataFrame):
+    doc.heading("Attacks (Fig. 4, mechanism level)")
+    cols = ["attack", "metric", "attacker_earned", "attacker_buyers", "honest_min_utility",
+            "honest_mean_utility"]
+    doc.table(df[cols].sort_values(["metric", "attack"]), "attacks")
+
+
+def _cpl(doc: _Doc, df: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    from .plots import plot_budget_sweep
+
+    doc.heading("CPL pricing")
+    per = df.groupby(["mechanism", "budget"], as_index=False).agg(
+        objective_bound=("objective_bound", "first"), spent=("spent", "first"),
+        client_utility_sum=("utility", "sum"), negative_prices=("price", lambda p: (p < 0).sum()))
+    doc.table(per.sort_values(["budget", "mechanism"]), "cpl_pricing")
+    sweep = per.rename(columns={"mechanism": "scheme"})
+    if sweep.budget.nunique() > 1:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        plot_budget_sweep(sweep, ax=ax)
+        doc.figure(fig, "cpl_budget_sweep", "Bound against budget for the three schemes")
+    eq = df[df.mechanism == "bisection"]
+    if not eq.empty:
+        b = eq.budget.max()
+        part = eq[eq.budget == b]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        axes[0].scatter(part.v, part.price, s=14)
+        vt = part.v_threshold.iloc[0]
+        if np.isfinite(vt):
+            axes[0].axvline(vt, ls="--", color="#DD8452", label=f"v^t = {vt:.4g}")
+            axes[0].legend(frameon=False)
+        axes[0].set_xlabel("v_n")
+        axes[0].set_ylabel("price P_n")
+        axes[1].scatter(part.a, part.q, s=14, c="#55A868")
+        axes[1].set_xscale("log")
+        axes[1].set_xlabel("a_n")
+        axes[1].set_ylabel("q_n")
+        doc.figure(fig, "cpl_prices", f"Equilibrium prices and participation (B = {b:g})")
+
+
+def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
+    import matplotlib.pyplot as plt
+
+    doc.heading(title)
+    last = df[df["round"] == df.groupby(["mechanism", "seed"])["round"].transform("max")]
+    cum = df.groupby(["mechanism", "seed", "client"], as_index=False).utility.sum()
+    acc = last.groupby("mechanism").acc_personalised.agg(["mean", "std"])
+    util = cum.groupby("mechanism").utility.agg(["mean", "std"])
+    table = pd.DataFrame({"acc_mean": acc["mean"], "acc_std": acc["std"],
+                          "utility_mean": util["mean"], "utility_std": util["std"]})
+    if "ari" in df:
+        table["ari_vs_truth"] = df.groupby("mechanism").ari.first()
+    table = table.reset_index()
+    doc.table(table, name)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in table.itertuples():
+        ax.errorbar(r.utility_mean, r.acc_mean, xerr=r.utility_std, yerr=r.acc_std, fmt="o",
+                    capsize=3, label=r.mechanism)
+    ax.set_xlabel("cumulative utility per client")
+    ax.set_ylabel("personalised accuracy (last round)")
+    ax.legend(frameon=False)
+    doc.figure(fig, f"{name}_scatter", "Accuracy against utility (mean +- std over clients)")
+
+
+def write_report(folder) -> tuple[Path, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder = Path(folder)
+    store = Store(folder)
+    try:
+        cells = store.cells()
+        doc = _Doc(folder)
+        doc.md.append("# fedmarket comparison report")
+        doc.html.append("<h1>fedmarket comparison report</h1>")
+        doc.para(f"{len(cells)} cells; scenarios: "
+                 + ", ".join(f"{k} ({v})" for k, v in cells.scenario.value_counts().items()))
+        handlers = {"inclusive-market": _inclusive, "liars": _liars, "attacks": _attacks,
+                    "cpl-pricing": _cpl,
+                    "ipfl-learning": lambda d, f: _learning(d, f, "Learning: accuracy vs "
+                                                            "utility (Fig. 2)", "learning"),
+                    "lia-vs-oracle": lambda d, f: _learning(d, f, "LIA vs Oracle", "lia")}
+        for scenario in cells.scenario.unique():
+            df = store.frame(scenario)
+            if scenario in handlers:
+                handlers[scenario](doc, df)
+    finally:
+        store.close()
+    md = folder / "report.md"
+    md.write_text("\n".join(doc.md) + "\n")
+    page = folder / "report.html"
+    page.write_text("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
+                    "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
+    return md, page
