@@ -155,7 +155,9 @@ SMALL = {"dataset": "digits", "clients": 5, "rounds": 2, "steps": 10, "batch": 1
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_runs_and_reports(algorithm):
-    res = run(TrainConfig(algorithm=algorithm, **SMALL))
+    extra = {"partition": "pairs", "n_clusters": 2, "lia_warmup": 1} \
+        if algorithm in ("lia", "oracle") else {}
+    res = run(TrainConfig(algorithm=algorithm, **{**SMALL, **extra}))
     df = res.frame
     assert len(df) == 2 * 5
     cols = ["acc_personalised", "acc_own", "loss", "gain", "cost", "payment", "utility"]
