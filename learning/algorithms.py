@@ -158,12 +158,13 @@ def _attack(kind: str, theta: torch.Tensor, gen: torch.Generator) -> torch.Tenso
 
 
 class _Run:
-    def __init__(self, cfg: TrainConfig, progress):
+    def __init__(self, cfg: TrainConfig, progress=None):
         self.cfg, self.progress = cfg, progress
         ss = np.random.SeedSequence(cfg.seed)
         self.entropy = int(ss.entropy)
         _s_data, s_part, s_model, s_econ, s_batch, s_round = ss.spawn(6)
-        self.batch_rngs = [np.random.default_rng(s) for s in s_batch.spawn(cfg.clients)]
+        self.batch_seed = s_batch
+        self.train_calls = 0
         self.round_rng = np.random.default_rng(s_round)
         self.torch_gen = torch.Generator().manual_seed(int(s_round.generate_state(1)[0]))
         self.data = data_mod.load(cfg.dataset, cfg.data_dir, seed=cfg.seed, clients=cfg.clients)
@@ -227,9 +228,18 @@ class _Run:
         self.cpl_v = rng.exponential(cfg.cpl_v_mean, m) if cfg.cpl_v_mean > 0 else np.zeros(m)
 
     # ------------------------------------------------------------------ helpers
+    def batch_rng(self, client: int, call: int) -> np.random.Generator:
+        """Client ``client``'s batch stream for its ``call``-th local training: stateless, so
+        a client running elsewhere (a Flower node) draws the same batches."""
+        return np.random.default_rng(np.random.SeedSequence(
+            self.batch_seed.entropy, spawn_key=(*self.batch_seed.spawn_key, client, call)))
+
     def train(self, params, centre=None, prox=None, active=None):
         t0 = time.perf_counter()
-        batches = sample_batches(self.train_parts, self.sgd, self.batch_rngs)
+        call = self.train_calls
+        self.train_calls += 1
+        rngs = [self.batch_rng(i, call) for i in range(self.cfg.clients)]
+        batches = sample_batches(self.train_parts, self.sgd, rngs)
         fn = train_lockstep if self.cfg.lockstep else train_sequential
         out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active)
         self.timings["training"] += time.perf_counter() - t0
@@ -399,8 +409,8 @@ def _gradient_norms(r: _Run) -> np.ndarray:
     def loss(p, x, y):
         return torch.nn.functional.cross_entropy(functional_call(r.model, p, (x,)), y)
 
-    idx = np.stack([rng.choice(p, size=r.cfg.batch) for p, rng in
-                    zip(r.train_parts, r.batch_rngs, strict=True)])
+    idx = np.stack([r.batch_rng(i, 2**31 - 1).choice(p, size=r.cfg.batch)  # not a round
+                    for i, p in enumerate(r.train_parts)])
     idx_t = torch.as_tensor(idx)
     with torch.enable_grad():
         g = vmap(grad(loss))(r.params0, r.X[idx_t], r.Y[idx_t])
