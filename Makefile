@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test venv lint bench nightly report clean
+.PHONY: demo test test-flower venv lint bench nightly report clean
 
 $(STAMP): pyproject.toml
 	@# Fashion-MNIST (IDX files) from Debian, where apt is available; skipped elsewhere
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
-	$(PY) -m pip install --quiet -e ".[learning,sims,dev]"
+	$(PY) -m pip install --quiet -e ".[learning,sims,flower,dev]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -30,6 +30,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
 
+# The Flower tests alone (the end-to-end simulation starts Ray: about a minute).
+test-flower: $(STAMP)
+	$(PY) -m pytest -q tests/test_flower.py
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -39,6 +43,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_lia.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_flower.py
 
 # The nightly profile: Hypothesis' nightly settings, and 100,000 examples per declared
 # property in the contract suite (hours on two cores).

@@ -89,6 +89,6 @@ def unflatten_params(flat: torch.Tensor, like: dict[str, torch.Tensor]):
     out, at = {}, 0
     for k, v in like.items():
         n = v[0].numel()
-        out[k] = flat[:, at:at + n].reshape(v.shape).contiguous()
+        out[k] = flat[:, at:at + n].reshape(flat.shape[0], *v.shape[1:]).contiguous()
         at += n
     return out
