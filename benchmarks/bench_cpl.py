@@ -10,21 +10,11 @@ Usage: python benchmarks/bench_cpl.py
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import best_of
 
 from mechanisms import cpl
 from sims.cpl_game import CplBenchmark
-
-
-def best_of(fn, repeat=5):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
 
 
 def main():

@@ -12,21 +12,12 @@ Usage: python benchmarks/bench_ipfl.py [--quick]   (--quick: skip the m = 1000 r
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_of
 
 from mechanisms import ipfl
 from mechanisms.ipfl.reference import reference_clear
-
-
-def best_of(fn, repeat=3):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
 
 
 def random_market(m, rng):
