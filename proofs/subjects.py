@@ -23,6 +23,7 @@ class Settlement:
     utilities: np.ndarray
     prices: np.ndarray
     thresholds: np.ndarray
+    remittances: np.ndarray | None = None  # None when the rule returned payments directly
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,17 +45,20 @@ class IpflMechanism:
     payments: Callable | None = None
     declares: Mapping[str, bool] = field(default_factory=dict)
 
-    def settle(self, market: ipfl.Market, D, *, allow_negative: bool = False) -> Settlement:
+    def settle(self, market: ipfl.Market, D, *, allow_negative: bool = False,
+               thresholds: str = "exact") -> Settlement:
+        """Clear one round; ``thresholds`` as in :func:`mechanisms.ipfl.clear`."""
         custom_money = self.remittances is not None or self.payments is not None
         if isinstance(self.rule, str) and not custom_money:
-            out = ipfl.clear(market, D, rule=self.rule, allow_negative_distances=allow_negative)
+            out = ipfl.clear(market, D, rule=self.rule, thresholds=thresholds,
+                             allow_negative_distances=allow_negative)
             return Settlement(out.adjacency, out.payments, out.utilities, out.prices,
-                              out.thresholds)
+                              out.thresholds, out.remittances)
         D = market.check_distances(D, allow_negative=allow_negative)
-        T = ipfl.thresholds(market, D)
+        T = ipfl.thresholds(market, D, thresholds)
         P = market.prices(D)
         if isinstance(self.rule, str):
-            A = ipfl.clear(market, D, rule=self.rule,
+            A = ipfl.clear(market, D, rule=self.rule, thresholds=thresholds,
                            allow_negative_distances=allow_negative).adjacency
         else:
             A = np.asarray(self.rule(market, D, T, P), dtype=bool)
@@ -63,6 +67,7 @@ class IpflMechanism:
                                                f"({market.m}, {market.m})")
             if np.diagonal(A).any():
                 raise MarketInputError("rule", "returned a client buying its own model")
+        R = None
         if self.payments is not None:
             p = np.asarray(self.payments(market, A, D), dtype=float)
             if p.shape != (market.m,):
@@ -70,8 +75,9 @@ class IpflMechanism:
                                                    f"({market.m},)")
         else:
             f = self.remittances or ipfl.remittances
-            p = ipfl.payments(np.asarray(f(market, A, D), dtype=float))
-        return Settlement(A, p, ipfl.utilities(market, A, p), P, T)
+            R = np.asarray(f(market, A, D), dtype=float)
+            p = ipfl.payments(R)
+        return Settlement(A, p, ipfl.utilities(market, A, p), P, T, R)
 
 
 @dataclass(frozen=True, eq=False)

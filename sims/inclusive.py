@@ -154,14 +154,10 @@ def _attack(kind: str, honest: np.ndarray, rng: np.random.Generator) -> np.ndarr
 def _clear_custom(market, D, rule, thresholds):
     """Clear with a user's selection rule ``rule(market, D, thresholds, prices) -> A`` and the
     paper's money (Eqs. 12-13); returns the same per-client frame as Outcome.to_frame."""
-    T = ipfl.thresholds(market, D, thresholds)
-    P = market.prices(D)
-    A = np.asarray(rule(market, D, T, P), dtype=bool)
-    if A.shape != (market.m, market.m) or np.diagonal(A).any():
-        raise MarketInputError("rule", "must return an (m, m) bool matrix with a False diagonal")
-    R = ipfl.remittances(market, A, D)
-    p = ipfl.payments(R)
-    U = ipfl.utilities(market, A, p)
+    from proofs.subjects import IpflMechanism
+
+    s = IpflMechanism("custom", rule).settle(market, D, thresholds=thresholds)
+    A, R, p, U = s.adjacency, s.remittances, s.payments, s.utilities
     frame = pd.DataFrame({"client": np.arange(market.m), "n_bought": A.sum(1),
                           "n_sold": A.sum(0), "paid": R.sum(1), "earned": R.sum(0),
                           "payment": p, "gain": U + p, "utility": U})

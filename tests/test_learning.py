@@ -175,9 +175,12 @@ def test_ipfl_ledger_balances_and_is_rational():
 
 
 def test_cpl_participation_follows_q():
-    res = run(TrainConfig(algorithm="cpl", dataset="synthetic", clients=10, rounds=3, steps=5,
-                          partition="natural", cpl_budget=50.0))
-    assert "participated" in res.frame
+    base = {"algorithm": "cpl", "dataset": "synthetic", "clients": 10, "rounds": 3,
+            "steps": 5, "partition": "natural"}
+    full = run(TrainConfig(**base, cpl_pricing="full")).frame
+    assert full.participated.all()  # q = 1: everyone every round
+    eq = run(TrainConfig(**base, cpl_budget=5.0, cpl_v_mean=0.0)).frame
+    assert 0 < eq.participated.mean() < 1  # equilibrium q < 1: some clients sit out
 
 
 def test_same_seed_same_numbers_in_another_process():
