@@ -11,6 +11,7 @@ config.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import fields, replace
 from functools import lru_cache
 from pathlib import Path
@@ -101,7 +102,9 @@ def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | 
     if cfg.algorithm == "ipfl":
         strategy = IpflStrategy(lam=cfg.lam, eta=cfg.eta, metric=cfg.metric, rule=cfg.rule,
                                 reference=r.theta0)
+        t0 = time.perf_counter()
         strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
+        seconds = time.perf_counter() - t0
         pids = sorted(strategy.personal)
         flat = np.stack([strategy.personal[p] for p in pids])
         summary = {"ledger": strategy.ledger, "rejected": strategy.rejected, "quit":
@@ -111,7 +114,9 @@ def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | 
                                budget=cfg.cpl_budget, alpha=cfg.cpl_alpha, rounds=cfg.rounds,
                                q_min=cfg.cpl_q_min, pricing=cfg.cpl_pricing)
         strategy.register(grid)
+        t0 = time.perf_counter()
         result = strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
+        seconds = time.perf_counter() - t0
         glob = record_to_flat(result.arrays)[0]
         pids = list(range(cfg.clients))
         flat = np.stack([glob] * cfg.clients)
@@ -124,7 +129,7 @@ def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | 
     pers, own, loss = evaluate(r.model, params, r.data, r.label_dist[pids],
                                [r.test_parts[p] for p in pids], r.X, r.Y)
     summary.update({"pids": pids, "acc_personalised": pers.tolist(), "acc_own": own.tolist(),
-                    "loss": loss.tolist()})
+                    "loss": loss.tolist(), "strategy_seconds": seconds})
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
         Path(out, "flower_result.json").write_text(json.dumps(summary, default=float))
