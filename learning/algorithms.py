@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -473,7 +473,8 @@ def _clustered(r: _Run, oracle: bool):
             labels, info = clusters(r.broadcast(mean))
 
 
-_DISPATCH = {"local": _local, "fedavg": _fedavg, "fedprox": None, "ditto": _ditto,
+_DISPATCH = {"local": _local, "fedavg": _fedavg,
+             "fedprox": lambda r: _fedavg(r, prox=r.cfg.prox_mu), "ditto": _ditto,
              "pfedgraph": _pfedgraph, "ipfl": _ipfl, "cpl": _cpl,
              "lia": lambda r: _clustered(r, oracle=False),
              "oracle": lambda r: _clustered(r, oracle=True)}
@@ -483,10 +484,7 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) ->
     """Train ``cfg.rounds`` rounds; ``progress(done, total)`` after each."""
     t0 = time.perf_counter()
     r = _Run(cfg, progress)
-    if cfg.algorithm == "fedprox":
-        gen = _fedavg(r, prox=cfg.prox_mu)
-    else:
-        gen = _DISPATCH[cfg.algorithm](r)
+    gen = _DISPATCH[cfg.algorithm](r)
     rows = []
     best_val = np.full(cfg.clients, -1.0)
     for t in range(cfg.rounds):
@@ -512,6 +510,3 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) ->
     return TrainResult(cfg, df, r.roles, r.entropy, time.perf_counter() - t0,
                        {k: round(v, 3) for k, v in r.timings.items()}, dict(r.extras))
 
-
-def with_(cfg: TrainConfig, **changes) -> TrainConfig:
-    return replace(cfg, **changes)
