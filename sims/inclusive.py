@@ -28,12 +28,11 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ipfl
+from mechanisms import roles as roles_mod
 from mechanisms.errors import MarketInputError
+from mechanisms.roles import ATTACKS
 
 __all__ = ["ATTACKS", "InclusiveMarket", "InclusiveResult", "run_inclusive_market"]
-
-ATTACKS = ("gaussian", "shuffle", "signflip", "same")
-ROLES = ("trader", "buyer", "seller", "attacker")
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,8 @@ class InclusiveMarket:
         return self.traders + self.buyers + self.sellers + self.attackers
 
     def roles(self) -> list[str]:
-        counts = (self.traders, self.buyers, self.sellers, self.attackers)
-        return [r for r, k in zip(ROLES, counts, strict=True) for _ in range(k)]
+        return list(roles_mod.inclusive_roles(self.traders, self.buyers, self.sellers,
+                                              self.attackers))
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,16 +138,6 @@ class InclusiveResult:
                 "utility": per["utility"].to_numpy(),
             }
         )
-
-
-def _attack(kind: str, honest: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    if kind == "gaussian":
-        return rng.standard_normal(honest.shape)
-    if kind == "shuffle":
-        return rng.permutation(honest)
-    if kind == "signflip":
-        return -honest
-    return np.ones_like(honest)  # "same": every element the same value
 
 
 def _clear_custom(market, D, rule, thresholds):
@@ -186,9 +175,7 @@ def run_inclusive_market(
     m = cfg.m
     role = np.array(roles)
     N = rng.integers(cfg.n_min, cfg.n_max + 1, m).astype(float)
-    K = np.where(np.isin(role, ["trader", "buyer"]), rng.uniform(cfg.K / 2, cfg.K, m), 0.0)
-    c = np.where(role == "trader", rng.uniform(cfg.C / 2, cfg.C, m), 0.0)
-    c = np.where(role == "buyer", np.inf, c)
+    K, c = roles_mod.draw_types(roles, cfg.K, cfg.C, rng)
     N_rep, c_rep = N.copy(), c.copy()
     if cfg.liar >= 0:
         N_rep[cfg.liar] *= cfg.liar_N
@@ -207,7 +194,7 @@ def run_inclusive_market(
         shared = theta0 + r.standard_normal(p) * 0.05
         theta = shared + offsets[cluster] + r.standard_normal((m, p)) * np.sqrt(cfg.noise_scale / p)
         for a in np.flatnonzero(role == "attacker"):
-            theta[a] = _attack(cfg.attack, theta[(a + 1) % m], r)
+            theta[a] = roles_mod.attack(cfg.attack, theta[(a + 1) % m], r)
         D = ipfl.pairwise_distances(theta, cfg.metric, reference=theta0)
         if rule is None:
             out = ipfl.clear(market, D, rule=cfg.rule, thresholds=cfg.thresholds)

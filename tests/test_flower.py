@@ -91,9 +91,10 @@ def test_ipfl_strategy_equals_the_in_process_learner():
 
 
 def _final_params(cfg):
-    from learning.algorithms import _ipfl, _Run
+    from learning.algorithms import REGISTRY
+    from learning.session import Session
 
-    gen = _ipfl(_Run(cfg))
+    gen = REGISTRY["ipfl"].rounds(Session(cfg))
     for _ in range(cfg.rounds):
         params, _, _ = next(gen)
     return params

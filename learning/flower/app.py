@@ -17,15 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import torch
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from ..algorithms import TrainConfig, _Run
-from ..evaluate import evaluate
-from ..local import sample_batches, train_lockstep
-from ..models import unflatten_params
+from ..config import TrainConfig
+from ..session import Session
 from .strategies import CplStrategy, IpflStrategy, record_to_flat
 
 __all__ = ["client_app", "make_apps", "server_app"]
@@ -42,13 +39,9 @@ def _config(context: Context, default: TrainConfig) -> TrainConfig:
 
 
 @lru_cache(maxsize=4)
-def _setup(cfg: TrainConfig) -> _Run:
+def _setup(cfg: TrainConfig) -> Session:
     """Data, partition, model and economics, exactly as the in-process learner builds them."""
-    return _Run(cfg)
-
-
-def _flat_params(r: _Run, flat: np.ndarray):
-    return unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None], r.params0)
+    return Session(cfg)
 
 
 def _client_train(msg: Message, context: Context, default: TrainConfig) -> Message:
@@ -57,8 +50,7 @@ def _client_train(msg: Message, context: Context, default: TrainConfig) -> Messa
     pid = int(context.node_config["partition-id"])
     conf = dict(msg.content["config"])
     call = int(conf.get("train-call", 0))
-    metrics = {"pid": pid, "N": float(r.N_rep[pid]), "c": float(r.market.c[pid]),
-               "K": float(r.market.K[pid])}
+    metrics = {"pid": pid, **r.client_type(pid)}
     if cfg.algorithm == "cpl":
         draw = np.random.default_rng([cfg.seed, pid, call]).random()
         if draw >= float(conf["q"]):  # the client's own Bernoulli(q) decision
@@ -72,12 +64,8 @@ def _client_train(msg: Message, context: Context, default: TrainConfig) -> Messa
         start, centre = record_to_flat(own)[0], received
     else:
         start, centre = received, received
-    params = _flat_params(r, start)
-    centre_p = _flat_params(r, centre)
-    batches = sample_batches([r.train_parts[pid]], r.sgd, [r.batch_rng(pid, call)])
-    trained = train_lockstep(r.model, params, r.X, r.Y, batches, r.sgd, centre_p,
-                             np.array([prox]))
-    arrays = ArrayRecord([v[0].detach().numpy() for v in trained.values()])
+    trained = r.train_client(pid, start, centre, prox, call)
+    arrays = ArrayRecord([v[0].detach().numpy() for v in r.stack(trained[None]).values()])
     context.state["own"] = arrays
     return Message(RecordDict({"arrays": arrays, "metrics": MetricRecord(metrics)}),
                    reply_to=msg)
@@ -87,10 +75,8 @@ def _client_query(msg: Message, context: Context, default: TrainConfig) -> Messa
     cfg = _config(context, default)
     r = _setup(cfg)
     pid = int(context.node_config["partition-id"])
-    from ..algorithms import _gradient_norms
-
-    G = float(_gradient_norms(r)[pid])
-    return Message(RecordDict({"metrics": MetricRecord({"pid": pid, "N": float(r.N_rep[pid]),
+    G = float(r.gradient_norms()[pid])
+    return Message(RecordDict({"metrics": MetricRecord({"pid": pid, **r.client_type(pid),
                                                          "G": G})}), reply_to=msg)
 
 
@@ -125,9 +111,7 @@ def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | 
     else:
         raise ValueError(f"algorithm: the Flower app runs 'ipfl' or 'cpl', not "
                          f"{cfg.algorithm!r}")
-    params = unflatten_params(torch.as_tensor(flat, dtype=torch.float32), r.params0)
-    pers, own, loss = evaluate(r.model, params, r.data, r.label_dist[pids],
-                               [r.test_parts[p] for p in pids], r.X, r.Y)
+    pers, own, loss = r.evaluate(r.stack(flat), pids)
     summary.update({"pids": pids, "acc_personalised": pers.tolist(), "acc_own": own.tolist(),
                     "loss": loss.tolist(), "strategy_seconds": seconds})
     if out:

@@ -30,6 +30,8 @@ from flwr.supercore import log
 
 from mechanisms import cpl, ipfl
 
+from ..algorithms.ipfl import market_round
+
 __all__ = ["CplStrategy", "IpflStrategy", "flat_to_record", "record_to_flat"]
 
 
@@ -147,12 +149,10 @@ class IpflStrategy(Strategy):
         c = np.array([good[p][2] for p in pids])
         K = np.array([good[p][3] for p in pids])
         market = ipfl.Market(N=N, c=c, K=K, lam=self.lam)
-        D = ipfl.pairwise_distances(X, self.metric, reference=self.reference)
-        out = ipfl.clear(market, D, rule=self.rule)
+        out, centres = market_round(market, X, eta=self.eta, metric=self.metric,
+                                    rule=self.rule, reference=self.reference)
         self.outcomes[server_round] = out
         self.inputs[server_round] = (pids, X, N, c, K)
-        centres = ipfl.prox_centres(X, out.adjacency, N, self.eta, self.metric,
-                                    reference=self.reference)
         for k, pid in enumerate(pids):
             self.centres[pid] = centres[k]
             self.ledger.append({"round": server_round, "pid": pid,
@@ -233,8 +233,7 @@ class CplStrategy(Strategy):
 
     def aggregate_train(self, server_round, replies):
         w = self._global
-        step = np.zeros_like(w)
-        joined = []
+        uploads = {}
         for msg in replies:
             if msg.has_error() or not msg.has_content():
                 continue
@@ -247,11 +246,14 @@ class CplStrategy(Strategy):
             except (KeyError, ValueError) as exc:
                 self.rejected.append((server_round, msg.metadata.src_node_id, str(exc)))
                 continue
-            step += self.a[pid] / self.q[pid] * (flat - w)
-            joined.append(pid)
-        self.participation.append({"round": server_round, "participants": sorted(joined)})
-        return flat_to_record(w + step, self.shapes), MetricRecord(
-            {"participants": len(joined)})
+            uploads[pid] = flat
+        pids = sorted(self.q)
+        U = np.stack([uploads.get(p, w) for p in pids])
+        new = cpl.unbiased_aggregate(w, U, [p in uploads for p in pids],
+                                     [self.a[p] for p in pids], [self.q[p] for p in pids])
+        joined = sorted(uploads)
+        self.participation.append({"round": server_round, "participants": joined})
+        return flat_to_record(new, self.shapes), MetricRecord({"participants": len(joined)})
 
     def configure_evaluate(self, server_round, arrays, config, grid):
         return []

@@ -1,0 +1,253 @@
+"""One federation's state and the public per-round API that every algorithm, the runner
+(:func:`learning.runner.run`) and the Flower apps (:mod:`learning.flower`) share.
+
+A :class:`Session` builds, from a :class:`~learning.config.TrainConfig`, the data, the
+partition (train / validation / own-test split per client), the model and its initial
+parameters, the roles and economic types (:mod:`mechanisms.roles`) and the market
+(:class:`mechanisms.ipfl.Market`). Its methods are the steps a round is made of:
+
+=====================================  ==================================================
+``train(params, centre, prox, active)``  one local-training call of every client at once
+                                         (stacked params in, stacked params out); call
+                                         number k draws client i's batches from stream
+                                         ``batch_rng(i, k)``
+``train_client(pid, start, centre,``     the same local training for ONE client, on flat
+``prox, call)``                          numpy vectors (what a Flower ClientApp runs); with
+                                         the same ``call`` it gives the same numbers as
+                                         ``train``
+``uploads(params)``                      (m, p) what the server receives: attackers'
+                                         uploads replaced by their attack
+``stack(flat)`` / ``flatten(params)``    (m, p) tensor <-> stacked parameter dict
+``broadcast(flat_row)``                  one model to every client
+``aggregate(flat, weights)``             sum_j w_ij theta_j (row-stochastic weights)
+``unbiased_step(glob, up, S, q)``        CPL's unbiased aggregation
+                                         (:func:`mechanisms.cpl.unbiased_aggregate`)
+``gradient_norms()``                     (m,) gradient norm at the initial model (CPL's G_n)
+``client_type(pid)``                     the type a client reports: {"N", "c", "K"}
+``evaluate(params, pids=None)``          personalised and own-test accuracy, test loss
+``baseline_ledger(W)`` / ``zero_ledger()``  the ledger of a non-market algorithm
+=====================================  ==================================================
+
+Every algorithm (:mod:`learning.algorithms`) is a generator ``rounds(session)`` that yields one
+:class:`Round` (params to evaluate, ledger, extra) per round.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from mechanisms import cpl, ipfl
+from mechanisms import roles as roles_mod
+
+from . import data as data_mod
+from . import models as models_mod
+from .config import TrainConfig
+from .evaluate import evaluate
+from .local import SGDConfig, sample_batches, train_lockstep, train_sequential
+from .partition import partition
+
+__all__ = ["LEDGER", "Round", "Session"]
+
+LEDGER = ("gain", "cost", "payment", "utility", "n_bought", "n_sold")
+
+
+class Round(NamedTuple):
+    """What an algorithm yields each round: the stacked parameters each client is evaluated
+    with, its ledger (arrays keyed by :data:`LEDGER`) and extra per-round information."""
+
+    params: dict
+    ledger: dict
+    extra: dict
+
+
+class Session:
+    """Data, partition, model, roles and market of one run (see the module docstring)."""
+
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
+        self.clients = m = cfg.clients
+        ss = np.random.SeedSequence(cfg.seed)
+        self.entropy = int(ss.entropy)
+        _s_data, s_part, s_model, s_econ, s_batch, s_round = ss.spawn(6)
+        self.batch_seed = s_batch
+        self.train_calls = 0
+        self.round_rng = np.random.default_rng(s_round)
+        self.data = data_mod.load(cfg.dataset, cfg.data_dir, seed=cfg.seed, clients=m)
+        parts, self.cluster_of = partition(
+            cfg.partition, self.data.y_train, m, np.random.default_rng(s_part),
+            beta=cfg.beta, s=cfg.skew_classes, n_clusters=cfg.n_clusters, beta_in=cfg.beta_in,
+            groups=self.data.groups)
+        # per-client train / validation / own-test split (80 / 10 / 10, at least 1 each)
+        g = np.random.default_rng(s_part.spawn(1)[0])
+        self.train_parts, self.val_parts, self.test_parts = [], [], []
+        for p in parts:
+            p = g.permutation(p)
+            n_hold = max(1, len(p) // 10) if len(p) >= 3 else 0
+            self.test_parts.append(np.sort(p[:n_hold]))
+            self.val_parts.append(np.sort(p[n_hold:2 * n_hold]))
+            self.train_parts.append(np.sort(p[2 * n_hold:]))
+        self.N_true = np.array([len(p) for p in self.train_parts], dtype=float)
+        classes = self.data.classes
+        self.label_dist = np.stack([np.bincount(self.data.y_train[p], minlength=classes) / len(p)
+                                    for p in self.train_parts])
+        name = cfg.model
+        if name == "auto":
+            name = {"fashion-mnist": "simplecnn-mnist", "digits": "mlp"}.get(cfg.dataset,
+                                                                              "logreg")
+        torch.manual_seed(int(s_model.generate_state(1)[0]))
+        self.model = models_mod.build(name, self.data.input_shape, classes)
+        self.model_name = name
+        self.params0 = models_mod.init_stacked(self.model, m)
+        self.theta0 = models_mod.flatten_params(self.params0)[0].double().numpy()
+        self.X = torch.as_tensor(self.data.x_train)
+        self.Y = torch.as_tensor(self.data.y_train)
+        self.sgd = SGDConfig(cfg.steps, cfg.batch, cfg.lr, cfg.momentum, cfg.weight_decay)
+        self._economics(np.random.default_rng(s_econ))
+        self.timings = {"training": 0.0, "distances": 0.0, "clearing": 0.0, "prox": 0.0,
+                        "evaluation": 0.0}
+        self.extras: dict = {}
+
+    def _economics(self, rng):
+        cfg, m = self.cfg, self.clients
+        if cfg.roles == "inclusive":
+            roles = roles_mod.inclusive_roles(3, 4, 4, m - 11)
+        else:
+            roles = roles_mod.market_roles(m, attackers=cfg.attackers)
+        K, c = roles_mod.draw_types(roles, cfg.K, cfg.C, rng)
+        self.roles = tuple(roles)
+        self.attackers = np.flatnonzero(np.array(roles) == "attacker")
+        N_rep, c_rep = self.N_true.copy(), c.copy()
+        if cfg.liar >= 0:
+            N_rep[cfg.liar] *= cfg.liar_N
+            c_rep[cfg.liar] *= cfg.liar_c
+        self.N_rep = N_rep
+        self.market = ipfl.Market(N=N_rep, c=c_rep, K=K, lam=cfg.lam, true_N=self.N_true,
+                                  true_c=c)
+        self.cpl_v = rng.exponential(cfg.cpl_v_mean, m) if cfg.cpl_v_mean > 0 else np.zeros(m)
+        self.attack_rng = np.random.default_rng(rng.integers(2**63))
+
+    # ------------------------------------------------------------------ training
+    def batch_rng(self, client: int, call: int) -> np.random.Generator:
+        """Client ``client``'s batch stream for its ``call``-th local training: stateless, so
+        a client running elsewhere (a Flower node) draws the same batches."""
+        return np.random.default_rng(np.random.SeedSequence(
+            self.batch_seed.entropy, spawn_key=(*self.batch_seed.spawn_key, client, call)))
+
+    def train(self, params, centre=None, prox=None, active=None):
+        """Local training of every client (stacked params); ``centre`` stacked prox-centres,
+        ``prox`` (m,) weights of (prox / 2) ||theta - centre||^2, ``active`` (m,) bool."""
+        t0 = time.perf_counter()
+        call = self.train_calls
+        self.train_calls += 1
+        rngs = [self.batch_rng(i, call) for i in range(self.clients)]
+        batches = sample_batches(self.train_parts, self.sgd, rngs)
+        fn = train_lockstep if self.cfg.lockstep else train_sequential
+        out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active)
+        self.timings["training"] += time.perf_counter() - t0
+        return out
+
+    def train_client(self, pid: int, start: np.ndarray, centre: np.ndarray | None = None,
+                     prox: float = 0.0, call: int = 0) -> np.ndarray:
+        """Client ``pid``'s local training from the flat model ``start`` toward ``centre``
+        with weight ``prox``, its ``call``-th training; returns the trained flat model."""
+        params = self._one(start)
+        centre_p = params if centre is None else self._one(centre)
+        batches = sample_batches([self.train_parts[pid]], self.sgd, [self.batch_rng(pid, call)])
+        out = train_lockstep(self.model, params, self.X, self.Y, batches, self.sgd, centre_p,
+                             np.array([float(prox)]))
+        return models_mod.flatten_params(out)[0].double().numpy()
+
+    def _one(self, flat) -> dict:
+        return models_mod.unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None],
+                                           self.params0)
+
+    # ------------------------------------------------------------------ server side
+    def flatten(self, params) -> torch.Tensor:
+        return models_mod.flatten_params(params)
+
+    def stack(self, flat) -> dict:
+        """(m, p) flat models (tensor or array) -> stacked parameter dict."""
+        return models_mod.unflatten_params(torch.as_tensor(flat, dtype=torch.float32),
+                                           self.params0)
+
+    def uploads(self, params) -> torch.Tensor:
+        """What the server receives: the flattened models, attackers' replaced by attacks."""
+        flat = models_mod.flatten_params(params).clone()
+        if self.cfg.attack != "none":
+            for a in self.attackers:
+                flat[a] = torch.as_tensor(
+                    roles_mod.attack(self.cfg.attack, flat[a].double().numpy(),
+                                     self.attack_rng), dtype=flat.dtype)
+        return flat
+
+    def broadcast(self, flat_row: torch.Tensor) -> dict:
+        return self.stack(torch.as_tensor(flat_row).unsqueeze(0).repeat(self.clients, 1))
+
+    def aggregate(self, flat: torch.Tensor, weights) -> torch.Tensor:
+        """Rows sum_j W_ij theta_j of the row-stochastic ``weights`` (one row: one model)."""
+        return torch.as_tensor(np.asarray(weights), dtype=torch.float32) @ flat
+
+    def fedavg_weights(self, mask=None) -> np.ndarray:
+        """N_j / sum N over the clients in ``mask`` (reported data amounts)."""
+        w = self.N_rep.copy() if mask is None else self.N_rep * mask
+        return w / w.sum()
+
+    def unbiased_step(self, glob: torch.Tensor, up: torch.Tensor, participated, q):
+        """CPL's unbiased aggregation w + sum_{n in S} a_n / q_n (w_n - w)."""
+        a = self.N_rep / self.N_rep.sum()
+        new = cpl.unbiased_aggregate(glob.double().numpy(), up.double().numpy(),
+                                     participated, a, q)
+        return torch.as_tensor(new, dtype=torch.float32)
+
+    @torch.no_grad()
+    def gradient_norms(self) -> np.ndarray:
+        """(m,) norm of each client's gradient at the initial model on one batch of its data
+        (drawn from a stream no training call uses): CPL's G_n."""
+        from torch.func import functional_call, grad, vmap
+
+        def loss(p, x, y):
+            return torch.nn.functional.cross_entropy(functional_call(self.model, p, (x,)), y)
+
+        idx = np.stack([self.batch_rng(i, 2**31 - 1).choice(p, size=self.cfg.batch)
+                        for i, p in enumerate(self.train_parts)])
+        idx_t = torch.as_tensor(idx)
+        with torch.enable_grad():
+            g = vmap(grad(loss))(self.params0, self.X[idx_t], self.Y[idx_t])
+        norms = torch.sqrt(sum((v.reshape(v.shape[0], -1) ** 2).sum(1) for v in g.values()))
+        return norms.double().numpy().clip(min=1e-6)
+
+    def client_type(self, pid: int) -> dict:
+        """The type client ``pid`` reports to a market: data amount N, cost c, gain scale K."""
+        return {"N": float(self.N_rep[pid]), "c": float(self.market.c[pid]),
+                "K": float(self.market.K[pid])}
+
+    def evaluate(self, params, pids=None):
+        """(personalised accuracy, own-test accuracy, global test loss), each (len(pids),);
+        ``params`` stacked in the order of ``pids`` (default: all clients)."""
+        t0 = time.perf_counter()
+        pids = list(range(self.clients)) if pids is None else list(pids)
+        out = evaluate(self.model, params, self.data, self.label_dist[pids],
+                       [self.test_parts[p] for p in pids], self.X, self.Y)
+        self.timings["evaluation"] += time.perf_counter() - t0
+        return out
+
+    # ------------------------------------------------------------------ ledgers
+    def zero_ledger(self) -> dict:
+        z = np.zeros(self.clients)
+        return dict.fromkeys(LEDGER, z)
+
+    def baseline_ledger(self, W) -> dict:
+        """A non-market algorithm's ledger: gain over the support of its aggregation rows W,
+        cost c_i per other client whose row puts weight on i, no payment."""
+        u = ipfl.baseline_utilities(self.market, W)
+        support = np.asarray(W) != 0
+        np.fill_diagonal(support, False)
+        gain = self.market.gain.value(support @ self.N_true, self.market.K, self.N_true)
+        sold = support.sum(axis=0)
+        cost = np.multiply(self.market.true_c, sold, out=np.zeros(len(sold)), where=sold > 0)
+        return {"gain": gain, "cost": cost, "payment": np.zeros_like(u), "utility": u,
+                "n_bought": support.sum(axis=1), "n_sold": sold}
