@@ -9,6 +9,7 @@ scenarios "module:function", a selection rule of your own
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -27,12 +28,20 @@ __all__ = ["SCENARIOS", "Scenario", "load_rule"]
 
 @dataclass(frozen=True)
 class Scenario:
+    """A scenario; ``config_factory`` returns its config class (called on first use, so that
+    a learning scenario loads torch only when a cell of it runs)."""
+
     name: str
     kind: str  # "mechanism" | "learning"
-    config: type
+    config_factory: Callable[[], type]
     mechanisms: tuple
     run: Callable[[object, str, int], pd.DataFrame]
     description: str
+
+    @property
+    def config(self) -> type:
+        """The frozen config dataclass; its field defaults are the scenario's defaults."""
+        return self.config_factory()
 
     def make_config(self, params: dict, seed: int):
         known = {f.name for f in fields(self.config)}
@@ -163,34 +172,45 @@ def _learning(cfg, mechanism: str, seed: int) -> pd.DataFrame:
     return df
 
 
-def _registry():
-    from learning.algorithms import TrainConfig
+def _learning_config(**defaults) -> Callable[[], type]:
+    """A factory of a TrainConfig subclass whose defaults are this scenario's (torch loads
+    when the factory is first called)."""
 
-    def learning_cfg(**kw):
-        # a TrainConfig subclass whose defaults are this scenario's
-        ns = {k: v for k, v in kw.items()}
+    @functools.cache
+    def factory():
+        from learning.algorithms import TrainConfig
+
         return dataclass(frozen=True)(type("Config", (TrainConfig,), {
-            "__annotations__": {k: type(v) for k, v in ns.items()}, **ns}))
+            "__annotations__": {k: type(v) for k, v in defaults.items()}, **defaults}))
+
+    return factory
+
+
+def _registry():
+    def fixed(cls):
+        return lambda: cls
 
     return {s.name: s for s in [
-        Scenario("inclusive-market", "mechanism", InclusiveMarket, ("box2", "local", "exact"),
+        Scenario("inclusive-market", "mechanism", fixed(InclusiveMarket),
+                 ("box2", "local", "exact"),
                  _inclusive, "Fig. 5: 3 traders, 4 buyers, 4 sellers, 1 attacker; per round "
                  "and client money and utility"),
-        Scenario("liars", "mechanism", LiarScenario, ("local",), _liars,
+        Scenario("liars", "mechanism", fixed(LiarScenario), ("local",), _liars,
                  "Table 2: size x 0.1/0.5/10 and cost x 2/5/10, exact vs published thresholds"),
-        Scenario("attacks", "mechanism", AttackScenario, ("local",), _attacks,
+        Scenario("attacks", "mechanism", fixed(AttackScenario), ("local",), _attacks,
                  "Fig. 4 at the mechanism level: the four attacks on uploaded parameters"),
-        Scenario("cpl-pricing", "mechanism", CplBenchmark,
+        Scenario("cpl-pricing", "mechanism", fixed(CplBenchmark),
                  ("bisection", "uniform", "weighted"), _cpl_pricing,
                  "CPL: equilibrium vs uniform vs weighted prices (budget as a parameter)"),
         Scenario("ipfl-learning", "learning",
-                 learning_cfg(dataset="digits", clients=6, rounds=4, steps=20, batch=32,
-                              lr=0.05, beta=0.5),
+                 _learning_config(dataset="digits", clients=6, rounds=4, steps=20, batch=32,
+                                  lr=0.05, beta=0.5),
                  ("ipfl", "fedavg", "local", "ditto", "pfedgraph"), _learning,
                  "Fig. 2 on digits: accuracy and utility per algorithm"),
         Scenario("lia-vs-oracle", "learning",
-                 learning_cfg(dataset="digits", partition="pairs", n_clusters=4, clients=12,
-                              rounds=5, steps=20, batch=32, lr=0.05, lia_warmup=2),
+                 _learning_config(dataset="digits", partition="pairs", n_clusters=4,
+                                  clients=12, rounds=5, steps=20, batch=32, lr=0.05,
+                                  lia_warmup=2),
                  ("lia", "oracle", "fedavg", "local"), _learning,
                  "LIA's synthetic check on digits: clusters (ARI) and accuracy"),
     ]}

@@ -1,0 +1,85 @@
+"""``fedmarket cpl``: solve the CPL pricing game (Luo et al.) and compare pricing schemes."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from ..cpl_game import CplBenchmark
+from .common import add_command, add_quiet, console, print_table
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub, full: bool = False) -> None:
+    d = {f.name: f.default for f in fields(CplBenchmark)}
+    p = add_command(sub, "cpl", "solve the CPL pricing game (Luo et al.) and compare")
+    p.add_argument("--clients", type=int, default=d["clients"], help="number of clients N")
+    p.add_argument("--c", type=float, default=d["c"], help="cost coefficient c_n")
+    p.add_argument("--v-mean", type=float, default=d["v_mean"], help="mean of v_n ~ Exp")
+    p.add_argument("--G", type=float, default=d["G"], help="gradient-norm bound G_n")
+    p.add_argument("--budget", type=float, default=d["budget"], help="the server's budget B")
+    p.add_argument("--alpha", type=float, default=d["alpha"], help="convergence-bound alpha")
+    p.add_argument("--R", type=int, default=d["R"], help="training rounds R in the bound")
+    p.add_argument("--q-min", type=float, default=d["q_min"],
+                   help="lowest participation level")
+    p.add_argument("--q-max", type=float, default=d["q_max"],
+                   help="highest participation level")
+    p.add_argument("--points", type=int, default=400,
+                   help="grid points of the cvxpy line search")
+    p.add_argument("--sweep", type=float, nargs=3, metavar=("B_MIN", "B_MAX", "COUNT"),
+                   help="also sweep the budget and plot the bound for the three schemes")
+    p.add_argument("--seed", type=int, default=d["seed"], help="random seed")
+    p.add_argument("--out", default="results/cpl", help="folder for CSV, JSON and PNG")
+    add_quiet(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ..cpl_game import budget_sweep, compare_pricing
+    from ..plots import plot_budget_sweep, plot_cpl_participation, plot_cpl_prices
+    from ..results import write_table
+
+    bench = CplBenchmark(clients=args.clients, c=args.c, v_mean=args.v_mean, G=args.G,
+                         budget=args.budget, alpha=args.alpha, R=args.R, q_min=args.q_min,
+                         q_max=args.q_max, seed=args.seed)
+    game = bench.game()
+    out = Path(args.out)
+    con = console()
+    if con is not None and not args.quiet:
+        with con.status("solving") as status:
+            table, results = compare_pricing(
+                game, points=args.points, progress=lambda n: status.update(f"solving: {n}"))
+    else:
+        table, results = compare_pricing(game, points=args.points)
+    write_table(table, out / "comparison.csv", bench.provenance())
+    eq = results["bisection"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    plot_cpl_prices(game, eq, ax=axes[0])
+    plot_cpl_participation(game, eq, ax=axes[1])
+    fig.tight_layout()
+    fig.savefig(out / "prices.png", dpi=110)
+    plt.close(fig)
+    written = [out / "comparison.csv", out / "prices.png"]
+    if args.sweep:
+        budgets = np.linspace(args.sweep[0], args.sweep[1], int(args.sweep[2]))
+        sweep = budget_sweep(game, budgets)
+        write_table(sweep, out / "budget_sweep.csv", bench.provenance())
+        fig, ax = plt.subplots(figsize=(6, 4))
+        plot_budget_sweep(sweep, ax=ax)
+        fig.tight_layout()
+        fig.savefig(out / "budget_sweep.png", dpi=110)
+        plt.close(fig)
+        written += [out / "budget_sweep.csv", out / "budget_sweep.png"]
+    if not args.quiet:
+        print_table(table, f"CPL game: N={game.n}, B={game.budget}, seed={args.seed}")
+        print(f"lambda* = {eq.multiplier:.6g}, v^t = {eq.v_threshold:.6g}, "
+              f"KKT residual {eq.kkt_residual}, budget residual {eq.budget_residual:.1e}")
+        print("wrote " + ", ".join(map(str, written)))
+    return 0

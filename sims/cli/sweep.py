@@ -1,0 +1,65 @@
+"""``fedmarket sweep``: a resumable grid of scenario cells in an on-disk store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mechanisms.errors import MarketInputError
+
+from ..sweep import EXECUTORS, PRESETS
+from .common import add_command, add_quiet, console
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub, full: bool = False) -> None:
+    p = add_command(sub, "sweep", "run a resumable grid of scenario cells")
+    p.add_argument("spec", nargs="?", default=None, help="TOML sweep spec (or give --preset)")
+    p.add_argument("--preset", default=None, choices=sorted(PRESETS),
+                   help="a built-in sweep instead of a spec file (default: none)")
+    p.add_argument("--out", default="results/sweep", help="the results store folder")
+    p.add_argument("--executor", default="serial", choices=EXECUTORS,
+                   help="where cells run")
+    p.add_argument("--workers", type=int, default=2,
+                   help="worker processes (processes and local ray executors)")
+    p.add_argument("--ray-address", dest="ray_address", default=None,
+                   help="address of a running ray cluster (default: start a local one)")
+    p.add_argument("--report", action="store_true", help="write the report afterwards")
+    add_quiet(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..report import write_report
+    from ..sweep import expand, load_toml, run_sweep
+
+    if (args.spec is None) == (args.preset is None):
+        raise MarketInputError("spec", "give a TOML spec file or --preset (not both)")
+    spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
+    if args.spec is not None:  # custom rules in the spec may live beside it
+        sys.path.insert(0, str(Path(args.spec).resolve().parent))
+    cells = expand(spec)
+    con = console()
+    if con is not None and not args.quiet:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeRemainingColumn(), console=con,
+                      transient=True) as bar:
+            task = bar.add_task("cells", total=len(cells))
+            stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
+                              ray_address=args.ray_address,
+                              progress=lambda d, t: bar.update(task, completed=d))
+    else:
+        stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
+                          ray_address=args.ray_address)
+    if not args.quiet:
+        print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done; "
+              f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
+              f"({args.executor})")
+    if args.report:
+        md, page = write_report(args.out)
+        if not args.quiet:
+            print(f"report: {md} and {page}")
+    return 0

@@ -1,0 +1,158 @@
+"""``fedmarket train``: federated training with a mechanism or a baseline.
+
+Option defaults are the learner's (``TrainConfig``); reading them loads torch, so the full
+option list is built only when the command line names ``train``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+from .common import add_command, add_quiet, console, print_table
+
+__all__ = ["OPTIONS", "add_parser", "run"]
+
+# (TrainConfig field, help); type and default come from TrainConfig itself
+OPTIONS = (
+    ("dataset", "dataset to train on"),
+    ("data_dir", "folder with the Fashion-MNIST IDX files (default: the known paths)"),
+    ("partition", "how the data is split among clients"),
+    ("beta", "Dirichlet concentration of the non-IID split"),
+    ("beta_in", "Dirichlet concentration inside a cluster (cluster partition)"),
+    ("n_clusters", "number of clusters (cluster and pairs partitions)"),
+    ("skew_classes", "classes per client (skew partition)"),
+    ("clients", "number of clients"),
+    ("rounds", "communication rounds"),
+    ("model", "model architecture (auto: by dataset)"),
+    ("steps", "local SGD steps per round"),
+    ("batch", "mini-batch size"),
+    ("lr", "SGD learning rate"),
+    ("momentum", "SGD momentum"),
+    ("weight_decay", "SGD weight decay"),
+    ("K", "iPFL gain scale K"),
+    ("C", "iPFL sharing-cost scale C"),
+    ("lam", "iPFL lambda, the weight of the distance penalty"),
+    ("eta", "iPFL eta"),
+    ("metric", "distance between client models"),
+    ("rule", "iPFL sellers-selection rule"),
+    ("roles", "traders only, or the paper's inclusive market roles"),
+    ("attack", "what attackers upload"),
+    ("attackers", "number of attacking clients"),
+    ("liar", "client id of a liar (-1: none)"),
+    ("liar_N", "the liar reports N times this factor"),
+    ("liar_c", "the liar reports c times this factor"),
+    ("prox_mu", "FedProx and Ditto proximal weight"),
+    ("pfedgraph_alpha", "pFedGraph alpha"),
+    ("cpl_pricing", "CPL pricing scheme"),
+    ("cpl_budget", "CPL server budget B"),
+    ("cpl_c", "CPL cost coefficient c_n"),
+    ("cpl_v_mean", "CPL mean of v_n ~ Exp"),
+    ("cpl_alpha", "CPL convergence-bound alpha"),
+    ("cpl_q_min", "CPL lowest participation level"),
+    ("lia_warmup", "pFedLIA FedAvg warm-up rounds"),
+    ("lia_k", "pFedLIA lazy epochs k"),
+    ("lia_recluster", "pFedLIA re-cluster every R rounds (0: never)"),
+    ("lia_mode", "pFedLIA central server or peer to peer"),
+    ("seed", "random seed"),
+)
+# choice lists of TrainConfig fields, from the learner's registries
+_DATASETS = ("digits", "fashion-mnist", "synthetic")
+_PARTITIONS = ("iid", "niid", "cluster", "skew", "pairs", "natural")
+
+
+def _choices(algorithms_module) -> dict:
+    from learning.models import MODELS
+    from mechanisms import ipfl
+    from mechanisms.distances import METRICS
+
+    return {"algorithm": algorithms_module.ALGORITHMS, "attack": algorithms_module.ATTACKS,
+            "dataset": _DATASETS, "partition": _PARTITIONS, "model": ("auto", *MODELS),
+            "metric": METRICS, "rule": ipfl.RULES, "roles": ("traders", "inclusive"),
+            "lia_mode": ("central", "p2p"),
+            "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
+
+
+def add_parser(sub, full: bool = False) -> None:
+    p = add_command(sub, "train", "federated training with a mechanism or a baseline")
+    p.set_defaults(func=run)
+    if not full:
+        return
+    from learning import algorithms
+
+    choices = _choices(algorithms)
+    cfg = {f.name: f for f in fields(algorithms.TrainConfig)}
+    p.add_argument("--algorithm", nargs="+", default=["ipfl"], choices=choices["algorithm"],
+                   help="one or more algorithms, run one after the other")
+    for name, text in OPTIONS:
+        f = cfg[name]
+        typ = type(f.default) if isinstance(f.default, int | float) else str
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=f.default,
+                       choices=choices.get(name), help=text)
+    p.add_argument("--sequential", dest="lockstep", action="store_false",
+                   default=cfg["lockstep"].default,
+                   help="train clients one by one (the reference path) instead of in lockstep")
+    p.add_argument("--out", default="results/train", help="folder for Parquet, JSON and PNG")
+    add_quiet(p)
+
+
+def run(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from learning.algorithms import TrainConfig
+    from learning.algorithms import run as train
+
+    from ..plots import plot_accuracy
+    from ..results import write_table
+
+    cfg_fields = {f.name for f in fields(TrainConfig)}
+    common = {k: v for k, v in vars(args).items() if k in cfg_fields and v is not None}
+    out = Path(args.out)
+    results, written = [], []
+    con = console()
+    for algorithm in args.algorithm:
+        cfg = TrainConfig(**{**common, "algorithm": algorithm})
+        if con is not None and not args.quiet:
+            from rich.progress import Progress
+
+            with Progress(console=con, transient=True) as bar:
+                task = bar.add_task(f"{algorithm}: rounds", total=cfg.rounds)
+                res = train(cfg, progress=lambda d, t, task=task: bar.update(task, completed=d))
+        else:
+            res = train(cfg)
+        results.append(res)
+        table, side = write_table(res.frame, out / f"{algorithm}.parquet", res.provenance())
+        written += [table, side]
+        if "influence" in res.extras:
+            from ..plots import plot_influence
+
+            fig, ax = plt.subplots(figsize=(7, 6))
+            plot_influence(res.extras["influence"], res.extras["clusters"], ax=ax)
+            fig.tight_layout()
+            fig.savefig(out / f"{algorithm}_influence.png", dpi=110)
+            plt.close(fig)
+            (out / f"{algorithm}_clusters.json").write_text(json.dumps(
+                {"clusters": res.extras["clusters"], "influence": res.extras["influence"]}))
+            written += [out / f"{algorithm}_influence.png", out / f"{algorithm}_clusters.json"]
+        if not args.quiet:
+            final = res.final()
+            print_table(final, f"{algorithm}: after {cfg.rounds} rounds ({res.seconds:.1f} s)")
+            print(f"{algorithm}: mean personalised accuracy "
+                  f"{final.acc_personalised.mean():.4f}, mean cumulative utility "
+                  f"{final.utility.mean():.4f}")
+    frame = pd.concat([r.frame for r in results], ignore_index=True)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plot_accuracy(frame, ax=ax)
+    ax.set_title(f"{args.dataset}, {args.partition}, {args.clients} clients")
+    fig.tight_layout()
+    fig.savefig(out / "accuracy.png", dpi=110)
+    plt.close(fig)
+    written.append(out / "accuracy.png")
+    if not args.quiet:
+        print("wrote " + ", ".join(map(str, written)))
+    return 0
