@@ -62,6 +62,12 @@ class TrainConfig:
     lia_k: int = 5
     lia_recluster: int = 0
     lia_mode: str = "central"
+    # quitting is opt-in (off in the authors' runs); a quitter keeps its best model so far by
+    # its own validation accuracy
+    allow_quit: bool = False
+    # evaluate on the test sets every k rounds (and always in the last round); validation
+    # accuracy, which picks a quitter's model, is measured every round
+    evaluate_every: int = 1
     seed: int = 0
     lockstep: bool = True
 
@@ -76,7 +82,7 @@ class TrainConfig:
             if getattr(self, name) not in allowed:
                 raise MarketInputError(name, f"is {getattr(self, name)!r}; choose one of "
                                              f"{allowed}")
-        for name in ("clients", "rounds", "steps", "batch"):
+        for name in ("clients", "rounds", "steps", "batch", "evaluate_every"):
             if int(getattr(self, name)) < 1:
                 raise MarketInputError(name, f"is {getattr(self, name)!r}; must be >= 1")
         for name in ("lr", "eta", "liar_N"):
@@ -107,11 +113,14 @@ class TrainResult:
     extras: dict = field(default_factory=dict)  # e.g. LIA's influence matrix and clusters
 
     def final(self) -> pd.DataFrame:
-        """Per client: final accuracies, cumulative ledger."""
+        """Per client: last-round accuracies (``acc_personalised``, ``acc_own``), the best
+        personalised accuracy over the rounds as the iPFL authors report it
+        (``acc_personalised_best``), and the cumulative ledger."""
         df = self.frame
         last = df[df["round"] == df["round"].max()].set_index("client")
         cum = df.groupby("client")[["gain", "cost", "payment", "utility"]].sum()
-        out = last[["role", "acc_personalised", "acc_own", "loss"]].join(cum)
+        out = last[["role", "acc_personalised", "acc_personalised_best", "acc_own",
+                    "loss"]].join(cum)
         return out.reset_index()
 
     def provenance(self) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, vmap
 
-__all__ = ["evaluate", "predict_all"]
+__all__ = ["accuracy_on_parts", "evaluate", "predict_all"]
 
 
 @torch.no_grad()
@@ -43,11 +43,19 @@ def evaluate(model, params, data, label_dist: np.ndarray, own_test: list[np.ndar
     per_class = np.stack([hit[:, y_np == c].mean(axis=1) if (y_np == c).any()
                           else np.zeros(hit.shape[0]) for c in range(classes)], axis=1)
     personalised = (per_class * label_dist).sum(axis=1)
-    own = np.empty(hit.shape[0])
-    for i, idx in enumerate(own_test):
-        if idx.size == 0:
-            own[i] = np.nan
-            continue
-        pr = functional_call(model, {k: v[i] for k, v in params.items()}, (X_train[idx],))
-        own[i] = float((pr.argmax(-1) == Y_train[idx]).float().mean())
+    own = accuracy_on_parts(model, params, X_train, Y_train, own_test)
     return personalised, own, loss
+
+
+@torch.no_grad()
+def accuracy_on_parts(model, params, X, Y, parts: list[np.ndarray]) -> np.ndarray:
+    """(m,) accuracy of client i's model on the samples ``parts[i]`` of (X, Y); NaN where a
+    client has no such samples."""
+    out = np.empty(len(parts))
+    for i, idx in enumerate(parts):
+        if idx.size == 0:
+            out[i] = np.nan
+            continue
+        pr = functional_call(model, {k: v[i] for k, v in params.items()}, (X[idx],))
+        out[i] = float((pr.argmax(-1) == Y[idx]).float().mean())
+    return out

@@ -25,6 +25,10 @@ parameters, the roles and economic types (:mod:`mechanisms.roles`) and the marke
 ``gradient_norms()``                     (m,) gradient norm at the initial model (CPL's G_n)
 ``client_type(pid)``                     the type a client reports: {"N", "c", "K"}
 ``evaluate(params, pids=None)``          personalised and own-test accuracy, test loss
+``validate(params, active)``             (m,) validation accuracy; remembers every active
+                                         client's best model by it
+``keep_best(params, who)``               the clients ``who`` get back their best model
+                                         by validation accuracy (a quitter's model)
 ``baseline_ledger(W)`` / ``zero_ledger()``  the ledger of a non-market algorithm
 =====================================  ==================================================
 
@@ -46,7 +50,7 @@ from mechanisms import roles as roles_mod
 from . import data as data_mod
 from . import models as models_mod
 from .config import TrainConfig
-from .evaluate import evaluate
+from .evaluate import accuracy_on_parts, evaluate
 from .local import SGDConfig, sample_batches, train_lockstep, train_sequential
 from .partition import partition
 
@@ -110,6 +114,8 @@ class Session:
         self.timings = {"training": 0.0, "distances": 0.0, "clearing": 0.0, "prox": 0.0,
                         "evaluation": 0.0}
         self.extras: dict = {}
+        self.best_val = np.full(m, -np.inf)
+        self.best_params = self.params0
 
     def _economics(self, rng):
         cfg, m = self.cfg, self.clients
@@ -234,6 +240,31 @@ class Session:
                        [self.test_parts[p] for p in pids], self.X, self.Y)
         self.timings["evaluation"] += time.perf_counter() - t0
         return out
+
+    def validate(self, params, active=None) -> np.ndarray:
+        """(m,) accuracy of each client's model on its own validation split; each ``active``
+        client's best model by this accuracy is kept (:meth:`keep_best`)."""
+        t0 = time.perf_counter()
+        val = accuracy_on_parts(self.model, params, self.X, self.Y, self.val_parts)
+        better = np.nan_to_num(val, nan=-1.0) > self.best_val
+        if active is not None:
+            better &= np.asarray(active, dtype=bool)
+        if better.any():
+            self.best_val = np.where(better, np.nan_to_num(val, nan=-1.0), self.best_val)
+            self.best_params = self.replace_rows(self.best_params, params, better)
+        self.timings["evaluation"] += time.perf_counter() - t0
+        return val
+
+    def keep_best(self, params, who) -> dict:
+        """``params`` with the rows of the clients ``who`` (bool mask) replaced by their best
+        model by validation accuracy so far."""
+        return self.replace_rows(params, self.best_params, who)
+
+    @staticmethod
+    def replace_rows(params, source, who) -> dict:
+        mask = torch.as_tensor(np.asarray(who, dtype=bool))
+        return {k: torch.where(mask.view(-1, *([1] * (v.dim() - 1))), source[k], v)
+                for k, v in params.items()}
 
     # ------------------------------------------------------------------ ledgers
     def zero_ledger(self) -> dict:

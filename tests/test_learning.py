@@ -205,3 +205,39 @@ def test_bad_train_config(kwargs, field):
     with pytest.raises(MarketInputError) as e:
         TrainConfig(**kwargs)
     assert e.value.field == field
+
+
+QUITTER = {**SMALL, "algorithm": "ipfl", "rounds": 4, "steps": 10, "liar": 1, "liar_c": 0.0,
+           "K": 1.0, "C": 5.0}  # client 1 hides its cost, sells, and loses money
+
+
+def test_quitting_is_opt_in_and_a_quitter_keeps_its_best_model_by_validation():
+    stay = run(TrainConfig(**QUITTER)).frame
+    assert stay.active.all() and (stay.utility < -1e-9).any()  # it loses, but stays
+    df = run(TrainConfig(**QUITTER, allow_quit=True)).frame
+    quitters = df[~df.active].client.unique()
+    assert len(quitters) >= 1
+    for i in quitters:
+        own = df[df.client == i].sort_values("round")
+        first_out = own[~own.active]["round"].min()
+        before = own[own["round"] < first_out]
+        after = own[own["round"] >= first_out]
+        # frozen at the model with the best validation accuracy among its active rounds
+        assert np.allclose(after.acc_val, before.acc_val.max())
+        best_round = before["round"].iloc[int(np.argmax(before.acc_val.to_numpy()))]
+        assert np.allclose(after.acc_personalised,
+                           own[own["round"] == best_round].acc_personalised.iloc[0])
+
+
+def test_best_over_rounds_and_last_round_accuracy():
+    res = run(TrainConfig(algorithm="fedavg", **{**SMALL, "rounds": 4}, evaluate_every=2))
+    df = res.frame
+    assert df[df["round"].isin([1])].acc_personalised.isna().all()  # not evaluated
+    assert df[df["round"].isin([0, 2, 3])].acc_personalised.notna().all()  # last always
+    best = df.groupby("client").acc_personalised.max()
+    fin = res.final().set_index("client")
+    np.testing.assert_allclose(fin.acc_personalised_best, best)
+    np.testing.assert_allclose(fin.acc_personalised,
+                               df[df["round"] == 3].set_index("client").acc_personalised)
+    assert (fin.acc_personalised_best >= fin.acc_personalised).all()
+    assert df.acc_val.notna().all()  # validation every round

@@ -47,7 +47,8 @@ def ledger(out: ipfl.Outcome) -> dict:
 
 
 def rounds(s: Session):
-    """A client whose round utility is negative quits and keeps its model so far."""
+    """With ``allow_quit``, a client whose round utility is negative quits: it keeps its best
+    model so far by its own validation accuracy and no longer trades or trains."""
     cfg, m = s.cfg, s.clients
     params = s.train(s.params0)
     active = np.ones(m, dtype=bool)
@@ -57,8 +58,11 @@ def rounds(s: Session):
         out, centres = market_round(s.market, up, eta=cfg.eta, metric=cfg.metric,
                                     rule=cfg.rule, reference=s.theta0, active=active,
                                     timings=s.timings)
-        quit_now = active & (out.utilities < -1e-9)
-        active &= ~quit_now
+        if cfg.allow_quit:
+            quit_now = active & (out.utilities < -1e-9)
+            if quit_now.any():
+                params = s.keep_best(params, quit_now)
+                active &= ~quit_now
         params = s.train(params, centre=s.stack(centres), prox=np.full(m, cfg.lam / cfg.eta),
                          active=active)
         yield Round(params, ledger(out), {"active": active.copy(),

@@ -87,7 +87,7 @@ def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | 
     initial = ArrayRecord([v[0].detach().numpy() for v in r.params0.values()])
     if cfg.algorithm == "ipfl":
         strategy = IpflStrategy(lam=cfg.lam, eta=cfg.eta, metric=cfg.metric, rule=cfg.rule,
-                                reference=r.theta0)
+                                reference=r.theta0, allow_quit=cfg.allow_quit)
         t0 = time.perf_counter()
         strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
         seconds = time.perf_counter() - t0

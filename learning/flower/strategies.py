@@ -8,7 +8,8 @@ all state (personal models, ledger, who quit) is indexed by partition id.
   nodes that answered with a valid reply, compute each node's prox-centre (Eq. 8), and send
   every node its own centre and its bill in a fresh RecordDict. Round 1 is local training
   (Box 1's round 0); its uploads clear the first market.
-  A node whose round utility is negative quits and is not contacted again. A node that times
+  With ``allow_quit`` (off by default, as in the authors' runs), a node whose round utility is
+  negative quits and is not contacted again. A node that times
   out, crashes, or sends NaN / wrong-shape parameters is dropped from that round's graph (and
   logged); the payments of the others still sum to zero.
 * :class:`CplStrategy` - registers the nodes once (a query for N and the gradient norm), solves
@@ -66,8 +67,10 @@ class IpflStrategy(Strategy):
     """iPFL on a Flower federation (see the module docstring)."""
 
     def __init__(self, *, lam: float, eta: float = 5.0, metric: str = "cosine",
-                 rule: str = "local", reference: np.ndarray | None = None):
+                 rule: str = "local", reference: np.ndarray | None = None,
+                 allow_quit: bool = False):
         self.lam, self.eta, self.metric, self.rule = float(lam), float(eta), metric, rule
+        self.allow_quit = bool(allow_quit)
         self.reference = reference
         self.shapes: list[tuple] | None = None
         self.centres: dict[int, np.ndarray] = {}
@@ -160,7 +163,7 @@ class IpflStrategy(Strategy):
                                 "payment": float(out.payments[k]),
                                 "utility": float(out.utilities[k]),
                                 "gain": float(out.gains[k])})
-            if out.utilities[k] < -1e-9:
+            if self.allow_quit and out.utilities[k] < -1e-9:
                 self.quit.add(pid)
         return None, MetricRecord({"participants": len(pids),
                                    "budget-residual": out.budget_residual,
