@@ -6,6 +6,7 @@ option list is built only when the command line names ``train``.
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import fields
 from pathlib import Path
@@ -55,6 +56,8 @@ OPTIONS = (
     ("lia_k", "pFedLIA lazy epochs k"),
     ("lia_recluster", "pFedLIA re-cluster every R rounds (0: never)"),
     ("lia_mode", "pFedLIA central server or peer to peer"),
+    ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
+    ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
     ("seed", "random seed"),
 )
 # choice lists of TrainConfig fields, from the learner's registries
@@ -87,6 +90,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="one or more algorithms, run one after the other")
     for name, text in OPTIONS:
         f = cfg[name]
+        if isinstance(f.default, bool):
+            p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=f.default,
+                           action=argparse.BooleanOptionalAction, help=text)
+            continue
         typ = type(f.default) if isinstance(f.default, int | float) else str
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=f.default,
                        choices=choices.get(name), help=text)
