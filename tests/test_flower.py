@@ -1,23 +1,37 @@
-"""Flower integration: strategies against a fake Grid with real Message/RecordDict replies
-(no Ray), and the full simulation against the in-process learner."""
+"""Flower integration: the ServerApp against a fake Grid whose nodes run the real ClientApp
+code in-process (real Message/RecordDict replies, no Ray), the nodes' own data and types, the
+registry and faults, provenance and its offline re-check, and the simulation end to end."""
 
 import json
+import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from flwr.app import Context, Message, RecordDict  # noqa: E402
+from flwr.app import ArrayRecord, Context, Error, Message, RecordDict  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 from learning.algorithms import TrainConfig, run  # noqa: E402
-from learning.flower.app import _client_query, _client_train, _setup, make_apps  # noqa: E402
-from learning.flower.strategies import CplStrategy, IpflStrategy, flat_to_record  # noqa: E402
-from mechanisms import ipfl  # noqa: E402
+from learning.flower.app import (  # noqa: E402
+    FlowerConfig,
+    _client_evaluate,
+    _client_query,
+    _client_train,
+    _server_main,
+    make_apps,
+)
+from learning.flower.node import NodeConfigError, NodeSpec, node_state  # noqa: E402
+from learning.flower.provenance import recheck  # noqa: E402
+from learning.flower.strategies import flat_to_record, record_to_flat  # noqa: E402
+from mechanisms.errors import MarketInputError  # noqa: E402
 
 CFG = TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=3, steps=10, batch=16,
                   lr=0.05, beta=0.5)
+CPL = TrainConfig(algorithm="cpl", dataset="digits", clients=4, rounds=2, steps=5, batch=16,
+                  lr=0.05, beta=0.5, cpl_budget=5.0)
 
 
 @pytest.fixture(autouse=True)
@@ -28,16 +42,30 @@ def _server_identity():
     TaskIdentity._run_id, TaskIdentity._task_id, TaskIdentity._node_id = old
 
 
-class FakeGrid:
-    """Nodes 101, 102, ... run the real ClientApp logic in-process; ``faults`` can make a node
-    stay silent or send NaN parameters in a given round."""
+HANDLERS = {"query": _client_query, "train": _client_train, "evaluate": _client_evaluate}
 
-    def __init__(self, cfg, faults=None):
+
+class FakeGrid:
+    """Nodes 101, 102, ... (partition ids 0, 1, ...) run the real ClientApp code in-process.
+
+    ``faults[(node, round)]`` makes a node "silent", send "nan" parameters, or raise ("error");
+    ``leave[round]`` kills nodes as that round's training starts (after they were sent their
+    message) and ``join[round]`` adds ``{node id: node config}`` before that round (a rejoin
+    when the partition id is known)."""
+
+    def __init__(self, cfg, faults=None, extra=None, leave=None, join=None):
         self.cfg, self.faults = cfg, faults or {}
-        self.contexts = {100 + p + 1: Context(run_id=1, node_id=100 + p + 1, node_config={
-            "partition-id": p, "num-partitions": cfg.clients}, state=RecordDict(),
-            run_config={}) for p in range(cfg.clients)}
-        self.sent = []
+        self.leave, self.join = leave or {}, join or {}
+        configs = {100 + p + 1: {"partition-id": p, "num-partitions": cfg.clients}
+                   for p in range(cfg.clients)}
+        configs.update(extra or {})
+        self.contexts = {n: self._context(n, c) for n, c in configs.items()}
+        self.sent, self.round = [], 0
+
+    @staticmethod
+    def _context(node, config):
+        return Context(run_id=1, node_id=node, node_config=config, state=RecordDict(),
+                       run_config={})
 
     def get_node_ids(self):
         return list(self.contexts)
@@ -47,65 +75,76 @@ class FakeGrid:
         for msg in messages:
             self.sent.append(msg)
             node = msg.metadata.dst_node_id
-            ctx = self.contexts[node]
-            rnd = int(dict(msg.content["config"]).get("server-round", 0)) \
-                if "config" in msg.content else 0
-            fault = self.faults.get((node, rnd))
+            conf = dict(msg.content["config"]) if "config" in msg.content else {}
+            rnd = int(conf.get("server-round", 0))
+            if msg.metadata.message_type == "train" and rnd != self.round:
+                self.round = rnd
+                for n in self.leave.get(rnd, ()):
+                    self.contexts.pop(n, None)
+            if node not in self.contexts:
+                continue  # a node that left: no reply
+            fault = self.faults.get((node, rnd)) if msg.metadata.message_type == "train" \
+                else None
             if fault == "silent":
                 continue
-            if msg.metadata.message_type == "query":
-                reply = _client_query(msg, ctx, self.cfg)
-            else:
-                reply = _client_train(msg, ctx, self.cfg)
+            try:
+                if fault == "error":
+                    raise RuntimeError("disk full")
+                reply = HANDLERS[msg.metadata.message_type](msg, self.contexts[node], self.cfg)
+            except Exception as exc:  # what flwr's ClientApp runner does
+                reply = Message(Error(code=0, reason=f"{type(exc)}:<'{exc}'>"), reply_to=msg)
             if fault == "nan":
                 arrays = reply.content["arrays"].to_numpy_ndarrays()
                 arrays[0] = np.full_like(arrays[0], np.nan)
-                reply = Message(RecordDict({"arrays": flwr.app.ArrayRecord(arrays),
+                reply = Message(RecordDict({"arrays": ArrayRecord(arrays),
                                             "metrics": reply.content["metrics"]}), reply_to=msg)
             replies.append(reply)
+        if messages and messages[0].metadata.message_type == "train":
+            for n, c in self.join.get(self.round + 1, {}).items():
+                self.contexts[n] = self._context(n, c)
         return replies
 
 
-def _initial(cfg):
-    r = _setup(cfg)
-    return r, flwr.app.ArrayRecord([v[0].detach().numpy() for v in r.params0.values()])
+def _serve(grid, cfg, tmp_path=None, **run_config):
+    ctx = Context(run_id=7, node_id=0, node_config={}, state=RecordDict(),
+                  run_config={"registration-timeout": 5, "round-timeout": 5, **run_config})
+    return _server_main(grid, ctx, cfg, str(tmp_path) if tmp_path else "")
 
 
-def test_ipfl_strategy_equals_the_in_process_learner():
-    r, initial = _initial(CFG)
-    strategy = IpflStrategy(lam=CFG.lam, eta=CFG.eta, metric=CFG.metric, reference=r.theta0)
-    grid = FakeGrid(CFG)
-    strategy.start(grid=grid, initial_arrays=initial, num_rounds=CFG.rounds)
+def test_ipfl_equals_the_in_process_learner(tmp_path):
+    res = _serve(FakeGrid(CFG), CFG, tmp_path)
     ref = run(CFG)
     for t in (1, 2):  # the markets the in-process learner also cleared
-        got = sorted((row["pid"], row["payment"]) for row in strategy.ledger
-                     if row["round"] == t)
+        got = sorted((row["pid"], row["payment"]) for row in res["ledger"] if row["round"] == t)
         want = ref.frame[ref.frame["round"] == t].payment.to_numpy()
         np.testing.assert_allclose([p for _, p in got], want, rtol=1e-5, atol=1e-6)
-    from learning import models
+    # the last training round's models are the learner's final models: same accuracies
+    last = ref.frame[ref.frame["round"] == CFG.rounds - 1]
+    np.testing.assert_allclose(res["acc_personalised"], last.acc_personalised, atol=1e-6)
+    np.testing.assert_allclose(res["acc_own"], last.acc_own, atol=1e-6)
+    assert res["rejected"] == []
 
-    flat = np.stack([strategy.personal[p] for p in range(4)])
-    # the last training round's models equal the learner's final models
-    last = models.flatten_params(_final_params(CFG)).double().numpy()
-    np.testing.assert_allclose(flat, last, rtol=1e-4, atol=1e-5)
 
+def test_the_server_knows_only_reports():
+    """A node's type comes from its own node config; N is counted from its data."""
+    extra = {104: {"partition-id": 3, "num-partitions": 4, "c": 0.25, "K": 1234.0, "N": 99.0}}
+    grid = FakeGrid(CFG, extra=extra)  # pid 3's node is configured
+    from learning.flower.strategies import Registry
 
-def _final_params(cfg):
-    from learning.algorithms import REGISTRY
-    from learning.session import Session
-
-    gen = REGISTRY["ipfl"].rounds(Session(cfg))
-    for _ in range(cfg.rounds):
-        params, _, _ = next(gen)
-    return params
+    reg = Registry(4)
+    reg.refresh(grid, 0)
+    rep = reg.members[3].report
+    assert (rep["N"], rep["c"], rep["K"]) == (99.0, 0.25, 1234.0)  # a liar's reported N
+    honest = node_state(NodeSpec.from_config({"partition-id": 0}, 4), CFG)
+    assert reg.members[0].report["N"] == honest.N_true == len(honest.y_train)
+    assert node_state(NodeSpec.from_config(extra[104], 4), CFG).N_true != 99
 
 
 def test_each_node_gets_its_own_record_and_centre():
-    r, initial = _initial(CFG)
-    strategy = IpflStrategy(lam=CFG.lam, eta=CFG.eta, reference=r.theta0)
     grid = FakeGrid(CFG)
-    strategy.start(grid=grid, initial_arrays=initial, num_rounds=2)
-    round2 = [m for m in grid.sent if dict(m.content["config"])["server-round"] == 2]
+    _serve(grid, CFG)
+    round2 = [m for m in grid.sent if m.metadata.message_type == "train"
+              and dict(m.content["config"])["server-round"] == 2]
     assert len(round2) == 4
     contents = [m.content for m in round2]
     assert len({id(c) for c in contents}) == 4  # a fresh RecordDict per node
@@ -115,64 +154,156 @@ def test_each_node_gets_its_own_record_and_centre():
     assert abs(sum(bills)) < 1e-9 and any(abs(b) > 0 for b in bills)
 
 
-def test_silent_and_nan_nodes_are_dropped_and_the_ledger_balances():
-    r, initial = _initial(CFG)
-    faults = {(104, 2): "nan", (103, 3): "silent"}
-    strategy = IpflStrategy(lam=CFG.lam, eta=CFG.eta, reference=r.theta0)
-    strategy.start(grid=FakeGrid(CFG, faults), initial_arrays=initial, num_rounds=3)
-    assert any(rnd == 2 and node == 104 and "NaN" in why for rnd, node, why in
-               strategy.rejected)
+def test_faults_are_logged_with_the_clients_own_id_and_the_ledger_balances(tmp_path, caplog):
+    faults = {(104, 2): "nan", (103, 3): "silent", (102, 3): "error"}
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(FakeGrid(CFG, faults), CFG, tmp_path)
+    why = {(r["round"], r["pid"]): r["reason"] for r in res["rejected"]}
+    assert "NaN" in why[(2, 3)] and "silent" in why[(3, 2)] and "disk full" in why[(3, 1)]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    for rnd, pid in ((2, 3), (3, 2), (3, 1)):
+        assert any(f"round {rnd}: client {pid} (node {101 + pid}) rejected" in w
+                   for w in warned), warned
     for t in (1, 2, 3):
-        rows = [row for row in strategy.ledger if row["round"] == t]
+        rows = [row for row in res["ledger"] if row["round"] == t]
         assert abs(sum(row["payment"] for row in rows)) < 1e-9
-    assert {row["pid"] for row in strategy.ledger if row["round"] == 2} == {0, 1, 2}
-    assert {row["pid"] for row in strategy.ledger if row["round"] == 3} == {0, 1, 3}
-    # the round-2 outcome is mechanisms.ipfl's on the valid nodes' inputs
-    out = strategy.outcomes[2]
-    pids, X, N, c, K = strategy.inputs[2]
-    assert pids == [0, 1, 2]
-    np.testing.assert_array_equal(N, r.market.N[:3])  # the reported types, echoed by pid
-    expect = ipfl.clear(ipfl.Market(N=N, c=c, K=K, lam=CFG.lam),
-                        ipfl.pairwise_distances(X, CFG.metric, reference=r.theta0))
-    np.testing.assert_array_equal(out.adjacency, expect.adjacency)
-    np.testing.assert_allclose(out.payments, expect.payments, atol=1e-12)
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 2} == {0, 1, 2}
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 3}
+    assert recheck(res["run_dir"])["ok"].all()
 
 
-def test_cpl_strategy_prices_participation_and_unbiased_step():
-    cfg = TrainConfig(algorithm="cpl", dataset="digits", clients=4, rounds=2, steps=5,
-                      batch=16, lr=0.05, beta=0.5, cpl_budget=5.0)
-    r, initial = _initial(cfg)
-    strategy = CplStrategy(c=cfg.cpl_c, v={i: float(x) for i, x in enumerate(r.cpl_v)},
-                           budget=cfg.cpl_budget, rounds=cfg.rounds)
-    grid = FakeGrid(cfg)
-    eq = strategy.register(grid)
-    assert eq.status in ("optimal", "slack") and len(strategy.q) == 4
-    result = strategy.start(grid=grid, initial_arrays=initial, num_rounds=2)
-    pid_of = {n: p for p, n in strategy.node_of.items()}
+def test_duplicate_and_foreign_partition_ids_are_refused(caplog):
+    extra = {201: {"partition-id": 1, "num-partitions": 4},  # a second node claiming pid 1
+             202: {"partition-id": 9, "num-partitions": 4}}  # outside the federation
+    grid = FakeGrid(CFG, extra=extra)
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(grid, CFG)
+    why = {r["node"]: r["reason"] for r in res["rejected"]}
+    assert "partition-id 1 is already held by node 102" in why[201]
+    assert "partition-id: is 9; must lie in [0, 4)" in why[202]
+    assert res["members"] == {"0": 101, "1": 102, "2": 103, "3": 104}
+    # refused nodes are never contacted again (only their one registration query)
+    assert sum(m.metadata.dst_node_id == 201 for m in grid.sent) == 1
+
+
+def test_a_node_that_rejoins_takes_its_place_again():
+    grid = FakeGrid(CFG, leave={2: [103]},
+                    join={3: {203: {"partition-id": 2, "num-partitions": 4}}})
+    res = _serve(grid, CFG)
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 2} == {0, 1, 3}
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 1, 2, 3}
+    assert res["members"]["2"] == 203
+    assert [(r["round"], r["pid"]) for r in res["rejected"]] == [(2, 2)]  # killed mid-round
+
+
+def test_cpl_prices_participation_rejoin_and_recheck(tmp_path, caplog):
+    cfg = replace(CPL, rounds=3)
+    grid = FakeGrid(cfg, leave={2: [102]},
+                    join={3: {202: {"partition-id": 1, "num-partitions": 4},
+                              203: {"partition-id": 3, "num-partitions": 4}}})
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(grid, cfg, tmp_path, **{"save-uploads": True})
+    q = {int(p): v for p, v in res["q"].items()}
+    prices = {int(p): v for p, v in res["prices"].items()}
+    assert len(set(prices.values())) == 4
     for m in grid.sent:
         if m.metadata.message_type == "train":  # each node gets its own price and q
             conf = dict(m.content["config"])
-            pid = pid_of[m.metadata.dst_node_id]
-            assert conf["price"] == strategy.prices[pid] and conf["q"] == strategy.q[pid]
-    assert len(set(strategy.prices.values())) == 4
-    assert result.arrays is not None
-    for row in strategy.participation:  # the clients' own Bernoulli(q) decisions
+            assert conf["q"] in q.values()
+    for row in res["participation"]:  # the clients' own Bernoulli(q) decisions
         for pid in range(4):
-            draw = np.random.default_rng([cfg.seed, pid, row["round"] - 1]).random()
-            assert (pid in row["participants"]) == (draw < strategy.q[pid])
+            draw = np.random.default_rng([CPL.seed, pid, row["round"] - 1]).random()
+            assert (pid in row["participants"]) == (draw < q[pid])
+    assert res["members"]["1"] == 202  # rejoined and asked again in round 3
+    assert any(m.metadata.dst_node_id == 202 and m.metadata.message_type == "train"
+               for m in grid.sent)
+    # pid 3 is still live on node 104: the newcomer claiming it is refused and logged
+    assert any(r["node"] == 203 and "already held" in r["reason"] for r in res["rejected"])
+    checks = recheck(res["run_dir"])
+    assert checks["ok"].all() and {"cpl pricing", "cpl aggregate"} <= set(checks["check"])
+
+
+def test_recheck_catches_a_tampered_round(tmp_path):
+    res = _serve(FakeGrid(CFG), CFG, tmp_path, **{"save-uploads": True})
+    checks = recheck(res["run_dir"])
+    assert checks["ok"].all()
+    assert {"ipfl clearing", "payments sum to zero", "upload digests",
+            "distances from uploads"} <= set(checks["check"])
+    path = next((tmp_path / "run-7" / "rounds").glob("round-0002.json"))
+    rec = json.loads(path.read_text())
+    rec["outcome"]["payments"][0] += 1e-3
+    rec["distances"][0][1] *= 1.01
+    path.write_text(json.dumps(rec))
+    bad = recheck(res["run_dir"], 2).set_index("check")["ok"]
+    assert not bad["ipfl clearing"] and not bad["payments sum to zero"]
+    assert not bad["distances from uploads"]
+
+
+def test_node_with_its_own_data_file(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "node.npz"
+    np.savez(path, x_train=rng.random((50, 1, 8, 8)), y_train=rng.integers(0, 10, 50))
+    spec = NodeSpec.from_config({"partition-id": 2, "data-path": str(path), "c": 0.5,
+                                 "K": 1e4}, 4)
+    state = node_state(spec, CFG)
+    assert state.N_true == 40 and len(state.y_own_test) == 5  # 80 / 10 / 10
+    assert state.report()["N"] == 40.0 and state.report()["c"] == 0.5
+    with pytest.raises(NodeConfigError, match="c: is missing"):
+        node_state(NodeSpec.from_config({"partition-id": 2, "data-path": str(path)}, 4), CFG)
+    with pytest.raises(NodeConfigError, match="data-path"):
+        node_state(NodeSpec.from_config({"partition-id": 2, "data-path": "/nope.npz",
+                                         "c": 1, "K": 1}, 4), CFG)
+
+
+@pytest.mark.parametrize("config, field", [
+    pytest.param({}, "partition-id", id="no-pid"),
+    pytest.param({"partition-id": 4}, "partition-id", id="pid-too-large"),
+    pytest.param({"partition-id": 0, "num-partitions": 3}, "num-partitions", id="m-differs"),
+    pytest.param({"partition-id": 0, "c": -1.0}, "c", id="negative-c"),
+    pytest.param({"partition-id": 0, "N": float("nan")}, "N", id="nan-N"),
+    pytest.param({"partition-id": 0, "partitioner": "hf"}, "partitioner", id="partitioner"),
+])
+def test_bad_node_configs_name_the_key(config, field):
+    with pytest.raises(NodeConfigError) as info:
+        NodeSpec.from_config(config, 4)
+    assert info.value.field == field
+
+
+def test_bad_flower_config():
+    with pytest.raises(MarketInputError, match="round-timeout"):
+        FlowerConfig.from_run_config({"round-timeout": 0})
+    with pytest.raises(MarketInputError, match="save-uploads"):
+        FlowerConfig.from_run_config({"save-uploads": "maybe"})
+    assert FlowerConfig.from_run_config({"save-uploads": "false"}).save_uploads is False
+
+
+def test_flower_datasets_partitions_offline():
+    pytest.importorskip("flwr_datasets")
+    from learning.flower.datasets import flwr_partition
+
+    y = np.random.default_rng(0).integers(0, 10, 600)
+    for kind in ("iid", "niid", "skew"):
+        cfg = TrainConfig(clients=4, partition=kind, beta=0.5, skew_classes=2)
+        parts = [flwr_partition(cfg, y, p) for p in range(4)]
+        joined = np.concatenate(parts)
+        assert len(np.unique(joined)) == len(joined)  # disjoint
+        if kind == "skew":
+            assert all(len(np.unique(y[p])) <= 2 for p in parts)
+    with pytest.raises(NodeConfigError, match="no 'cluster' partition"):
+        flwr_partition(TrainConfig(clients=4, partition="cluster"), y, 0)
+    spec = NodeSpec.from_config({"partition-id": 1, "partitioner": "flwr-datasets"}, 4)
+    state = node_state(spec, CFG)
+    assert state.N_true > 0 and state.x_test is not None
 
 
 def test_flat_record_round_trip():
     shapes = [(2, 3), (4,)]
     flat = np.arange(10, dtype=float)
-    rec = flat_to_record(flat, shapes)
-    from learning.flower.strategies import record_to_flat
-
-    back, got = record_to_flat(rec, shapes)
+    back, got = record_to_flat(flat_to_record(flat, shapes), shapes)
     np.testing.assert_array_equal(back, flat)
     assert got == shapes
     with pytest.raises(ValueError, match="shapes"):
-        record_to_flat(rec, [(3, 2), (4,)])
+        record_to_flat(flat_to_record(flat, shapes), [(3, 2), (4,)])
 
 
 @pytest.mark.slow
@@ -182,13 +313,15 @@ def test_flower_simulation_matches_the_in_process_learner(tmp_path):
 
     cfg = TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=2, steps=10,
                       batch=16, lr=0.05, beta=0.5)
-    server, client = make_apps(cfg, out=str(tmp_path))
+    got = []
+    server, client = make_apps(cfg, out=str(tmp_path), on_result=got.append)
     run_simulation(server, client, num_supernodes=4,
                    backend_config={"client_resources": {"num_cpus": 1},
                                    "init_args": {"num_cpus": 2}})
-    res = json.loads((tmp_path / "flower_result.json").read_text())
+    res = got[0]
     ref = run(cfg)
     last = ref.frame[ref.frame["round"] == cfg.rounds - 1]
     np.testing.assert_allclose(res["acc_personalised"], last.acc_personalised, atol=1e-6)
-    got = [row["payment"] for row in res["ledger"] if row["round"] == 1]
-    np.testing.assert_allclose(got, ref.frame[ref.frame["round"] == 1].payment, atol=1e-5)
+    paid = [row["payment"] for row in res["ledger"] if row["round"] == 1]
+    np.testing.assert_allclose(paid, ref.frame[ref.frame["round"] == 1].payment, atol=1e-5)
+    assert recheck(res["run_dir"])["ok"].all()

@@ -1,9 +1,17 @@
-"""Flower integration (Message API, flwr >= 1.20): the iPFL and CPL mechanisms as server
-strategies, ClientApps that reuse learning/'s local training, and a ready Flower app.
+"""Flower integration (Message API, flwr 1.40 to 1.42): the iPFL and CPL mechanisms as server
+strategies, a ClientApp whose node owns its data and type, and a ready Flower app.
 
-Optional extra: ``pip install fedmarket[flower]``. Importing this package needs flwr.
+Optional extra: ``pip install fedmarket[flower]``. The strategies and the app need flwr;
+:mod:`learning.flower.provenance` (re-checking a finished run) needs numpy only, so this
+package imports its submodules lazily.
 """
 
-from .strategies import CplStrategy, IpflStrategy
+__all__ = ["CplStrategy", "IpflStrategy", "Registry"]
 
-__all__ = ["CplStrategy", "IpflStrategy"]
+
+def __getattr__(name):
+    if name in __all__:
+        from . import strategies
+
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,35 +1,99 @@
 """A ready Flower app: ServerApp and ClientApp running iPFL or CPL with learning/'s training.
 
 ``flwr run`` reads the ``[tool.flwr.app.config]`` of the app's pyproject (see
-docs/howto-flower.md); every :class:`learning.algorithms.TrainConfig` field can be set there
-(hyphens or underscores). :func:`make_apps` builds the pair for a given config in Python (used
-with ``flwr.simulation.run_simulation``). The same apps run unchanged on a real deployment
-(SuperLink + SuperNodes): clients identify themselves by the ``partition-id`` of their node
-config.
+docs/howto-flower.md): every :class:`learning.config.TrainConfig` field (hyphens or
+underscores) plus the Flower settings of :class:`FlowerConfig`. Each SuperNode names its own
+data and type in its node config (:mod:`learning.flower.node`); the server learns only the
+nodes' reports. :func:`make_apps` builds the pair for a given config in Python (used with
+``flwr.simulation.run_simulation``).
+
+Imports are lazy: loading this module imports flwr's app types only, and a node loads torch,
+its data and its model once per process.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import (
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from ..config import TrainConfig
-from ..session import Session
-from .strategies import CplStrategy, IpflStrategy, record_to_flat
+from mechanisms.errors import MarketInputError
 
-__all__ = ["client_app", "make_apps", "server_app"]
+__all__ = ["FlowerConfig", "client_app", "make_apps", "server_app"]
 
 
-def _config(context: Context, default: TrainConfig) -> TrainConfig:
-    known = {f.name: f.type for f in fields(TrainConfig)}
+def _bool(name, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise MarketInputError(name, f"is {value!r}; must be true or false")
+
+
+@dataclass(frozen=True)
+class FlowerConfig:
+    """The ServerApp's own settings (run config keys, hyphens as underscores).
+
+    round_timeout: seconds a round waits for replies; a node silent past it is left out of the
+    round (logged). registration_timeout: seconds to wait for ``min_nodes`` nodes to register
+    (0 = all ``clients``) before the first round. out: the folder under which each run writes
+    ``run-<run id>/`` ("" = write nothing). save_uploads: keep every round's uploads (not only
+    their digests) so that the distances too can be re-checked."""
+
+    round_timeout: float = 120.0
+    registration_timeout: float = 120.0
+    min_nodes: int = 0
+    out: str = "results/flower"
+    save_uploads: bool = False
+
+    def __post_init__(self):
+        for name in ("round_timeout", "registration_timeout"):
+            if not float(getattr(self, name)) > 0:
+                raise MarketInputError(name.replace("_", "-"), f"is {getattr(self, name)!r}; "
+                                                               "must be > 0 seconds")
+        if int(self.min_nodes) < 0:
+            raise MarketInputError("min-nodes", f"is {self.min_nodes}; must be >= 0")
+
+    @classmethod
+    def from_run_config(cls, run_config, out: str | None = None) -> FlowerConfig:
+        names = {f.name for f in fields(cls)}
+        values = {}
+        for k, v in dict(run_config).items():
+            name = str(k).replace("-", "_")
+            if name in names:
+                values[name] = v
+        if out is not None and "out" not in values:
+            values["out"] = out
+        if "save_uploads" in values:
+            values["save_uploads"] = _bool("save-uploads", values["save_uploads"])
+        for name in ("round_timeout", "registration_timeout"):
+            if name in values:
+                values[name] = float(values[name])
+        if "min_nodes" in values:
+            values["min_nodes"] = int(values["min_nodes"])
+        return cls(**values)
+
+
+def _train_config(context: Context, default):
+    from ..config import TrainConfig
+
+    known = {f.name for f in fields(TrainConfig)}
     changes = {}
     for k, v in dict(context.run_config).items():
         name = str(k).replace("-", "_")
@@ -38,25 +102,60 @@ def _config(context: Context, default: TrainConfig) -> TrainConfig:
     return replace(default, **changes) if changes else default
 
 
-@lru_cache(maxsize=4)
-def _setup(cfg: TrainConfig) -> Session:
-    """Data, partition, model and economics, exactly as the in-process learner builds them."""
-    return Session(cfg)
+# ------------------------------------------------------------------------------ node side
+_MODELS: dict = {}
 
 
-def _client_train(msg: Message, context: Context, default: TrainConfig) -> Message:
-    cfg = _config(context, default)
-    r = _setup(cfg)
-    pid = int(context.node_config["partition-id"])
+def _node(context: Context, default):
+    """(cfg, node state, model, params template, X, Y) of this node, built once per process."""
+    from .node import NodeSpec, node_state
+
+    cfg = _train_config(context, default)
+    spec = NodeSpec.from_config(context.node_config, cfg.clients)
+    state = node_state(spec, cfg)
+    key = (spec, cfg)
+    if key not in _MODELS:
+        import torch
+
+        from .adapter import initial_model
+
+        torch.set_num_threads(spec.torch_threads)
+        model, params, _ = initial_model(cfg, state.x_train.shape[1:], state.classes)
+        _MODELS.clear()
+        _MODELS[key] = (model, params, torch.as_tensor(state.x_train),
+                        torch.as_tensor(state.y_train))
+    return (cfg, state, *_MODELS[key])
+
+
+def _seed(cfg, state) -> int:
+    return state.spec.seed if state.spec.seed is not None else cfg.seed
+
+
+def _params(flat, template):
+    import torch
+
+    from ..models import unflatten_params
+
+    return unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None], template)
+
+
+def _client_train(msg: Message, context: Context, default) -> Message:
+    from .strategies import record_to_flat
+
+    cfg, state, model, template, X, Y = _node(context, default)
+    pid = state.spec.partition_id
     conf = dict(msg.content["config"])
     call = int(conf.get("train-call", 0))
-    metrics = {"pid": pid, **r.client_type(pid)}
-    if cfg.algorithm == "cpl":
-        draw = np.random.default_rng([cfg.seed, pid, call]).random()
-        if draw >= float(conf["q"]):  # the client's own Bernoulli(q) decision
+    metrics = {"pid": pid}
+    if "q" in conf:  # CPL: the client's own Bernoulli(q) decision
+        draw = np.random.default_rng([_seed(cfg, state), pid, call]).random()
+        if draw >= float(conf["q"]):
             return Message(RecordDict({"metrics": MetricRecord({**metrics, "participated": 0})}),
                            reply_to=msg)
         metrics["participated"] = 1
+    from ..local import SGDConfig, sample_batches, train_lockstep
+    from .adapter import batch_rng
+
     received, _ = record_to_flat(msg.content["arrays"])
     prox = float(conf.get("prox", 0.0))
     own = context.state.get("own")  # the client's own model from its last round
@@ -64,83 +163,204 @@ def _client_train(msg: Message, context: Context, default: TrainConfig) -> Messa
         start, centre = record_to_flat(own)[0], received
     else:
         start, centre = received, received
-    trained = r.train_client(pid, start, centre, prox, call)
-    arrays = ArrayRecord([v[0].detach().numpy() for v in r.stack(trained[None]).values()])
+    sgd = SGDConfig(cfg.steps, cfg.batch, cfg.lr, cfg.momentum, cfg.weight_decay)
+    batches = sample_batches([np.arange(len(Y))], sgd, [batch_rng(_seed(cfg, state), pid, call)])
+    trained = train_lockstep(model, _params(start, template), X, Y, batches, sgd,
+                             _params(centre, template), np.array([prox]))
+    arrays = ArrayRecord([v[0].detach().numpy() for v in trained.values()])
     context.state["own"] = arrays
     return Message(RecordDict({"arrays": arrays, "metrics": MetricRecord(metrics)}),
                    reply_to=msg)
 
 
-def _client_query(msg: Message, context: Context, default: TrainConfig) -> Message:
-    cfg = _config(context, default)
-    r = _setup(cfg)
-    pid = int(context.node_config["partition-id"])
-    G = float(r.gradient_norms()[pid])
-    return Message(RecordDict({"metrics": MetricRecord({"pid": pid, **r.client_type(pid),
-                                                         "G": G})}), reply_to=msg)
+def _client_query(msg: Message, context: Context, default) -> Message:
+    cfg, state, model, template, X, Y = _node(context, default)
+    ask = str(dict(msg.content["config"]).get("ask", "type"))
+    if ask == "type":
+        return Message(RecordDict({"metrics": MetricRecord(state.report())}), reply_to=msg)
+    if ask == "grad-norm":
+        from .adapter import gradient_norm
+        from .strategies import record_to_flat
+
+        flat, _ = record_to_flat(msg.content["arrays"])
+        G = gradient_norm(cfg, _seed(cfg, state), state.spec.partition_id, model,
+                          _params(flat, template), X, Y)
+        return Message(RecordDict({"metrics": MetricRecord({"pid": state.spec.partition_id,
+                                                            "G": G})}), reply_to=msg)
+    raise ValueError(f"query: unknown ask {ask!r}; the app asks 'type' or 'grad-norm'")
 
 
-def _server_main(grid: Grid, context: Context, default: TrainConfig, out: str | None):
-    cfg = _config(context, default)
-    out = dict(context.run_config).get("out", out)
-    r = _setup(cfg)
-    initial = ArrayRecord([v[0].detach().numpy() for v in r.params0.values()])
+def _client_evaluate(msg: Message, context: Context, default) -> Message:
+    from types import SimpleNamespace
+
+    import torch
+
+    from ..evaluate import evaluate
+    from .strategies import record_to_flat
+
+    _, state, model, template, _, _ = _node(context, default)
+    flat, _ = record_to_flat(msg.content["arrays"])
+    has_ref = state.x_test is not None
+    ref = SimpleNamespace(x_test=state.x_test if has_ref else state.x_own_test,
+                          y_test=state.y_test if has_ref else state.y_own_test)
+    pers, own, loss = evaluate(model, _params(flat, template), ref, state.label_dist[None],
+                               [np.arange(len(state.y_own_test))],
+                               torch.as_tensor(state.x_own_test),
+                               torch.as_tensor(state.y_own_test))
+    metrics = {"pid": state.spec.partition_id, "acc_own": float(own[0]),
+               "loss": float(loss[0])}
+    if has_ref:
+        metrics["acc_personalised"] = float(pers[0])
+    return Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
+
+
+# ------------------------------------------------------------------------------ server side
+def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: int) -> dict:
+    from .strategies import metrics_of
+
+    live = [p for p in registry.live(grid) if p in models]
+    msgs = [Message(RecordDict({"arrays": models[p], "config": ConfigRecord({})}),
+                    dst_node_id=registry.members[p].node, message_type=MessageType.EVALUATE)
+            for p in live]
+    got = {r.metadata.src_node_id: r for r in grid.send_and_receive(msgs, timeout=timeout)}
+    out = {}
+    for p in live:
+        node = registry.members[p].node
+        reply = got.get(node)
+        if reply is None:
+            registry.reject(server_round, p, node, f"silent at evaluation ({timeout:g} s)")
+        elif reply.has_error():
+            registry.reject(server_round, p, node, f"evaluation error: {reply.error.reason}")
+        else:
+            out[p] = metrics_of(reply)
+    return out
+
+
+def _server_main(grid: Grid, context: Context, default, out: str | None):
+    import flwr
+
+    from .adapter import initial_model
+    from .provenance import RunRecorder
+    from .strategies import CplStrategy, IpflStrategy, Registry, flat_to_record, record_to_flat
+
+    cfg = _train_config(context, default)
+    if cfg.algorithm not in ("ipfl", "cpl"):
+        raise MarketInputError("algorithm", f"the Flower app runs 'ipfl' or 'cpl', not "
+                                            f"{cfg.algorithm!r}")
+    fc = FlowerConfig.from_run_config(context.run_config, out)
+    registry = Registry(cfg.clients, timeout=fc.registration_timeout)
+    wanted = fc.min_nodes or cfg.clients
+    registry.wait(grid, 0, wanted, time.monotonic() + fc.registration_timeout)
+    pids = registry.live(grid)
+    if not pids:
+        raise RuntimeError(f"no node registered within {fc.registration_timeout:g} s")
+    # the model's input shape: the one most registered nodes report; others are refused
+    shapes = [(registry.members[p].report["shape"], registry.members[p].report["classes"])
+              for p in pids]
+    shape, classes = max(set(shapes), key=shapes.count)
+    for p in pids:
+        rep = registry.members[p].report
+        if (rep["shape"], rep["classes"]) != (shape, classes):
+            member = registry.members.pop(p)
+            registry.refused[member.node] = "data shape"
+            registry.reject(0, p, member.node, f"data of shape {rep['shape']} with "
+                                               f"{rep['classes']} classes; the federation's "
+                                               f"is {shape} with {classes}")
+    _, params, theta0 = initial_model(cfg, tuple(json.loads(shape)), classes)
+    initial = ArrayRecord([v[0].detach().numpy() for v in params.values()])
+    recorder = RunRecorder(fc.out, context.run_id, fc.save_uploads) if fc.out else None
+    if recorder is not None:
+        recorder.start({"run_id": context.run_id, "train_config": asdict(cfg),
+                        "flower_config": asdict(fc), "run_config": dict(context.run_config),
+                        "flwr": flwr.__version__, "registrations": [
+                            {"pid": m.pid, "node": m.node, "report": m.report}
+                            for m in registry.members.values()],
+                        "rejected": list(registry.rejected)}, theta0)
+    summary = {"run_id": context.run_id, "algorithm": cfg.algorithm}
     if cfg.algorithm == "ipfl":
-        strategy = IpflStrategy(lam=cfg.lam, eta=cfg.eta, metric=cfg.metric, rule=cfg.rule,
-                                reference=r.theta0, allow_quit=cfg.allow_quit)
+        strategy = IpflStrategy(registry=registry, lam=cfg.lam, eta=cfg.eta, metric=cfg.metric,
+                                rule=cfg.rule, reference=theta0, recorder=recorder,
+                                timeout=fc.round_timeout, allow_quit=cfg.allow_quit)
         t0 = time.perf_counter()
-        strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
+        strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds,
+                       timeout=fc.round_timeout)
         seconds = time.perf_counter() - t0
-        pids = sorted(strategy.personal)
-        flat = np.stack([strategy.personal[p] for p in pids])
-        summary = {"ledger": strategy.ledger, "rejected": strategy.rejected, "quit":
-                   sorted(strategy.quit)}
-    elif cfg.algorithm == "cpl":
-        strategy = CplStrategy(c=cfg.cpl_c, v={i: float(x) for i, x in enumerate(r.cpl_v)},
-                               budget=cfg.cpl_budget, alpha=cfg.cpl_alpha, rounds=cfg.rounds,
-                               q_min=cfg.cpl_q_min, pricing=cfg.cpl_pricing)
-        strategy.register(grid)
-        t0 = time.perf_counter()
-        result = strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
-        seconds = time.perf_counter() - t0
-        glob = record_to_flat(result.arrays)[0]
-        pids = list(range(cfg.clients))
-        flat = np.stack([glob] * cfg.clients)
-        summary = {"participation": strategy.participation, "q": strategy.q,
-                   "prices": strategy.prices}
+        shapes_ = strategy.shapes
+        finals = {p: flat_to_record(strategy.personal[p], shapes_) for p in strategy.personal}
+        summary.update({"ledger": strategy.ledger, "quit": sorted(strategy.quit)})
+        flats = dict(strategy.personal)
     else:
-        raise ValueError(f"algorithm: the Flower app runs 'ipfl' or 'cpl', not "
-                         f"{cfg.algorithm!r}")
-    pers, own, loss = r.evaluate(r.stack(flat), pids)
-    summary.update({"pids": pids, "acc_personalised": pers.tolist(), "acc_own": own.tolist(),
-                    "loss": loss.tolist(), "strategy_seconds": seconds})
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        Path(out, "flower_result.json").write_text(json.dumps(summary, default=float))
-        np.save(Path(out, "flower_params.npy"), flat)
+        strategy = CplStrategy(registry=registry, c=cfg.cpl_c, budget=cfg.cpl_budget,
+                               alpha=cfg.cpl_alpha, rounds=cfg.rounds, q_min=cfg.cpl_q_min,
+                               pricing=cfg.cpl_pricing, recorder=recorder,
+                               timeout=fc.round_timeout)
+        pricing = strategy.price(grid, initial)
+        if recorder is not None:
+            recorder.pricing(pricing)
+        t0 = time.perf_counter()
+        result = strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds,
+                                timeout=fc.round_timeout)
+        seconds = time.perf_counter() - t0
+        arrays = result.arrays if result.arrays is not None else initial
+        finals = {p: arrays for p in strategy.q}
+        glob = record_to_flat(arrays)[0]
+        flats = {"global": glob}
+        summary.update({"participation": strategy.participation,
+                        "q": {str(p): v for p, v in strategy.q.items()},
+                        "prices": {str(p): v for p, v in strategy.prices.items()}})
+    evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1)
+    summary.update({
+        "pids": sorted(evals), "strategy_seconds": seconds,
+        "acc_personalised": [evals[p].get("acc_personalised", float("nan"))
+                             for p in sorted(evals)],
+        "acc_own": [evals[p]["acc_own"] for p in sorted(evals)],
+        "loss": [evals[p]["loss"] for p in sorted(evals)],
+        "rejected": registry.rejected,
+        "members": {str(p): m.node for p, m in registry.members.items()}})
+    if recorder is not None:
+        recorder.finish(summary, {str(k): v for k, v in flats.items()})
+        summary["run_dir"] = str(recorder.dir)
     return summary
 
 
-def make_apps(cfg: TrainConfig, out: str | None = None) -> tuple[ServerApp, ClientApp]:
-    """A (ServerApp, ClientApp) pair for ``cfg`` (``cfg.algorithm`` is "ipfl" or "cpl")."""
+def make_apps(cfg=None, out: str | None = None, on_result=None):
+    """A (ServerApp, ClientApp) pair for ``cfg`` (a TrainConfig; ``cfg.algorithm`` is "ipfl"
+    or "cpl"; None: the app's default, overridden by the run config). ``out`` overrides the
+    run config's output folder; ``on_result(summary)`` receives the ServerApp's summary (useful
+    in an in-process simulation)."""
     server, client = ServerApp(), ClientApp()
+
+    def config():
+        return cfg if cfg is not None else _default_config()
 
     @server.main()
     def _main(grid: Grid, context: Context) -> None:
-        _server_main(grid, context, cfg, out)
+        summary = _server_main(grid, context, config(), out)
+        if on_result is not None:
+            on_result(summary)
 
     @client.train()
     def _train(msg: Message, context: Context) -> Message:
-        return _client_train(msg, context, cfg)
+        return _client_train(msg, context, config())
 
     @client.query()
     def _query(msg: Message, context: Context) -> Message:
-        return _client_query(msg, context, cfg)
+        return _client_query(msg, context, config())
+
+    @client.evaluate()
+    def _evaluate(msg: Message, context: Context) -> Message:
+        return _client_evaluate(msg, context, config())
 
     return server, client
 
 
-# the apps `flwr run` loads (configured by [tool.flwr.app.config])
-server_app, client_app = make_apps(TrainConfig(algorithm="ipfl", dataset="digits", clients=4,
-                                               rounds=2, steps=20, batch=32, lr=0.05,
-                                               beta=0.5))
+@lru_cache(maxsize=1)
+def _default_config():
+    from ..config import TrainConfig
+
+    return TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=2, steps=20,
+                       batch=32, lr=0.05, beta=0.5)
+
+
+# the apps `flwr run` loads (configured by [tool.flwr.app.config]); loading them is cheap
+server_app, client_app = make_apps()

@@ -1,26 +1,35 @@
 """Server strategies (Message API) that run fedmarket's mechanisms on a Flower federation.
 
-Node ids are opaque: every client echoes its partition id (``pid``) in its reply metrics, and
-all state (personal models, ledger, who quit) is indexed by partition id.
+The server knows only what nodes report. A :class:`Registry` asks every node that connects
+for its partition id (the client's own id) and its reported type (N, c, K, v, and the shape of
+its data); it refuses partition ids outside the federation and a second live node claiming an
+id already held, and it lets a node that rejoins (a new Flower node id, same partition id)
+take its place again. Every refused, failed or silent node is logged at WARNING by the
+ServerApp with the client's own id and the reason, and recorded in ``rejected``.
 
-* :class:`IpflStrategy` - each round: collect every node's parameters and reported type
-  (N, c, K) from its reply, clear the market with :func:`mechanisms.ipfl.clear` among the
-  nodes that answered with a valid reply, compute each node's prox-centre (Eq. 8), and send
-  every node its own centre and its bill in a fresh RecordDict. Round 1 is local training
-  (Box 1's round 0); its uploads clear the first market.
-  With ``allow_quit`` (off by default, as in the authors' runs), a node whose round utility is
-  negative quits and is not contacted again. A node that times
-  out, crashes, or sends NaN / wrong-shape parameters is dropped from that round's graph (and
-  logged); the payments of the others still sum to zero.
-* :class:`CplStrategy` - registers the nodes once (a query for N and the gradient norm), solves
-  the pricing game with :mod:`mechanisms.cpl`, sends every node its own price and q, lets each
-  node decide to participate by its own Bernoulli(q) draw (no answer = not participating) and
-  aggregates with the unbiased 1/q weights.
+* :class:`IpflStrategy` - each round: collect every node's parameters, clear the market with
+  :func:`mechanisms.ipfl.clear` on the reported types of the nodes that answered with a valid
+  reply, compute each node's prox-centre (Eq. 8), and send every node its own centre and bill
+  in a fresh RecordDict. Round 1 is local training (Box 1's round 0); its uploads clear the
+  first market. With ``allow_quit`` (off by default, as in the authors' runs), a node whose
+  round utility is negative quits and is not contacted again. The payments of the nodes that
+  took part sum to zero every round.
+* :class:`CplStrategy` - asks the registered nodes for their gradient norm at the initial
+  model, solves the pricing game with :mod:`mechanisms.cpl` on the reports, sends every node
+  its own price and q, lets each node decide to participate by its own Bernoulli(q) draw (no
+  answer = not participating) and aggregates with the unbiased weights a_n / q_n.
+
+Both take an optional ``recorder`` (``recorder(round, record, uploads)``) that receives each
+round's inputs and outcome (see :mod:`learning.flower.provenance`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from logging import INFO, WARNING
 
 import numpy as np
@@ -31,9 +40,10 @@ from flwr.supercore import log
 
 from mechanisms import cpl, ipfl
 
-from ..algorithms.ipfl import market_round
+__all__ = ["CplStrategy", "IpflStrategy", "Member", "Registry", "digest", "flat_to_record",
+           "metrics_of", "record_to_flat"]
 
-__all__ = ["CplStrategy", "IpflStrategy", "flat_to_record", "record_to_flat"]
+TYPE_KEYS = ("N", "c", "K", "v")
 
 
 def record_to_flat(record: ArrayRecord, shapes: list[tuple] | None = None):
@@ -58,57 +68,244 @@ def flat_to_record(flat: np.ndarray, shapes: list[tuple]) -> ArrayRecord:
     return ArrayRecord(out)
 
 
-def _metrics(msg: Message) -> dict:
-    rec = msg.content.get("metrics")
+def digest(flat: np.ndarray) -> str:
+    """sha256 of a parameter vector as float64 bytes (what provenance records per upload)."""
+    return hashlib.sha256(np.ascontiguousarray(flat, dtype=np.float64).tobytes()).hexdigest()
+
+
+def metrics_of(msg: Message) -> dict:
+    rec = msg.content.get("metrics") if msg.has_content() else None
     return dict(rec) if rec is not None else {}
 
 
-class IpflStrategy(Strategy):
+def _config(msg: Message) -> dict:
+    rec = msg.content.get("config") if msg.has_content() else None
+    return dict(rec) if rec is not None else {}
+
+
+# ------------------------------------------------------------------------------ registry
+@dataclass
+class Member:
+    """A registered client: its own id (partition id), its current Flower node, its report."""
+
+    pid: int
+    node: int
+    report: dict
+    joined: int  # the round it (re)joined in
+
+
+def _check_report(m: dict) -> dict:
+    try:
+        rep = {k: float(m[k]) for k in TYPE_KEYS}
+    except KeyError as exc:
+        raise ValueError(f"report lacks {exc.args[0]!r}") from None
+    if not (np.isfinite(rep["N"]) and rep["N"] > 0):
+        raise ValueError(f"reported N={rep['N']}; must be finite and > 0")
+    if not rep["c"] >= 0:  # inf marks a pure buyer
+        raise ValueError(f"reported c={rep['c']}; must be >= 0")
+    for k in ("K", "v"):
+        if not (np.isfinite(rep[k]) and rep[k] >= 0):
+            raise ValueError(f"reported {k}={rep[k]}; must be finite and >= 0")
+    rep["shape"] = json.dumps([int(k) for k in m.get("shape", [])])
+    rep["classes"] = int(m.get("classes", 0))
+    return rep
+
+
+@dataclass
+class Registry:
+    """Who is in the federation, by partition id (see the module docstring)."""
+
+    clients: int
+    timeout: float = 60.0
+    members: dict[int, Member] = field(default_factory=dict)
+    refused: dict[int, str] = field(default_factory=dict)  # node id -> reason (not re-asked)
+    rejected: list[dict] = field(default_factory=list)
+    closed: str | None = None  # when set, new partition ids are refused with this reason
+
+    def reject(self, server_round: int, pid, node, reason: str) -> None:
+        self.rejected.append({"round": int(server_round), "pid": None if pid is None else
+                              int(pid), "node": int(node), "reason": reason})
+        who = f"client {pid}" if pid is not None else "a client"
+        log(WARNING, "round %s: %s (node %s) rejected: %s", server_round, who, node, reason)
+
+    def pid_of(self, node: int) -> int | None:
+        for m in self.members.values():
+            if m.node == node:
+                return m.pid
+        return None
+
+    def live(self, grid: Grid) -> list[int]:
+        nodes = set(grid.get_node_ids())
+        return sorted(p for p, m in self.members.items() if m.node in nodes)
+
+    def refresh(self, grid: Grid, server_round: int) -> list[int]:
+        """Ask every node not seen yet for its id and type; returns the pids that (re)joined."""
+        live = list(grid.get_node_ids())
+        held = {m.node for m in self.members.values()}
+        new = [n for n in live if n not in held and n not in self.refused]
+        if not new:
+            return []
+        msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "type",
+                                                            "server-round": server_round})}),
+                        dst_node_id=n, message_type=MessageType.QUERY) for n in new]
+        replies = {r.metadata.src_node_id: r for r in
+                   grid.send_and_receive(msgs, timeout=self.timeout)}
+        joined = []
+        for node in new:
+            reply = replies.get(node)
+            if reply is None:
+                self.reject(server_round, None, node, f"no registration reply within "
+                                                      f"{self.timeout:g} s")
+                continue
+            if reply.has_error():
+                self.reject(server_round, None, node, f"registration failed: "
+                                                      f"{reply.error.reason}")
+                self.refused[node] = reply.error.reason
+                continue
+            m = metrics_of(reply)
+            try:
+                pid = int(m["pid"])
+            except (KeyError, TypeError, ValueError):
+                reason = "registration reply carries no partition id"
+                self.reject(server_round, None, node, reason)
+                self.refused[node] = reason
+                continue
+            reason = self._refusal(pid, node, live)
+            rep = None
+            if reason is None:
+                try:
+                    rep = _check_report(m)
+                except ValueError as exc:
+                    reason = str(exc)
+            if reason is not None:
+                self.reject(server_round, pid, node, reason)
+                self.refused[node] = reason
+                continue
+            old = self.members.get(pid)
+            if old is not None:
+                log(INFO, "round %s: client %s rejoined (node %s, was node %s)", server_round,
+                    pid, node, old.node)
+                rep = {**old.report, **{k: rep[k] for k in ("shape", "classes")}} \
+                    if self.closed else rep
+            self.members[pid] = Member(pid, node, rep, server_round)
+            joined.append(pid)
+        return joined
+
+    def _refusal(self, pid: int, node: int, live: list[int]) -> str | None:
+        if not 0 <= pid < self.clients:
+            return (f"partition-id {pid} is outside the federation: the run has clients="
+                    f"{self.clients}, so partition-id must lie in [0, {self.clients})")
+        old = self.members.get(pid)
+        if old is not None and old.node in live and old.node != node:
+            return f"partition-id {pid} is already held by node {old.node}"
+        if old is None and self.closed:
+            return self.closed
+        return None
+
+    def wait(self, grid: Grid, server_round: int, wanted: int, deadline: float,
+             poll: float = 0.5) -> None:
+        """Register nodes until ``wanted`` are in or ``deadline`` (time.monotonic) passes."""
+        while True:
+            self.refresh(grid, server_round)
+            if len(self.live(grid)) >= wanted or time.monotonic() >= deadline:
+                return
+            time.sleep(poll)
+
+    def reports(self, pids) -> dict[str, np.ndarray]:
+        return {k: np.array([self.members[p].report[k] for p in pids]) for k in TYPE_KEYS}
+
+
+class _Base(Strategy):
+    def __init__(self, registry: Registry, recorder: Callable | None, timeout: float):
+        self.registry, self.recorder, self.timeout = registry, recorder, float(timeout)
+        self.shapes: list[tuple] | None = None
+        self.sent: dict[int, dict[int, int]] = {}  # round -> {pid: node}
+
+    @property
+    def rejected(self) -> list[dict]:
+        return self.registry.rejected
+
+    def _replies(self, server_round: int, replies: Iterable[Message]):
+        """(pid, message) of each reply from a node this round was sent to; the nodes sent to
+        that did not answer are logged and recorded as silent."""
+        sent = self.sent.get(server_round, {})
+        by_node = {node: pid for pid, node in sent.items()}
+        got = {}
+        for msg in replies:
+            node = msg.metadata.src_node_id
+            pid = by_node.get(node)
+            if pid is None:
+                self.registry.reject(server_round, None, node, "reply to a message it was "
+                                                               "not sent")
+                continue
+            got[pid] = msg
+        for pid, node in sent.items():
+            if pid not in got:
+                self.registry.reject(server_round, pid, node,
+                                     f"silent: no reply within the round timeout "
+                                     f"({self.timeout:g} s)")
+        return got
+
+    def _record(self, server_round: int, record: dict, uploads: dict | None = None) -> None:
+        if self.recorder is not None:
+            record["rejected"] = [r for r in self.registry.rejected
+                                  if r["round"] == server_round]
+            self.recorder(server_round, record, uploads or {})
+
+    def configure_evaluate(self, server_round, arrays, config, grid):
+        return []
+
+    def aggregate_evaluate(self, server_round, replies):
+        return None
+
+
+class IpflStrategy(_Base):
     """iPFL on a Flower federation (see the module docstring)."""
 
-    def __init__(self, *, lam: float, eta: float = 5.0, metric: str = "cosine",
-                 rule: str = "local", reference: np.ndarray | None = None,
-                 allow_quit: bool = False):
+    def __init__(self, *, registry: Registry, lam: float, eta: float = 5.0,
+                 metric: str = "cosine", rule: str = "local",
+                 reference: np.ndarray | None = None, recorder: Callable | None = None,
+                 timeout: float = 3600, allow_quit: bool = False):
+        super().__init__(registry, recorder, timeout)
         self.lam, self.eta, self.metric, self.rule = float(lam), float(eta), metric, rule
         self.allow_quit = bool(allow_quit)
         self.reference = reference
-        self.shapes: list[tuple] | None = None
         self.centres: dict[int, np.ndarray] = {}
         self.personal: dict[int, np.ndarray] = {}
-        self.node_of: dict[int, int] = {}  # pid -> node id
         self.quit: set[int] = set()
         self.ledger: list[dict] = []
-        self.rejected: list[tuple[int, int, str]] = []  # (round, node, reason)
         self.outcomes: dict[int, ipfl.Outcome] = {}
-        self.inputs: dict[int, tuple] = {}  # round -> (pids, uploads, N, c, K): re-checkable
+        self.inputs: dict[int, tuple] = {}  # round -> (pids, uploads, N, c, K)
 
     def summary(self) -> None:
         log(INFO, "IpflStrategy: lam=%s eta=%s metric=%s rule=%s", self.lam, self.eta,
             self.metric, self.rule)
 
-    # ----------------------------------------------------------------------------- train
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
         if self.shapes is None:
             base, self.shapes = record_to_flat(arrays)
             if self.reference is None:
                 self.reference = base
-        pid_of = {n: p for p, n in self.node_of.items()}
-        messages = []
-        for node in grid.get_node_ids():
-            pid = pid_of.get(node)
-            if pid is not None and pid in self.quit:
+        if server_round > 1:
+            self.registry.refresh(grid, server_round)
+        messages, sent = [], {}
+        for pid in self.registry.live(grid):
+            if pid in self.quit:
                 continue
-            centre = self.centres.get(pid) if pid is not None else None
+            node = self.registry.members[pid].node
+            centre = self.centres.get(pid)
             record = arrays if centre is None else flat_to_record(centre, self.shapes)
             prox = 0.0 if centre is None else self.lam / self.eta
-            bill = self._last(pid, "payment")
             cfg = ConfigRecord({"server-round": server_round, "prox": prox,
-                                "train-call": server_round - 1, "bill": bill,
+                                "train-call": server_round - 1,
+                                "bill": self._last(pid, "payment"),
                                 "utility": self._last(pid, "utility")})
             # a fresh RecordDict per node: every node gets its own centre and bill
             messages.append(Message(RecordDict({"arrays": record, "config": cfg}),
                                     dst_node_id=node, message_type=MessageType.TRAIN))
+            sent[pid] = node
+        self.sent[server_round] = sent
         return messages
 
     def _last(self, pid, key) -> float:
@@ -117,45 +314,47 @@ class IpflStrategy(Strategy):
                 return float(row[key])
         return 0.0
 
-    def _valid(self, server_round, replies):
+    def _valid(self, server_round, replies) -> dict[int, np.ndarray]:
         good = {}
-        for msg in replies:
+        for pid, msg in self._replies(server_round, replies).items():
             node = msg.metadata.src_node_id
             if msg.has_error():
-                self.rejected.append((server_round, node, f"error: {msg.error.reason}"))
+                self.registry.reject(server_round, pid, node, f"error: {msg.error.reason}")
                 continue
             try:
-                m = _metrics(msg)
-                pid = int(m["pid"])
-                flat, _ = record_to_flat(msg.content["arrays"], self.shapes)
-                N, c, K = float(m["N"]), float(m["c"]), float(m["K"])
-                if not (np.isfinite(N) and N > 0 and c >= 0 and np.isfinite(K) and K >= 0):
-                    raise ValueError(f"bad reported type N={N}, c={c}, K={K}")
+                said = int(metrics_of(msg)["pid"])
+                if said != pid:
+                    raise ValueError(f"replied as partition-id {said}, registered as {pid}")
+                good[pid] = record_to_flat(msg.content["arrays"], self.shapes)[0]
             except (KeyError, ValueError, TypeError) as exc:
-                self.rejected.append((server_round, node, str(exc)))
-                log(WARNING, "round %s: reply of node %s rejected: %s", server_round, node, exc)
-                continue
-            self.node_of[pid] = node
-            good[pid] = (flat, N, c, K, m)
+                self.registry.reject(server_round, pid, node, f"invalid reply: {exc}")
         return good
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]):
         good = self._valid(server_round, replies)
         pids = sorted(good)
         for pid in pids:
-            self.personal[pid] = good[pid][0]
+            self.personal[pid] = good[pid]
+        self.centres = {}
+        record = {"algorithm": "ipfl", "round": server_round, "participants": pids,
+                  "sent": sorted(self.sent.get(server_round, {})),
+                  "lam": self.lam, "eta": self.eta, "metric": self.metric, "rule": self.rule,
+                  "upload_digests": {str(p): digest(good[p]) for p in pids}}
         if len(pids) < 2:  # nobody to trade with: everyone trains locally next round
-            self.centres.clear()
+            record["reports"] = {k: v.tolist() for k, v in self.registry.reports(pids).items()}
+            self._record(server_round, record, {p: good[p] for p in pids})
             return None, MetricRecord({"participants": len(pids)})
-        X = np.stack([good[p][0] for p in pids])
-        N = np.array([good[p][1] for p in pids])
-        c = np.array([good[p][2] for p in pids])
-        K = np.array([good[p][3] for p in pids])
+        X = np.stack([good[p] for p in pids])
+        rep = self.registry.reports(pids)
+        N, c, K = rep["N"], rep["c"], rep["K"]
+        from ..algorithms.ipfl import market_round
+
         market = ipfl.Market(N=N, c=c, K=K, lam=self.lam)
         out, centres = market_round(market, X, eta=self.eta, metric=self.metric,
                                     rule=self.rule, reference=self.reference)
         self.outcomes[server_round] = out
         self.inputs[server_round] = (pids, X, N, c, K)
+        D = ipfl.pairwise_distances(X, self.metric, reference=self.reference)  # recorded
         for k, pid in enumerate(pids):
             self.centres[pid] = centres[k]
             self.ledger.append({"round": server_round, "pid": pid,
@@ -165,101 +364,136 @@ class IpflStrategy(Strategy):
                                 "gain": float(out.gains[k])})
             if self.allow_quit and out.utilities[k] < -1e-9:
                 self.quit.add(pid)
+                log(INFO, "round %s: client %s quits (round utility %.4g < 0)", server_round,
+                    pid, out.utilities[k])
+        record.update({
+            "reports": {k: v.tolist() for k, v in rep.items()},
+            "distances": D.tolist(),
+            "outcome": {"adjacency": out.adjacency.astype(int).tolist(),
+                        "payments": out.payments.tolist(),
+                        "utilities": out.utilities.tolist(), "gains": out.gains.tolist(),
+                        "budget_residual": float(out.budget_residual)},
+            "centre_digests": {str(p): digest(self.centres[p]) for p in pids},
+        })
+        self._record(server_round, record, {p: good[p] for p in pids})
         return None, MetricRecord({"participants": len(pids),
                                    "budget-residual": out.budget_residual,
                                    "mean-utility": float(out.utilities.mean())})
 
-    # ---------------------------------------------------------------------------- evaluate
-    def configure_evaluate(self, server_round, arrays, config, grid):
-        return []
 
-    def aggregate_evaluate(self, server_round, replies):
-        return None
-
-
-class CplStrategy(Strategy):
+class CplStrategy(_Base):
     """CPL on a Flower federation (see the module docstring)."""
 
-    def __init__(self, *, c: float = 5.0, v: dict | None = None, budget: float = 15.0,
+    def __init__(self, *, registry: Registry, c: float = 5.0, budget: float = 15.0,
                  alpha: float = 1.82, rounds: int = 10, q_min: float = 0.01,
-                 pricing: str = "equilibrium"):
-        self.c, self.v, self.budget, self.alpha = c, v or {}, budget, alpha
+                 pricing: str = "equilibrium", recorder: Callable | None = None,
+                 timeout: float = 3600):
+        super().__init__(registry, recorder, timeout)
+        self.c, self.budget, self.alpha = c, budget, alpha
         self.rounds, self.q_min, self.pricing = rounds, q_min, pricing
         self.prices: dict[int, float] = {}
         self.q: dict[int, float] = {}
         self.a: dict[int, float] = {}
-        self.node_of: dict[int, int] = {}
-        self.shapes = None
+        self.G: dict[int, float] = {}
         self.participation: list[dict] = []
-        self.rejected: list[tuple[int, int, str]] = []
+        self.game: cpl.Game | None = None
 
     def summary(self) -> None:
         log(INFO, "CplStrategy: budget=%s c=%s pricing=%s", self.budget, self.c, self.pricing)
 
-    def register(self, grid: Grid, timeout: float = 600) -> cpl.Equilibrium:
-        """Ask every node for its data amount and gradient norm; solve the pricing game."""
-        msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "type"})}), dst_node_id=n,
-                        message_type=MessageType.QUERY) for n in grid.get_node_ids()]
-        info = {}
-        for reply in grid.send_and_receive(msgs, timeout=timeout):
-            if reply.has_error():
-                continue
-            m = _metrics(reply)
-            info[int(m["pid"])] = (float(m["N"]), float(m["G"]), reply.metadata.src_node_id)
-        pids = sorted(info)
-        N = np.array([info[p][0] for p in pids])
-        G = np.array([info[p][1] for p in pids])
-        v = np.array([float(self.v.get(p, 0.0)) for p in pids])
-        game = cpl.Game(a=N, G=G, c=np.full(len(pids), self.c), v=v, budget=self.budget,
-                        alpha=self.alpha, R=self.rounds, q_min=self.q_min)
-        scheme = {"equilibrium": cpl.solve, "uniform": cpl.uniform_pricing,
-                  "weighted": cpl.weighted_pricing}[self.pricing]
-        eq = scheme(game)
+    def price(self, grid: Grid, initial: ArrayRecord):
+        """Ask every registered node for its gradient norm at ``initial``; solve the pricing
+        game on the reports (data amounts, gradient norms, valuations)."""
+        pids = self.registry.live(grid)
+        msgs = [Message(RecordDict({"arrays": initial,
+                                    "config": ConfigRecord({"ask": "grad-norm"})}),
+                        dst_node_id=self.registry.members[p].node,
+                        message_type=MessageType.QUERY) for p in pids]
+        self.sent[0] = {p: self.registry.members[p].node for p in pids}
+        got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout))
+        for pid, reply in got.items():
+            try:
+                if reply.has_error():
+                    raise ValueError(f"error: {reply.error.reason}")
+                G = float(metrics_of(reply)["G"])
+                if not (np.isfinite(G) and G > 0):
+                    raise ValueError(f"reported G={G}; must be finite and > 0")
+                self.G[pid] = G
+            except (KeyError, TypeError, ValueError) as exc:
+                self.registry.reject(0, pid, reply.metadata.src_node_id, str(exc))
+        pids = sorted(self.G)
+        if not pids:
+            raise RuntimeError("CPL: no node reported a gradient norm; nothing to price")
+        rep = self.registry.reports(pids)
+        a = rep["N"] / rep["N"].sum()
+        self.game = cpl.Game(a=a, G=np.array([self.G[p] for p in pids]),
+                             c=np.full(len(pids), self.c), v=rep["v"], budget=self.budget,
+                             alpha=self.alpha, R=self.rounds, q_min=self.q_min)
+        from ..algorithms.cpl import prices_and_q
+
+        prices, q = prices_and_q(self.game, self.pricing)
         for k, p in enumerate(pids):
-            self.prices[p], self.q[p], self.a[p] = float(eq.prices[k]), float(eq.q[k]), \
-                float(game.a[k])
-            self.node_of[p] = info[p][2]
-        return eq
+            self.prices[p], self.q[p], self.a[p] = float(prices[k]), float(q[k]), float(a[k])
+        # the game is set: a node that rejoins keeps its price, a new partition id is refused
+        self.registry.closed = "joined after the CPL prices were set"
+        self.pricing_record = {"pids": pids, "reports": {k: v.tolist() for k, v in
+                                                         rep.items()},
+                               "G": [self.G[p] for p in pids], "c": self.c,
+                               "budget": self.budget, "alpha": self.alpha,
+                               "rounds": self.rounds, "q_min": self.q_min,
+                               "pricing": self.pricing,
+                               "prices": [self.prices[p] for p in pids],
+                               "q": [self.q[p] for p in pids]}
+        return self.pricing_record
 
     def configure_train(self, server_round, arrays, config, grid):
         if self.shapes is None:
             _, self.shapes = record_to_flat(arrays)
         self._global = record_to_flat(arrays)[0]
-        messages = []
-        for pid, node in self.node_of.items():
+        if server_round > 1:
+            self.registry.refresh(grid, server_round)
+        messages, sent = [], {}
+        for pid in self.registry.live(grid):
+            if pid not in self.q:
+                continue
+            node = self.registry.members[pid].node
             cfg = ConfigRecord({"server-round": server_round, "price": self.prices[pid],
                                 "q": self.q[pid], "train-call": server_round - 1,
                                 "prox": 0.0})
             messages.append(Message(RecordDict({"arrays": arrays, "config": cfg}),
                                     dst_node_id=node, message_type=MessageType.TRAIN))
+            sent[pid] = node
+        self.sent[server_round] = sent
         return messages
 
     def aggregate_train(self, server_round, replies):
         w = self._global
-        uploads = {}
-        for msg in replies:
-            if msg.has_error() or not msg.has_content():
+        joined, uploads = [], {}
+        for pid, msg in sorted(self._replies(server_round, replies).items()):
+            node = msg.metadata.src_node_id
+            if msg.has_error():
+                self.registry.reject(server_round, pid, node, f"error: {msg.error.reason}")
                 continue
-            m = _metrics(msg)
-            pid = int(m.get("pid", -1))
-            if pid not in self.q or not int(m.get("participated", 0)):
+            if not int(metrics_of(msg).get("participated", 0)):
                 continue
             try:
-                flat, _ = record_to_flat(msg.content["arrays"], self.shapes)
+                flat = record_to_flat(msg.content["arrays"], self.shapes)[0]
             except (KeyError, ValueError) as exc:
-                self.rejected.append((server_round, msg.metadata.src_node_id, str(exc)))
+                self.registry.reject(server_round, pid, node, f"invalid reply: {exc}")
                 continue
+            joined.append(pid)
             uploads[pid] = flat
-        pids = sorted(self.q)
-        U = np.stack([uploads.get(p, w) for p in pids])
-        new = cpl.unbiased_aggregate(w, U, [p in uploads for p in pids],
-                                     [self.a[p] for p in pids], [self.q[p] for p in pids])
-        joined = sorted(uploads)
+        priced = sorted(self.q)  # absent clients' rows are ignored (weight 0)
+        new = cpl.unbiased_aggregate(w, np.stack([uploads.get(p, w) for p in priced]),
+                                     [p in uploads for p in priced],
+                                     [self.a[p] for p in priced], [self.q[p] for p in priced])
         self.participation.append({"round": server_round, "participants": joined})
+        self._record(server_round, {
+            "algorithm": "cpl", "round": server_round,
+            "sent": sorted(self.sent.get(server_round, {})), "participants": joined,
+            "priced": priced, "a": [self.a[p] for p in priced],
+            "q": [self.q[p] for p in priced],
+            "upload_digests": {str(p): digest(uploads[p]) for p in joined},
+            "global_before": digest(w), "global_after": digest(new.astype(np.float32))},
+            {**uploads, "global_before": w})
         return flat_to_record(new, self.shapes), MetricRecord({"participants": len(joined)})
-
-    def configure_evaluate(self, server_round, arrays, config, grid):
-        return []
-
-    def aggregate_evaluate(self, server_round, replies):
-        return None
