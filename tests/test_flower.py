@@ -325,3 +325,18 @@ def test_flower_simulation_matches_the_in_process_learner(tmp_path):
     paid = [row["payment"] for row in res["ledger"] if row["round"] == 1]
     np.testing.assert_allclose(paid, ref.frame[ref.frame["round"] == 1].payment, atol=1e-5)
     assert recheck(res["run_dir"])["ok"].all()
+
+
+def test_fedmarket_recheck_command(tmp_path, capsys):
+    from sims.cli import main
+
+    res = _serve(FakeGrid(CFG), CFG, tmp_path)
+    assert main(["recheck", res["run_dir"], "--csv", str(tmp_path / "c.csv")]) == 0
+    assert "checks passed" in capsys.readouterr().out
+    path = tmp_path / "run-7" / "rounds" / "round-0001.json"
+    rec = json.loads(path.read_text())
+    rec["outcome"]["adjacency"][0][1] = 1 - rec["outcome"]["adjacency"][0][1]
+    path.write_text(json.dumps(rec))
+    assert main(["recheck", res["run_dir"], "--round", "1"]) == 1
+    assert main(["recheck", str(tmp_path)]) == 2
+    assert "not a Flower run folder" in capsys.readouterr().err

@@ -83,10 +83,12 @@ def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
     import pandas as pd
 
     from mechanisms import cpl, ipfl
+    from mechanisms.errors import MarketInputError
 
     run = Path(run_dir)
     if not (run / "config.json").is_file():
-        raise FileNotFoundError(f"{run} is not a Flower run folder (no config.json)")
+        raise MarketInputError("run_dir", f"{run} is not a Flower run folder (no "
+                                          "config.json)")
     rows = []
 
     def add(rnd, check, ok, detail=""):
@@ -149,5 +151,5 @@ def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
                 add(t, "cpl aggregate", _digest(new.astype(np.float32)) ==
                     rec["global_after"])
     if not rows:
-        raise ValueError(f"round {server_round} is not recorded in {run}")
+        raise MarketInputError("round", f"{server_round} is not recorded in {run}")
     return pd.DataFrame(rows)
