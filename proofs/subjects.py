@@ -1,83 +1,56 @@
-"""What the checker checks: iPFL mechanisms (a selection rule plus a payment rule, the built-in
-ones or a user's own) and CPL pricing solvers, each declaring the properties it claims."""
+"""What the checker checks: iPFL mechanisms (a selection rule, a payment rule and a price rule,
+the built-in ones or a user's own) and CPL pricing rules, each declaring the properties it
+claims. The clearing itself lives in :func:`mechanisms.ipfl.clear`; a subject only names the
+rules and what it claims."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from mechanisms import cpl, ipfl
-from mechanisms.errors import MarketInputError
 
 __all__ = ["CplSolver", "IpflMechanism", "Settlement"]
 
-
-@dataclass(frozen=True, eq=False)
-class Settlement:
-    """One cleared round of any iPFL-style mechanism."""
-
-    adjacency: np.ndarray
-    payments: np.ndarray
-    utilities: np.ndarray
-    prices: np.ndarray
-    thresholds: np.ndarray
-    remittances: np.ndarray | None = None  # None when the rule returned payments directly
+Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
 
 
 @dataclass(frozen=True, eq=False)
 class IpflMechanism:
-    """An iPFL-style mechanism: a selection rule and a payment rule.
+    """An iPFL-style mechanism: a selection rule, a payment rule and a price rule.
 
-    rule : "box2" | "local" | "exact", or your own function
-        ``rule(market, D, thresholds, prices) -> adjacency`` ((m, m) bool, a_ij = i buys j).
-    remittances : optional ``f(market, adjacency, D) -> R`` ((m, m), r_ij paid by i to j);
-        payments are then p_i = sum_j r_ij - sum_j r_ji (Eq. 13). Default: Eq. 12.
-    payments : optional ``f(market, adjacency, D) -> p`` ((m,), what each client pays);
-        overrides ``remittances`` (use it to prototype rules that need not balance).
+    rule : "box2" | "local" | "exact", or your own ``rule(market, D, thresholds, prices) ->
+        adjacency`` ((m, m) bool, a_ij = i buys j).
+    payments : "paper" | "vcg" | "shapley" | "cost-plus", or your own ``f(market, A, D)``
+        returning (m, m) remittances r_ij (paid by i to j; p_i = sum_j r_ij - sum_j r_ji,
+        Eq. 13) or (m,) payments p_i directly (need not balance).
+    remittances : the same as ``payments`` (kept for rules returning remittances).
+    prices : "paper" | "cost-plus", or your own ``prices(market, D) -> (m, m)`` that
+        selection uses.
     declares : property key -> True (claimed) / False (known not to hold).
     """
 
     name: str
     rule: str | Callable = "local"
     remittances: Callable | None = None
-    payments: Callable | None = None
+    payments: str | Callable | None = None
+    prices: str | Callable = "paper"
     declares: Mapping[str, bool] = field(default_factory=dict)
 
+    def __post_init__(self):  # resolve names now: a typo fails here, not mid-search
+        ipfl.resolve("rule", self.rule)
+        ipfl.resolve("payments", self.money)
+        ipfl.resolve("prices", self.prices)
+
+    @property
+    def money(self):
+        return self.payments if self.payments is not None else (self.remittances or "paper")
+
     def settle(self, market: ipfl.Market, D, *, allow_negative: bool = False,
-               thresholds: str = "exact") -> Settlement:
-        """Clear one round; ``thresholds`` as in :func:`mechanisms.ipfl.clear`."""
-        custom_money = self.remittances is not None or self.payments is not None
-        if isinstance(self.rule, str) and not custom_money:
-            out = ipfl.clear(market, D, rule=self.rule, thresholds=thresholds,
-                             allow_negative_distances=allow_negative)
-            return Settlement(out.adjacency, out.payments, out.utilities, out.prices,
-                              out.thresholds, out.remittances)
-        D = market.check_distances(D, allow_negative=allow_negative)
-        T = ipfl.thresholds(market, D, thresholds)
-        P = market.prices(D)
-        if isinstance(self.rule, str):
-            A = ipfl.clear(market, D, rule=self.rule, thresholds=thresholds,
-                           allow_negative_distances=allow_negative).adjacency
-        else:
-            A = np.asarray(self.rule(market, D, T, P), dtype=bool)
-            if A.shape != (market.m, market.m):
-                raise MarketInputError("rule", f"returned shape {A.shape}, expected "
-                                               f"({market.m}, {market.m})")
-            if np.diagonal(A).any():
-                raise MarketInputError("rule", "returned a client buying its own model")
-        R = None
-        if self.payments is not None:
-            p = np.asarray(self.payments(market, A, D), dtype=float)
-            if p.shape != (market.m,):
-                raise MarketInputError("payments", f"returned shape {p.shape}, expected "
-                                                   f"({market.m},)")
-        else:
-            f = self.remittances or ipfl.remittances
-            R = np.asarray(f(market, A, D), dtype=float)
-            p = ipfl.payments(R)
-        return Settlement(A, p, ipfl.utilities(market, A, p), P, T, R)
+               thresholds: str = "exact") -> ipfl.Outcome:
+        """Clear one round with :func:`mechanisms.ipfl.clear`."""
+        return ipfl.clear(market, D, self.rule, payments=self.money, prices=self.prices,
+                          thresholds=thresholds, allow_negative_distances=allow_negative)
 
 
 @dataclass(frozen=True, eq=False)

@@ -140,29 +140,24 @@ class InclusiveResult:
         )
 
 
-def _clear_custom(market, D, rule, thresholds):
-    """Clear with a user's selection rule ``rule(market, D, thresholds, prices) -> A`` and the
-    paper's money (Eqs. 12-13); returns the same per-client frame as Outcome.to_frame."""
-    from proofs.subjects import IpflMechanism
-
-    s = IpflMechanism("custom", rule).settle(market, D, thresholds=thresholds)
-    A, R, p, U = s.adjacency, s.remittances, s.payments, s.utilities
-    frame = pd.DataFrame({"client": np.arange(market.m), "n_bought": A.sum(1),
-                          "n_sold": A.sum(0), "paid": R.sum(1), "earned": R.sum(0),
-                          "payment": p, "gain": U + p, "utility": U})
-    return A, R, frame
 
 
 def run_inclusive_market(
     config: InclusiveMarket | None = None,
     *,
     rule: Callable | None = None,
+    payments: str | Callable = "paper",
+    prices: str | Callable = "paper",
     progress: Callable[[int, int], None] | None = None,
 ) -> InclusiveResult:
     """Run the Fig. 5 market for ``config.rounds`` rounds; ``progress(done, total)`` per round.
 
     ``rule``: optionally a selection rule of your own, ``rule(market, D, thresholds, prices)
-    -> adjacency``, used instead of ``config.rule`` (payments stay Eqs. 12-13).
+    -> adjacency``, used instead of ``config.rule``. ``payments`` and ``prices``: the payment
+    and price rules (names or functions, see :func:`mechanisms.ipfl.clear`). Every mechanism
+    goes through the same :func:`mechanisms.ipfl.clear`, so gains, payments and utilities are
+    defined the same way for built-in and custom rules. A rule that returns payments directly
+    has no client-to-client flows (``flows`` stays zero; money goes to/from the operator).
 
     The same seed gives the same numbers in any process: one SeedSequence is spawned into a
     stream for the types and one per round for the uploads.
@@ -196,13 +191,12 @@ def run_inclusive_market(
         for a in np.flatnonzero(role == "attacker"):
             theta[a] = roles_mod.attack(cfg.attack, theta[(a + 1) % m], r)
         D = ipfl.pairwise_distances(theta, cfg.metric, reference=theta0)
-        if rule is None:
-            out = ipfl.clear(market, D, rule=cfg.rule, thresholds=cfg.thresholds)
-            A, R, frame = out.adjacency, out.remittances, out.to_frame()
-        else:
-            A, R, frame = _clear_custom(market, D, rule, cfg.thresholds)
-        flows += R
-        bought += A
+        out = ipfl.clear(market, D, rule=cfg.rule if rule is None else rule,
+                         payments=payments, prices=prices, thresholds=cfg.thresholds)
+        frame = out.to_frame()
+        if out.remittances is not None:
+            flows += out.remittances
+        bought += out.adjacency
         frame.insert(0, "round", t)
         frame.insert(2, "role", roles)
         frames.append(frame)
@@ -217,5 +211,6 @@ def run_inclusive_market(
         flows=flows,
         bought=bought,
         seed_entropy=int(ss.entropy),
-        provenance={"config": asdict(cfg), "seed_entropy": int(ss.entropy), "m": m},
+        provenance={"config": asdict(cfg), "seed_entropy": int(ss.entropy), "m": m,
+                    "rule": out.rule, "payments": out.payment_rule, "prices": out.price_rule},
     )

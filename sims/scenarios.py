@@ -10,14 +10,13 @@ scenarios "module:function", a selection rule of your own
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import pandas as pd
 
-from mechanisms import cpl
+from mechanisms import cpl, ipfl
 from mechanisms.errors import MarketInputError
 
 from .cpl_game import CplBenchmark
@@ -54,17 +53,8 @@ class Scenario:
 
 
 def load_rule(spec: str) -> Callable:
-    """Import "package.module:function" (a user's selection rule)."""
-    module, _, name = spec.partition(":")
-    if not module or not name:
-        raise MarketInputError("mechanism", f"{spec!r}: a custom rule is 'module:function'")
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise MarketInputError("mechanism", f"cannot import {spec!r}: {exc}") from exc
-    if not callable(fn):
-        raise MarketInputError("mechanism", f"{spec!r} is not callable")
-    return fn
+    """Import "package.module:function" (a user's rule); errors name ``mechanism``."""
+    return ipfl.load_callable(spec, "mechanism")
 
 
 def _market_rule(cfg: InclusiveMarket, mechanism: str):

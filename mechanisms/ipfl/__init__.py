@@ -14,6 +14,10 @@ Eq. 13 payments p_i         :func:`mechanisms.ipfl.money.payments`
 Box 2  thresholds           :func:`mechanisms.ipfl.thresholds.thresholds`
 Box 2  greedy selection     :func:`mechanisms.ipfl.selection.box2` / ``local``
 ==========================  ===============================================
+
+A mechanism is data (:mod:`mechanisms.ipfl.rules`): ``clear(market, D, rule=..., payments=...,
+prices=...)`` takes built-in names or your own functions. Reference payment rules beside the
+paper's: VCG (Clarke pivot), a Shapley split, a cost-plus posted price.
 """
 
 from ..distances import pairwise_distances, prox_centres
@@ -21,13 +25,37 @@ from ..errors import MarketInputError
 from ..gains import CallableGain, Gain, LogGain, PowerGain, SqrtGain
 from .clear import Outcome, clear
 from .market import Market
-from .money import baseline_utilities, payments, remittances, utilities, welfare
+from .money import (
+    baseline_utilities,
+    gains,
+    payments,
+    remittances,
+    sharing_costs,
+    utilities,
+    welfare,
+)
+from .rules import (
+    PAYMENT_RULES,
+    PRICE_RULES,
+    SELECTION_RULES,
+    cost_plus,
+    cost_plus_prices,
+    cost_plus_remittances,
+    load_callable,
+    paper_prices,
+    resolve,
+    shapley_remittances,
+    vcg_payments,
+)
 from .selection import RULES, box2, eq11_violations, exact, local, phi
 from .thresholds import MODES, thresholds
 
 __all__ = [
     "MODES",
+    "PAYMENT_RULES",
+    "PRICE_RULES",
     "RULES",
+    "SELECTION_RULES",
     "CallableGain",
     "Gain",
     "LogGain",
@@ -39,15 +67,25 @@ __all__ = [
     "baseline_utilities",
     "box2",
     "clear",
+    "cost_plus",
+    "cost_plus_prices",
+    "cost_plus_remittances",
     "eq11_violations",
     "exact",
+    "gains",
+    "load_callable",
     "local",
     "pairwise_distances",
+    "paper_prices",
     "payments",
     "phi",
     "prox_centres",
     "remittances",
+    "resolve",
+    "shapley_remittances",
+    "sharing_costs",
     "thresholds",
     "utilities",
+    "vcg_payments",
     "welfare",
 ]

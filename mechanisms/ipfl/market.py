@@ -28,8 +28,9 @@ class Market:
     c : reported sharing costs, c_i >= 0; ``inf`` marks a pure buyer (never sells).
     K : gain scales, K_i >= 0; 0 marks a pure seller (never buys).
     lam : weight of the model difference, lambda >= 0.
-    true_N, true_c : the truth when it differs from the report (liars). Selection and payments
-        use the reported N and c; realised utilities use the true ones. Default: truthful.
+    true_N, true_c, true_K : the truth when it differs from the report (liars). Selection and
+        payments use the reported N, c and K; realised utilities use the true ones (true N in
+        the gain, true K as the gain's scale, true c in the sharing cost). Default: truthful.
     gain : an increasing concave gain with g(0) = 0 (default: the paper's sqrt gain, Eq. 4).
 
     >>> m = Market(N=[400, 500], c=[0.5, 1.0], K=[5e4, 3e4], lam=2.0)
@@ -43,6 +44,7 @@ class Market:
     lam: float = 0.0
     true_N: np.ndarray | None = None
     true_c: np.ndarray | None = None
+    true_K: np.ndarray | None = None
     gain: Gain = field(default_factory=lambda: as_gain("sqrt"))
 
     def __post_init__(self):
@@ -62,9 +64,12 @@ class Market:
             if self.true_c is None
             else as_vector("true_c", self.true_c, m=m, nonnegative=True, allow_inf=True)
         )
+        true_K = K if self.true_K is None else as_vector("true_K", self.true_K, m=m,
+                                                          nonnegative=True)
         gain = as_gain(self.gain)
         gain.check(K, N)
-        for name, value in (("N", N), ("c", c), ("K", K), ("true_N", true_N), ("true_c", true_c)):
+        for name, value in (("N", N), ("c", c), ("K", K), ("true_N", true_N), ("true_c", true_c),
+                            ("true_K", true_K)):
             object.__setattr__(self, name, _frozen(value))
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "gain", gain)
@@ -76,14 +81,16 @@ class Market:
 
     @property
     def truthful(self) -> bool:
-        """True when every reported N and c equals the truth."""
-        return bool(np.array_equal(self.N, self.true_N) and np.array_equal(self.c, self.true_c))
+        """True when every reported N, c and K equals the truth."""
+        return bool(np.array_equal(self.N, self.true_N) and np.array_equal(self.c, self.true_c)
+                    and np.array_equal(self.K, self.true_K))
 
     def replace(self, **changes) -> Market:
         """A copy with some fields changed (e.g. one client's reported cost)."""
         fields = {k: getattr(self, k) for k in ("N", "c", "K", "lam", "gain")}
         fields["true_N"] = None if np.array_equal(self.N, self.true_N) else self.true_N
         fields["true_c"] = None if np.array_equal(self.c, self.true_c) else self.true_c
+        fields["true_K"] = None if np.array_equal(self.K, self.true_K) else self.true_K
         fields.update(changes)
         return Market(**fields)
 

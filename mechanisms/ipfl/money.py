@@ -1,8 +1,9 @@
 """Money and welfare: remittances (Eq. 12), payments (Eq. 13), utilities (Eq. 3), social
 welfare (Eq. 5), and the no-payment utility of baselines (Table 1).
 
-Selection and payments use the REPORTED N and c; realised utilities use the TRUE N (in the gain)
-and the TRUE c (in the sharing cost). With no liar the two coincide.
+Selection and payments use the REPORTED N, c and K; realised utilities use the TRUE N (in the
+gain), the TRUE K (the gain's scale) and the TRUE c (in the sharing cost). With no liar the two
+coincide.
 """
 
 from __future__ import annotations
@@ -11,12 +12,32 @@ import numpy as np
 
 from .market import Market
 
-__all__ = ["baseline_utilities", "payments", "remittances", "utilities", "welfare"]
+__all__ = [
+    "baseline_utilities",
+    "gains",
+    "payments",
+    "remittances",
+    "sharing_costs",
+    "utilities",
+    "welfare",
+]
 
 
 def _sharing_cost(c: np.ndarray, sold: np.ndarray) -> np.ndarray:
     """c_i * #{j : a_ji = 1}, with inf * 0 = 0 (a pure buyer that sold nothing pays nothing)."""
     return np.multiply(c, sold, out=np.zeros(c.shape), where=sold > 0)
+
+
+def gains(market: Market, A) -> np.ndarray:
+    """G_i(a_i) = g_i(sum_j a_ij N_j) with the TRUE data amounts and the TRUE gain scale K_i
+    (computed directly from the graph, never as utility + payment + cost)."""
+    A = np.asarray(A, dtype=bool)
+    return market.gain.value(A @ market.true_N, market.true_K, market.true_N)
+
+
+def sharing_costs(market: Market, A) -> np.ndarray:
+    """c_i #{j : a_ji = 1} with the TRUE costs (0 for a client that sold nothing)."""
+    return _sharing_cost(market.true_c, np.asarray(A, dtype=bool).sum(axis=0))
 
 
 def remittances(market: Market, A, D) -> np.ndarray:
@@ -41,17 +62,13 @@ def payments(R: np.ndarray) -> np.ndarray:
 
 
 def utilities(market: Market, A, p) -> np.ndarray:
-    """Eq. 3: U_i = G_i(a_i) - c_i #{j : a_ji = 1} - p_i, with the TRUE N and c."""
-    A = np.asarray(A, dtype=bool)
-    G = market.gain.value(A @ market.true_N, market.K, market.true_N)
-    return G - _sharing_cost(market.true_c, A.sum(axis=0)) - np.asarray(p)
+    """Eq. 3: U_i = G_i(a_i) - c_i #{j : a_ji = 1} - p_i, with the TRUE N, K and c."""
+    return gains(market, A) - sharing_costs(market, A) - np.asarray(p)
 
 
 def welfare(market: Market, A) -> float:
     """Eq. 5: SW = sum_i [G_i(a_i) - sum_j a_ij c_j] (true values; payments cancel)."""
-    A = np.asarray(A, dtype=bool)
-    G = market.gain.value(A @ market.true_N, market.K, market.true_N)
-    return float(G.sum() - _sharing_cost(market.true_c, A.sum(axis=0)).sum())
+    return float(gains(market, A).sum() - sharing_costs(market, A).sum())
 
 
 def baseline_utilities(market: Market, W) -> np.ndarray:
@@ -67,5 +84,4 @@ def baseline_utilities(market: Market, W) -> np.ndarray:
     W = np.asarray(W, dtype=np.float64)
     support = W != 0
     np.fill_diagonal(support, False)
-    G = market.gain.value(support @ market.true_N, market.K, market.true_N)
-    return G - _sharing_cost(market.true_c, support.sum(axis=0))
+    return gains(market, support) - sharing_costs(market, support)

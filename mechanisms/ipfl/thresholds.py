@@ -26,10 +26,12 @@ __all__ = ["MODES", "thresholds"]
 MODES = ("exact", "published")
 
 
-def thresholds(market: Market, D, mode: str = "exact") -> np.ndarray:
+def thresholds(market: Market, D, mode: str = "exact", prices=None) -> np.ndarray:
     """(m, m) thresholds T_ij; rows of pure sellers (K_i = 0) and the diagonal are 0.
 
-    ``D`` must already be validated (see :meth:`Market.check_distances`).
+    ``D`` must already be validated (see :meth:`Market.check_distances`). ``prices``: the
+    (m, m) prices P_ij buyers face (default: the paper's, :meth:`Market.prices`); a price
+    rule of your own passes its own here.
 
     >>> import numpy as np
     >>> mk = Market(N=[100.0, 100.0], c=[0.0, 0.0], K=[1e4, 1e4], lam=0.0)
@@ -39,7 +41,7 @@ def thresholds(market: Market, D, mode: str = "exact") -> np.ndarray:
     """
     if mode not in MODES:
         raise MarketInputError("thresholds", f"unknown mode {mode!r}; choose one of {MODES}")
-    P = market.prices(D)
+    P = market.prices(D) if prices is None else np.asarray(prices, dtype=np.float64)
     N, K = market.N, market.K
     T = market.gain.thresholds(P, N[None, :], K[:, None], N[:, None])
     T[K == 0, :] = 0.0  # a pure seller never buys, whatever the prices
