@@ -7,11 +7,34 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from mechanisms import ipfl, roles
-from mechanisms.errors import MarketInputError
+from mechanisms.errors import MarketInputError, as_choice, as_int, as_real, as_seed
 
-__all__ = ["ATTACKS", "TrainConfig", "TrainResult"]
+__all__ = ["ATTACKS", "DATASETS", "PARTITIONS", "TrainConfig", "TrainInputError", "TrainResult"]
 
 ATTACKS = ("none", *roles.ATTACKS)
+DATASETS = ("digits", "fashion-mnist", "synthetic")
+PARTITIONS = ("iid", "niid", "cluster", "skew", "pairs", "natural")
+
+
+class TrainInputError(MarketInputError):
+    """A training setting is wrong (the learning layer's input error)."""
+
+
+# (field, lo, hi): integer settings; (field, lo, hi, lo_open): real settings, always finite.
+# The upper bounds refuse what can only train to NaN or exhaust memory (momentum >= 1
+# diverges; a learning rate above 100 overflows any of these models within a step).
+_INTS = (("clients", 1, 100_000), ("rounds", 1, 1_000_000), ("steps", 1, 10_000_000),
+         ("batch", 1, 1_000_000), ("evaluate_every", 1, None), ("n_clusters", 1, 100_000),
+         ("skew_classes", 1, 1000),
+         ("attackers", 0, None), ("liar", -1, None), ("lia_warmup", 0, None),
+         ("lia_k", 0, None), ("lia_recluster", 0, None))
+_REALS = (("beta", 0, None, True), ("beta_in", 0, None, True), ("lr", 0, 100, True),
+          ("momentum", 0, 0.999, False), ("weight_decay", 0, 1, False), ("K", 0, None, False),
+          ("C", 0, None, False), ("lam", 0, None, False), ("eta", 0, None, True),
+          ("liar_N", 0, None, True), ("liar_c", 0, None, False), ("prox_mu", 0, None, False),
+          ("pfedgraph_alpha", 0, None, False), ("cpl_budget", 0, None, True),
+          ("cpl_c", 0, None, False), ("cpl_v_mean", 0, None, False),
+          ("cpl_alpha", 0, None, True), ("cpl_q_min", 0, 1, True))
 
 
 @dataclass(frozen=True)
@@ -77,29 +100,29 @@ class TrainConfig:
         choices = {"algorithm": ALGORITHMS, "attack": ATTACKS, "roles": ("traders", "inclusive"),
                    "cpl_pricing": ("equilibrium", "uniform", "weighted", "full"),
                    "metric": ("l2sq", "cosine"), "rule": ipfl.RULES,
-                   "lia_mode": ("central", "p2p")}
+                   "lia_mode": ("central", "p2p"), "dataset": DATASETS,
+                   "partition": PARTITIONS}
+        err = TrainInputError
         for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; choose one of "
-                                             f"{allowed}")
-        for name in ("clients", "rounds", "steps", "batch", "evaluate_every"):
-            if int(getattr(self, name)) < 1:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be >= 1")
-        for name in ("lr", "eta", "liar_N"):
-            if not float(getattr(self, name)) > 0:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be > 0")
-        for name in ("K", "C", "lam", "prox_mu", "momentum", "weight_decay", "liar_c"):
-            if not float(getattr(self, name)) >= 0:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be >= 0")
+            as_choice(name, getattr(self, name), allowed, error=err)
+        for name, lo, hi in _INTS:
+            as_int(name, getattr(self, name), lo=lo, hi=hi, error=err)
+        for name, lo, hi, lo_open in _REALS:
+            as_real(name, getattr(self, name), lo=lo, hi=hi, lo_open=lo_open, error=err)
+        as_seed("seed", self.seed, error=err)
+        for name in ("lockstep", "allow_quit"):
+            if not isinstance(getattr(self, name), bool):
+                raise err(name, f"is {getattr(self, name)!r}; must be true or false")
+        if self.data_dir is not None and not isinstance(self.data_dir, str):
+            raise err("data_dir", f"is {self.data_dir!r}; must be a folder name")
         if not 0 <= self.attackers < self.clients:
-            raise MarketInputError("attackers", f"is {self.attackers}; must lie in "
-                                                f"[0, clients)")
+            raise err("attackers", f"is {self.attackers}; must lie in [0, clients)")
         if self.attack != "none" and self.attackers == 0 and self.roles != "inclusive":
-            raise MarketInputError("attackers", "an attack needs attackers >= 1")
+            raise err("attackers", "an attack needs attackers >= 1")
         if self.roles == "inclusive" and self.clients < 12:
-            raise MarketInputError("clients", "the inclusive market needs >= 12 clients")
+            raise err("clients", "the inclusive market needs >= 12 clients")
         if not -1 <= self.liar < self.clients:
-            raise MarketInputError("liar", f"is {self.liar}; must be -1 or a client id")
+            raise err("liar", f"is {self.liar}; must be -1 or a client id")
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,23 +1,103 @@
-"""Input errors shared by every mechanism.
+"""Errors shared by every layer, and the input checks of the mechanisms.
 
-Every check raises :class:`MarketInputError` (a ``ValueError``) whose message names the field,
-the offending value and what is allowed, and which carries the field name as ``.field`` so that
-callers (and tests) can tell one bad input from another without parsing the message.
+:class:`FedmarketError` is the root of every *expected* error (bad input, a refused problem
+size, a broken results store): it carries the field it is about as ``.field`` and a message
+naming the offending value and what is allowed, so callers (and tests) can tell one bad input
+from another without parsing the message. Each layer has its own subclass:
+
+* mechanisms: :class:`MarketInputError` (a ``ValueError``); :class:`ProblemTooLarge` when a
+  method would need more memory or time than it may take;
+* learning: ``learning.config.TrainInputError``;
+* sims: ``sims.errors.SpecError`` (sweep specs, input files, command-line values) and
+  ``sims.errors.StoreError`` (a results store that cannot be trusted).
+
+Every one pickles (``field`` and ``message`` survive), so an error raised in a worker process
+or a ray task reaches the parent as itself. The ``fedmarket`` command prints any of them as one
+line; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MarketInputError", "as_matrix", "as_vector"]
+__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "as_choice", "as_int",
+           "as_matrix", "as_real", "as_seed", "as_vector", "check_size"]
+
+# the largest array one call may allocate (bytes) before it refuses: a guard, not a budget
+MAX_BYTES = 8 * 2**30
 
 
-class MarketInputError(ValueError):
-    """Bad input to a mechanism. ``field`` names the argument that is wrong."""
+class FedmarketError(Exception):
+    """An expected error; ``field`` names what is wrong, ``message`` says why."""
 
     def __init__(self, field: str, message: str):
         self.field = field
+        self.message = message
         super().__init__(f"{field}: {message}")
+
+    def __reduce__(self):  # pickle by (field, message), not by the formatted text
+        return (type(self), (self.field, self.message))
+
+
+class MarketInputError(FedmarketError, ValueError):
+    """Bad input to a mechanism. ``field`` names the argument that is wrong."""
+
+
+class ProblemTooLarge(MarketInputError):
+    """A method refuses a problem it cannot finish within its memory or time guard."""
+
+
+def check_size(field: str, nbytes: float, what: str, hint: str = "") -> None:
+    """Refuse (ProblemTooLarge) before allocating ``nbytes`` when that exceeds MAX_BYTES."""
+    if not nbytes <= MAX_BYTES:
+        raise ProblemTooLarge(field, f"{what} would need {nbytes / 2**30:.3g} GiB, over the "
+                                     f"{MAX_BYTES / 2**30:.0f} GiB guard" + (f"; {hint}"
+                                                                           if hint else ""))
+
+
+def as_int(field: str, value, *, lo: int | None = None, hi: int | None = None,
+           error: type = MarketInputError) -> int:
+    """An integer setting (bools and floats such as 2.5 or 3.0 are refused) in [lo, hi]."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise error(field, f"is {value!r}; must be an integer")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = (f">= {lo}" if hi is None else f"<= {hi}" if lo is None
+                else f"in [{lo}, {hi}]")
+        raise error(field, f"is {value!r}; must be {span}")
+    return int(value)
+
+
+def as_real(field: str, value, *, lo: float | None = None, hi: float | None = None,
+            lo_open: bool = False, allow_inf: bool = False,
+            error: type = MarketInputError) -> float:
+    """A real setting: a number (not a string or bool), never NaN, finite unless
+    ``allow_inf``, within [lo, hi] (``lo_open``: strictly above lo)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise error(field, f"is {value!r}; must be a number")
+    v = float(value)
+    if np.isnan(v) or (np.isinf(v) and not allow_inf):
+        raise error(field, f"is {value!r}; must be finite")
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        raise error(field, f"is {value!r}; must be {'>' if lo_open else '>='} {lo}")
+    if hi is not None and v > hi:
+        raise error(field, f"is {value!r}; must be <= {hi}")
+    return v
+
+
+def as_choice(field: str, value, choices, error: type = MarketInputError):
+    """One of ``choices`` (compared as given; the message lists them)."""
+    if not isinstance(value, str | int) or value not in choices:
+        raise error(field, f"is {value!r}; choose one of {tuple(choices)}")
+    return value
+
+
+def as_seed(field: str, value, error: type = MarketInputError) -> int:
+    """A seed: an int in [0, 2**63) (numpy's SeedSequence refuses negatives)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise error(field, f"is {value!r}; a seed is an integer >= 0")
+    if not 0 <= int(value) < 2**63:
+        raise error(field, f"is {value!r}; a seed is an integer in [0, 2**63)")
+    return int(value)
 
 
 def _describe(values: np.ndarray, bad: np.ndarray) -> str:

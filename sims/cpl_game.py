@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import cpl
-from mechanisms.errors import MarketInputError
+from mechanisms.errors import as_int, as_real, as_seed
 
 __all__ = ["CplBenchmark", "budget_sweep", "compare_pricing"]
 
@@ -38,12 +38,14 @@ class CplBenchmark:
     seed: int = 0
 
     def __post_init__(self):
-        if int(self.clients) < 1:
-            raise MarketInputError("clients", f"is {self.clients!r}; must be >= 1")
+        as_int("clients", self.clients, lo=1, hi=10_000_000)
+        as_int("R", self.R, lo=1)
+        as_seed("seed", self.seed)
         for name in ("c", "v_mean", "G", "size_sigma", "size_offset"):
-            val = float(getattr(self, name))
-            if not np.isfinite(val) or val < 0:
-                raise MarketInputError(name, f"is {val!r}; must be finite and >= 0")
+            as_real(name, getattr(self, name), lo=0)
+        as_real("size_mu", self.size_mu)
+        for name in ("budget", "alpha", "q_min", "q_max"):
+            as_real(name, getattr(self, name))  # finite here; the Game checks the ranges
 
     def game(self) -> cpl.Game:
         rng = np.random.default_rng(np.random.SeedSequence(self.seed))

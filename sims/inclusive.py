@@ -29,7 +29,7 @@ import pandas as pd
 
 from mechanisms import ipfl
 from mechanisms import roles as roles_mod
-from mechanisms.errors import MarketInputError
+from mechanisms.errors import MarketInputError, as_int, as_real, as_seed, check_size
 from mechanisms.roles import ATTACKS
 
 __all__ = ["ATTACKS", "InclusiveMarket", "InclusiveResult", "run_inclusive_market"]
@@ -71,19 +71,21 @@ class InclusiveMarket:
 
     def __post_init__(self):
         for name in ("traders", "buyers", "sellers", "attackers"):
-            if int(getattr(self, name)) < 0:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be >= 0")
+            as_int(name, getattr(self, name), lo=0, hi=100_000)
         if self.m < 2:
             raise MarketInputError("traders", "a market needs at least two clients in all")
-        for name in ("rounds", "clusters", "n_params", "n_min"):
-            if int(getattr(self, name)) < 1:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be >= 1")
+        for name in ("rounds", "clusters", "n_params", "n_min", "n_max"):
+            as_int(name, getattr(self, name), lo=1)
+        as_int("liar", self.liar, lo=-1)
+        as_seed("seed", self.seed)
         if self.n_max < self.n_min:
             raise MarketInputError("n_max", f"is {self.n_max}; must be >= n_min ({self.n_min})")
         for name in ("K", "C", "lam", "cluster_scale", "noise_scale"):
-            v = float(getattr(self, name))
-            if not np.isfinite(v) or v < 0:
-                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be finite, >= 0")
+            as_real(name, getattr(self, name), lo=0)
+        as_real("liar_N", self.liar_N, lo=0, lo_open=True)
+        as_real("liar_c", self.liar_c, lo=0)
+        check_size("n_params", 8.0 * self.n_params * (self.m + self.clusters + 1),
+                   "the synthetic uploads of one round", "lower n_params")
         if self.attack not in ATTACKS:
             raise MarketInputError("attack", f"unknown {self.attack!r}; choose one of {ATTACKS}")
         if self.rule not in ipfl.RULES:
@@ -94,8 +96,6 @@ class InclusiveMarket:
             )
         if not -1 <= self.liar < self.m:
             raise MarketInputError("liar", f"is {self.liar}; must be -1 or a client id")
-        if not (self.liar_N > 0 and self.liar_c >= 0):
-            raise MarketInputError("liar_N", "liar_N must be > 0 and liar_c >= 0")
         if self.metric not in ("l2sq", "cosine"):
             raise MarketInputError("metric", f"unknown {self.metric!r}; use 'l2sq' or 'cosine'")
 

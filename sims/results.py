@@ -1,4 +1,5 @@
-"""Writing results: a tidy table plus a JSON sidecar with config, versions and seed."""
+"""Reading input files and writing results: a tidy table plus a JSON sidecar with config,
+versions and seed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["versions", "write_table"]
+from .errors import SpecError
+
+__all__ = ["read_text", "versions", "write_table"]
+
+
+def read_text(field: str, path) -> str:
+    """The UTF-8 text of an input file; a SpecError naming ``field`` when it is missing, a
+    folder, unreadable or not UTF-8."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise SpecError(field, f"{path} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise SpecError(field, f"{path} is a folder; give a file") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(field, f"{path} is not UTF-8 text ({exc.reason} at byte "
+                               f"{exc.start})") from exc
+    except OSError as exc:
+        raise SpecError(field, f"{path} cannot be read: {exc.strerror or exc}") from exc
 
 
 def versions() -> dict:

@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import cpl, ipfl
-from mechanisms.errors import MarketInputError
+from mechanisms.distances import METRICS
+from mechanisms.errors import MarketInputError, as_choice, as_int, as_real, as_seed
+from mechanisms.roles import ATTACKS
 
 from .cpl_game import CplBenchmark
 from .inclusive import InclusiveMarket, run_inclusive_market
@@ -85,6 +87,15 @@ class LiarScenario:
     liar: int = 1  # trader 1: a trader that sells in the default market
     seed: int = 0
 
+    def __post_init__(self):
+        as_choice("kind", self.kind, ("size", "cost"))
+        as_real("factor", self.factor, lo=0, lo_open=True)
+        as_choice("thresholds", self.thresholds, ipfl.MODES)
+        as_int("rounds", self.rounds, lo=1)
+        as_int("n_params", self.n_params, lo=1)
+        as_int("liar", self.liar, lo=0)
+        as_seed("seed", self.seed)
+
 
 def _liars(cfg: LiarScenario, mechanism: str, seed: int) -> pd.DataFrame:
     base = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, seed=seed,
@@ -116,6 +127,13 @@ class AttackScenario:
     rounds: int = 10
     n_params: int = 2000
     seed: int = 0
+
+    def __post_init__(self):
+        as_choice("attack", self.attack, ATTACKS)
+        as_choice("metric", self.metric, METRICS)
+        as_int("rounds", self.rounds, lo=1)
+        as_int("n_params", self.n_params, lo=1)
+        as_seed("seed", self.seed)
 
 
 def _attacks(cfg: AttackScenario, mechanism: str, seed: int) -> pd.DataFrame:

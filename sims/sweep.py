@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechanisms.errors import MarketInputError
+from mechanisms.errors import FedmarketError, MarketInputError, as_int
 
 from .results import _jsonable, versions
 from .scenarios import SCENARIOS
@@ -172,6 +172,7 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     """Run every cell not yet in the store at ``out``; returns counts and timings."""
     if executor not in EXECUTORS:
         raise MarketInputError("executor", f"unknown {executor!r}; choose one of {EXECUTORS}")
+    as_int("workers", workers, lo=1, hi=1024)
     cells = list(cells)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
@@ -219,7 +220,13 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
             pending = [remote.remote(c) for c in todo]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                finish(*ray.get(ready[0]))
+                try:
+                    result = ray.get(ready[0])
+                except ray.exceptions.RayTaskError as exc:  # a typed error reaches us as itself
+                    if isinstance(exc.cause, FedmarketError):
+                        raise exc.cause from None
+                    raise
+                finish(*result)
     finally:
         store.close()
     wall = time.perf_counter() - t0

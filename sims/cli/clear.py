@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from mechanisms import ipfl
-from mechanisms.errors import MarketInputError
 
-from .common import add_command, print_table
+from ..errors import SpecError
+from ..results import read_text
+from .common import add_command, print_table, writable_file
 
 __all__ = ["add_parser", "load_market_file", "run"]
 
@@ -29,36 +30,52 @@ def add_parser(sub, full: bool = False) -> None:
 
 
 def load_market_file(path: Path):
-    """(Market, D) from a JSON file; every problem is a MarketInputError on market_file."""
+    """(Market, D) from a JSON file; a problem with the file is a SpecError naming
+    ``market_file`` or the key, a bad value a MarketInputError naming the field."""
+    text = read_text("market_file", path)
     try:
-        spec = json.loads(Path(path).read_text())
-    except FileNotFoundError as exc:
-        raise MarketInputError("market_file", f"{path} does not exist") from exc
+        spec = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MarketInputError("market_file", f"{path} is not valid JSON: {exc}") from exc
+        raise SpecError("market_file", f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(spec, dict):
-        raise MarketInputError("market_file", "must hold a JSON object")
+        raise SpecError("market_file", "must hold a JSON object")
     missing = [k for k in ("N", "c", "K", "D") if k not in spec]
     if missing:
-        raise MarketInputError("market_file", f"missing keys {missing}; need N, c, K, D")
+        raise SpecError("market_file", f"missing keys {missing}; need N, c, K, D")
     unknown = set(spec) - {"N", "c", "K", "D", "lam", "true_N", "true_c", "gain"}
     if unknown:
-        raise MarketInputError("market_file", f"unknown keys {sorted(unknown)}")
+        raise SpecError("market_file", f"unknown keys {sorted(unknown)}; allowed: N, c, K, "
+                                       "D, lam, true_N, true_c, gain")
 
-    def floats(v):  # JSON has no inf: accept the string "inf"
-        return [float(x) for x in v] if isinstance(v, list) else v
+    def numbers(key, v, depth=1):
+        """JSON numbers, or the strings "inf"/"-inf"/"nan" (JSON has no infinity); the
+        Market's own checks then say which values are allowed."""
+        if v is None and key in ("true_N", "true_c"):
+            return None
+        if depth and isinstance(v, list):
+            return [numbers(key, x, depth - 1) for x in v]
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise SpecError(key, f"{v!r} is not a number")
+        if isinstance(v, str):
+            if v.strip().lower() not in ("inf", "+inf", "-inf", "infinity", "nan"):
+                raise SpecError(key, f"{v!r} is not a number (strings allowed: 'inf')")
+            return float(v)
+        return v
 
     market = ipfl.Market(
-        N=floats(spec["N"]), c=floats(spec["c"]), K=floats(spec["K"]),
-        lam=spec.get("lam", 0.0),
-        true_N=floats(spec.get("true_N")), true_c=floats(spec.get("true_c")),
+        N=numbers("N", spec["N"]), c=numbers("c", spec["c"]), K=numbers("K", spec["K"]),
+        lam=numbers("lam", spec.get("lam", 0.0), 0),
+        true_N=numbers("true_N", spec.get("true_N")),
+        true_c=numbers("true_c", spec.get("true_c")),
         gain=spec.get("gain", "sqrt"),
     )
-    return market, spec["D"]
+    return market, numbers("D", spec["D"], 2)
 
 
 def run(args) -> int:
     market, D = load_market_file(args.market_file)
+    if args.csv:
+        writable_file("--csv", args.csv)
     out = ipfl.clear(market, D, rule=args.rule, thresholds=args.thresholds,
                      allow_negative_distances=args.allow_negative_distances)
     df = out.to_frame()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from pathlib import Path
 
 from ..cpl_game import CplBenchmark
-from .common import add_command, add_quiet, console, print_table
+from ..errors import SpecError
+from .common import add_command, add_quiet, console, print_table, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -50,7 +50,15 @@ def run(args) -> int:
                          budget=args.budget, alpha=args.alpha, R=args.R, q_min=args.q_min,
                          q_max=args.q_max, seed=args.seed)
     game = bench.game()
-    out = Path(args.out)
+    if args.points < 2:
+        raise SpecError("--points", f"is {args.points}; the line search needs >= 2 points")
+    if args.sweep:
+        lo, hi, count = args.sweep
+        if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi):
+            raise SpecError("--sweep", f"budgets {lo} to {hi}: need 0 < B_MIN <= B_MAX, finite")
+        if not (count == int(count) and 1 <= count <= 10_000):
+            raise SpecError("--sweep", f"COUNT is {count}; must be an integer in [1, 10000]")
+    out = writable_folder("--out", args.out)
     con = console()
     if con is not None and not args.quiet:
         with con.status("solving") as status:

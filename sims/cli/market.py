@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from pathlib import Path
 
 from mechanisms import ipfl
 from mechanisms.distances import METRICS
 
 from ..inclusive import ATTACKS, InclusiveMarket, run_inclusive_market
-from .common import add_command, add_quiet, console, print_table
+from .common import add_command, add_quiet, console, print_table, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -37,7 +36,7 @@ def add_parser(sub, full: bool = False) -> None:
 def run(args) -> int:
     cfg = InclusiveMarket(rounds=args.rounds, rule=args.rule, thresholds=args.thresholds,
                           attack=args.attack, metric=args.metric, seed=args.seed, lam=args.lam)
-    out = Path(args.out)
+    out = writable_folder("--out", args.out)
     con = console()
     if con is not None and not args.quiet:
         from rich.progress import Progress

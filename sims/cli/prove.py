@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mechanisms.errors import MarketInputError
 
-from .common import add_command, add_quiet, console, print_table
+from .common import add_command, add_quiet, console, print_table, writable_file
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +40,14 @@ def run(args) -> int:
                                                f"{list(PROPERTIES)}")
     if args.examples < 1:
         raise MarketInputError("examples", f"is {args.examples}; must be >= 1")
+    chosen = args.subject or list(SUBJECTS)
+    for key in args.property or []:
+        if not any(key in SUBJECTS[s].declares for s in chosen):
+            owners = [s for s in SUBJECTS if key in SUBJECTS[s].declares]
+            raise MarketInputError("property", f"no chosen subject ({', '.join(chosen)}) "
+                                               f"declares {key!r}; subjects that do: {owners}")
+    if args.markdown:
+        writable_file("--markdown", args.markdown)
     con = console()
     if con is not None and not args.quiet:
         with con.status("checking") as status:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import fields
-from pathlib import Path
 
-from .common import add_command, add_quiet, console, print_table
+from .common import add_command, add_quiet, console, print_table, writable_folder
 
 __all__ = ["OPTIONS", "add_parser", "run"]
 
@@ -58,20 +57,19 @@ OPTIONS = (
     ("lia_mode", "pFedLIA central server or peer to peer"),
     ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
     ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
+    ("evaluate_every", "evaluate every this many rounds (and always the last)"),
     ("seed", "random seed"),
 )
-# choice lists of TrainConfig fields, from the learner's registries
-_DATASETS = ("digits", "fashion-mnist", "synthetic")
-_PARTITIONS = ("iid", "niid", "cluster", "skew", "pairs", "natural")
 
 
 def _choices(algorithms_module) -> dict:
+    from learning.config import DATASETS, PARTITIONS
     from learning.models import MODELS
     from mechanisms import ipfl
     from mechanisms.distances import METRICS
 
     return {"algorithm": algorithms_module.ALGORITHMS, "attack": algorithms_module.ATTACKS,
-            "dataset": _DATASETS, "partition": _PARTITIONS, "model": ("auto", *MODELS),
+            "dataset": DATASETS, "partition": PARTITIONS, "model": ("auto", *MODELS),
             "metric": METRICS, "rule": ipfl.RULES, "roles": ("traders", "inclusive"),
             "lia_mode": ("central", "p2p"),
             "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
@@ -100,6 +98,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--sequential", dest="lockstep", action="store_false",
                    default=cfg["lockstep"].default,
                    help="train clients one by one (the reference path) instead of in lockstep")
+    p.add_argument("--allow-quit", dest="allow_quit", action="store_true",
+                   default=cfg["allow_quit"].default,
+                   help="let clients whose utility would be negative leave the market")
     p.add_argument("--out", default="results/train", help="folder for Parquet, JSON and PNG")
     add_quiet(p)
 
@@ -119,11 +120,12 @@ def run(args) -> int:
 
     cfg_fields = {f.name for f in fields(TrainConfig)}
     common = {k: v for k, v in vars(args).items() if k in cfg_fields and v is not None}
-    out = Path(args.out)
+    configs = [TrainConfig(**{**common, "algorithm": a}) for a in args.algorithm]
+    out = writable_folder("--out", args.out)
     results, written = [], []
     con = console()
-    for algorithm in args.algorithm:
-        cfg = TrainConfig(**{**common, "algorithm": algorithm})
+    for cfg in configs:
+        algorithm = cfg.algorithm
         if con is not None and not args.quiet:
             from rich.progress import Progress
 

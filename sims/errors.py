@@ -1,0 +1,21 @@
+"""The errors of the simulation layer (see :mod:`mechanisms.errors` for the family).
+
+* :class:`SpecError`: a sweep spec, an input file or a command-line value is wrong (the field
+  names the key or option, e.g. ``scenarios[1].params.rounds`` or ``--out``);
+* :class:`StoreError`: a results store is corrupt, locked by another sweep, written by other
+  code, or not writable.
+"""
+
+from __future__ import annotations
+
+from mechanisms.errors import FedmarketError, MarketInputError
+
+__all__ = ["SpecError", "StoreError"]
+
+
+class SpecError(MarketInputError):
+    """A sweep spec, input file or command-line value is wrong."""
+
+
+class StoreError(FedmarketError):
+    """A results store that cannot be trusted or used as asked."""
