@@ -57,7 +57,6 @@ OPTIONS = (
     ("lia_mode", "pFedLIA central server or peer to peer"),
     ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
     ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
-    ("evaluate_every", "evaluate every this many rounds (and always the last)"),
     ("seed", "random seed"),
 )
 
@@ -98,9 +97,6 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--sequential", dest="lockstep", action="store_false",
                    default=cfg["lockstep"].default,
                    help="train clients one by one (the reference path) instead of in lockstep")
-    p.add_argument("--allow-quit", dest="allow_quit", action="store_true",
-                   default=cfg["allow_quit"].default,
-                   help="let clients whose utility would be negative leave the market")
     p.add_argument("--out", default="results/train", help="folder for Parquet, JSON and PNG")
     add_quiet(p)
 
