@@ -262,6 +262,7 @@ def test_node_with_its_own_data_file(tmp_path):
     pytest.param({"partition-id": 0, "c": -1.0}, "c", id="negative-c"),
     pytest.param({"partition-id": 0, "N": float("nan")}, "N", id="nan-N"),
     pytest.param({"partition-id": 0, "partitioner": "hf"}, "partitioner", id="partitioner"),
+    pytest.param({"partition-id": 0, "parition-id": 1}, "parition-id", id="unknown-key"),
 ])
 def test_bad_node_configs_name_the_key(config, field):
     with pytest.raises(NodeConfigError) as info:
@@ -340,3 +341,36 @@ def test_fedmarket_recheck_command(tmp_path, capsys):
     assert main(["recheck", res["run_dir"], "--round", "1"]) == 1
     assert main(["recheck", str(tmp_path)]) == 2
     assert "not a Flower run folder" in capsys.readouterr().err
+
+
+def test_too_few_nodes_fail_loudly_instead_of_trading_among_fewer():
+    grid = FakeGrid(CFG)
+    for n in (103, 104):
+        del grid.contexts[n]
+    with pytest.raises(RuntimeError, match=r"only 2 of the 4 clients .*num-supernodes=4"):
+        _serve(grid, CFG, **{"registration-timeout": 0.1})
+    res = _serve(grid, CFG, **{"min-nodes": 2})  # explicitly fewer: trades among two
+    assert {row["pid"] for row in res["ledger"]} == {0, 1}
+
+
+def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
+    import threading
+
+    from learning.flower.worker import call, serve
+
+    sock = str(tmp_path / "n0.sock")
+    thread = threading.Thread(target=serve, args=(sock,), daemon=True)
+    thread.start()
+    extra = {101: {"partition-id": 0, "num-partitions": 4, "worker": sock}}
+    for _ in range(50):
+        if (tmp_path / "n0.sock").exists():
+            break
+        thread.join(0.1)
+    warm = _serve(FakeGrid(CFG, extra=extra), CFG)
+    cold = _serve(FakeGrid(CFG), CFG)
+    assert warm["ledger"] == cold["ledger"] and warm["acc_own"] == cold["acc_own"]
+    with pytest.raises(RuntimeError, match=r"node worker: .*unknown ask"):
+        call(sock, {"op": "query", "run_config": {}, "node_config": extra[101],
+                    "default": CFG, "conf": {"ask": "weather"}, "arrays": None, "own": None})
+    with pytest.raises(RuntimeError, match="not reachable"):
+        call(str(tmp_path / "none.sock"), {})

@@ -1,5 +1,9 @@
 """A ready Flower app: ServerApp and ClientApp running iPFL or CPL with learning/'s training.
 
+The ClientApp unpacks each message and does the node's work (:mod:`learning.flower.client`)
+in its own process, or forwards it to the node's warm worker (:mod:`learning.flower.worker`)
+when the node config names one.
+
 ``flwr run`` reads the ``[tool.flwr.app.config]`` of the app's pyproject (see
 docs/howto-flower.md): every :class:`learning.config.TrainConfig` field (hyphens or
 underscores) plus the Flower settings of :class:`FlowerConfig`. Each SuperNode names its own
@@ -15,10 +19,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 
-import numpy as np
 from flwr.app import (
     ArrayRecord,
     ConfigRecord,
@@ -91,127 +94,48 @@ class FlowerConfig:
 
 
 def _train_config(context: Context, default):
-    from ..config import TrainConfig
+    from .client import train_config
 
-    known = {f.name for f in fields(TrainConfig)}
-    changes = {}
-    for k, v in dict(context.run_config).items():
-        name = str(k).replace("-", "_")
-        if name in known:
-            changes[name] = v
-    return replace(default, **changes) if changes else default
+    return train_config(context.run_config, default)
 
 
 # ------------------------------------------------------------------------------ node side
-_MODELS: dict = {}
+def _client(op: str, msg: Message, context: Context, default) -> Message:
+    """Unpack the message, do the node's work here or in its warm worker, pack the reply."""
+    content = msg.content
+    arrays = content["arrays"].to_numpy_ndarrays() if "arrays" in content else None
+    own = context.state.get("own")
+    request = {"op": op, "run_config": dict(context.run_config),
+               "node_config": dict(context.node_config), "default": default,
+               "conf": dict(content["config"]) if "config" in content else {},
+               "arrays": arrays, "own": own.to_numpy_ndarrays() if own is not None else None}
+    address = request["node_config"].get("worker")
+    if address:
+        from .worker import call
 
+        reply = call(str(address), request)
+    else:
+        from .client import work
 
-def _node(context: Context, default):
-    """(cfg, node state, model, params template, X, Y) of this node, built once per process."""
-    from .node import NodeSpec, node_state
-
-    cfg = _train_config(context, default)
-    spec = NodeSpec.from_config(context.node_config, cfg.clients)
-    state = node_state(spec, cfg)
-    key = (spec, cfg)
-    if key not in _MODELS:
-        import torch
-
-        from .adapter import initial_model
-
-        torch.set_num_threads(spec.torch_threads)
-        model, params, _ = initial_model(cfg, state.x_train.shape[1:], state.classes)
-        _MODELS.clear()
-        _MODELS[key] = (model, params, torch.as_tensor(state.x_train),
-                        torch.as_tensor(state.y_train))
-    return (cfg, state, *_MODELS[key])
-
-
-def _seed(cfg, state) -> int:
-    return state.spec.seed if state.spec.seed is not None else cfg.seed
-
-
-def _params(flat, template):
-    import torch
-
-    from ..models import unflatten_params
-
-    return unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None], template)
+        reply = work(request)
+    if reply.get("own") is not None:
+        context.state["own"] = ArrayRecord(reply["own"])
+    records = {"metrics": MetricRecord(reply["metrics"])}
+    if reply.get("arrays") is not None:
+        records["arrays"] = ArrayRecord(reply["arrays"])
+    return Message(RecordDict(records), reply_to=msg)
 
 
 def _client_train(msg: Message, context: Context, default) -> Message:
-    from .strategies import record_to_flat
-
-    cfg, state, model, template, X, Y = _node(context, default)
-    pid = state.spec.partition_id
-    conf = dict(msg.content["config"])
-    call = int(conf.get("train-call", 0))
-    metrics = {"pid": pid}
-    if "q" in conf:  # CPL: the client's own Bernoulli(q) decision
-        draw = np.random.default_rng([_seed(cfg, state), pid, call]).random()
-        if draw >= float(conf["q"]):
-            return Message(RecordDict({"metrics": MetricRecord({**metrics, "participated": 0})}),
-                           reply_to=msg)
-        metrics["participated"] = 1
-    from ..local import SGDConfig, sample_batches, train_lockstep
-    from .adapter import batch_rng
-
-    received, _ = record_to_flat(msg.content["arrays"])
-    prox = float(conf.get("prox", 0.0))
-    own = context.state.get("own")  # the client's own model from its last round
-    if prox > 0 and own is not None:
-        start, centre = record_to_flat(own)[0], received
-    else:
-        start, centre = received, received
-    sgd = SGDConfig(cfg.steps, cfg.batch, cfg.lr, cfg.momentum, cfg.weight_decay)
-    batches = sample_batches([np.arange(len(Y))], sgd, [batch_rng(_seed(cfg, state), pid, call)])
-    trained = train_lockstep(model, _params(start, template), X, Y, batches, sgd,
-                             _params(centre, template), np.array([prox]))
-    arrays = ArrayRecord([v[0].detach().numpy() for v in trained.values()])
-    context.state["own"] = arrays
-    return Message(RecordDict({"arrays": arrays, "metrics": MetricRecord(metrics)}),
-                   reply_to=msg)
+    return _client("train", msg, context, default)
 
 
 def _client_query(msg: Message, context: Context, default) -> Message:
-    cfg, state, model, template, X, Y = _node(context, default)
-    ask = str(dict(msg.content["config"]).get("ask", "type"))
-    if ask == "type":
-        return Message(RecordDict({"metrics": MetricRecord(state.report())}), reply_to=msg)
-    if ask == "grad-norm":
-        from .adapter import gradient_norm
-        from .strategies import record_to_flat
-
-        flat, _ = record_to_flat(msg.content["arrays"])
-        G = gradient_norm(cfg, _seed(cfg, state), state.spec.partition_id, model,
-                          _params(flat, template), X, Y)
-        return Message(RecordDict({"metrics": MetricRecord({"pid": state.spec.partition_id,
-                                                            "G": G})}), reply_to=msg)
-    raise ValueError(f"query: unknown ask {ask!r}; the app asks 'type' or 'grad-norm'")
+    return _client("query", msg, context, default)
 
 
 def _client_evaluate(msg: Message, context: Context, default) -> Message:
-    from types import SimpleNamespace
-
-    import torch
-
-    from ..evaluate import evaluate
-    from .strategies import record_to_flat
-
-    _, state, model, template, _, _ = _node(context, default)
-    flat, _ = record_to_flat(msg.content["arrays"])
-    has_ref = state.x_test is not None
-    ref = SimpleNamespace(x_test=state.x_test if has_ref else state.x_own_test,
-                          y_test=state.y_test if has_ref else state.y_own_test)
-    pers, own, loss = evaluate(model, _params(flat, template), ref, state.label_dist[None],
-                               [np.arange(len(state.y_own_test))],
-                               torch.as_tensor(state.x_own_test),
-                               torch.as_tensor(state.y_own_test))
-    metrics = {"pid": state.spec.partition_id, "acc_own": float(own[0]),
-               "loss": float(loss[0])}
-    if has_ref:
-        metrics["acc_personalised"] = float(pers[0])
-    return Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
+    return _client("evaluate", msg, context, default)
 
 
 # ------------------------------------------------------------------------------ server side
@@ -252,8 +176,13 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
     wanted = fc.min_nodes or cfg.clients
     registry.wait(grid, 0, wanted, time.monotonic() + fc.registration_timeout)
     pids = registry.live(grid)
-    if not pids:
-        raise RuntimeError(f"no node registered within {fc.registration_timeout:g} s")
+    if len(pids) < wanted:
+        raise RuntimeError(
+            f"only {len(pids)} of the {wanted} clients needed registered within "
+            f"{fc.registration_timeout:g} s (partition ids {pids}; refused: "
+            f"{sorted(set(registry.refused.values()))}). Start the missing SuperNodes; in "
+            f"simulation run `flwr run . --federation-config \"num-supernodes={cfg.clients}\"`"
+            f"; or set min-nodes to trade among fewer")
     # the model's input shape: the one most registered nodes report; others are refused
     shapes = [(registry.members[p].report["shape"], registry.members[p].report["classes"])
               for p in pids]

@@ -8,6 +8,9 @@ A SuperNode's node config (``flower-supernode --node-config "..."``) names
   partition ``partition-id`` of the run's named data set (``dataset`` and ``partition`` of the
   run config; ``partitioner = "flwr-datasets"`` draws it with Flower Datasets instead of
   fedmarket's own partitions, see :mod:`learning.flower.datasets`);
+* optionally ``worker``: the socket of a warm node worker (:mod:`learning.flower.worker`),
+  ``torch-threads`` (default 1), ``cache-dir`` (keeps a demo partition on disk), ``seed``
+  (the node's own batch stream; default the run's);
 * its type: N is counted from its data; ``c``, ``K`` and ``v`` (CPL's valuation) are its own
   and reported to the server. ``N`` in the node config overrides the *reported* N (a liar),
   ``true-c`` the true sharing cost behind a reported ``c``. A demo node that names no c, K, v
@@ -53,6 +56,7 @@ class NodeSpec:
     torch_threads: int = 1
     cache_dir: str | None = None
     partitioner: str = "fedmarket"
+    worker: str | None = None  # a warm node worker's socket (learning.flower.worker)
 
     def __post_init__(self):
         if not 0 <= self.partition_id < self.num_partitions:
@@ -82,8 +86,10 @@ class NodeSpec:
         values = {}
         for key, value in dict(node_config).items():
             name = str(key).replace("-", "_")
-            if name in known:
-                values[name] = value
+            if name not in known:
+                allowed = ", ".join(sorted(k.replace("_", "-") for k in known))
+                raise NodeConfigError(str(key), f"is not a node config key; known: {allowed}")
+            values[name] = value
         if "partition_id" not in values:
             raise NodeConfigError("partition-id", "is missing from the node config; start the "
                                                   "SuperNode with --node-config "

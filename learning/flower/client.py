@@ -1,0 +1,148 @@
+"""The node's side of a round, on plain data (no flwr objects): what a ClientApp computes.
+
+:func:`work` takes a request (the operation, the run and node configs, the message's config
+and arrays, the node's own model from its last round) and returns the reply's arrays, metrics
+and the node's new own model. The ClientApp (:mod:`learning.flower.app`) calls it in its own
+process, or forwards the request to a warm node worker (:mod:`learning.flower.worker`) that
+keeps torch, the node's data and its model loaded between messages.
+
+Everything a node builds is cached per process: its data and type (:func:`node_state`), its
+model and tensors; torch runs ``torch-threads`` threads (node config, default 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+__all__ = ["train_config", "work"]
+
+_MODELS: dict = {}
+
+
+def train_config(run_config: dict, default):
+    """The run's TrainConfig: ``default`` with the run config's fields (hyphens or
+    underscores) applied."""
+    from ..config import TrainConfig
+
+    known = {f.name for f in fields(TrainConfig)}
+    changes = {}
+    for k, v in dict(run_config).items():
+        name = str(k).replace("-", "_")
+        if name in known:
+            changes[name] = v
+    return replace(default, **changes) if changes else default
+
+
+def _flatten(arrays) -> np.ndarray:
+    flat = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+    if not np.isfinite(flat).all():
+        raise ValueError("received parameters contain NaN or inf")
+    return flat
+
+
+def _node(request):
+    """(cfg, node state, model, params template, X, Y), built once per process."""
+    from .node import NodeSpec, node_state
+
+    cfg = train_config(request["run_config"], request["default"])
+    spec = NodeSpec.from_config(request["node_config"], cfg.clients)
+    state = node_state(spec, cfg)
+    key = (spec, cfg)
+    if key not in _MODELS:
+        import torch
+
+        from .adapter import initial_model
+
+        torch.set_num_threads(spec.torch_threads)
+        model, params, _ = initial_model(cfg, state.x_train.shape[1:], state.classes)
+        _MODELS.clear()
+        _MODELS[key] = (model, params, torch.as_tensor(state.x_train),
+                        torch.as_tensor(state.y_train))
+    return (cfg, state, *_MODELS[key])
+
+
+def _seed(cfg, state) -> int:
+    return state.spec.seed if state.spec.seed is not None else cfg.seed
+
+
+def _params(flat, template):
+    import torch
+
+    from ..models import unflatten_params
+
+    return unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None], template)
+
+
+def _train(request) -> dict:
+    cfg, state, model, template, X, Y = _node(request)
+    pid = state.spec.partition_id
+    conf = request["conf"]
+    call = int(conf.get("train-call", 0))
+    metrics = {"pid": pid}
+    if "q" in conf:  # CPL: the client's own Bernoulli(q) decision
+        draw = np.random.default_rng([_seed(cfg, state), pid, call]).random()
+        if draw >= float(conf["q"]):
+            return {"metrics": {**metrics, "participated": 0}}
+        metrics["participated"] = 1
+    from ..local import SGDConfig, sample_batches, train_lockstep
+    from .adapter import batch_rng
+
+    received = _flatten(request["arrays"])
+    prox = float(conf.get("prox", 0.0))
+    own = request.get("own")  # the client's own model from its last round
+    start = _flatten(own) if prox > 0 and own is not None else received
+    sgd = SGDConfig(cfg.steps, cfg.batch, cfg.lr, cfg.momentum, cfg.weight_decay)
+    batches = sample_batches([np.arange(len(Y))], sgd, [batch_rng(_seed(cfg, state), pid, call)])
+    trained = train_lockstep(model, _params(start, template), X, Y, batches, sgd,
+                             _params(received, template), np.array([prox]))
+    arrays = [v[0].detach().numpy() for v in trained.values()]
+    return {"arrays": arrays, "metrics": metrics, "own": arrays}
+
+
+def _query(request) -> dict:
+    cfg, state, model, template, X, Y = _node(request)
+    ask = str(request["conf"].get("ask", "type"))
+    if ask == "type":
+        return {"metrics": state.report()}
+    if ask == "grad-norm":
+        from .adapter import gradient_norm
+
+        G = gradient_norm(cfg, _seed(cfg, state), state.spec.partition_id, model,
+                          _params(_flatten(request["arrays"]), template), X, Y)
+        return {"metrics": {"pid": state.spec.partition_id, "G": G}}
+    raise ValueError(f"query: unknown ask {ask!r}; the app asks 'type' or 'grad-norm'")
+
+
+def _evaluate(request) -> dict:
+    from types import SimpleNamespace
+
+    import torch
+
+    from ..evaluate import evaluate
+
+    _, state, model, template, _, _ = _node(request)
+    has_ref = state.x_test is not None
+    ref = SimpleNamespace(x_test=state.x_test if has_ref else state.x_own_test,
+                          y_test=state.y_test if has_ref else state.y_own_test)
+    pers, own, loss = evaluate(model, _params(_flatten(request["arrays"]), template), ref,
+                               state.label_dist[None], [np.arange(len(state.y_own_test))],
+                               torch.as_tensor(state.x_own_test),
+                               torch.as_tensor(state.y_own_test))
+    metrics = {"pid": state.spec.partition_id, "acc_own": float(own[0]),
+               "loss": float(loss[0])}
+    if has_ref:
+        metrics["acc_personalised"] = float(pers[0])
+    return {"metrics": metrics}
+
+
+OPS = {"train": _train, "query": _query, "evaluate": _evaluate}
+
+
+def work(request: dict) -> dict:
+    """One message's work: ``request`` has op ("train", "query", "evaluate"), run_config,
+    node_config, default (TrainConfig), conf (the message's config), arrays (list of arrays
+    or None) and own (the node's model from its last round, or None). Returns a dict with
+    metrics, and optionally arrays and own."""
+    return OPS[request["op"]](request)

@@ -1,0 +1,77 @@
+"""A warm node worker: keeps torch, the node's data and its model loaded between messages.
+
+A Flower 1.42 SuperNode starts a fresh ClientApp process for every message (imports, data,
+model: seconds each time). Started next to the SuperNode, a worker does the node's work in
+one long-lived process; the ClientApp then only forwards each message to it (node config
+``worker="/path/to/node.sock"``) and needs neither torch nor the data::
+
+    python -m learning.flower.worker /tmp/node0.sock &
+    flower-supernode ... --node-config "partition-id=0 worker='/tmp/node0.sock'"
+
+The worker listens on a Unix socket (owner-only permissions), serves one request at a time and
+computes exactly what the ClientApp would (:func:`learning.flower.client.work`). A request
+that fails is answered with its error, which the ClientApp raises (the server then logs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from multiprocessing.connection import Client, Listener
+
+__all__ = ["call", "serve"]
+
+
+def call(address: str, request: dict, timeout: float = 600.0) -> dict:
+    """Send one request to the worker at ``address``; its reply, or RuntimeError."""
+    try:
+        conn = Client(address, family="AF_UNIX")
+    except OSError as exc:
+        raise RuntimeError(f"node worker at {address!r} is not reachable ({exc}); start it "
+                           f"with `python -m learning.flower.worker {address}`") from None
+    with conn:
+        conn.send(request)
+        if not conn.poll(timeout):
+            raise RuntimeError(f"node worker at {address!r} gave no answer in {timeout:g} s")
+        reply = conn.recv()
+    if "error" in reply:
+        raise RuntimeError(f"node worker: {reply['error']}")
+    return reply
+
+
+def serve(address: str, max_requests: int | None = None) -> None:
+    """Answer requests on ``address`` until killed (or after ``max_requests``)."""
+    from .client import work
+
+    if os.path.exists(address):
+        os.unlink(address)
+    old = os.umask(0o177)  # the socket is the owner's only
+    try:
+        listener = Listener(address, family="AF_UNIX")
+    finally:
+        os.umask(old)
+    served = 0
+    with listener:
+        while max_requests is None or served < max_requests:
+            with listener.accept() as conn:
+                request = conn.recv()
+                try:
+                    reply = work(request)
+                except Exception as exc:  # answered to the ClientApp, which raises it
+                    reply = {"error": f"{type(exc).__name__}: {exc}"}
+                conn.send(reply)
+            served += 1
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m learning.flower.worker",
+                                description="a warm Flower node worker (see the module doc)")
+    p.add_argument("address", help="the Unix socket path to listen on")
+    args = p.parse_args(argv)
+    serve(args.address)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
