@@ -27,12 +27,16 @@ _INTS = (("clients", 1, 100_000), ("rounds", 1, 1_000_000), ("steps", 1, 10_000_
          ("batch", 1, 1_000_000), ("evaluate_every", 1, None), ("n_clusters", 1, 100_000),
          ("skew_classes", 1, 1000),
          ("attackers", 0, None), ("liar", -1, None), ("lia_warmup", 0, None),
-         ("lia_k", 0, None), ("lia_recluster", 0, None))
+         ("lia_k", 0, None), ("lia_recluster", 0, None), ("fedfomo_M", 1, None))
 _REALS = (("beta", 0, None, True), ("beta_in", 0, None, True), ("lr", 0, 100, True),
           ("momentum", 0, 0.999, False), ("weight_decay", 0, 1, False), ("K", 0, None, False),
           ("C", 0, None, False), ("lam", 0, None, False), ("eta", 0, None, True),
           ("liar_N", 0, None, True), ("liar_c", 0, None, False), ("prox_mu", 0, None, False),
-          ("pfedgraph_alpha", 0, None, False), ("cpl_budget", 0, None, True),
+          ("pfedgraph_alpha", 0, None, True), ("pfedgraph_lam", None, None, False),
+          ("ditto_lam", 0, None, False), ("fedamp_lam", 0, None, False),
+          ("fedamp_sigma", 0, None, False), ("fedamp_self", 0, 1, False),
+          ("cfl_eps1", 0, None, False), ("cfl_eps2", 0, None, False),
+          ("cpl_budget", 0, None, True),
           ("cpl_c", 0, None, False), ("cpl_v_mean", 0, None, False),
           ("cpl_alpha", 0, None, True), ("cpl_q_min", 0, 1, True))
 
@@ -67,12 +71,21 @@ class TrainConfig:
     roles: str = "traders"  # or "inclusive": 3 traders, 4 buyers, 4 sellers, rest attackers
     attack: str = "none"
     attackers: int = 0
+    attacker_placement: str = "random"  # Fig. 4: a random client; or "last"
     liar: int = -1  # client id of a liar (-1: none)
     liar_N: float = 1.0  # reported N = true N x liar_N
     liar_c: float = 1.0  # reported c = true c x liar_c
-    # baselines
-    prox_mu: float = 0.01  # FedProx and Ditto proximal weight
-    pfedgraph_alpha: float = 0.8
+    # baselines (defaults: the authors' code, 19dx/iPFL config.py)
+    prox_mu: float = 0.01  # FedProx mu
+    ditto_lam: float = 1.0  # Ditto lambda: personal model toward the round-start global model
+    pfedgraph_alpha: float = 0.8  # graph rows Proj_simplex(p + cos / (2 alpha))
+    pfedgraph_lam: float = 0.01  # weight of -cos(theta, theta_bar) in local training
+    fedamp_lam: float = 0.01  # FedAMP proximal weight toward the attentive model u_i
+    fedamp_sigma: float = 10.0  # attention ~ exp(sigma * cos)
+    fedamp_self: float = 0.3  # weight of the client's own model in u_i
+    cfl_eps1: float = 2.0  # CFL: split a cluster when its mean update norm < eps1 ...
+    cfl_eps2: float = 2.5  # ... and its largest update norm > eps2
+    fedfomo_M: int = 6  # FedFomo: models sent to each client per round
     # CPL (spec cpl.md benchmark: c = 5, v ~ Exp(100), B = 15, alpha = 1.82, q_min = 0.01)
     cpl_pricing: str = "equilibrium"  # | "uniform" | "weighted" | "full"
     cpl_budget: float = 15.0
@@ -101,7 +114,7 @@ class TrainConfig:
                    "cpl_pricing": ("equilibrium", "uniform", "weighted", "full"),
                    "metric": ("l2sq", "cosine"), "rule": ipfl.RULES,
                    "lia_mode": ("central", "p2p"), "dataset": DATASETS,
-                   "partition": PARTITIONS}
+                   "partition": PARTITIONS, "attacker_placement": ("random", "last")}
         err = TrainInputError
         for name, allowed in choices.items():
             as_choice(name, getattr(self, name), allowed, error=err)

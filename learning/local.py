@@ -3,7 +3,7 @@
 Clients' parameters are stacked tensors (leading axis = client). One step of every client is a
 single ``torch.func.vmap`` of the gradient of
 
-    L_i(theta) + (prox / 2) ||theta - centre_i||^2
+    L_i(theta) + (prox / 2) ||theta - centre_i||^2  [ - cos_weight * cos(theta, centre_i) ]
 
 over the client axis (lockstep), followed by SGD with momentum and weight decay applied to the
 stacked tensors. :func:`train_sequential` does the same work client by client and is kept as the
@@ -37,12 +37,18 @@ def sample_batches(parts: list[np.ndarray], cfg: SGDConfig, rngs) -> np.ndarray:
                      for p, r in zip(parts, rngs, strict=True)], axis=1)
 
 
-def _loss_fn(model):
-    def loss(params, x, y, centre, prox):
+def _loss_fn(model, cosine: bool = False):
+    def loss(params, x, y, centre, prox, cos_w):
         logits = functional_call(model, params, (x,))
         value = torch.nn.functional.cross_entropy(logits, y)
         sq = sum(((params[k] - centre[k]) ** 2).sum() for k in params)
-        return value + 0.5 * prox * sq
+        value = value + 0.5 * prox * sq
+        if cosine:  # pFedGraph's similarity term: pull theta toward the direction of centre
+            dot = sum((params[k] * centre[k]).sum() for k in params)
+            n1 = torch.sqrt(sum((params[k] ** 2).sum() for k in params))
+            n2 = torch.sqrt(sum((centre[k] ** 2).sum() for k in params))
+            value = value - cos_w * dot / (n1 * n2 + 1e-8)
+        return value
 
     return loss
 
@@ -56,24 +62,27 @@ def _sgd(params, grads, buf, cfg: SGDConfig):
 
 
 def train_lockstep(model, params, X, Y, batches, cfg: SGDConfig, centre=None, prox=None,
-                   active=None):
+                   active=None, cos_weight=None):
     """Train the stacked ``params`` in place of copies; returns the new stacked params.
 
     X, Y: the whole training set as tensors; ``batches`` from :func:`sample_batches`.
     centre: stacked prox centres (default: none); prox: (m,) coefficients (0 = no term).
     active: (m,) bool, clients that train this round (others keep their parameters).
+    cos_weight: (m,) weights of the term -w cos(theta, centre) (default: none).
     """
     m = next(iter(params.values())).shape[0]
     params = {k: v.clone() for k, v in params.items()}
     centre = centre if centre is not None else {k: v.detach().clone() for k, v in params.items()}
     prox_t = torch.zeros(m) if prox is None else torch.as_tensor(prox, dtype=torch.float32)
-    grad_all = vmap(grad(_loss_fn(model)), in_dims=(0, 0, 0, 0, 0))
+    cos_t = torch.zeros(m) if cos_weight is None else torch.as_tensor(cos_weight,
+                                                                       dtype=torch.float32)
+    grad_all = vmap(grad(_loss_fn(model, cos_weight is not None)), in_dims=(0, 0, 0, 0, 0, 0))
     buf = {k: torch.zeros_like(v) for k, v in params.items()}
     mask = None if active is None else torch.as_tensor(active, dtype=torch.bool)
     idx_all = torch.as_tensor(batches)
     for step in range(batches.shape[0]):
         idx = idx_all[step]
-        g = grad_all(params, X[idx], Y[idx], centre, prox_t)
+        g = grad_all(params, X[idx], Y[idx], centre, prox_t, cos_t)
         new = _sgd(dict(params), g, buf, cfg)
         if mask is not None:  # inactive clients keep their parameters
             new = {k: torch.where(mask.view(*([-1] + [1] * (v.dim() - 1))), v, params[k])
@@ -83,12 +92,13 @@ def train_lockstep(model, params, X, Y, batches, cfg: SGDConfig, centre=None, pr
 
 
 def train_sequential(model, params, X, Y, batches, cfg: SGDConfig, centre=None, prox=None,
-                     active=None):
+                     active=None, cos_weight=None):
     """The reference path: one client after the other, same batches, same update."""
     m = next(iter(params.values())).shape[0]
     centre = centre if centre is not None else {k: v.detach().clone() for k, v in params.items()}
     prox_v = np.zeros(m) if prox is None else np.asarray(prox, dtype=float)
-    g_one = grad(_loss_fn(model))
+    cos_v = np.zeros(m) if cos_weight is None else np.asarray(cos_weight, dtype=float)
+    g_one = grad(_loss_fn(model, cos_weight is not None))
     out = {k: v.clone() for k, v in params.items()}
     for i in range(m):
         if active is not None and not active[i]:
@@ -97,9 +107,10 @@ def train_sequential(model, params, X, Y, batches, cfg: SGDConfig, centre=None, 
         c = {k: v[i] for k, v in centre.items()}
         buf = {k: torch.zeros_like(v) for k, v in p.items()}
         pr = torch.tensor(float(prox_v[i]))
+        cw = torch.tensor(float(cos_v[i]))
         for step in range(batches.shape[0]):
             idx = torch.as_tensor(batches[step, i])
-            g = g_one(p, X[idx], Y[idx], c, pr)
+            g = g_one(p, X[idx], Y[idx], c, pr, cw)
             p = _sgd(p, g, buf, cfg)
         for k in out:
             out[k][i] = p[k]

@@ -18,6 +18,8 @@ parameters, the roles and economic types (:mod:`mechanisms.roles`) and the marke
 ``uploads(params)``                      (m, p) what the server receives: attackers'
                                          uploads replaced by their attack
 ``stack(flat)`` / ``flatten(params)``    (m, p) tensor <-> stacked parameter dict
+``persist(params, up)``                  attackers keep their attacked upload as their
+                                         own model (persistent attack)
 ``broadcast(flat_row)``                  one model to every client
 ``aggregate(flat, weights)``             sum_j w_ij theta_j (row-stochastic weights)
 ``unbiased_step(glob, up, S, q)``        CPL's unbiased aggregation
@@ -27,6 +29,7 @@ parameters, the roles and economic types (:mod:`mechanisms.roles`) and the marke
 ``evaluate(params, pids=None)``          personalised and own-test accuracy, test loss
 ``validate(params, active)``             (m,) validation accuracy; remembers every active
                                          client's best model by it
+``validation_losses(flat)``              (k, m) loss of k models on every validation split
 ``keep_best(params, who)``               the clients ``who`` get back their best model
                                          by validation accuracy (a quitter's model)
 ``baseline_ledger(W)`` / ``zero_ledger()``  the ledger of a non-market algorithm
@@ -43,6 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from torch.func import functional_call, vmap
 
 from mechanisms import cpl, ipfl
 from mechanisms import roles as roles_mod
@@ -118,23 +122,36 @@ class Session:
         self.best_params = self.params0
 
     def _economics(self, rng):
+        """Roles and types (mechanisms.roles). In the inclusive market (Fig. 5) attackers have
+        K = c = 0. Among traders (Fig. 4) an attacker is a trader whose uploads are attacked;
+        a ``same`` or ``gaussian`` attacker is a free rider: it keeps K, reports its drawn
+        cost while its true cost is 0, and does not train."""
         cfg, m = self.cfg, self.clients
         if cfg.roles == "inclusive":
             roles = roles_mod.inclusive_roles(3, 4, 4, m - 11)
+            K, c = roles_mod.draw_types(roles, cfg.K, cfg.C, rng)
         else:
-            roles = roles_mod.market_roles(m, attackers=cfg.attackers)
-        K, c = roles_mod.draw_types(roles, cfg.K, cfg.C, rng)
+            K, c = roles_mod.draw_types(["trader"] * m, cfg.K, cfg.C, rng)
+        self.cpl_v = rng.exponential(cfg.cpl_v_mean, m) if cfg.cpl_v_mean > 0 else np.zeros(m)
+        self.attack_rng = np.random.default_rng(rng.integers(2**63))
+        if cfg.roles != "inclusive":
+            roles = roles_mod.market_roles(m, attackers=cfg.attackers,
+                                           placement=cfg.attacker_placement,
+                                           rng=self.attack_rng)
         self.roles = tuple(roles)
-        self.attackers = np.flatnonzero(np.array(roles) == "attacker")
+        is_attacker = np.array(roles) == "attacker"
+        self.attackers = np.flatnonzero(is_attacker)
+        free = cfg.attack != "none" and roles_mod.attacker_is_free_rider(cfg.attack)
+        self.free_riders = is_attacker & free & (cfg.roles != "inclusive")
+        self.trains = ~self.free_riders
         N_rep, c_rep = self.N_true.copy(), c.copy()
+        c_true = np.where(self.free_riders, 0.0, c)
         if cfg.liar >= 0:
             N_rep[cfg.liar] *= cfg.liar_N
             c_rep[cfg.liar] *= cfg.liar_c
         self.N_rep = N_rep
         self.market = ipfl.Market(N=N_rep, c=c_rep, K=K, lam=cfg.lam, true_N=self.N_true,
-                                  true_c=c)
-        self.cpl_v = rng.exponential(cfg.cpl_v_mean, m) if cfg.cpl_v_mean > 0 else np.zeros(m)
-        self.attack_rng = np.random.default_rng(rng.integers(2**63))
+                                  true_c=c_true)
 
     # ------------------------------------------------------------------ training
     def batch_rng(self, client: int, call: int) -> np.random.Generator:
@@ -143,16 +160,20 @@ class Session:
         return np.random.default_rng(np.random.SeedSequence(
             self.batch_seed.entropy, spawn_key=(*self.batch_seed.spawn_key, client, call)))
 
-    def train(self, params, centre=None, prox=None, active=None):
+    def train(self, params, centre=None, prox=None, active=None, cos_weight=None):
         """Local training of every client (stacked params); ``centre`` stacked prox-centres,
-        ``prox`` (m,) weights of (prox / 2) ||theta - centre||^2, ``active`` (m,) bool."""
+        ``prox`` (m,) weights of (prox / 2) ||theta - centre||^2, ``active`` (m,) bool (free
+        riders never train), ``cos_weight`` (m,) weights of -cos(theta, centre)."""
         t0 = time.perf_counter()
+        if not self.trains.all():
+            active = self.trains if active is None else np.asarray(active) & self.trains
         call = self.train_calls
         self.train_calls += 1
         rngs = [self.batch_rng(i, call) for i in range(self.clients)]
         batches = sample_batches(self.train_parts, self.sgd, rngs)
         fn = train_lockstep if self.cfg.lockstep else train_sequential
-        out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active)
+        out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active,
+                 cos_weight)
         self.timings["training"] += time.perf_counter() - t0
         return out
 
@@ -190,6 +211,15 @@ class Session:
                                      self.attack_rng), dtype=flat.dtype)
         return flat
 
+    def persist(self, params, up: torch.Tensor) -> dict:
+        """``params`` with each attacker's model replaced by its attacked upload, so that the
+        attack persists in the attacker's own model (Fig. 4)."""
+        if self.cfg.attack == "none" or self.attackers.size == 0:
+            return params
+        who = np.zeros(self.clients, dtype=bool)
+        who[self.attackers] = True
+        return self.replace_rows(params, self.stack(up), who)
+
     def broadcast(self, flat_row: torch.Tensor) -> dict:
         return self.stack(torch.as_tensor(flat_row).unsqueeze(0).repeat(self.clients, 1))
 
@@ -213,7 +243,7 @@ class Session:
     def gradient_norms(self) -> np.ndarray:
         """(m,) norm of each client's gradient at the initial model on one batch of its data
         (drawn from a stream no training call uses): CPL's G_n."""
-        from torch.func import functional_call, grad, vmap
+        from torch.func import grad
 
         def loss(p, x, y):
             return torch.nn.functional.cross_entropy(functional_call(self.model, p, (x,)), y)
@@ -254,6 +284,23 @@ class Session:
             self.best_params = self.replace_rows(self.best_params, params, better)
         self.timings["evaluation"] += time.perf_counter() - t0
         return val
+
+    @torch.no_grad()
+    def validation_losses(self, flat) -> np.ndarray:
+        """(k, m) mean cross-entropy of each of the k flat models on each client's validation
+        split (all models on all splits in one batched pass)."""
+        models = self.stack(flat)
+        owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(self.val_parts)])
+        idx = torch.as_tensor(np.concatenate(self.val_parts))
+        f = vmap(lambda p, x: functional_call(self.model, p, (x,)), in_dims=(0, None))
+        logits = f(models, self.X[idx])
+        k = logits.shape[0]
+        per = torch.nn.functional.cross_entropy(logits.transpose(1, 2),
+                                                self.Y[idx].expand(k, -1),
+                                                reduction="none").double().numpy()
+        counts = np.maximum(np.bincount(owner, minlength=self.clients), 1)
+        return np.stack([np.bincount(owner, weights=row, minlength=self.clients) / counts
+                         for row in per])
 
     def keep_best(self, params, who) -> dict:
         """``params`` with the rows of the clients ``who`` (bool mask) replaced by their best

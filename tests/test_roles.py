@@ -59,4 +59,5 @@ def test_sims_and_learning_attack_through_the_same_function(monkeypatch):
     s = Session(TrainConfig(clients=4, attackers=1, attack="signflip", steps=1))
     up = s.uploads(s.params0)
     assert calls == ["shuffle", "signflip"]
-    assert torch.all(up[3] == 7.0) and not torch.all(up[0] == 7.0)
+    a = int(s.attackers[0])
+    assert torch.all(up[a] == 7.0) and not torch.all(up[(a + 1) % 4] == 7.0)

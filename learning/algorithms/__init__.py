@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..config import ATTACKS, TrainConfig, TrainResult
-from . import cpl, ditto, fedavg, fedprox, ipfl, lia, local, pfedgraph
+from . import cfl, cpl, ditto, fedamp, fedavg, fedfomo, fedprox, ipfl, lia, local, pfedgraph
 from .pfedgraph import project_simplex
 
 __all__ = ["ALGORITHMS", "ATTACKS", "REGISTRY", "Algorithm", "TrainConfig", "TrainResult",
@@ -38,6 +38,9 @@ REGISTRY: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("fedprox", fedprox.rounds, "baseline", "FedAvg with a proximal term"),
     Algorithm("ditto", ditto.rounds, "baseline", "global model + personal models toward it"),
     Algorithm("pfedgraph", pfedgraph.rounds, "baseline", "similarity-graph aggregation"),
+    Algorithm("fedamp", fedamp.rounds, "baseline", "attentive message passing"),
+    Algorithm("cfl", cfl.rounds, "baseline", "clustered FL by update similarity"),
+    Algorithm("fedfomo", fedfomo.rounds, "baseline", "first-order model weighting"),
     Algorithm("ipfl", ipfl.rounds, "market", "iPFL: market clearing, payments, prox-centres"),
     Algorithm("cpl", cpl.rounds, "pricing", "CPL: priced participation, unbiased FedAvg"),
     Algorithm("lia", lia.rounds, "baseline", "pFedLIA: influence clustering"),

@@ -1,5 +1,7 @@
-"""Ditto (Li et al. 2021): a global model trained as in FedAvg, and a personal model per client
-trained toward the global model with (lambda / 2) ||v - w||^2."""
+"""Ditto (Li et al., ICML 2021): a global model trained as in FedAvg, and a personal model v_i
+per client trained on min_v F_i(v) + (lambda / 2) ||v - w^t||^2 toward the global model w^t the
+client received at the start of the round (lambda = ``ditto_lam``, 1 as in the authors' iPFL
+code). The personal models are evaluated."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ def rounds(s: Session):
     full = np.ones((m, m))
     while True:
         start = s.broadcast(glob)
+        personal = s.train(personal, centre=start, prox=np.full(m, s.cfg.ditto_lam))
         glob = s.aggregate(s.uploads(s.train(start)), s.fedavg_weights())
-        centre = s.broadcast(glob)
-        personal = s.train(personal, centre=centre, prox=np.full(m, s.cfg.prox_mu))
         yield Round(personal, s.baseline_ledger(full), {})

@@ -54,7 +54,9 @@ def rounds(s: Session):
     active = np.ones(m, dtype=bool)
     yield Round(params, s.zero_ledger(), {"active": active.copy()})
     while True:
-        up = s.uploads(params).double().numpy()
+        up_t = s.uploads(params)
+        params = s.persist(params, up_t)
+        up = up_t.double().numpy()
         out, centres = market_round(s.market, up, eta=cfg.eta, metric=cfg.metric,
                                     rule=cfg.rule, reference=s.theta0, active=active,
                                     timings=s.timings)

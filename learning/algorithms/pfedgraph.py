@@ -1,5 +1,13 @@
-"""pFedGraph (Ye et al. 2023): a collaboration graph whose row i is the solution of client i's
-QP, personalised aggregates theta_bar_i = sum_j a_ij theta_j, local training from theta_bar_i.
+"""pFedGraph (Ye et al., ICML 2023): a collaboration graph, personalised aggregates
+theta_bar_i = sum_j a_ij theta_j, and local training from theta_bar_i with a similarity term.
+
+Row i of the graph solves client i's QP
+    min_a  alpha ||a||^2 - sum_j a_j (2 alpha p_j + cos_ij)   over the simplex,
+whose solution is the Euclidean projection a_i = Proj_simplex(p + cos_i / (2 alpha)), with
+p_j = N_j / sum N and cos_ij the cosine similarity of the clients' updates from the initial
+model (alpha = ``pfedgraph_alpha``, 0.8). Local training minimises
+L_i(theta) - lam * cos(theta, theta_bar_i) (lam = ``pfedgraph_lam``, 0.01; the authors' iPFL
+code adds +lam * cos, i.e. ``pfedgraph_lam = -0.01``, which the ``published`` preset uses).
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ from mechanisms import ipfl
 
 from ..session import Round, Session
 
-__all__ = ["project_simplex", "rounds"]
+__all__ = ["graph", "project_simplex", "rounds"]
 
 
 def project_simplex(v: np.ndarray) -> np.ndarray:
@@ -24,18 +32,21 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - theta[:, None], 0.0)
 
 
+def graph(p: np.ndarray, cos: np.ndarray, alpha: float) -> np.ndarray:
+    """The graph rows Proj_simplex(p + cos_i / (2 alpha))."""
+    return project_simplex(np.asarray(p)[None, :] + np.asarray(cos) / (2.0 * alpha))
+
+
 def rounds(s: Session):
-    """Graph a_i = Proj_simplex(p + alpha * sim_i), then local training from theta_bar_i with
-    an L2 proximal term of weight prox_mu (the published method regularises with a cosine
-    term)."""
     m = s.clients
     params = s.train(s.params0)
     p = s.N_rep / s.N_rep.sum()
     while True:
         up = s.uploads(params)
-        sim = 1.0 - ipfl.pairwise_distances(up.double().numpy(), "cosine", reference=s.theta0)
-        np.fill_diagonal(sim, 1.0)
-        A = project_simplex(p[None, :] + s.cfg.pfedgraph_alpha * sim)
+        cos = 1.0 - ipfl.pairwise_distances(up.double().numpy(), "cosine", reference=s.theta0)
+        np.fill_diagonal(cos, 1.0)
+        A = graph(p, cos, s.cfg.pfedgraph_alpha)
         centre = s.stack(s.aggregate(up, A))
-        params = s.train(centre, centre=centre, prox=np.full(m, s.cfg.prox_mu))
+        params = s.train(centre, centre=centre,
+                         cos_weight=np.full(m, s.cfg.pfedgraph_lam))
         yield Round(params, s.baseline_ledger(A), {"graph": A})
