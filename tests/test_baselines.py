@@ -85,7 +85,7 @@ def test_cfl_bipartition_separates_two_directions():
 
 
 def test_cfl_splits_into_clusters_and_differs_from_fedavg_and_local():
-    s, out = _rounds("cfl", 3, cfl_eps1=1e9, cfl_eps2=0.0)  # split whenever it can
+    _, out = _rounds("cfl", 3, cfl_eps1=1e9, cfl_eps2=0.0)  # split whenever it can
     labels = out[-1].extra["clusters"]
     assert labels.max() >= 1  # more than one cluster
     f = _flat(out[-1].params)

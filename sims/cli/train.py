@@ -43,8 +43,17 @@ OPTIONS = (
     ("liar", "client id of a liar (-1: none)"),
     ("liar_N", "the liar reports N times this factor"),
     ("liar_c", "the liar reports c times this factor"),
-    ("prox_mu", "FedProx and Ditto proximal weight"),
-    ("pfedgraph_alpha", "pFedGraph alpha"),
+    ("attacker_placement", "which clients attack: random (Fig. 4) or the last ones"),
+    ("prox_mu", "FedProx proximal weight mu"),
+    ("ditto_lam", "Ditto lambda (personal model toward the round-start global model)"),
+    ("pfedgraph_alpha", "pFedGraph alpha: graph rows Proj_simplex(p + cos / (2 alpha))"),
+    ("pfedgraph_lam", "pFedGraph weight of -cos(theta, aggregate) in local training"),
+    ("fedamp_lam", "FedAMP proximal weight toward the attentive model"),
+    ("fedamp_sigma", "FedAMP attention exp(sigma * cos)"),
+    ("fedamp_self", "FedAMP weight of the client's own model"),
+    ("cfl_eps1", "CFL: split when the cluster's mean update norm is below eps1"),
+    ("cfl_eps2", "CFL: ... and its largest update norm is above eps2"),
+    ("fedfomo_M", "FedFomo: models sent to each client per round"),
     ("cpl_pricing", "CPL pricing scheme"),
     ("cpl_budget", "CPL server budget B"),
     ("cpl_c", "CPL cost coefficient c_n"),
@@ -70,7 +79,7 @@ def _choices(algorithms_module) -> dict:
     return {"algorithm": algorithms_module.ALGORITHMS, "attack": algorithms_module.ATTACKS,
             "dataset": DATASETS, "partition": PARTITIONS, "model": ("auto", *MODELS),
             "metric": METRICS, "rule": ipfl.RULES, "roles": ("traders", "inclusive"),
-            "lia_mode": ("central", "p2p"),
+            "lia_mode": ("central", "p2p"), "attacker_placement": ("random", "last"),
             "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
 
 
