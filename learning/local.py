@@ -30,11 +30,22 @@ class SGDConfig:
     weight_decay: float = 1e-5
 
 
-def sample_batches(parts: list[np.ndarray], cfg: SGDConfig, rngs) -> np.ndarray:
-    """(steps, m, batch) indices into the training set: each client samples its own data
-    uniformly with replacement, from its own stream."""
-    return np.stack([r.choice(p, size=(cfg.steps, cfg.batch), replace=True)
-                     for p, r in zip(parts, rngs, strict=True)], axis=1)
+def sample_batches(parts: list[np.ndarray], cfg: SGDConfig, rngs,
+                   sampling: str = "replacement") -> np.ndarray:
+    """(steps, m, batch) indices into the training set, each client from its own stream:
+    uniformly with replacement (``"replacement"``), or through shuffled passes over its data
+    as a shuffling DataLoader does (``"epochs"``: each pass a fresh permutation, batches
+    running on across passes)."""
+    if sampling == "replacement":
+        return np.stack([r.choice(p, size=(cfg.steps, cfg.batch), replace=True)
+                         for p, r in zip(parts, rngs, strict=True)], axis=1)
+    need = cfg.steps * cfg.batch
+    out = []
+    for p, r in zip(parts, rngs, strict=True):
+        passes = -(-need // max(len(p), 1))
+        out.append(np.concatenate([r.permutation(p) for _ in range(passes)])[:need]
+                   .reshape(cfg.steps, cfg.batch))
+    return np.stack(out, axis=1)
 
 
 def _loss_fn(model, cosine: bool = False):

@@ -36,16 +36,24 @@ def iid(labels, m: int, rng) -> list[np.ndarray]:
     return [np.sort(p) for p in np.array_split(order, m)]
 
 
-def _dirichlet_split(idx_by_class, m, beta, g, min_size, max_tries, what):
+def _dirichlet_split(idx_by_class, m, beta, g, min_size, max_tries, what, cap=None):
+    """Per-class Dirichlet(beta) proportions; with ``cap`` (NIID-Bench's balancing, used by
+    the iPFL authors) a client already holding ``cap`` samples gets none of the later classes.
+    """
     for _ in range(max_tries):
         parts = [[] for _ in range(m)]
+        sizes = np.zeros(m)
         for idx in idx_by_class:
             if idx.size == 0:
                 continue
             props = g.dirichlet(np.full(m, beta))
+            if cap is not None:
+                props = props * (sizes < cap)
+                props = props / props.sum() if props.sum() > 0 else np.full(m, 1.0 / m)
             cuts = (np.cumsum(props) * idx.size).astype(int)[:-1]
             for k, chunk in enumerate(np.split(g.permutation(idx), cuts)):
                 parts[k].append(chunk)
+                sizes[k] += chunk.size
         parts = [np.sort(np.concatenate(p)) if p else np.array([], int) for p in parts]
         if min(p.size for p in parts) >= min_size:
             return parts
@@ -55,18 +63,20 @@ def _dirichlet_split(idx_by_class, m, beta, g, min_size, max_tries, what):
 
 
 def niid(labels, m: int, beta: float, rng, *, min_size: int = 10,
-         max_tries: int = 1000) -> list[np.ndarray]:
-    """Per-class Dirichlet(beta) proportions across clients; every client >= min_size."""
+         max_tries: int = 1000, cap: bool = False) -> list[np.ndarray]:
+    """Per-class Dirichlet(beta) proportions across clients; every client >= min_size.
+    ``cap``: a client stops receiving classes once it holds N/m samples (the authors')."""
     y = _check(labels, m)
     if not beta > 0:
         raise MarketInputError("beta", f"is {beta}; must be > 0")
     g = np.random.default_rng(rng)
     by_class = [np.flatnonzero(y == c) for c in np.unique(y)]
-    return _dirichlet_split(by_class, m, beta, g, min_size, max_tries, "niid")
+    return _dirichlet_split(by_class, m, beta, g, min_size, max_tries, "niid",
+                            cap=y.size / m if cap else None)
 
 
 def cluster(labels, m: int, n_clusters: int, beta: float, rng, *, beta_in: float = 10.0,
-            min_size: int = 10, max_tries: int = 1000):
+            min_size: int = 10, max_tries: int = 1000, cap: bool = False):
     """Dirichlet(beta) of each class across clusters, then Dirichlet(beta_in) inside each
     cluster. Returns (parts, cluster_of_client)."""
     y = _check(labels, m)
@@ -76,13 +86,15 @@ def cluster(labels, m: int, n_clusters: int, beta: float, rng, *, beta_in: float
     owner = np.arange(m) % n_clusters
     by_class = [np.flatnonzero(y == c) for c in np.unique(y)]
     per_cluster = _dirichlet_split(by_class, n_clusters, beta, g, min_size * m // n_clusters,
-                                   max_tries, "cluster (across clusters)")
+                                   max_tries, "cluster (across clusters)",
+                                   cap=y.size / n_clusters if cap else None)
     parts: list = [None] * m
     for k in range(n_clusters):
         members = np.flatnonzero(owner == k)
         idx = per_cluster[k]
         inner = _dirichlet_split([idx[y[idx] == c] for c in np.unique(y[idx])], members.size,
-                                 beta_in, g, min_size, max_tries, "cluster (inside)")
+                                 beta_in, g, min_size, max_tries, "cluster (inside)",
+                                 cap=idx.size / members.size if cap else None)
         for member, p in zip(members, inner, strict=True):
             parts[member] = p
     return parts, owner
@@ -139,16 +151,17 @@ def by_group(groups, m: int | None = None) -> list[np.ndarray]:
 
 
 def partition(kind: str, labels, m: int, rng, *, beta: float = 0.1, s: int = 2,
-              n_clusters: int = 3, beta_in: float = 10.0, groups=None):
+              n_clusters: int = 3, beta_in: float = 10.0, groups=None, cap: bool = False):
     """By name: "iid" | "niid" | "cluster" | "skew" | "pairs" | "natural".
 
-    Returns (parts, cluster_ids); cluster_ids is None unless the partition defines groups."""
+    Returns (parts, cluster_ids); cluster_ids is None unless the partition defines groups.
+    ``cap``: NIID-Bench's N/m balancing for niid and cluster (the iPFL authors' pipeline)."""
     if kind == "iid":
         return iid(labels, m, rng), None
     if kind == "niid":
-        return niid(labels, m, beta, rng), None
+        return niid(labels, m, beta, rng, cap=cap), None
     if kind == "cluster":
-        return cluster(labels, m, n_clusters, beta, rng, beta_in=beta_in)
+        return cluster(labels, m, n_clusters, beta, rng, beta_in=beta_in, cap=cap)
     if kind == "skew":
         return skew(labels, m, s, rng), None
     if kind == "pairs":

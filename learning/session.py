@@ -41,6 +41,7 @@ Every algorithm (:mod:`learning.algorithms`) is a generator ``rounds(session)`` 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import NamedTuple
 
@@ -84,11 +85,12 @@ class Session:
         self.batch_seed = s_batch
         self.train_calls = 0
         self.round_rng = np.random.default_rng(s_round)
-        self.data = data_mod.load(cfg.dataset, cfg.data_dir, seed=cfg.seed, clients=m)
+        self.data = self._prepare(data_mod.load(cfg.dataset, cfg.data_dir, seed=cfg.seed,
+                                                clients=m), _s_data)
         parts, self.cluster_of = partition(
             cfg.partition, self.data.y_train, m, np.random.default_rng(s_part),
             beta=cfg.beta, s=cfg.skew_classes, n_clusters=cfg.n_clusters, beta_in=cfg.beta_in,
-            groups=self.data.groups)
+            groups=self.data.groups, cap=cfg.partition_cap)
         # per-client train / validation / own-test split (80 / 10 / 10, at least 1 each)
         g = np.random.default_rng(s_part.spawn(1)[0])
         self.train_parts, self.val_parts, self.test_parts = [], [], []
@@ -97,7 +99,7 @@ class Session:
             n_hold = max(1, len(p) // 10) if len(p) >= 3 else 0
             self.test_parts.append(np.sort(p[:n_hold]))
             self.val_parts.append(np.sort(p[n_hold:2 * n_hold]))
-            self.train_parts.append(np.sort(p[2 * n_hold:]))
+            self.train_parts.append(np.sort(p[2 * n_hold:] if cfg.holdout else p))
         self.N_true = np.array([len(p) for p in self.train_parts], dtype=float)
         classes = self.data.classes
         self.label_dist = np.stack([np.bincount(self.data.y_train[p], minlength=classes) / len(p)
@@ -121,6 +123,23 @@ class Session:
         self.best_val = np.full(m, -np.inf)
         self.best_params = self.params0
 
+    def _prepare(self, data, stream):
+        """Input standardisation (``normalise``) and the global test subsample."""
+        cfg = self.cfg
+        changes = {}
+        if cfg.normalise:
+            axes = (0, *range(2, data.x_train.ndim))
+            mean = data.x_train.mean(axis=axes, keepdims=True)
+            std = data.x_train.std(axis=axes, keepdims=True) + 1e-8
+            changes["x_train"] = ((data.x_train - mean) / std).astype(np.float32)
+            changes["x_test"] = ((data.x_test - mean) / std).astype(np.float32)
+        if 0 < cfg.test_subsample < data.y_test.size:
+            pick = np.sort(np.random.default_rng(stream).choice(
+                data.y_test.size, cfg.test_subsample, replace=False))
+            changes["x_test"] = changes.get("x_test", data.x_test)[pick]
+            changes["y_test"] = data.y_test[pick]
+        return dataclasses.replace(data, **changes) if changes else data
+
     def _economics(self, rng):
         """Roles and types (mechanisms.roles). In the inclusive market (Fig. 5) attackers have
         K = c = 0. Among traders (Fig. 4) an attacker is a trader whose uploads are attacked;
@@ -131,7 +150,8 @@ class Session:
             roles = roles_mod.inclusive_roles(3, 4, 4, m - 11)
             K, c = roles_mod.draw_types(roles, cfg.K, cfg.C, rng)
         else:
-            K, c = roles_mod.draw_types(["trader"] * m, cfg.K, cfg.C, rng)
+            K, c = roles_mod.draw_types(["trader"] * m, cfg.K, cfg.C, rng,
+                                        fixed=cfg.fixed_types)
         self.cpl_v = rng.exponential(cfg.cpl_v_mean, m) if cfg.cpl_v_mean > 0 else np.zeros(m)
         self.attack_rng = np.random.default_rng(rng.integers(2**63))
         if cfg.roles != "inclusive":
@@ -170,7 +190,7 @@ class Session:
         call = self.train_calls
         self.train_calls += 1
         rngs = [self.batch_rng(i, call) for i in range(self.clients)]
-        batches = sample_batches(self.train_parts, self.sgd, rngs)
+        batches = sample_batches(self.train_parts, self.sgd, rngs, self.cfg.sampling)
         fn = train_lockstep if self.cfg.lockstep else train_sequential
         out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active,
                  cos_weight)
@@ -183,7 +203,8 @@ class Session:
         with weight ``prox``, its ``call``-th training; returns the trained flat model."""
         params = self._one(start)
         centre_p = params if centre is None else self._one(centre)
-        batches = sample_batches([self.train_parts[pid]], self.sgd, [self.batch_rng(pid, call)])
+        batches = sample_batches([self.train_parts[pid]], self.sgd, [self.batch_rng(pid, call)],
+                                 self.cfg.sampling)
         out = train_lockstep(self.model, params, self.X, self.Y, batches, self.sgd, centre_p,
                              np.array([float(prox)]))
         return models_mod.flatten_params(out)[0].double().numpy()

@@ -241,3 +241,44 @@ def test_best_over_rounds_and_last_round_accuracy():
                                df[df["round"] == 3].set_index("client").acc_personalised)
     assert (fin.acc_personalised_best >= fin.acc_personalised).all()
     assert df.acc_val.notna().all()  # validation every round
+
+
+# ------------------------------------------------------------------------------ published setup
+
+
+def test_capped_niid_keeps_clients_near_n_over_m():
+    y = np.repeat(np.arange(10), 600)
+    free = partition.niid(y, 10, 0.1, 3)
+    capped = partition.niid(y, 10, 0.1, 3, cap=True)
+    assert max(map(len, capped)) < max(map(len, free))
+    # a client only passes N/m by the one class it got while still below the cap
+    assert max(map(len, capped)) <= y.size / 10 + 600
+    assert _covers(capped, y.size)
+
+
+def test_epoch_sampling_visits_every_sample_once_per_pass():
+    parts = [np.arange(10), np.arange(10, 16)]
+    cfg = SGDConfig(steps=5, batch=4)
+    b = sample_batches(parts, cfg, [np.random.default_rng(k) for k in range(2)], "epochs")
+    assert b.shape == (5, 2, 4)
+    first = b[:, 0].ravel()
+    assert sorted(first[:10]) == list(range(10)) and sorted(first[10:20]) == list(range(10))
+    assert sorted(b[:, 1].ravel()[:6]) == list(range(10, 16))
+
+
+def test_published_preset_switches_on_the_authors_pipeline():
+    from learning.config import PUBLISHED_DIFFERENCES, preset
+    from learning.session import Session
+
+    pub = preset("published", **{**SMALL, "algorithm": "ipfl"})
+    for name, value, why in PUBLISHED_DIFFERENCES:
+        assert getattr(pub, name) == value and why
+        assert getattr(TrainConfig(), name) != value  # each one IS a difference
+    s = Session(pub)
+    assert abs(float(s.data.x_train.mean())) < 1e-3  # standardised inputs
+    assert sum(len(p) for p in s.train_parts) == s.data.y_train.size  # whole partition
+    assert len(set(s.market.K)) == 1 and len(set(s.market.c)) == 1  # fixed K and C
+    with pytest.raises(MarketInputError):
+        preset("authors")
+    res = run(pub)
+    assert res.frame.payment.groupby(res.frame["round"]).sum().abs().max() < 1e-9

@@ -19,7 +19,8 @@ __all__ = ["market_round", "rounds"]
 
 
 def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric: str,
-                 rule: str, reference: np.ndarray | None, active=None, timings=None):
+                 rule: str, reference: np.ndarray | None, active=None, timings=None,
+                 thresholds: str = "exact"):
     """Distances between ``uploads`` (m, p), clearing among the ``active`` clients (the others
     can neither buy nor sell), payments and prox-centres (Eq. 8).
     Returns (:class:`mechanisms.ipfl.Outcome`, centres (m, p))."""
@@ -29,7 +30,7 @@ def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric
     if active is not None:
         market = market.replace(K=np.where(active, market.K, 0.0),
                                 c=np.where(active, market.c, np.inf))
-    out = ipfl.clear(market, D, rule=rule)
+    out = ipfl.clear(market, D, rule=rule, thresholds=thresholds)
     t2 = time.perf_counter()
     centres = ipfl.prox_centres(uploads, out.adjacency, market.N, eta, metric,
                                 reference=reference)
@@ -59,7 +60,7 @@ def rounds(s: Session):
         up = up_t.double().numpy()
         out, centres = market_round(s.market, up, eta=cfg.eta, metric=cfg.metric,
                                     rule=cfg.rule, reference=s.theta0, active=active,
-                                    timings=s.timings)
+                                    timings=s.timings, thresholds=cfg.thresholds)
         if cfg.allow_quit:
             quit_now = active & (out.utilities < -1e-9)
             if quit_now.any():

@@ -64,6 +64,13 @@ OPTIONS = (
     ("lia_k", "pFedLIA lazy epochs k"),
     ("lia_recluster", "pFedLIA re-cluster every R rounds (0: never)"),
     ("lia_mode", "pFedLIA central server or peer to peer"),
+    ("thresholds", "iPFL thresholds: exact roots or the published code's numerics"),
+    ("fixed_types", "every trader gets K and C exactly (the authors'), not U(K/2, K), U(C/2, C)"),
+    ("partition_cap", "cap each client at N/m samples in niid and cluster (the authors')"),
+    ("normalise", "standardise inputs by the training mean and std (the authors')"),
+    ("holdout", "hold out 10 %% validation and 10 %% own test (no: train on all)"),
+    ("sampling", "SGD batches with replacement, or shuffled passes (epochs)"),
+    ("test_subsample", "evaluate on this many global test samples (0: all)"),
     ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
     ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
     ("seed", "random seed"),
@@ -80,6 +87,7 @@ def _choices(algorithms_module) -> dict:
             "dataset": DATASETS, "partition": PARTITIONS, "model": ("auto", *MODELS),
             "metric": METRICS, "rule": ipfl.RULES, "roles": ("traders", "inclusive"),
             "lia_mode": ("central", "p2p"), "attacker_placement": ("random", "last"),
+            "thresholds": ipfl.MODES, "sampling": ("replacement", "epochs"),
             "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
 
 
