@@ -8,6 +8,7 @@ import numpy as np
 __all__ = [
     "ROLE_COLOURS",
     "plot_accuracy",
+    "plot_accuracy_by_round",
     "plot_budget_sweep",
     "plot_cpl_participation",
     "plot_cpl_prices",
@@ -124,6 +125,31 @@ def plot_accuracy(frame, ax=None, *, column="acc_personalised"):
     ax.set_xlabel("round")
     ax.set_ylabel(f"mean {column.replace('_', ' ')}")
     ax.legend(frameon=False)
+    return ax
+
+
+def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mechanism"):
+    """Mean accuracy per round with a band of the 95 % interval over seeds (tidy input with a
+    ``seed`` column: each seed's mean over clients is one sample); the band is clipped to
+    [0, 1]. One line per ``by`` value."""
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for name, part in frame.groupby(by):
+        per = part.groupby(["round", "seed"])[column].mean().unstack("seed").dropna(how="all")
+        mean = per.mean(axis=1)
+        n = per.notna().sum(axis=1)
+        sd = per.std(axis=1, ddof=1).fillna(0.0)
+        half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+        line, = ax.plot(mean.index, mean.to_numpy(), lw=1.4, label=name)
+        ax.fill_between(mean.index, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1),
+                        color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xlabel("round")
+    ax.set_ylabel(f"mean {column.replace('_', ' ')} (band: 95 % CI over seeds)")
+    ax.set_ylim(0, 1)
+    ax.legend(frameon=False, fontsize=8, ncol=2)
     return ax
 
 

@@ -166,10 +166,23 @@ def _versions_blob() -> str:
     return ";".join(f"{k}={v[k]}" for k in ("fedmarket", "numpy", "scipy", "pandas") if v[k])
 
 
+def limit_threads(threads: int) -> None:
+    """Cap the math libraries' threads in this process (a sweep worker): the env variables
+    for libraries not loaded yet, torch's setting if it is."""
+    import os
+    import sys
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: int = 2,
-              ray_address: str | None = None,
+              ray_address: str | None = None, threads: int = 1,
               progress: Callable[[int, int], None] | None = None) -> dict:
-    """Run every cell not yet in the store at ``out``; returns counts and timings."""
+    """Run every cell not yet in the store at ``out``; returns counts and timings. Each
+    process worker is limited to ``threads`` math-library threads."""
     if executor not in EXECUTORS:
         raise MarketInputError("executor", f"unknown {executor!r}; choose one of {EXECUTORS}")
     as_int("workers", workers, lo=1, hi=1024)
@@ -203,7 +216,8 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
         elif executor == "processes":
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads,
+                                     initargs=(threads,)) as pool:
                 futures = [pool.submit(run_cell, c) for c in todo]
                 for f in as_completed(futures):
                     finish(*f.result())

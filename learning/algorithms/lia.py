@@ -41,7 +41,9 @@ def rounds(s: Session, oracle: bool = False):
         return lia.cluster(I, "central"), (I, lia.cluster(I, "p2p"))
 
     labels, info = clusters(s.broadcast(glob))
-    s.extras.update({"clusters": labels.tolist()})
+    s.extras.update({"clusters": labels.tolist(),
+                     "true_clusters": None if s.cluster_of is None
+                     else np.asarray(s.cluster_of).tolist()})
     if info is not None:
         s.extras.update({"influence": info[0].tolist()})
     params = s.broadcast(glob)

@@ -1,0 +1,61 @@
+"""``fedmarket reproduce``: run every testable claim of the seed papers for several seeds (a
+resumable sweep; rerun to continue) and write docs/reproduction.md from the results."""
+
+from __future__ import annotations
+
+from .common import add_command, add_quiet, console
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub, full: bool = False) -> None:
+    from ..reproduce import SETTINGS
+    from ..sweep import EXECUTORS
+
+    p = add_command(sub, "reproduce", "reproduce the papers' claims over seeds and write "
+                                      "docs/reproduction.md")
+    p.add_argument("--setting", default="reduced", choices=sorted(SETTINGS),
+                   help="reduced (fits 2 cores) or full (the paper's sizes)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="seeds of every cell")
+    p.add_argument("--out", default="results/reproduce", help="the results store folder")
+    p.add_argument("--executor", default="processes", choices=EXECUTORS,
+                   help="where cells run")
+    p.add_argument("--workers", type=int, default=2, help="worker processes")
+    p.add_argument("--threads", type=int, default=1, help="math threads per worker")
+    p.add_argument("--docs", default=None,
+                   help="write the reproduction page here (default: OUT/reproduction.md)")
+    p.add_argument("--no-run", dest="no_run", action="store_true",
+                   help="only write the page from the cells already in the store")
+    add_quiet(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from ..reproduce import spec, write_reproduction
+    from ..sweep import expand, run_sweep
+
+    cells = expand(spec(args.setting, args.seeds))
+    if not args.no_run:
+        con = console()
+        kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads}
+        if con is not None and not args.quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            with Progress("[progress.description]{task.description}", BarColumn(),
+                          MofNCompleteColumn(), TimeRemainingColumn(), console=con) as bar:
+                task = bar.add_task("cells", total=len(cells))
+                stats = run_sweep(cells, args.out, **kw,
+                                  progress=lambda d, t: bar.update(task, completed=d))
+        else:
+            stats = run_sweep(cells, args.out, **kw)
+        if not args.quiet:
+            print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
+                  f"done; {stats['wall_s']:.1f} s wall")
+    page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
+    write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds)
+    if not args.quiet:
+        print(f"wrote {page}")
+    return 0
