@@ -1,7 +1,10 @@
 """Machine-checked statements about the mechanisms.
 
 * :func:`check` searches for a counterexample to a :class:`Property` for a subject and returns
-  a :class:`Report`; :func:`check_exhaustive` does the same over a finite grid.
+  a :class:`Report` (drawn and effective examples, verdict, engine); :func:`check_exhaustive`
+  does the same over a finite grid.
+* :func:`check_contract` / :func:`assert_contract`: every declaration of a subject, both ways.
+* :mod:`proofs.profiles`: the dev / ci / nightly Hypothesis profiles (``HYPOTHESIS_PROFILE``).
 * :data:`PROPERTIES` (iPFL and CPL, each with its exact preconditions) and :data:`SUBJECTS`
   (the built-in rules and solvers, each declaring what it claims).
 * :class:`IpflMechanism` wraps a selection rule and a payment rule, yours or the paper's.
@@ -10,20 +13,38 @@
 * ``python -m proofs`` / ``fedmarket prove``: the theorem report.
 """
 
-from .checker import Counterexample, Property, Report, check, check_exhaustive
+from . import profiles
+from .checker import (
+    VACUITY_THRESHOLD,
+    CheckerInputError,
+    Counterexample,
+    Property,
+    Report,
+    SubjectError,
+    check,
+    check_exhaustive,
+)
+from .contract import ContractResult, assert_contract, check_contract
 from .registry import PROPERTIES, SUBJECTS, check_declared
 from .subjects import CplSolver, IpflMechanism, Settlement
 
 __all__ = [
     "PROPERTIES",
     "SUBJECTS",
+    "VACUITY_THRESHOLD",
+    "CheckerInputError",
+    "ContractResult",
     "Counterexample",
     "CplSolver",
     "IpflMechanism",
     "Property",
     "Report",
     "Settlement",
+    "SubjectError",
+    "assert_contract",
     "check",
+    "check_contract",
     "check_declared",
     "check_exhaustive",
+    "profiles",
 ]

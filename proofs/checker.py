@@ -2,34 +2,141 @@
 
 A :class:`Property` has a name, the statement, the paper reference, the exact preconditions, a
 Hypothesis strategy of instances that satisfy those preconditions (built in, not filtered) and
-a ``violation(subject, instance)`` function: 0 when the property holds on the instance, a
-positive amount when it fails (the amount also steers the search through
-``hypothesis.target``). :func:`check` runs the search and returns a :class:`Report`:
-"holds" (no counterexample in the budget) or "counterexample" with the shrunk instance,
-printable as code that re-runs it.
+a ``violation(subject, instance)`` function that returns
+
+* ``0`` when the property holds on the instance, a positive amount when it fails (the amount
+  also steers the search through ``hypothesis.target``); NaN counts as a failure, never a pass;
+* or a pair ``(violation, score)`` when another number should steer the search;
+* or ``None`` when the instance does not meet the preconditions and nothing was checked.
+
+**Evidence.** Every drawn example records whether it was *effective*: the violation function
+returned a number (preconditions met) AND called the subject (the checker hands the property
+a tracking wrapper of the subject and counts its method calls). A :class:`Report` carries both
+counts, ``examples`` (drawn) and ``effective`` (checked); when no counterexample turned up and
+fewer than :data:`VACUITY_THRESHOLD` of the drawn examples were checked, the verdict is
+``"vacuous"``, not ``"holds"``.
+
+**Errors.** An exception raised inside the subject (your rule, or the checker's validation of
+its output: shape, finite values, 0/1 adjacency) is an error *of the rule*: the verdict is
+``"error"`` with the message and the (shrunk) instance, never a counterexample.
 
 Subjects declare what they claim (``subject.declares``: property key -> True/False). The
-contract suite checks every declaration both ways: a property declared True must hold, one
-declared False must be broken by a counterexample the checker finds itself.
+contract suite (:func:`proofs.check_contract`) checks every declaration both ways: a property
+declared True must hold, one declared False must be broken by a counterexample the checker
+finds itself.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-__all__ = ["Counterexample", "Property", "Report", "check", "check_exhaustive"]
+from . import profiles
+
+__all__ = [
+    "FAMILIES",
+    "VACUITY_THRESHOLD",
+    "CheckerInputError",
+    "Counterexample",
+    "Property",
+    "Report",
+    "SubjectError",
+    "check",
+    "check_exhaustive",
+    "excess",
+]
+
+FAMILIES = ("ipfl", "cpl")
+VERDICTS = ("holds", "counterexample", "vacuous", "unsatisfiable", "error")
+
+# A "holds" verdict claims the evidence of its examples. Below half of the drawn examples
+# checked, the strategy spends most of the budget outside the preconditions: the drawn count
+# overstates the evidence more than twofold and the instances actually checked are a filtered
+# (unknown) distribution rather than the documented one. The built-in strategies build their
+# preconditions in, so their shares sit near 1 (tests/test_contract.py asserts none is
+# vacuous); 0.5 leaves room for preconditions that can only be tested on the instance (a
+# CPL baseline on the q_min floor) and still flags the 25 % share such a property once had.
+VACUITY_THRESHOLD = 0.5
+
+
+class CheckerInputError(ValueError):
+    """Bad argument to the checker. ``field`` names the argument."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class SubjectError(RuntimeError):
+    """The subject (a rule, a solver) raised while the checker evaluated it."""
+
+    def __init__(self, subject: str, method: str, exc: BaseException):
+        self.subject, self.method, self.original = subject, method, exc
+        super().__init__(f"{subject}.{method} raised {type(exc).__name__}: {exc}")
+
+
+def excess(amount: float, tolerance: float = 0.0) -> float:
+    """``max(0, amount - tolerance)`` that keeps NaN a failure (``inf``) instead of 0."""
+    out = float(amount) - float(tolerance)
+    return math.inf if math.isnan(out) else max(0.0, out)
+
+
+class _Tracked:
+    """Stands in for the subject inside a property: counts calls of its public methods and
+    turns any exception they raise into a :class:`SubjectError`."""
+
+    def __init__(self, subject):
+        object.__setattr__(self, "_subject", subject)
+        object.__setattr__(self, "calls", 0)
+
+    @property
+    def __class__(self):  # isinstance(tracked, IpflMechanism) stays true
+        return type(self._subject)
+
+    def __getattr__(self, name):
+        attr = getattr(self._subject, name)
+        if name.startswith("_") or not callable(attr) or isinstance(attr, type):
+            return attr
+
+        def call(*args, **kwargs):
+            object.__setattr__(self, "calls", self.calls + 1)
+            try:
+                return attr(*args, **kwargs)
+            except SubjectError:
+                raise
+            except Exception as exc:
+                raise SubjectError(_name(self._subject), name, exc) from exc
+
+        return call
+
+    def __repr__(self):
+        return repr(self._subject)
 
 
 @dataclass(frozen=True)
 class Property:
+    """A checkable statement.
+
+    key, name, statement, reference, preconditions : what it says, in the paper's words.
+    family : "ipfl" (subjects are :class:`proofs.IpflMechanism`) or "cpl" (:class:`CplSolver`).
+    instances : ``() -> hypothesis strategy`` of instances meeting the preconditions.
+    violation : ``(subject, instance) -> float | (float, score) | None`` (see module doc).
+    note : why a precondition-dropped variant fails, or other context.
+    sample : optional ``(rng, size) -> list of instances``: numpy draws from the same
+        distribution as ``instances`` (the batch engine's source).
+    batch : optional ``(subject, batch) -> (violations, effective)`` arrays over a batch
+        drawn by ``sample`` (vectorised evaluation; see :mod:`proofs.batch`).
+    """
+
     key: str
     name: str
     statement: str
@@ -37,35 +144,110 @@ class Property:
     preconditions: str
     family: str  # "ipfl" | "cpl": which subjects it applies to
     instances: Callable[[], st.SearchStrategy]
-    violation: Callable[[Any, Any], float]
+    violation: Callable[[Any, Any], Any]
     note: str = ""
+    sample: Callable | None = None
+    batch: Callable | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.key, str) or not self.key:
+            raise CheckerInputError("key", f"is {self.key!r}; must be a non-empty string")
+        if self.family not in FAMILIES:
+            raise CheckerInputError("family", f"is {self.family!r}; allowed: {FAMILIES}")
+        for name in ("instances", "violation"):
+            if not callable(getattr(self, name)):
+                raise CheckerInputError(name, f"must be callable, got "
+                                              f"{type(getattr(self, name)).__name__}")
+        for name in ("sample", "batch"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise CheckerInputError(name, "must be callable or None")
 
     def __repr__(self):
         return f"Property({self.key!r})"
 
-    def evaluate(self, subject, instance) -> tuple[float, float]:
-        """(violation, search score): ``violation`` may return the pair itself (a score such
-        as the liar's gain steers the search even while the property holds)."""
+    def evaluate(self, subject, instance) -> tuple[float, float] | None:
+        """(violation, search score), or None when the instance was not checked. NaN
+        violations become ``inf``: a NaN is a failure, never a pass."""
         out = self.violation(subject, instance)
-        if isinstance(out, tuple):
-            return float(out[0]), float(out[1])
-        return float(out), float(out)
+        if out is None:
+            return None
+        amount, score = out if isinstance(out, tuple) else (out, out)
+        amount, score = float(amount), float(score)
+        if math.isnan(amount):
+            amount = math.inf
+        if math.isnan(score):
+            score = 0.0
+        return amount, score
 
     def amount(self, subject, instance) -> float:
-        """How badly the property fails on ``instance`` (0: it holds)."""
-        return self.evaluate(subject, instance)[0]
+        """How badly the property fails on ``instance`` (0: it holds; NaN if not checked)."""
+        out = self.evaluate(subject, instance)
+        return math.nan if out is None else out[0]
+
+
+def _property_code(prop: Property) -> tuple[str, str]:
+    from .registry import PROPERTIES
+
+    if PROPERTIES.get(prop.key) is prop:
+        return "from proofs import PROPERTIES", f"PROPERTIES[{prop.key!r}]"
+    return "", f"...  # your Property {prop.key!r}"
+
+
+def _subject_code(subject) -> tuple[str, str]:
+    from .registry import SUBJECTS
+
+    name = _name(subject)
+    if SUBJECTS.get(name) is subject:
+        return "from proofs import SUBJECTS", f"SUBJECTS[{name!r}]"
+    if hasattr(subject, "code"):
+        out = subject.code()
+        if out is not None:
+            return out
+    return "", f"...  # your subject {name!r}"
 
 
 @dataclass(frozen=True)
 class Counterexample:
+    """A (minimal) instance on which ``property`` fails for ``subject``."""
+
     instance: Any
     violation: float
     property: Property
     subject: Any
+    engine: str = "hypothesis"
+
+    def instance_code(self) -> str:
+        """Python that rebuilds the instance as ``case`` (``instance.code()`` if it has one)."""
+        if hasattr(self.instance, "code"):
+            return self.instance.code()
+        return f"case = {self.instance!r}"
 
     def code(self) -> str:
-        """Python that rebuilds the instance (``instance.code()`` where it has one)."""
-        return self.instance.code() if hasattr(self.instance, "code") else repr(self.instance)
+        """A pasteable pytest regression test: imports, the instance, and an assertion that
+        the property still fails on it (names of your own subject/property are left as
+        ``...`` placeholders when they cannot be imported)."""
+        imports = ["import numpy as np", "", "from mechanisms import cpl, ipfl"]
+        cls = type(self.instance)
+        if hasattr(self.instance, "code") and cls.__module__.startswith("proofs"):
+            imports.append(f"from {cls.__module__} import {cls.__name__}")
+        pimp, pexpr = _property_code(self.property)
+        simp, sexpr = _subject_code(self.subject)
+        for imp in (pimp, simp):
+            if imp and imp not in imports:
+                imports.append(imp)
+        sname = "".join(ch if ch.isalnum() else "_" for ch in _name(self.subject))
+        body = "\n".join("    " + line if line.strip() else "" for line in
+                         self.instance_code().splitlines())
+        return (
+            "\n".join(imports) + "\n\n\n"
+            f"def test_{self.property.key}_{sname}_counterexample():\n"
+            f"    # found by proofs.check (engine {self.engine!r}); violation "
+            f"{self.violation!r}\n"
+            f"{body}\n"
+            f"    prop = {pexpr}\n"
+            f"    subject = {sexpr}\n"
+            f"    assert prop.amount(subject, case) > 0\n"
+        )
 
     def rerun(self) -> float:
         """Evaluate the property on the instance again; > 0 means it still fails."""
@@ -74,31 +256,63 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Report:
+    """What one check found, and how much evidence it rests on.
+
+    verdict : "holds", "counterexample", "vacuous" (fewer than VACUITY_THRESHOLD of the
+        drawn examples checked), "unsatisfiable" or "error" (the subject raised).
+    examples : instances drawn (up to the first failure; shrinking excluded).
+    effective : of those, instances on which the property evaluated the subject.
+    first_failure : 1-based index, among the drawn, of the first failing instance (None if
+        none); it moves with the budget and the seed.
+    engine : "hypothesis", "batch" or "exhaustive": which engine produced the verdict.
+    """
+
     property: Property
     subject: str
-    verdict: str  # "holds" | "counterexample" | "unsatisfiable"
-    examples: int  # instances evaluated before the verdict (shrinking excluded)
+    verdict: str
+    examples: int
     seconds: float
     max_examples: int
     counterexample: Counterexample | None = None
-    exhaustive: bool = False
+    engine: str = "hypothesis"
+    effective: int = 0
+    first_failure: int | None = None
+    error: str | None = None
+    error_instance: Any = None
     extra: dict = field(default_factory=dict)
 
     @property
     def holds(self) -> bool:
         return self.verdict == "holds"
 
+    @property
+    def exhaustive(self) -> bool:
+        return self.engine == "exhaustive"
+
+    @property
+    def effective_share(self) -> float:
+        return self.effective / self.examples if self.examples else 0.0
+
+    @property
+    def effective_per_second(self) -> float:
+        return self.effective / self.seconds if self.seconds > 0 else math.inf
+
     def row(self) -> dict:
         return {
             "property": self.property.name,
+            "key": self.property.key,
             "reference": self.property.reference,
             "preconditions": self.property.preconditions,
             "subject": self.subject,
             "verdict": self.verdict,
-            "examples": self.examples,
-            "search": "exhaustive" if self.exhaustive else "hypothesis",
+            "drawn": self.examples,
+            "effective": self.effective,
+            "engine": self.engine,
+            "seconds": round(self.seconds, 2),
+            "first_failure": self.first_failure,
             "counterexample": None if self.counterexample is None
             else self.counterexample.code(),
+            "error": self.error,
         }
 
 
@@ -106,64 +320,169 @@ def _name(subject) -> str:
     return getattr(subject, "name", repr(subject))
 
 
-def check(subject, prop: Property, *, max_examples: int = 200, seed: int | None = 0,
-          tolerance: float = 0.0, deadline=None) -> Report:
+def _validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
+    if not isinstance(prop, Property):
+        raise CheckerInputError("prop", f"must be a proofs.Property, got {type(prop).__name__}")
+    family = getattr(subject, "family", None)
+    if family != prop.family:
+        raise CheckerInputError(
+            "subject", f"{_name(subject)!r} is a {family!r} subject but property "
+                       f"{prop.key!r} is about {prop.family!r} subjects")
+    if max_examples is None:
+        max_examples = profiles.budget()
+    if (isinstance(max_examples, bool) or not isinstance(max_examples, numbers.Integral)
+            or max_examples < 1):
+        raise CheckerInputError("max_examples", f"is {max_examples!r}; must be an integer "
+                                                ">= 1 (None: the active profile's budget)")
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError) as exc:
+        raise CheckerInputError("tolerance", f"is {tolerance!r}; must be a number") from exc
+    if not math.isfinite(tol) or tol < 0:
+        raise CheckerInputError("tolerance", f"is {tolerance!r}; must be finite and >= 0")
+    return int(max_examples), tol
+
+
+class _Tally:
+    """Drawn and effective counts up to the first failure."""
+
+    def __init__(self):
+        self.drawn = 0
+        self.effective = 0
+        self.first_failure: int | None = None
+
+    def record(self, checked: bool, failed: bool):
+        if self.first_failure is not None:
+            return  # shrinking
+        self.drawn += 1
+        self.effective += int(checked)
+        if failed:
+            self.first_failure = self.drawn
+
+
+def evaluate_once(subject, prop: Property, instance) -> tuple[float | None, float, bool]:
+    """(violation or None, score, effective) of one instance; raises SubjectError."""
+    tracked = _Tracked(subject)
+    out = prop.evaluate(tracked, instance)
+    if out is None:
+        return None, 0.0, False
+    return out[0], out[1], tracked.calls > 0
+
+
+def _verdict(found_failure: bool, tally: _Tally) -> str:
+    if found_failure:
+        return "counterexample"
+    if tally.effective == 0 or tally.effective < VACUITY_THRESHOLD * tally.drawn:
+        return "vacuous"
+    return "holds"
+
+
+def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
+          tolerance: float = 0.0, deadline=None, engine: str = "hypothesis") -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
-    ``seed`` fixes Hypothesis' randomness (None: random); the example database is off, so the
-    same call gives the same report in any process.
+    max_examples : instances to draw; None takes the active Hypothesis profile's budget
+        (``HYPOTHESIS_PROFILE``, see :mod:`proofs.profiles`).
+    seed : fixes the randomness (None: random); the example database is off, so the same call
+        gives the same report in any process.
+    tolerance : a violation counts only above it (finite, >= 0).
+    engine : "hypothesis" (targeted search, shrinking).
     """
-    found: list = []
-    count = {"n": 0, "first_fail": None}
+    max_examples, tolerance = _validate(subject, prop, max_examples, tolerance)
+    if engine != "hypothesis":
+        raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis'")
+    return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
 
+
+class _Failed(AssertionError):
+    pass
+
+
+def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:
+    found: list = []
+    errors: list = []
+    tally = _Tally()
+
+    # the phases are fixed (a profile without shrinking must not turn it off silently);
+    # the budget comes from the argument, resolved from the active profile by check()
     @settings(max_examples=max_examples, deadline=deadline, database=None,
-              suppress_health_check=list(HealthCheck),
+              suppress_health_check=list(HealthCheck), derandomize=False,
+              phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink],
               print_blob=False, report_multiple_bugs=False)
     @given(prop.instances())
     def search(instance):
-        count["n"] += 1
-        amount, score = prop.evaluate(subject, instance)
+        try:
+            amount, score, effective = evaluate_once(subject, prop, instance)
+        except SubjectError as exc:
+            tally.record(True, True)
+            errors.append((instance, exc))
+            raise
+        if amount is None:
+            tally.record(False, False)
+            return
         target(score, label="score")
-        if amount > tolerance:
-            if count["first_fail"] is None:
-                count["first_fail"] = count["n"]
+        failed = amount > tolerance
+        tally.record(effective, failed)
+        if failed:
             found.append((instance, amount))  # the last one is Hypothesis' shrunk instance
-            raise AssertionError(f"{prop.key} violated by {amount}")
+            raise _Failed(f"{prop.key} violated by {amount}")
 
     if seed is not None:
         search = hypothesis_seed(seed)(search)
     t0 = time.perf_counter()
+    error = error_instance = None
     try:
         search()
-        verdict = "holds"
-    except AssertionError:
+        verdict = None
+    except _Failed:
         verdict = "counterexample"
+    except SubjectError as exc:
+        verdict, error = "error", str(exc)
+        error_instance = errors[-1][0] if errors else None
     except Unsatisfiable:
         verdict = "unsatisfiable"
     seconds = time.perf_counter() - t0
+    if verdict is None:
+        verdict = _verdict(False, tally)
     ce = None
     if verdict == "counterexample" and found:
         instance, amount = found[-1]
         ce = Counterexample(instance=instance, violation=amount, property=prop, subject=subject)
-    examples = count["first_fail"] if count["first_fail"] is not None else count["n"]
-    return Report(property=prop, subject=_name(subject), verdict=verdict, examples=examples,
-                  seconds=seconds, max_examples=max_examples, counterexample=ce)
+    return Report(property=prop, subject=_name(subject), verdict=verdict,
+                  examples=tally.drawn, effective=tally.effective, seconds=seconds,
+                  max_examples=max_examples, counterexample=ce, engine="hypothesis",
+                  first_failure=tally.first_failure, error=error,
+                  error_instance=error_instance)
 
 
 def check_exhaustive(subject, prop: Property, instances: Iterable, *,
                      tolerance: float = 0.0) -> Report:
     """Evaluate ``prop`` on every instance of a finite grid (tiny markets); the first failure
     is the counterexample."""
+    _, tolerance = _validate(subject, prop, 1, tolerance)
     t0 = time.perf_counter()
-    n = 0
+    tally = _Tally()
     for instance in instances:
-        n += 1
-        amount = prop.amount(subject, instance)
-        if amount > tolerance:
+        try:
+            amount, _, effective = evaluate_once(subject, prop, instance)
+        except SubjectError as exc:
+            tally.record(True, True)
+            return Report(property=prop, subject=_name(subject), verdict="error",
+                          examples=tally.drawn, effective=tally.effective,
+                          seconds=time.perf_counter() - t0, max_examples=tally.drawn,
+                          engine="exhaustive", first_failure=tally.first_failure,
+                          error=str(exc), error_instance=instance)
+        failed = amount is not None and amount > tolerance
+        tally.record(amount is not None and effective, failed)
+        if failed:
             ce = Counterexample(instance=instance, violation=amount, property=prop,
-                                subject=subject)
+                                subject=subject, engine="exhaustive")
             return Report(property=prop, subject=_name(subject), verdict="counterexample",
-                          examples=n, seconds=time.perf_counter() - t0, max_examples=n,
-                          counterexample=ce, exhaustive=True)
-    return Report(property=prop, subject=_name(subject), verdict="holds", examples=n,
-                  seconds=time.perf_counter() - t0, max_examples=n, exhaustive=True)
+                          examples=tally.drawn, effective=tally.effective,
+                          seconds=time.perf_counter() - t0, max_examples=tally.drawn,
+                          counterexample=ce, engine="exhaustive",
+                          first_failure=tally.first_failure)
+    return Report(property=prop, subject=_name(subject), verdict=_verdict(False, tally),
+                  examples=tally.drawn, effective=tally.effective,
+                  seconds=time.perf_counter() - t0, max_examples=tally.drawn,
+                  engine="exhaustive")

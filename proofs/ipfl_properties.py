@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 
-from .checker import Property
+from .checker import Property, excess
 from .strategies import ipfl_instances, misreports
 
 __all__ = ["IPFL_PROPERTIES", "IpflCase", "tiny_markets"]
@@ -26,7 +26,18 @@ def _arr(a) -> str:
 
 @dataclass(frozen=True, eq=False)
 class IpflCase:
-    """A market, a distance matrix and, for misreport properties, who lies and how."""
+    """One instance of an iPFL property.
+
+    market : the truthful :class:`mechanisms.ipfl.Market`.
+    D : (m, m) model distances d_ij.
+    client : the client the property singles out (the liar for misreport properties, the
+        one whose N grows for Thm 3), or None.
+    factor : how the liar misreports (c_i -> c_i * factor + factor - 1 for Lemma 1 / Thm 2;
+        N_i -> N_i * factor for truthfulness in N), or None.
+    perm : the relabelling of clients for permutation equivariance, or None.
+
+    ``code()`` is Python that rebuilds it as ``case`` (needs numpy as np, ipfl, IpflCase).
+    """
 
     market: ipfl.Market
     D: np.ndarray
@@ -40,12 +51,14 @@ class IpflCase:
         rows = ",\n     ".join(_arr(r) for r in D)
         s = (f"market = ipfl.Market(N={_arr(mk.N)}, c={_arr(mk.c)}, K={_arr(mk.K)}, "
              f"lam={mk.lam!r})\nD = np.array([{rows}])")
+        args = ["market", "D"]
         if self.client is not None:
-            s += (f"\nclient = {self.client}" if self.factor is None
-                  else f"\nclient, factor = {self.client}, {self.factor!r}")
+            args.append(f"client={self.client}")
+        if self.factor is not None:
+            args.append(f"factor={self.factor!r}")
         if self.perm is not None:
-            s += f"\nperm = {self.perm.tolist()}"
-        return s
+            args.append(f"perm=np.array({np.asarray(self.perm).tolist()})")
+        return s + f"\ncase = IpflCase({', '.join(args)})"
 
     def __repr__(self):
         return self.code()
@@ -56,7 +69,8 @@ def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, t
     @st.composite
     def build(draw):
         market, D = draw(ipfl_instances(negative_distances=negative, positive_distances=positive,
-                                        symmetric=None, max_m=max_m))
+                                        symmetric=None, max_m=max_m,
+                                        distinct=perm and not ties))
         if lam_min > 0 and market.lam < lam_min:
             market = market.replace(lam=draw(st.floats(lam_min, 5.0)))
         if ties and market.m >= 3:
@@ -92,12 +106,12 @@ def _scale(s) -> float:
 
 def budget_balance(subject, case):
     s = _settle(subject, case)
-    return max(0.0, abs(float(s.payments.sum())) - _TOL * _scale(s))
+    return excess(abs(float(s.payments.sum())), _TOL * _scale(s))
 
 
 def individual_rationality(subject, case):
     s = _settle(subject, case, allow_negative=True)
-    return max(0.0, -float(s.utilities.min()) - _TOL * _scale(s))
+    return excess(-float(s.utilities.min()), _TOL * _scale(s))
 
 
 def local_optimality(subject, case):
@@ -124,7 +138,7 @@ def thm2_no_gain_from_overstating_c(subject, case):
     lied = subject.settle(_overstate_c(case), case.D)
     i = case.client
     gain = float(lied.utilities[i] - honest.utilities[i])
-    return max(0.0, gain - _TOL * _scale(honest)), gain  # the gain steers the search
+    return excess(gain, _TOL * _scale(honest)), gain  # the gain steers the search
 
 
 def thm3_isolation(subject, case):
@@ -152,7 +166,7 @@ def global_optimality(subject, case):
                 val = float(P[i, idx].sum() - mk.gain.value(mk.N[idx].sum(), mk.K[i], mk.N[i]))
                 best = min(best, val)
         worst = max(worst, float(got[i]) - best)
-    return max(0.0, worst - _TOL * _scale(s))
+    return excess(worst, _TOL * _scale(s))
 
 
 def permutation_equivariance(subject, case):
@@ -162,7 +176,7 @@ def permutation_equivariance(subject, case):
     s = subject.settle(permuted, np.asarray(case.D)[np.ix_(pi, pi)])
     mismatched = float(np.sum(s.adjacency != base.adjacency[np.ix_(pi, pi)]))
     gap = float(np.max(np.abs(s.payments - base.payments[pi])))
-    return mismatched + max(0.0, gap - 1e-7 * _scale(base))
+    return mismatched + excess(gap, 1e-7 * _scale(base))
 
 
 def truthful_in_N(subject, case):
@@ -172,7 +186,7 @@ def truthful_in_N(subject, case):
     N_hat[i] = mk.N[i] * case.factor
     lied = subject.settle(mk.replace(N=N_hat, true_N=mk.N), case.D)
     gain = float(lied.utilities[i] - honest.utilities[i])
-    return max(0.0, gain - _TOL * _scale(honest)), gain  # the gain steers the search
+    return excess(gain, _TOL * _scale(honest)), gain  # the gain steers the search
 
 
 # ---------------------------------------------------------------------------- the list

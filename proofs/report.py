@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from .checker import Report, check, check_exhaustive
+from .checker import Report, check_exhaustive
+from .contract import contract_check
 from .ipfl_properties import tiny_markets
 from .registry import PROPERTIES, SUBJECTS
 
@@ -33,9 +34,9 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
                 continue
             if progress is not None:
                 progress(sname, key)
-            report = check(subject, PROPERTIES[key], max_examples=examples, seed=seed)
-            out.append((report, report.holds if declared else
-                        report.verdict == "counterexample"))
+            result = contract_check(subject, PROPERTIES[key], declared, max_examples=examples,
+                                    seed=seed)
+            out.append((result.report, result.as_declared))
             if exhaustive and key in EXHAUSTIVE:
                 # a claimed property must hold on every grid market; a property known to fail
                 # may still hold on the small grid (its counterexamples can need more clients)
@@ -52,31 +53,31 @@ def frame(results) -> pd.DataFrame:
             if report.subject in SUBJECTS else None
         row["declared"] = {True: "holds", False: "fails", None: "-"}[declared]
         row["as_declared"] = ok
-        row["seconds"] = round(report.seconds, 2)
         rows.append(row)
     cols = ["property", "reference", "preconditions", "subject", "declared", "verdict",
-            "as_declared", "search", "examples", "seconds", "counterexample"]
+            "as_declared", "engine", "drawn", "effective", "seconds", "counterexample"]
     return pd.DataFrame(rows)[cols]
 
 
 def markdown(results) -> str:
     df = frame(results)
-    lines = ["| property | reference | preconditions | subject | declared | verdict | search "
-             "| examples |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| property | reference | preconditions | subject | declared | verdict | engine "
+             "| drawn | effective | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples(index=False):
         lines.append(f"| {r.property} | {r.reference} | {r.preconditions} | {r.subject} | "
                      f"{r.declared} | {r.verdict}{'' if r.as_declared else ' (NOT AS DECLARED)'}"
-                     f" | {r.search} | {r.examples} |")
-    if (df.search == "exhaustive").any():
+                     f" | {r.engine} | {r.drawn} | {r.effective} | {r.seconds} |")
+    if (df.engine == "exhaustive").any():
         lines += ["", "Exhaustive rows check every 3-client market of the grid "
                   f"{TINY_GRID}. A property known to fail can still hold on that grid when its "
                   "counterexamples need more clients (Box 2 breaks Eq. 11 only for a buyer "
                   "with at least three candidate sellers)."]
     ces = [r for r in df.itertuples(index=False) if isinstance(r.counterexample, str)]
     if ces:
-        lines += ["", "## Counterexamples (minimal instances found by the checker)", ""]
+        lines += ["", "## Counterexamples (minimal instances found by the checker)", "",
+                  "Each is a pytest regression test: paste it into a test file and it passes "
+                  "while the property still fails on the instance.", ""]
         for r in ces:
-            lines += [f"### {r.property} — {r.subject}", "", "```text",
-                      "import numpy as np", "from mechanisms import cpl, ipfl",
+            lines += [f"### {r.property} — {r.subject} ({r.engine})", "", "```text",
                       r.counterexample, "```", ""]
     return "\n".join(lines) + "\n"

@@ -48,15 +48,26 @@ def ipfl_markets(
     integer_N: bool = True,
     pure_roles: bool = True,
     gain="sqrt",
+    distinct: bool = False,
 ):
-    """A truthful iPFL market. With ``pure_roles``, some clients are pure buyers (c = inf)
-    or pure sellers (K = 0)."""
+    """A truthful iPFL market (:class:`mechanisms.ipfl.Market`).
+
+    m : number of clients (default: drawn in [min_m, max_m]).
+    integer_N : N_i integers in [20, 2000] (else floats in the same range).
+    pure_roles : some clients are pure buyers (c = inf) or pure sellers (K = 0).
+    gain : the gain function (default the paper's sqrt gain).
+    distinct : no two clients share N_i (so no two clients are identical and thresholds
+        cannot tie between them; the permutation property's precondition, built in).
+
+    K_i in [1e3, 1e6], c_i in [0, 5], lam in [0, 5].
+    """
     if m is None:
         m = draw(st.integers(min_m, max_m))
     if integer_N:
-        N = draw(st.lists(st.integers(20, 2000), min_size=m, max_size=m))
+        N = draw(st.lists(st.integers(20, 2000), min_size=m, max_size=m, unique=distinct))
     else:
-        N = draw(st.lists(st.floats(20.0, 2000.0, **_finite), min_size=m, max_size=m))
+        N = draw(st.lists(st.floats(20.0, 2000.0, **_finite), min_size=m, max_size=m,
+                          unique=distinct))
     K = draw(st.lists(st.floats(1e3, 1e6, **_finite), min_size=m, max_size=m))
     c = draw(st.lists(st.floats(0.0, 5.0, **_finite), min_size=m, max_size=m))
     if pure_roles:
@@ -100,12 +111,22 @@ def permutations(m: int):
 
 @st.composite
 def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
-              large_v: bool = False, budget: str = "binding"):
-    """A CPL game. ``budget``: "binding" (between the q_min and q_max spends), "slack" (above
-    the q_max spend) or "any". With ``large_v`` some v_n are large enough to turn prices
-    negative."""
+              large_v: bool = False, budget: str = "binding", positive_budget: bool = False):
+    """A CPL game (:class:`mechanisms.cpl.Game`).
+
+    n : number of clients (default: drawn in [min_n, max_n]).
+    large_v : some v_n are large enough to turn prices negative.
+    budget : "binding" (strictly between the q_min and the q_max spend: the budget binds;
+        slack only in the degenerate box q_max = q_min), "slack" (above the q_max spend) or
+        "any" (either, half and half).
+    positive_budget : B > 0 (with "binding": between max(0, q_min spend) and the q_max spend;
+        when valuations make the q_max spend negative they are scaled down until it is
+        positive, so the precondition is built in rather than filtered).
+    """
     from mechanisms import cpl
 
+    if budget not in ("binding", "slack", "any"):
+        raise ValueError(f"budget: unknown {budget!r}; allowed: 'binding', 'slack', 'any'")
     if n is None:
         n = draw(st.integers(min_n, max_n))
     a = draw(st.lists(st.floats(0.05, 1.0, **_finite), min_size=n, max_size=n))
@@ -122,13 +143,20 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
         q_max = draw(st.floats(q_min, 1.0, **_finite))
     game = cpl.Game(a=a, G=G, c=c, v=v, budget=0.0, alpha=draw(st.floats(0.1, 3.0)),
                     R=draw(st.integers(10, 500)), q_min=q_min, q_max=q_max)
+    if positive_budget:
+        qm = np.asarray(game.q_max)
+        cost = float(np.sum(2.0 * game.c * qm**2))
+        value = float(np.sum(game.v * game.K / qm))
+        if value >= 0.5 * cost:  # scale the valuations so that the q_max spend is > 0
+            game = game.replace(v=np.asarray(game.v) * (0.5 * cost / value))
     lo = cpl.spend(game, np.full(n, q_min))
     hi = cpl.spend(game, game.q_max)
+    if positive_budget:
+        lo = max(lo, 0.0)
     frac = draw(st.floats(0.01, 0.99))
-    if budget == "binding" and hi - lo > 1e-9 * max(1.0, abs(hi)):
+    binding = budget == "binding" or (budget == "any" and draw(st.booleans()))
+    if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
         B = lo + frac * (hi - lo)
-    elif budget == "slack":
-        B = hi + frac * (abs(hi) + 1.0)
     else:
-        B = lo + frac * (hi - lo) if draw(st.booleans()) else hi + frac * (abs(hi) + 1.0)
+        B = hi + frac * (abs(hi) + 1.0)
     return game.replace(budget=B)

@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from mechanisms import cpl, ipfl
 
 __all__ = ["CplSolver", "IpflMechanism", "Settlement"]
 
 Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
+
+
+def _importable(f) -> tuple[str, str] | None:
+    """(import line, name) for a module-level function, else None."""
+    mod, qual = getattr(f, "__module__", None), getattr(f, "__qualname__", "")
+    if not mod or mod == "__main__" or "<" in qual or "." in qual:
+        return None
+    return f"from {mod} import {qual}", qual
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,6 +39,8 @@ class IpflMechanism:
     declares : property key -> True (claimed) / False (known not to hold).
     """
 
+    family: ClassVar[str] = "ipfl"
+
     name: str
     rule: str | Callable = "local"
     remittances: Callable | None = None
@@ -41,6 +52,24 @@ class IpflMechanism:
         ipfl.resolve("rule", self.rule)
         ipfl.resolve("payments", self.money)
         ipfl.resolve("prices", self.prices)
+
+    def code(self) -> tuple[str, str] | None:
+        """(imports, expression) that rebuild this mechanism, when every rule is a built-in
+        name or an importable module-level function; None otherwise."""
+        parts, imports = [repr(self.name)], ["from proofs import IpflMechanism"]
+        for key in ("rule", "remittances", "payments", "prices"):
+            f = getattr(self, key)
+            if f is None or (key == "prices" and f == "paper"):
+                continue
+            if isinstance(f, str):
+                parts.append(f"{key}={f!r}")
+                continue
+            got = _importable(f)
+            if got is None:
+                return None
+            imports.append(got[0])
+            parts.append(f"{key}={got[1]}")
+        return "\n".join(imports), f"IpflMechanism({', '.join(parts)})"
 
     @property
     def money(self):
@@ -56,6 +85,8 @@ class IpflMechanism:
 @dataclass(frozen=True, eq=False)
 class CplSolver:
     """A CPL equilibrium solver by name (see :func:`mechanisms.cpl.solve`)."""
+
+    family: ClassVar[str] = "cpl"
 
     name: str
     method: str = "bisection"

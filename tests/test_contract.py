@@ -1,17 +1,26 @@
 """The contract suite: every property every subject declares, checked both ways.
 
-Declared True: no counterexample in the budget. Declared False: the checker finds one by itself
-(fixed seed, fixed budget), and the shrunk instance re-runs as a failure.
+Declared True: "holds" on the active profile's budget, with most drawn examples actually
+checked (a vacuous search fails). Declared False: the checker finds a counterexample by itself
+(fixed seed), the shrunk instance re-runs as a failure, and the property really evaluated the
+subject on it.
 """
 
-import os
-
+import numpy as np
 import pytest
 
-from proofs import SUBJECTS, check_declared
-
-BUDGET = {"dev": 60, "ci": 150, "nightly": 100_000}.get(
-    os.environ.get("HYPOTHESIS_PROFILE", "dev"), 60)
+from proofs import (
+    PROPERTIES,
+    SUBJECTS,
+    VACUITY_THRESHOLD,
+    IpflMechanism,
+    Property,
+    assert_contract,
+    check,
+    check_declared,
+    profiles,
+)
+from proofs.checker import evaluate_once
 
 CASES = [
     pytest.param(s, k, id=f"{s}-{k}")
@@ -23,18 +32,22 @@ CASES = [
 @pytest.mark.parametrize(("subject", "key"), CASES)
 def test_declared_property(subject, key):
     subj = SUBJECTS[subject]
-    report, as_declared = check_declared(subj, key, max_examples=BUDGET, seed=0)
+    report, as_declared = check_declared(subj, key, seed=0)
     declared = subj.declares[key]
-    detail = report.counterexample.code() if report.counterexample else ""
+    detail = report.counterexample.code() if report.counterexample else (report.error or "")
     assert as_declared, f"{subject}/{key}: declared {declared}, got {report.verdict}\n{detail}"
-    if not declared:
-        assert report.counterexample.rerun() > 0  # the shrunk instance still breaks it
-        assert report.examples <= BUDGET
+    if declared:
+        assert report.examples == profiles.budget()  # the whole budget was drawn
+        assert report.effective >= VACUITY_THRESHOLD * report.examples
+    else:
+        ce = report.counterexample
+        assert ce.rerun() > 0  # the shrunk instance still breaks it
+        amount, _, effective = evaluate_once(subj, PROPERTIES[key], ce.instance)
+        assert effective and amount > 0  # ... on an instance where the subject was checked
+        assert 1 <= report.first_failure <= report.examples
 
 
 def test_every_property_is_declared_somewhere():
-    from proofs import PROPERTIES
-
     declared = {k for s in SUBJECTS.values() for k in s.declares}
     assert declared == set(PROPERTIES)
 
@@ -45,7 +58,54 @@ def test_checker_is_reproducible_across_processes():
 
     code = ("from proofs import SUBJECTS, check_declared;"
             "r, _ = check_declared(SUBJECTS['local'], 'truthful_N', max_examples=50, seed=3);"
-            "print(r.examples); print(r.counterexample.code())")
+            "print(r.first_failure); print(r.counterexample.code())")
     a = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     r, _ = check_declared(SUBJECTS["local"], "truthful_N", max_examples=50, seed=3)
-    assert a.stdout == f"{r.examples}\n{r.counterexample.code()}\n"
+    assert a.stdout == f"{r.first_failure}\n{r.counterexample.code()}\n"
+
+
+# ----------------------------------------------------------------- the evidence protocol
+
+
+def _ipfl_prop(violation, key="custom"):
+    base = PROPERTIES["budget_balance"]
+    return Property(key, "custom", "-", "-", "-", "ipfl", base.instances, violation)
+
+
+def test_a_property_that_never_calls_the_subject_is_vacuous():
+    prop = _ipfl_prop(lambda subject, case: 0.0)
+    r = check(SUBJECTS["local"], prop, max_examples=20)
+    assert r.verdict == "vacuous" and r.effective == 0 and r.examples == 20
+
+
+def test_a_property_that_skips_most_draws_is_vacuous():
+    calls = []
+
+    def mostly_skips(subject, case):
+        calls.append(1)
+        if len(calls) % 4:  # the precondition is met on one draw in four
+            return None
+        subject.settle(case.market, case.D)
+        return 0.0
+
+    r = check(SUBJECTS["local"], _ipfl_prop(mostly_skips), max_examples=60)
+    assert r.verdict == "vacuous"
+    assert 0 < r.effective < VACUITY_THRESHOLD * r.examples
+
+
+def test_contract_fails_on_a_vacuous_claim():
+    prop = _ipfl_prop(lambda subject, case: 0.0, key="free_lunch")
+    subject = IpflMechanism("x", "local", declares={"free_lunch": True})
+    with pytest.raises(AssertionError, match="vacuous"):
+        assert_contract(subject, extra={prop: True}, max_examples=10)
+
+
+def test_contract_accepts_user_properties_both_ways():
+    def zero_payments(subject, case):
+        return float(np.abs(subject.settle(case.market, case.D).payments).max())
+
+    prop = _ipfl_prop(zero_payments, key="no_money_moves")
+    subject = IpflMechanism("y", "local", declares={"budget_balance": True,
+                                                    "no_money_moves": False})
+    results = assert_contract(subject, extra={prop: False}, max_examples=40)
+    assert [r.report.verdict for r in results] == ["holds", "counterexample"]

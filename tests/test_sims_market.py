@@ -130,7 +130,7 @@ def test_cli_prove_writes_markdown_with_counterexample(tmp_path, capsys):
     assert "Truthfulness in the data amount" in text and "counterexample" in text
     assert "exhaustive" in text  # budget balance also checked on the tiny-market grid
     out = capsys.readouterr().out
-    assert "checks as declared" in out and "client, factor" in out
+    assert "checks as declared" in out and "case = IpflCase(market, D, client=" in out
 
 
 def test_cli_prove_unknown_property(capsys):

@@ -199,10 +199,19 @@ def clear(
     if rule_fn is not None:
         A = np.asarray(rule_fn(market, D, T, P))
         if A.shape != (m, m):
-            raise MarketInputError("rule", f"returned shape {A.shape}, expected ({m}, {m})")
-        A = A.astype(bool)
+            raise MarketInputError("rule", f"{rule_label} returned shape {A.shape}, "
+                                           f"expected ({m}, {m})")
+        if A.dtype != bool:  # NaN would cast to True: only 0/1 entries pass
+            vals = _check_output("rule", A, ((m, m),))
+            bad = (vals != 0) & (vals != 1)
+            if bad.any():
+                i, j = np.argwhere(bad)[0]
+                raise MarketInputError("rule", f"{rule_label} returned a_{i}{j} = "
+                                               f"{vals[i, j]!r}; adjacency entries are 0/1")
+            A = vals.astype(bool)
         if np.diagonal(A).any():
-            raise MarketInputError("rule", "returned a client buying its own model")
+            raise MarketInputError("rule", f"{rule_label} returned a client buying its own "
+                                           "model")
         method = "custom"
     elif rule_label == "box2":
         A = selection.box2(T, market.N)
@@ -219,7 +228,8 @@ def clear(
         method = "+".join(used) if used else "none"
     money_out = _check_output("payments", pay_fn(market, A, D), ((m, m), (m,)))
     if not np.isfinite(money_out).all():
-        raise MarketInputError("payments", "returned NaN or inf; money must be finite")
+        raise MarketInputError("payments", f"{pay_label} returned NaN or inf; money must be "
+                                           "finite")
     if money_out.ndim == 2:
         R = money_out
         p = money.payments(R)

@@ -1,0 +1,114 @@
+"""The contract check: every property a subject declares, checked both ways.
+
+Declared True (claimed): the verdict must be "holds" (a counterexample, an error or a vacuous
+search all break the contract). Declared False (known not to hold): the checker must find a
+counterexample by itself, and the shrunk instance must fail again when re-run.
+
+Use it in your own test suite::
+
+    from proofs import IpflMechanism, assert_contract
+    mine = IpflMechanism("mine", my_rule, declares={"budget_balance": True})
+    def test_my_rule_keeps_its_promises():
+        assert_contract(mine, extra={my_property: True})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .checker import CheckerInputError, Property, Report, check
+
+__all__ = ["FALSIFY_FACTOR", "ContractResult", "assert_contract", "check_contract", "resolve"]
+
+# A property declared NOT to hold is a search target, not evidence: its search stops at the
+# first failure, so it may draw up to this many times the budget (time is spent only until the
+# counterexample turns up; the report still says where).
+FALSIFY_FACTOR = 10
+
+
+@dataclass(frozen=True)
+class ContractResult:
+    report: Report
+    declared: bool
+
+    @property
+    def as_declared(self) -> bool:
+        if self.declared:
+            return self.report.verdict == "holds"
+        ce = self.report.counterexample
+        return self.report.verdict == "counterexample" and ce is not None and ce.rerun() > 0
+
+    def describe(self) -> str:
+        r = self.report
+        what = "claimed" if self.declared else "declared not to hold"
+        s = (f"{r.subject}/{r.property.key} ({what}): {r.verdict}, {r.effective} of "
+             f"{r.examples} drawn examples checked, engine {r.engine}")
+        if r.error:
+            s += f"\n  error: {r.error}"
+        if r.counterexample is not None and self.declared:
+            s += "\n" + r.counterexample.code()
+        return s
+
+
+def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
+    """(property, declared) for every declaration of ``subject`` plus ``extra``.
+
+    ``extra``: a mapping ``Property -> bool`` or pairs ``(Property, bool)``; a key in
+    ``subject.declares`` that is not a built-in property must come with its Property here.
+    """
+    from .registry import PROPERTIES
+
+    pairs: list[tuple[Property, bool]] = []
+    items = extra.items() if isinstance(extra, Mapping) else (extra or ())
+    given = {}
+    for prop, declared in items:
+        if not isinstance(prop, Property):
+            raise CheckerInputError("extra", f"keys must be proofs.Property objects, got "
+                                             f"{type(prop).__name__}")
+        if not isinstance(declared, bool):
+            raise CheckerInputError("extra", f"{prop.key}: declared must be True or False, "
+                                             f"got {declared!r}")
+        given[prop.key] = (prop, declared)
+    for key, declared in dict(getattr(subject, "declares", {})).items():
+        if key in given:
+            continue
+        if key not in PROPERTIES:
+            raise CheckerInputError("declares", f"unknown property {key!r}; pass your own "
+                                                "Property in extra=")
+        pairs.append((PROPERTIES[key], bool(declared)))
+    pairs.extend(given.values())
+    return pairs
+
+
+def check_contract(subject, extra=None, *, max_examples: int | None = None, seed: int = 0,
+                   engine: str = "hypothesis", tolerance: float = 0.0) -> list[ContractResult]:
+    """Check every declared property of ``subject`` (and ``extra``); one result each.
+
+    ``max_examples`` None follows the active Hypothesis profile (see :mod:`proofs.profiles`).
+    """
+    return [contract_check(subject, prop, declared, max_examples=max_examples, seed=seed,
+                           engine=engine, tolerance=tolerance)
+            for prop, declared in resolve(subject, extra)]
+
+
+def contract_check(subject, prop: Property, declared: bool, *, max_examples=None,
+                   **kwargs) -> ContractResult:
+    """One declaration: a claim gets the budget (default: the active profile's); a property
+    declared not to hold gets FALSIFY_FACTOR times it to find its counterexample."""
+    from . import profiles
+
+    budget = profiles.budget() if max_examples is None else max_examples
+    if not declared and isinstance(budget, int):
+        budget *= FALSIFY_FACTOR
+    return ContractResult(check(subject, prop, max_examples=budget, **kwargs), declared)
+
+
+def assert_contract(subject, extra=None, **kwargs) -> list[ContractResult]:
+    """pytest helper: :func:`check_contract`, raising AssertionError listing every breach."""
+    results = check_contract(subject, extra, **kwargs)
+    bad = [r for r in results if not r.as_declared]
+    if bad:
+        raise AssertionError(f"{len(bad)} of {len(results)} declarations broken:\n"
+                             + "\n".join(r.describe() for r in bad))
+    return results
