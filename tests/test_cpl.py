@@ -25,13 +25,17 @@ def test_best_response_solves_the_first_order_condition(game, P):
     P = np.array(P[: game.n])
     q = cpl.unconstrained_response(game, P)
     vK = game.v * game.K
-    f = 2 * game.c * q**3 - P * q**2 - vK
-    scale = 2 * game.c * q**3 + np.abs(P) * q**2 + vK
-    live = (vK > 0) | (P > 0)
-    # relative to the terms' size; subnormal terms (v = 2e-309 was drawn) carry absolute
-    # rounding of one subnormal step, so the floor is the smallest subnormal times a few ulps
-    floor = 8 * np.nextafter(0.0, 1.0)
-    assert (np.abs(f[live]) <= 1e-12 * scale[live] + floor).all()
+    # v K > 0: the cubic in the scaled variable x = q / cbrt(v K / 2c) (its unscaled residual
+    # underflows when v K is subnormal); v K = 0: q = max(P, 0) / 2c exactly
+    live = vK > 0
+    s = np.cbrt(vK[live] / (2 * game.c[live]))
+    x, b = q[live] / s, P[live] / (2 * game.c[live] * s)
+    huge = b > 1e100  # the root is b + 1/b^2 + ... = b in double precision
+    assert np.array_equal(q[live][huge], P[live][huge] / (2 * game.c[live][huge]))
+    x, b = x[~huge], b[~huge]
+    f = x**3 - b * x**2 - 1
+    assert (np.abs(f) <= 1e-12 * (x**3 + np.abs(b) * x**2 + 1)).all()
+    assert np.array_equal(q[~live], np.maximum(P[~live], 0) / (2 * game.c[~live]))
     qc = cpl.best_response(game, P)
     assert ((qc >= game.q_min) & (qc <= game.q_max)).all()
     # strict concavity: the clipped root beats nearby feasible points

@@ -22,8 +22,9 @@ __all__ = ["best_response", "best_response_v0", "unconstrained_response"]
 def unconstrained_response(game: Game, prices) -> np.ndarray:
     """The positive root of 2 c q^3 - P q^2 - v K = 0 (0 when v = 0 and P <= 0).
 
-    Newton from q_u = max(P, 0)/(2c) + cbrt(v K / (2c)), a point where f >= 0; f is increasing
-    and convex on [root, q_u], so the iterates fall monotonically onto the root.
+    Newton on the scaled cubic x^3 - b x^2 - 1 (q = s x, s = cbrt(v K / 2c), b = P / (2 c s))
+    from x_u = max(b, 0) + 1, a point where it is >= 0; it is increasing and convex on
+    [root, x_u], so the iterates fall monotonically onto the root.
     """
     P = np.asarray(prices, dtype=np.float64)
     if P.shape != (game.n,):
@@ -31,19 +32,27 @@ def unconstrained_response(game: Game, prices) -> np.ndarray:
     if not np.isfinite(P).all():
         raise MarketInputError("prices", "must be finite")
     c, vK = game.c, game.v * game.K
-    q = np.maximum(P, 0.0) / (2.0 * c) + np.cbrt(vK / (2.0 * c))
-    live = vK > 0  # v K = 0: the root is max(P, 0) / (2c) exactly
-    for _ in range(200):
-        if not live.any():
-            break
-        ql, Pl, cl = q[live], P[live], c[live]
-        f = 2.0 * cl * ql**3 - Pl * ql**2 - vK[live]
-        fp = 6.0 * cl * ql**2 - 2.0 * Pl * ql
-        step = f / fp
-        q[live] = ql - step
-        done = np.abs(step) <= 4e-16 * q[live]
-        idx = np.flatnonzero(live)
-        live[idx[done]] = False
+    q = np.maximum(P, 0.0) / (2.0 * c)  # v K = 0: the root is max(P, 0) / (2c) exactly
+    live = vK > 0
+    if live.any():
+        # scaled cubic: q = s x with s = cbrt(v K / 2c) gives x^3 - b x^2 - 1 = 0, b = P/(2 c s),
+        # well conditioned even when v K is tiny (subnormal v K underflows q^3 otherwise)
+        s = np.cbrt(vK[live] / (2.0 * c[live]))
+        with np.errstate(over="ignore"):
+            b = P[live] / (2.0 * c[live] * s)
+        huge = b > 1e100  # x = b + 1/b^2 + ...: the root is P/(2c) to double precision
+        x = np.maximum(b, 0.0) + 1.0  # g(x) >= 0 here; g increasing and convex on [root, x]
+        x[huge] = 0.0
+        todo = ~huge
+        for _ in range(200):
+            if not todo.any():
+                break
+            xl, bl = x[todo], b[todo]
+            step = (xl**3 - bl * xl**2 - 1.0) / (3.0 * xl**2 - 2.0 * bl * xl)
+            x[todo] = xl - step
+            idx = np.flatnonzero(todo)
+            todo[idx[np.abs(step) <= 4e-16 * x[todo]]] = False
+        q[live] = np.where(huge, q[live], s * x)
     return q
 
 
