@@ -28,7 +28,7 @@ def test_best_response_solves_the_first_order_condition(game, P):
     # v K > 0: the cubic in the scaled variable x = q / cbrt(v K / 2c) (its unscaled residual
     # underflows when v K is subnormal); v K = 0: q = max(P, 0) / 2c exactly
     live = vK > 0
-    s = np.cbrt(vK[live] / (2 * game.c[live]))
+    s = np.cbrt(vK[live]) / np.cbrt(2 * game.c[live])
     x, b = q[live] / s, P[live] / (2 * game.c[live] * s)
     huge = b > 1e100  # the root is b + 1/b^2 + ... = b in double precision
     assert np.array_equal(q[live][huge], P[live][huge] / (2 * game.c[live][huge]))

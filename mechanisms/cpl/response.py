@@ -37,7 +37,7 @@ def unconstrained_response(game: Game, prices) -> np.ndarray:
     if live.any():
         # scaled cubic: q = s x with s = cbrt(v K / 2c) gives x^3 - b x^2 - 1 = 0, b = P/(2 c s),
         # well conditioned even when v K is tiny (subnormal v K underflows q^3 otherwise)
-        s = np.cbrt(vK[live] / (2.0 * c[live]))
+        s = np.cbrt(vK[live]) / np.cbrt(2.0 * c[live])  # no underflow to 0 for tiny v K
         with np.errstate(over="ignore"):
             b = P[live] / (2.0 * c[live] * s)
         huge = b > 1e100  # x = b + 1/b^2 + ...: the root is P/(2c) to double precision
