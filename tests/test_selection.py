@@ -122,3 +122,35 @@ def test_exact_dp_at_m_100(seed):
     assert set(dp.exact_methods) <= {"dp", "none"}
     phi_dp = ipfl.phi(mk, dp.prices, dp.adjacency)
     assert (phi_dp <= ipfl.phi(mk, loc.prices, loc.adjacency) + 1e-9).all()
+
+
+def _dense_market(m, seed=0):
+    rng = np.random.default_rng(seed)
+    N = rng.uniform(100, 1000, m)
+    X = rng.normal(size=(m, 3))
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D, 0)
+    return ipfl.Market(N=N, c=rng.uniform(0, 1, m), K=rng.uniform(1e4, 1e5, m), lam=1e-3), D
+
+
+def test_branch_and_bound_has_no_depth_limit_and_proves_optimality():
+    # 400 candidates per buyer: the recursive search died at ~1,000; this one is iterative
+    market, D = _dense_market(400)
+    out = ipfl.clear(market, D, rule="exact")
+    assert out.exact_methods == {"branch-and-bound": 400} and out.exact_gap == 0.0
+    loc = ipfl.clear(market, D, rule="local")
+    assert (ipfl.phi(market, out.prices, out.adjacency)
+            <= ipfl.phi(market, loc.prices, loc.adjacency) + 1e-12).all()
+
+
+@given(ipfl_instances(min_m=4, max_m=9, pure_roles=False), st.integers(1, 4))
+def test_branch_and_bound_stopped_early_reports_a_true_gap(inst, limit):
+    market, D = inst
+    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
+    out = ipfl.clear(market, D, rule="exact", exact_method="branch-and-bound",
+                     exact_node_limit=limit)
+    found = ipfl.phi(market, out.prices, out.adjacency).sum()
+    best = ipfl.phi(market, ref.prices, ref.adjacency).sum()
+    assert out.exact_gap >= 0
+    # the gap is proven: the optimum lies within it (a wrong bound would break this)
+    assert found - out.exact_gap <= best + 1e-9 * max(1.0, abs(best))

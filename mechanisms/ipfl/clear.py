@@ -47,6 +47,7 @@ class Outcome:
     sharing_costs (m,)  c_i #{j : a_ji = 1}, true c
     utilities    (m,)   U_i = gains - sharing_costs - payments (Eq. 3)
     welfare      float  Eq. 5 (true values)
+    exact_gap    float  rule "exact": proven bound on phi above the optimum (0: optimal)
     """
 
     rule: str
@@ -64,6 +65,7 @@ class Outcome:
     gain: str
     truthful: bool
     exact_methods: dict = field(default_factory=dict)
+    exact_gap: float = 0.0  # proven bound on phi above the optimum, summed over buyers
     market: Market | None = None
     D: np.ndarray | None = None
     payment_rule: str = "paper"
@@ -142,6 +144,7 @@ def clear(
     prices: str | Callable = "paper",
     thresholds: str = "exact",
     exact_method: str = "auto",
+    exact_node_limit: int = selection.NODE_LIMIT,
     allow_negative_distances: bool = False,
 ) -> Outcome:
     """Clear one round: price, select every buyer's sellers with ``rule``, settle the money.
@@ -160,6 +163,8 @@ def clear(
         the thresholds and every selection rule use these prices.
     thresholds : "exact" roots (default) or "published" (the published code's numerics).
     exact_method : for rule "exact": "auto", "enumeration", "dp" or "branch-and-bound".
+    exact_node_limit : branch-and-bound nodes per buyer; when it stops early the outcome's
+        ``exact_gap`` (> 0) bounds how far the selection may be from the optimum.
 
     Any rule may also be given as a "package.module:function" string.
 
@@ -196,6 +201,7 @@ def clear(
     np.fill_diagonal(P, np.inf)
     T = solve_thresholds(market, D, thresholds, prices=P)
     exact_methods: dict = {}
+    exact_gap = 0.0
     if rule_fn is not None:
         A = np.asarray(rule_fn(market, D, T, P))
         if A.shape != (m, m):
@@ -220,9 +226,9 @@ def clear(
         A = selection.local(T, market.N)
         method = "greedy-skip"
     else:
-        if exact_method == "dp" and not np.all(market.N == np.round(market.N)):
-            raise MarketInputError("exact_method", "'dp' needs integer data amounts N")
-        A, per_buyer = selection.exact(market, P, T, exact_method)
+        A, per_buyer, gaps = selection.exact(market, P, T, exact_method,
+                                             node_limit=exact_node_limit)
+        exact_gap = float(gaps.sum())
         exact_methods = dict(Counter(per_buyer.tolist()))
         used = sorted(k for k in exact_methods if k != "none")
         method = "+".join(used) if used else "none"
@@ -254,6 +260,7 @@ def clear(
         gain=market.gain.name,
         truthful=market.truthful,
         exact_methods=exact_methods,
+        exact_gap=exact_gap,
         market=market,
         D=_ro(D),
         payment_rule=pay_label,
@@ -261,5 +268,6 @@ def clear(
         sharing_costs=_ro(C),
         functions={"rule": rule, "payments": payments, "prices": prices},
         options={"thresholds": thresholds, "exact_method": exact_method,
+                 "exact_node_limit": exact_node_limit,
                  "allow_negative_distances": allow_negative_distances},
     )

@@ -175,7 +175,7 @@ def vcg_payments(market: Market, A, D) -> np.ndarray:
         Ti[i, :] = 0.0
         Ti[:, i] = 0.0
         Pi[:, i] = np.inf
-        A_i, _ = selection.exact(market, Pi, Ti)
+        A_i = selection.exact(market, Pi, Ti).adjacency
         A_i[i, :] = False
         p[i] = _reported_welfare(market, Pi, A_i) - (W - own[i])
     return p

@@ -8,7 +8,8 @@ phi_i(S) = sum_{j in S} P_ij - g_i(sum_{j in S} N_j), separable across buyers.
   satisfies both conditions of Eq. 11 (no single addition or removal lowers phi_i).
 * :func:`exact` - a global minimiser of phi_i per buyer: enumeration of the candidate subsets
   when they are few, dynamic programming over integer data amounts when the N_j are integers,
-  branch-and-bound otherwise. Which method ran is reported per buyer.
+  an iterative branch-and-bound otherwise (node-limited; a proven gap is reported when it
+  stops early). Which method ran is reported per buyer.
 
 Box 2 and Eq. 11: the paper says Box 2's output satisfies Eq. 11. It does not always: the break
 can leave out a later j whose addition still lowers phi_i (its T is smaller, but so is N_j).
@@ -17,13 +18,18 @@ can leave out a later j whose addition still lowers phi_i (its T is smaller, but
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from ..errors import MarketInputError, as_int, check_size
 from .market import Market
 
 __all__ = [
     "EXACT_METHODS",
+    "NODE_LIMIT",
     "RULES",
+    "ExactSelection",
     "box2",
     "eq11_violations",
     "exact",
@@ -35,6 +41,7 @@ RULES = ("box2", "local", "exact")
 EXACT_METHODS = ("auto", "enumeration", "dp", "branch-and-bound")
 ENUMERATION_MAX = 16  # candidates enumerated outright (2^16 subsets, vectorised)
 DP_MAX_CELLS = 50_000_000  # candidates x (total data / gcd) for the dynamic programme
+NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a proven gap
 
 
 def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.ndarray:
@@ -141,51 +148,123 @@ def _dp(cost, size, n0, gfun):
     return chosen
 
 
-def _branch_and_bound(cost, size, n0, gfun, incumbent):
-    """Depth-first search with the concavity bound: from a partial set with data n, the most
-    the remaining items R can lower phi is sum_{j in R} max(0, g(n + N_j) - g(n) - P_j),
-    because the increments of a concave g are subadditive."""
+_GRID = np.linspace(0.0, 1.0, 5)[:-1]  # points per item segment in the relaxation bound
+
+
+def _relaxation_bound(rest, n, c, cost, size, n0, gfun) -> float:
+    """A lower bound on phi over every superset of the node's set (data n, cost c) drawn from
+    ``rest`` (indices sorted by price per unit of data).
+
+    Relaxation: buying data t from ``rest`` costs at least C(t), the fractional-knapsack cost
+    (cheapest per unit first, piecewise linear). So phi >= c + C(t) - g(n0 + n + t) =: f(t)
+    for t in [0, N(rest)]. f is evaluated on a grid; between grid points u < v the concave g
+    lies below its chord extension from the previous interval (whose slope is >= g' on
+    [u, v]), which bounds f from below on [u, v]; the first interval uses g <= g(v).
+    """
+    sizes, costs = size[rest], cost[rest]
+    starts = np.concatenate(([0.0], np.cumsum(sizes)[:-1]))
+    cstarts = np.concatenate(([0.0], np.cumsum(costs)[:-1]))
+    t = (starts[:, None] + sizes[:, None] * _GRID[None, :]).ravel()
+    C = (cstarts[:, None] + costs[:, None] * _GRID[None, :]).ravel()
+    t = np.append(t, starts[-1] + sizes[-1])
+    C = np.append(C, cstarts[-1] + costs[-1])
+    g = gfun(n0 + n + t)
+    f = c + C - g
+    dt = np.diff(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope_c = np.diff(C) / dt
+        slope_g = np.diff(g) / dt
+    lows = [c + C[0] - g[1], f[-1]]
+    if t.size > 2:
+        # interval k = [t_k, t_k+1] for k >= 1, with the previous interval's g slope
+        ext = f[1:-1] + (slope_c[1:] - slope_g[:-1]) * dt[1:]
+        lows.append(float(np.min(np.minimum(f[1:-1], np.where(np.isfinite(ext), ext,
+                                                                 -np.inf)))))
+    return float(min(lows))
+
+
+def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int):
+    """Iterative depth-first branch-and-bound (no recursion, so no depth limit).
+
+    Items are branched on in order of price per unit of data (include first). Dominance
+    (concavity): an item whose increment at the node's data n does not beat its price never
+    lowers phi of any superset, so it leaves the subtree. Bound: :func:`_relaxation_bound`.
+
+    Stops after ``node_limit`` nodes; returns (best set, proven gap), the gap being
+    phi(best) minus a lower bound on the optimum over every node still open: 0 means proven
+    optimal (up to a relative 1e-12).
+    """
     k = cost.size
+    order = np.argsort(cost / size, kind="stable")
     best_set = incumbent.copy()
     best_val = float(cost[best_set].sum() - gfun(n0 + size[best_set].sum()))
-    chosen = np.zeros(k, dtype=bool)
-
-    def visit(idx, n, c):
-        nonlocal best_val, best_set
-        here = c - gfun(n0 + n)
+    # a node: (remaining candidate indices in ratio order, data n, cost c, chosen as a list)
+    stack = [(order, 0.0, 0.0, None)]
+    nodes = 0
+    while stack:
+        if nodes >= node_limit:
+            lower = min(_relaxation_bound(r, n, c, cost, size, n0, gfun) if r.size
+                        else c - float(gfun(n0 + n)) for r, n, c, _ in stack)
+            return best_set, max(0.0, best_val - lower)
+        rest, n, c, chosen = stack.pop()
+        nodes += 1
+        here = c - float(gfun(n0 + n))
         if here < best_val:
-            best_val, best_set = here, chosen.copy()
-        if idx == k:
-            return
-        rest_gain = gfun(n0 + n + size[idx:]) - gfun(n0 + n) - cost[idx:]
-        if here - np.clip(rest_gain, 0.0, None).sum() >= best_val:
-            return
-        chosen[idx] = True
-        visit(idx + 1, n + size[idx], c + cost[idx])
-        chosen[idx] = False
-        visit(idx + 1, n, c)
+            best_val = here
+            best_set = np.zeros(k, dtype=bool)
+            link = chosen
+            while link is not None:
+                best_set[link[0]] = True
+                link = link[1]
+        if rest.size == 0:
+            continue
+        rest = rest[gfun(n0 + n + size[rest]) - gfun(n0 + n) - cost[rest] > 0]
+        if rest.size == 0:
+            continue
+        tol = 1e-12 * max(1.0, abs(best_val))
+        if _relaxation_bound(rest, n, c, cost, size, n0, gfun) >= best_val - tol:
+            continue
+        j, tail = int(rest[0]), rest[1:]
+        stack.append((tail, n, c, chosen))  # exclude j (explored second)
+        stack.append((tail, n + size[j], c + cost[j], (j, chosen)))  # include j (first)
+    return best_set, 0.0
 
-    visit(0, 0.0, 0.0)
-    return best_set
+
+class ExactSelection(NamedTuple):
+    """What :func:`exact` found: the adjacency, the method per buyer ("none" when nothing
+    was left to search), and per buyer a proven gap (phi found minus a lower bound on the
+    optimum; 0 = proven optimal, > 0 only when branch-and-bound hit its node limit)."""
+
+    adjacency: np.ndarray
+    methods: np.ndarray
+    gaps: np.ndarray
 
 
-def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto"):
+def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
+          node_limit: int = NODE_LIMIT) -> ExactSelection:
     """A global minimiser of phi_i (Eq. 10) for every buyer.
 
     Reduction first: sellers with P_ij <= 0 are always in an optimum (T = inf), sellers with
     P_ij >= g_i(N_j) never need to be (T = 0: by concavity their increment never beats the
-    price); only the rest (0 < T < inf) are searched. Returns (A, methods) where ``methods[i]``
-    names what ran for buyer i ("none" when nothing was left to search).
+    price); only the rest (0 < T < inf) are searched. Enumeration and the dynamic programme
+    refuse (ProblemTooLarge) sizes whose tables exceed the memory guard; branch-and-bound
+    searches at most ``node_limit`` nodes per buyer and reports the proven gap when it stops
+    early (never a wrong claim of optimality).
     """
     if method not in EXACT_METHODS:
-        raise ValueError(f"exact_method: unknown {method!r}; choose one of {EXACT_METHODS}")
+        raise MarketInputError("exact_method", f"unknown {method!r}; choose one of "
+                                               f"{EXACT_METHODS}")
+    node_limit = as_int("exact_node_limit", node_limit, lo=1)
     m = market.m
     N, K = market.N, market.K
     A = np.zeros((m, m), dtype=bool)
     A[np.isinf(T)] = True
     methods = np.full(m, "none", dtype=object)
+    gaps = np.zeros(m)
     integer = bool(np.all(N == np.round(N)))
-    fallback = local(T, N)
+    if method == "dp" and not integer:
+        raise MarketInputError("exact_method", "'dp' needs integer data amounts N")
+    fallback = None
     for i in np.flatnonzero(K > 0):
         cand = np.flatnonzero((T[i] > 0) & np.isfinite(T[i]))
         if cand.size == 0:
@@ -207,13 +286,21 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto"):
             else:
                 use = "branch-and-bound"
         if use == "enumeration":
+            check_size("exact_method", 9.0 * cand.size * 2.0**cand.size,
+                       f"enumerating 2^{cand.size} subsets for buyer {i}",
+                       "use exact_method='auto' or 'branch-and-bound'")
             chosen = _enumerate(cost, size, n0, gfun)
         elif use == "dp":
-            if not integer:
-                raise ValueError("exact_method: 'dp' needs integer data amounts N")
+            check_size("exact_method", 9.0 * cand.size * (_dp_width(size) + 1),
+                       f"the dynamic programme for buyer {i} ({cand.size} candidates x "
+                       f"{_dp_width(size):.3g} data units)",
+                       "use exact_method='auto' or 'branch-and-bound'")
             chosen = _dp(cost, size, n0, gfun)
         else:
-            chosen = _branch_and_bound(cost, size, n0, gfun, fallback[i, cand])
+            if fallback is None:
+                fallback = local(T, N)
+            chosen, gaps[i] = _branch_and_bound(cost, size, n0, gfun, fallback[i, cand],
+                                                node_limit)
         A[i, cand[chosen]] = True
         methods[i] = use
-    return A, methods
+    return ExactSelection(A, methods, gaps)
