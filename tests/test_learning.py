@@ -282,3 +282,22 @@ def test_published_preset_switches_on_the_authors_pipeline():
         preset("authors")
     res = run(pub)
     assert res.frame.payment.groupby(res.frame["round"]).sum().abs().max() < 1e-9
+
+
+@pytest.mark.parametrize("algorithm", ["local", "fedavg", "cfl", "ipfl", "cpl"])
+def test_ledger_adds_up_in_every_family(algorithm):
+    from learning.algorithms import REGISTRY
+
+    res = run(TrainConfig(algorithm=algorithm, **{**SMALL, "rounds": 3}))
+    df = res.frame
+    np.testing.assert_allclose(df.utility, df.gain - df.cost - df.payment, atol=1e-9)
+    family = REGISTRY[algorithm].family
+    if family in ("baseline", "market"):  # cost: true c times the clients that use i's model
+        from learning.session import Session
+
+        c = Session(res.config).market.true_c
+        np.testing.assert_allclose(df.cost, c[df.client] * df.n_sold, atol=1e-9)
+    if family == "market":
+        assert df.groupby("round").payment.sum().abs().max() < 1e-9
+    if family == "none":
+        assert (df[["gain", "cost", "payment", "utility"]] == 0).all().all()

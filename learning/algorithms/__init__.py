@@ -22,9 +22,21 @@ __all__ = ["ALGORITHMS", "ATTACKS", "REGISTRY", "Algorithm", "TrainConfig", "Tra
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: its name, its round generator, and its ledger family
-    ("none": nothing shared, "baseline": utility from the aggregation graph, no payments,
-    "market": iPFL's clearing and payments, "pricing": CPL's prices)."""
+    """A registered algorithm: its name, its round generator, and its ledger family.
+
+    Every family's ledger satisfies utility = gain - cost - payment, per round and client:
+
+    * "none" (Local): nothing shared; all four are 0.
+    * "baseline" (FedAvg, FedProx, Ditto, pFedGraph, FedAMP, CFL, FedFomo, pFedLIA, Oracle):
+      gain g_i(sum of N_j over the others in the support of the client's aggregation row),
+      cost true c_i times the number of others whose row uses i's model, payment 0 (the spec's
+      baseline utility; FedAvg-like algorithms use everyone: the full graph).
+    * "market" (iPFL): Eqs. 12-13 on the cleared graph: gain G_i(a_i), cost true c_i times
+      the clients that bought from i, payment p_i (sums to 0 each round).
+    * "pricing" (CPL, expected values): payment -P_i q_i (the server pays), cost c_i q_i^2,
+      gain -v_i bound(q) (the client's valuation of the model's convergence bound).
+    ``loss`` is the mean cross-entropy on the global test set; ``acc_personalised`` is the
+    per-class test accuracy weighted by the client's label distribution."""
 
     name: str
     rounds: Callable[..., Iterator]

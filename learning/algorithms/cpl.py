@@ -38,11 +38,16 @@ def rounds(s: Session):
     g = game(s)
     prices, q = prices_and_q(g, cfg.cpl_pricing)
     U_expected = cpl.client_utilities(g, prices, q)
+    # the CPL ledger (expected, per round): payment -P q (the server pays the client), cost
+    # c q^2, and "gain" the client's valuation of the model, -v bound(q), so that
+    # utility = gain - cost - payment = P q - c q^2 - v bound(q)
+    cost = cfg.cpl_c * q**2
+    payment = -prices * q
+    gain = U_expected + cost + payment
     while True:
         S = s.round_rng.random(m) < q
         trained = s.train(s.broadcast(glob), active=S)
         glob = s.unbiased_step(glob, s.uploads(trained), S, q)
-        ledger = {"gain": np.zeros(m), "cost": cfg.cpl_c * q**2,
-                  "payment": -prices * q, "utility": U_expected,
+        ledger = {"gain": gain, "cost": cost, "payment": payment, "utility": U_expected,
                   "n_bought": np.zeros(m), "n_sold": S.astype(float)}
         yield Round(s.broadcast(glob), ledger, {"participated": S, "q": q})
