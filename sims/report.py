@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .errors import StoreError
 from .sweep import Store
 
 __all__ = ["write_report"]
@@ -171,15 +172,24 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
     doc.figure(fig, f"{name}_scatter", "Accuracy against utility (mean +- std over clients)")
 
 
-def write_report(folder) -> tuple[Path, Path]:
+def write_report(folder, out=None) -> tuple[Path, Path]:
+    """report.md and report.html (plus tables and figures) of the store in ``folder``,
+    written to ``out`` (default: the store's folder). The store is opened read-only; an
+    empty, corrupt or foreign store is a StoreError and nothing is written."""
     import matplotlib
 
     matplotlib.use("Agg")
     folder = Path(folder)
-    store = Store(folder)
+    out = folder if out is None else Path(out)
+    store = Store(folder, mode="r")
     try:
         cells = store.cells()
-        doc = _Doc(folder)
+        if cells.empty:
+            raise StoreError("results", f"{folder} holds no finished cells; nothing to "
+                                        "report")
+        store.verify()
+        out.mkdir(parents=True, exist_ok=True)
+        doc = _Doc(out)
         doc.md.append("# fedmarket comparison report")
         doc.html.append("<h1>fedmarket comparison report</h1>")
         doc.para(f"{len(cells)} cells; scenarios: "
@@ -195,9 +205,9 @@ def write_report(folder) -> tuple[Path, Path]:
                 handlers[scenario](doc, df)
     finally:
         store.close()
-    md = folder / "report.md"
+    md = out / "report.md"
     md.write_text("\n".join(doc.md) + "\n")
-    page = folder / "report.html"
+    page = out / "report.html"
     page.write_text("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
                     "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
     return md, page

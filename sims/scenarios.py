@@ -38,6 +38,25 @@ class Scenario:
     mechanisms: tuple
     run: Callable[[object, str, int], pd.DataFrame]
     description: str
+    # every mechanism name a cell may use (default: ``mechanisms``), read on first use
+    accepts: Callable[[], tuple] | None = None
+    custom_rules: bool = False  # "module:function" selection rules allowed
+
+    def check_mechanism(self, mechanism) -> str:
+        """The mechanism name if this scenario runs it; MarketInputError otherwise (a custom
+        "module:function" rule is imported here, before any cell runs)."""
+        if not isinstance(mechanism, str):
+            raise MarketInputError("mechanism", f"{mechanism!r} is not a name")
+        if self.custom_rules and ":" in mechanism:
+            load_rule(mechanism)
+            return mechanism
+        known = self.accepts() if self.accepts is not None else self.mechanisms
+        if mechanism not in known:
+            extra = " or 'module:function'" if self.custom_rules else ""
+            raise MarketInputError("mechanism", f"unknown {mechanism!r} for scenario "
+                                                f"{self.name!r}; choose one of {tuple(known)}"
+                                                + extra)
+        return mechanism
 
     @property
     def config(self) -> type:
@@ -46,10 +65,14 @@ class Scenario:
 
     def make_config(self, params: dict, seed: int):
         known = {f.name for f in fields(self.config)}
-        unknown = set(params) - known
+        unknown = set(params) - known - {"seed"}
         if unknown:
             raise MarketInputError("params", f"scenario {self.name!r} has no parameter(s) "
-                                             f"{sorted(unknown)}; known: {sorted(known)}")
+                                             f"{sorted(unknown)}; known: "
+                                             f"{sorted(known - {'seed'})}")
+        if "seed" in params:
+            raise MarketInputError("params", "'seed' is not a parameter; list seeds in "
+                                             "'seeds'")
         cfg = self.config(**params)
         return replace(cfg, seed=seed) if "seed" in known else cfg
 
@@ -209,6 +232,12 @@ REDUCED = {"dataset": "digits", "clients": 10, "rounds": 20, "steps": 50, "batch
 NINE = ("local", "fedavg", "fedprox", "ditto", "fedamp", "cfl", "fedfomo", "pfedgraph", "ipfl")
 
 
+def _algorithms() -> tuple:
+    from learning.algorithms import ALGORITHMS
+
+    return ALGORITHMS
+
+
 def _registry():
     def fixed(cls):
         return lambda: cls
@@ -217,19 +246,22 @@ def _registry():
         Scenario("inclusive-market", "mechanism", fixed(InclusiveMarket),
                  ("box2", "local", "exact"),
                  _inclusive, "Fig. 5: 3 traders, 4 buyers, 4 sellers, 1 attacker; per round "
-                 "and client money and utility"),
+                 "and client money and utility", custom_rules=True),
         Scenario("liars", "mechanism", fixed(LiarScenario), ("local",), _liars,
-                 "Table 2: size x 0.1/0.5/10 and cost x 2/5/10, exact vs published thresholds"),
+                 "Table 2: size x 0.1/0.5/10 and cost x 2/5/10, exact vs published thresholds",
+                 lambda: ipfl.RULES, custom_rules=True),
         Scenario("attacks", "mechanism", fixed(AttackScenario), ("local",), _attacks,
-                 "Fig. 4 at the mechanism level: the four attacks on uploaded parameters"),
+                 "Fig. 4 at the mechanism level: the four attacks on uploaded parameters",
+                 lambda: ipfl.RULES, custom_rules=True),
         Scenario("cpl-pricing", "mechanism", fixed(CplBenchmark),
                  ("bisection", "uniform", "weighted"), _cpl_pricing,
-                 "CPL: equilibrium vs uniform vs weighted prices (budget as a parameter)"),
+                 "CPL: equilibrium vs uniform vs weighted prices (budget as a parameter)",
+                 lambda: (*cpl.METHODS, "uniform", "weighted")),
         Scenario("ipfl-learning", "learning",
                  _learning_config(dataset="digits", clients=6, rounds=4, steps=20, batch=32,
                                   lr=0.05, beta=0.5),
                  ("ipfl", "fedavg", "local", "ditto", "pfedgraph"), _learning,
-                 "Fig. 2 on digits: accuracy and utility per algorithm"),
+                 "Fig. 2 on digits: accuracy and utility per algorithm", _algorithms),
         Scenario("fig2", "learning", _learning_config("published", **REDUCED), NINE,
                  _learning, "Fig. 2: accuracy and utility of iPFL and eight baselines "
                  "(published setup; partition as a parameter)"),
@@ -256,7 +288,7 @@ def _registry():
                                   clients=12, rounds=5, steps=20, batch=32, lr=0.05,
                                   lia_warmup=2),
                  ("lia", "oracle", "fedavg", "local"), _learning,
-                 "LIA's synthetic check on digits: clusters (ARI) and accuracy"),
+                 "LIA's synthetic check on digits: clusters (ARI) and accuracy", _algorithms),
     ]}
 
 

@@ -14,13 +14,18 @@ stored atomically in an on-disk SQLite store as it finishes.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import hashlib
 import itertools
 import json
+import os
 import pickle
 import sqlite3
+import threading
 import time
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,9 +33,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechanisms.errors import FedmarketError, MarketInputError, as_int
+from mechanisms.errors import FedmarketError, MarketInputError, as_int, as_seed
 
-from .results import _jsonable, versions
+from .errors import SpecError, StoreError
+from .results import _jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
 __all__ = ["EXECUTORS", "Cell", "Store", "expand", "load_toml", "run_cell", "run_sweep"]
@@ -56,37 +62,108 @@ class Cell:
                 "params": dict(self.params), "seed": self.seed}
 
 
+SPEC_KEYS = ("seeds", "scenarios")
+ENTRY_KEYS = ("name", "mechanisms", "params", "seeds")
+
+
+def _keys(where: str, table, allowed) -> None:
+    if not isinstance(table, dict):
+        raise SpecError(where, f"must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        hint = ""
+        for u in unknown:
+            close = difflib.get_close_matches(u, allowed, n=1)
+            if close:
+                hint = f" (did you mean {close[0]!r}?)"
+                break
+        raise SpecError(where + "." + unknown[0] if where != "spec" else unknown[0],
+                        f"unknown key{'s' if len(unknown) > 1 else ''} {unknown}{hint}; "
+                        f"allowed: {list(allowed)}")
+
+
+def _seeds(where: str, value) -> list[int]:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise SpecError(where, "is empty; list at least one seed")
+    seeds = []
+    for k, v in enumerate(values):
+        try:
+            seeds.append(as_seed(f"{where}[{k}]", v))
+        except MarketInputError as exc:
+            raise SpecError(exc.field, exc.message) from None
+    if len(set(seeds)) != len(seeds):
+        raise SpecError(where, f"lists a seed twice: {values}")
+    return seeds
+
+
 def expand(spec: dict) -> list[Cell]:
     """Cells of a sweep spec: {"scenarios": [{"name", "mechanisms", "params": {k: [values]},
-    "seeds": [..]}], "seeds": default seeds}. Scalar params are one value."""
+    "seeds": [..]}], "seeds": default seeds}. Scalar params are one value.
+
+    Strict: an unknown key at any level, an empty spec, an unknown scenario or mechanism, a
+    bad seed or a parameter value its config refuses raises :class:`SpecError` naming the
+    key (e.g. ``scenarios[1].params.rounds``) before any cell runs; every cell's config is
+    built here once."""
+    _keys("spec", spec, SPEC_KEYS)
+    entries = spec.get("scenarios")
+    if not entries:
+        raise SpecError("scenarios", "the spec lists no scenarios; add [[scenarios]] tables "
+                                     f"(known: {sorted(SCENARIOS)})")
+    if not isinstance(entries, list):
+        raise SpecError("scenarios", "must be a list of tables ([[scenarios]])")
+    default_seeds = _seeds("seeds", spec.get("seeds", [0]))
     cells = []
-    default_seeds = spec.get("seeds", [0])
-    for entry in spec.get("scenarios", []):
+    for idx, entry in enumerate(entries):
+        where = f"scenarios[{idx}]"
+        _keys(where, entry, ENTRY_KEYS)
         name = entry.get("name")
         if name not in SCENARIOS:
-            raise MarketInputError("scenario", f"unknown {name!r}; known: {sorted(SCENARIOS)}")
+            raise SpecError(f"{where}.name", f"unknown scenario {name!r}; known: "
+                                             f"{sorted(SCENARIOS)}")
         sc = SCENARIOS[name]
-        mechanisms = entry.get("mechanisms") or list(sc.mechanisms)
-        grid = {k: (v if isinstance(v, list) else [v])
-                for k, v in (entry.get("params") or {}).items()}
-        sc.make_config({k: v[0] for k, v in grid.items()}, 0)  # names checked up front
-        seeds = entry.get("seeds", default_seeds)
+        mechanisms = entry.get("mechanisms", list(sc.mechanisms))
+        if not isinstance(mechanisms, list) or not mechanisms:
+            raise SpecError(f"{where}.mechanisms", f"must be a non-empty list, got "
+                                                   f"{mechanisms!r}")
+        for k, mech in enumerate(mechanisms):
+            try:
+                sc.check_mechanism(mech)
+            except MarketInputError as exc:
+                raise SpecError(f"{where}.mechanisms[{k}]", exc.message) from None
+        params = entry.get("params", {})
+        if not isinstance(params, dict):
+            raise SpecError(f"{where}.params", f"must be a table, got {params!r}")
+        grid = {}
+        for k, v in params.items():
+            grid[k] = v if isinstance(v, list) else [v]
+            if not grid[k]:
+                raise SpecError(f"{where}.params.{k}", "is an empty list; give a value")
+        seeds = _seeds(f"{where}.seeds", entry["seeds"]) if "seeds" in entry \
+            else default_seeds
         keys = sorted(grid)
         for values in itertools.product(*(grid[k] for k in keys)):
-            params = tuple(zip(keys, values, strict=True))
+            cell_params = tuple(zip(keys, values, strict=True))
+            try:
+                sc.make_config(dict(cell_params), seeds[0])
+            except MarketInputError as exc:
+                field = exc.field if exc.field in grid else None
+                raise SpecError(f"{where}.params" + (f".{field}" if field else ""),
+                                exc.message if field else str(exc)) from None
+            except TypeError as exc:  # a dataclass refusing a value of the wrong kind
+                raise SpecError(f"{where}.params", str(exc)) from None
             for mech, seed in itertools.product(mechanisms, seeds):
-                cells.append(Cell(name, str(mech), params, int(seed)))
+                cells.append(Cell(name, str(mech), cell_params, int(seed)))
     return cells
 
 
 def load_toml(path) -> dict:
     """A sweep spec from TOML: [[scenarios]] tables with name, mechanisms, params, seeds."""
+    text = read_text("spec", path)
     try:
-        return tomllib.loads(Path(path).read_text())
-    except FileNotFoundError as exc:
-        raise MarketInputError("spec", f"{path} does not exist") from exc
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise MarketInputError("spec", f"{path}: {exc}") from exc
+        raise SpecError("spec", f"{path}: {exc}") from exc
 
 
 def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
@@ -107,34 +184,125 @@ def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
     return cell.key, df, time.perf_counter() - t0
 
 
-class Store:
-    """SQLite results store: one row per cell (its frame as JSON), written atomically."""
+def config_hash(cell: Cell) -> str:
+    """Hash of the cell's full config (every default included): a changed default changes
+    it, so stored rows computed under the old default are recognised as stale."""
+    cfg = SCENARIOS[cell.scenario].make_config(dict(cell.params), cell.seed)
+    blob = json.dumps(_jsonable(asdict(cfg)), sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
-    def __init__(self, folder):
+
+@functools.cache
+def code_version() -> str:
+    """The package version plus a fingerprint of the code that computes cells (the sources
+    of mechanisms, learning and sims): an edit anywhere marks stored cells stale."""
+    import learning
+    import mechanisms
+
+    h = hashlib.sha1()
+    for root in (Path(mechanisms.__file__).parent, Path(learning.__file__).parent,
+                 Path(__file__).parent):
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root.parent)).encode())
+            h.update(f.read_bytes())
+    return f"{versions()['fedmarket']}+{h.hexdigest()[:12]}"
+
+
+_COLUMNS = ("key", "scenario", "mechanism", "params", "seed", "seconds", "versions",
+            "finished", "config_hash", "code", "digest", "rows")
+
+
+class Store:
+    """SQLite results store: one row per cell (its frame pickled, with a SHA-1 digest),
+    written atomically.
+
+    ``mode="w"`` (sweeps) creates the folder and store; ``mode="r"`` (reports) opens an
+    existing store read-only and never writes to it. Opening checks the file is an intact
+    fedmarket store (SQLite quick_check, schema); :meth:`verify` checks every row's digest.
+    Anything wrong is a :class:`StoreError`.
+    """
+
+    def __init__(self, folder, mode: str = "w"):
+        if mode not in ("r", "w"):
+            raise MarketInputError("mode", f"is {mode!r}; choose 'r' or 'w'")
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / "store.sqlite"
-        self.db = sqlite3.connect(self.path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a committed cell survives the process being killed (kill -9); only a
-        # power cut can lose the last commits, which a rerun then recomputes
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("""CREATE TABLE IF NOT EXISTS cells (
-            key TEXT PRIMARY KEY, scenario TEXT, mechanism TEXT, params TEXT, seed INTEGER,
-            seconds REAL, versions TEXT, finished REAL, rows BLOB)""")
-        self.db.commit()
+        self.mode = mode
+        if mode == "r" and not self.path.is_file():
+            raise StoreError("results", f"{self.folder} holds no sweep store (store.sqlite)")
+        try:
+            if mode == "r":
+                self.db = self._connect_read_only()
+            else:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(self.path)
+            self._check_schema()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError("store", f"{self.path} is not an intact fedmarket store "
+                                      f"({exc}); move it away or use another folder") from None
         self._last_commit = time.perf_counter()
 
-    def done(self) -> set[str]:
-        return {k for (k,) in self.db.execute("SELECT key FROM cells")}
+    def _connect_read_only(self):
+        uri = f"file:{urllib.parse.quote(str(self.path.absolute()))}"
+        try:
+            db = sqlite3.connect(uri + "?mode=ro", uri=True)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:  # a read-only folder cannot hold WAL's -shm file
+            return sqlite3.connect(uri + "?immutable=1", uri=True)
 
-    def put(self, cell: Cell, df: pd.DataFrame, seconds: float, vers: str,
-            commit_every: float = 0.2) -> None:
+    def _check_schema(self):
+        check = self.db.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise StoreError("store", f"{self.path} is corrupt ({check})")
+        tables = {t for (t,) in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "cells" not in tables:
+            if self.mode == "r":
+                raise StoreError("results", f"{self.path} holds no cells table: not a "
+                                            "fedmarket store")
+            if tables:
+                raise StoreError("store", f"{self.path} is some other database (tables "
+                                          f"{sorted(tables)}); use another folder")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"CREATE TABLE cells ({', '.join(_COLUMNS)}, "
+                            "PRIMARY KEY (key))")
+            self.db.commit()
+        columns = tuple(r[1] for r in self.db.execute("PRAGMA table_info(cells)"))
+        if columns != _COLUMNS:
+            raise StoreError("store", f"{self.path} was written by another fedmarket "
+                                      f"version (columns {columns}); use another folder")
+        if self.mode == "w":
+            # WAL + NORMAL: a committed cell survives the process being killed (kill -9);
+            # only a power cut can lose the last commits, which a rerun then recomputes
+            self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def verify(self) -> int:
+        """Check every stored row against its digest; returns the number of rows."""
+        bad, n = [], 0
+        for key, digest, rows in self.db.execute("SELECT key, digest, rows FROM cells"):
+            n += 1
+            if not isinstance(rows, bytes) or hashlib.sha1(rows).hexdigest() != digest:
+                bad.append(key)
+        if bad:
+            raise StoreError("store", f"{len(bad)} of {n} cells in {self.path} fail their "
+                                      f"checksum (first: {bad[0]}); the store is damaged")
+        return n
+
+    def done(self) -> dict[str, tuple[str, str]]:
+        """{key: (config_hash, code)} of the finished cells."""
+        return {k: (h, c) for k, h, c in self.db.execute(
+            "SELECT key, config_hash, code FROM cells")}
+
+    def put(self, cell: Cell, df: pd.DataFrame, seconds: float, vers: str, chash: str,
+            code: str, commit_every: float = 0.2) -> None:
         """Store a cell's rows and mark it done (one row: both or neither)."""
+        blob = pickle.dumps(df, protocol=5)
         self.db.execute(
-            "INSERT OR IGNORE INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO cells VALUES ({', '.join('?' * len(_COLUMNS))})",
             (cell.key, cell.scenario, cell.mechanism, json.dumps(_jsonable(dict(cell.params))),
-             cell.seed, seconds, vers, time.time(), pickle.dumps(df, protocol=5)))
+             cell.seed, seconds, vers, time.time(), chash, code,
+             hashlib.sha1(blob).hexdigest(), blob))
         if time.perf_counter() - self._last_commit >= commit_every:
             self.flush()
 
@@ -143,22 +311,77 @@ class Store:
         self._last_commit = time.perf_counter()
 
     def frame(self, scenario: str | None = None) -> pd.DataFrame:
-        q = "SELECT rows, versions FROM cells" + (" WHERE scenario = ?" if scenario else "")
+        q = "SELECT key, digest, rows, versions FROM cells" + (
+            " WHERE scenario = ?" if scenario else "")
         args = (scenario,) if scenario else ()
         parts = []
-        for rows, vers in self.db.execute(q + " ORDER BY key", args):
-            df = pickle.loads(rows)  # written by this module only
+        for key, digest, rows, vers in self.db.execute(q + " ORDER BY key", args):
+            if hashlib.sha1(rows).hexdigest() != digest:
+                raise StoreError("store", f"cell {key} in {self.path} fails its checksum")
+            df = pickle.loads(rows)  # written by this module only, digest checked
             df["versions"] = vers
             parts.append(df)
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
     def cells(self) -> pd.DataFrame:
-        return pd.read_sql("SELECT key, scenario, mechanism, params, seed, seconds FROM cells",
-                           self.db)
+        return pd.read_sql("SELECT key, scenario, mechanism, params, seed, seconds, "
+                           "config_hash, code FROM cells", self.db)
 
     def close(self):
-        self.db.commit()
+        if self.mode == "w":
+            self.db.commit()
+            try:  # fold the WAL into the file: a finished store is one self-contained file
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError:
+                pass
         self.db.close()
+
+
+class _FolderLock:
+    """An exclusive flock on ``folder/store.lock`` (released by the OS if the holder dies)."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / "store.lock"
+
+    def __enter__(self):
+        import fcntl
+
+        self.fh = open(self.path, "a+")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "?"
+            self.fh.close()
+            raise StoreError("out", f"another sweep (pid {holder}) is writing to "
+                                    f"{self.path.parent}; wait for it or use another "
+                                    "folder") from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(str(os.getpid()))
+        self.fh.flush()
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def _worker_init(threads: int) -> None:
+    """A process-pool worker: cap its threads, and exit when its parent dies (kill -9
+    included), so that a killed sweep leaves no orphans."""
+    limit_threads(threads)
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _versions_blob() -> str:
@@ -179,10 +402,15 @@ def limit_threads(threads: int) -> None:
 
 
 def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: int = 2,
-              ray_address: str | None = None, threads: int = 1,
+              ray_address: str | None = None, threads: int = 1, reuse_stale: bool = False,
               progress: Callable[[int, int], None] | None = None) -> dict:
     """Run every cell not yet in the store at ``out``; returns counts and timings. Each
-    process worker is limited to ``threads`` math-library threads."""
+    process worker is limited to ``threads`` math-library threads.
+
+    The store is locked for the sweep (a second sweep on the folder is refused) and checked
+    on resume: every row's digest, and every finished cell's config hash and code version
+    against this run's. Cells computed by other code or under other defaults are *stale*:
+    refused (StoreError) unless ``reuse_stale`` keeps them as they are."""
     if executor not in EXECUTORS:
         raise MarketInputError("executor", f"unknown {executor!r}; choose one of {EXECUTORS}")
     as_int("workers", workers, lo=1, hi=1024)
@@ -190,9 +418,36 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise MarketInputError("spec", "the sweep lists the same cell twice")
+    as_int("threads", threads, lo=1, hi=1024)
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError("out", f"cannot create {folder}: {exc.strerror or exc}") from None
+    with _FolderLock(folder):
+        return _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale,
+                           progress)
+
+
+def _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale, progress):
     store = Store(out)
-    vers = _versions_blob()
-    todo = [c for c in cells if c.key not in store.done()]
+    try:
+        store.verify()
+        vers, code = _versions_blob(), code_version()
+        hashes = {c.key: config_hash(c) for c in cells}
+        finished = store.done()
+    except BaseException:
+        store.close()
+        raise
+    stale = [c for c in cells if c.key in finished
+             and finished[c.key] != (hashes[c.key], code)]
+    if stale and not reuse_stale:
+        store.close()
+        raise StoreError("out", f"{len(stale)} finished cells in {out} were computed by other "
+                                f"code or under other defaults (first: {stale[0].scenario} "
+                                f"{stale[0].mechanism} seed {stale[0].seed}); pass "
+                                "--reuse-stale to keep them, or use another folder")
+    todo = [c for c in cells if c.key not in finished]
     by_key = {c.key: c for c in todo}
     skipped = len(cells) - len(todo)
     t0 = time.perf_counter()
@@ -201,7 +456,7 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
 
     def finish(key, df, seconds):
         nonlocal work, done
-        store.put(by_key[key], df, seconds, vers)
+        store.put(by_key[key], df, seconds, vers, hashes[key], code)
         work += seconds
         done += 1
         if progress is not None:
@@ -216,7 +471,7 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
         elif executor == "processes":
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads,
+            with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                                      initargs=(threads,)) as pool:
                 futures = [pool.submit(run_cell, c) for c in todo]
                 for f in as_completed(futures):
@@ -244,8 +499,8 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     finally:
         store.close()
     wall = time.perf_counter() - t0
-    return {"cells": len(cells), "skipped": skipped, "ran": done, "wall_s": wall,
-            "work_s": work}
+    return {"cells": len(cells), "skipped": skipped, "ran": done, "stale_reused": len(stale),
+            "wall_s": wall, "work_s": work}
 
 
 PRESETS = {

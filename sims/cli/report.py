@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from mechanisms.errors import MarketInputError
-
-from .common import add_command
+from .common import add_command, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -14,14 +10,17 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "report", "Markdown + HTML report of a sweep store")
     p.add_argument("results", help="the folder given to `fedmarket sweep --out`")
+    p.add_argument("--out", default=None,
+                   help="where to write the report (default: the results folder)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..report import write_report
+    from ..sweep import Store
 
-    if not (Path(args.results) / "store.sqlite").exists():
-        raise MarketInputError("results", f"{args.results} holds no sweep store (store.sqlite)")
-    md, page = write_report(args.results)
+    Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
+    writable_folder("--out" if args.out else "results", args.out or args.results)
+    md, page = write_report(args.results, args.out)
     print(f"wrote {md} and {page}")
     return 0

@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mechanisms.errors import MarketInputError
-
+from ..errors import SpecError
 from ..sweep import EXECUTORS, PRESETS
-from .common import add_command, add_quiet, console
+from .common import add_command, add_quiet, console, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -25,6 +24,9 @@ def add_parser(sub, full: bool = False) -> None:
                    help="worker processes (processes and local ray executors)")
     p.add_argument("--ray-address", dest="ray_address", default=None,
                    help="address of a running ray cluster (default: start a local one)")
+    p.add_argument("--reuse-stale", action="store_true",
+                   help="keep finished cells computed by other code or under other defaults "
+                        "(refused otherwise)")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
     add_quiet(p)
     p.set_defaults(func=run)
@@ -35,11 +37,14 @@ def run(args) -> int:
     from ..sweep import expand, load_toml, run_sweep
 
     if (args.spec is None) == (args.preset is None):
-        raise MarketInputError("spec", "give a TOML spec file or --preset (not both)")
+        raise SpecError("spec", "give a TOML spec file or --preset (not both)")
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
         sys.path.insert(0, str(Path(args.spec).resolve().parent))
     cells = expand(spec)
+    if args.workers < 1:
+        raise SpecError("--workers", f"is {args.workers}; must be >= 1")
+    writable_folder("--out", args.out)
     con = console()
     if con is not None and not args.quiet:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -50,12 +55,15 @@ def run(args) -> int:
             task = bar.add_task("cells", total=len(cells))
             stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
                               ray_address=args.ray_address,
+                              reuse_stale=args.reuse_stale,
                               progress=lambda d, t: bar.update(task, completed=d))
     else:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
-                          ray_address=args.ray_address)
+                          ray_address=args.ray_address, reuse_stale=args.reuse_stale)
     if not args.quiet:
-        print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done; "
+        kept = f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else ""
+        print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done"
+              f"{kept}; "
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
               f"({args.executor})")
     if args.report:
