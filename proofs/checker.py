@@ -386,11 +386,18 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     seed : fixes the randomness (None: random); the example database is off, so the same call
         gives the same report in any process.
     tolerance : a violation counts only above it (finite, >= 0).
-    engine : "hypothesis" (targeted search, shrinking).
+    engine : "hypothesis" (targeted search, shrinking) or "batch" (numpy draws evaluated in
+        bulk, violations re-checked and shrunk; see :mod:`proofs.batch`). A property without
+        a numpy sampler falls back to Hypothesis, and the report's ``engine`` says so.
     """
     max_examples, tolerance = _validate(subject, prop, max_examples, tolerance)
+    if engine == "batch":
+        from .batch import check_batch
+
+        return check_batch(subject, prop, max_examples=max_examples, seed=seed,
+                           tolerance=tolerance)
     if engine != "hypothesis":
-        raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis'")
+        raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
     return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
 
 

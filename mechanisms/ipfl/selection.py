@@ -45,20 +45,22 @@ NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a p
 
 
 def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.ndarray:
-    """Scan every buyer's sellers in descending-threshold order, all buyers at once."""
-    m = T.shape[0]
-    order = np.argsort(-T, axis=1, kind="stable")  # stable: ties keep the lower index first
-    T_sorted = np.take_along_axis(T, order, axis=1)
-    rows = np.arange(m)
-    A = np.zeros((m, m), dtype=bool)
-    n = np.zeros(m)
-    active = np.ones(m, dtype=bool)
-    last = int((T_sorted > 0).sum(axis=1).max(initial=0))  # T = 0 is never bought
+    """Scan every buyer's sellers in descending-threshold order, all buyers at once.
+
+    ``T`` is (..., m, m) and ``N`` (..., m): leading dimensions are independent markets (the
+    property checker's batch engine clears thousands at once with this same code).
+    """
+    order = np.argsort(-T, axis=-1, kind="stable")  # stable: ties keep the lower index first
+    T_sorted = np.take_along_axis(T, order, axis=-1)
+    N_sorted = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), order, axis=-1)
+    A = np.zeros(T.shape, dtype=bool)
+    n = np.zeros(T.shape[:-1])
+    active = np.ones(T.shape[:-1], dtype=bool)
+    last = int((T_sorted > 0).sum(axis=-1).max(initial=0))  # T = 0 is never bought
     for k in range(last):
-        cols = order[:, k]
-        take = active & (n + N[cols] < T_sorted[:, k])
-        A[rows[take], cols[take]] = True
-        n += np.where(take, N[cols], 0.0)
+        take = active & (n + N_sorted[..., k] < T_sorted[..., k])
+        np.put_along_axis(A, order[..., k:k + 1], take[..., None], axis=-1)
+        n += np.where(take, N_sorted[..., k], 0.0)
         if stop_at_first_failure:
             active &= take
             if not active.any():

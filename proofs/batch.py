@@ -1,0 +1,627 @@
+"""The batch engine: markets and games drawn in bulk with numpy, cleared and evaluated
+vectorised across the batch, violations shrunk to a minimal instance.
+
+``proofs.check(subject, prop, engine="batch")`` lands here.
+
+**Draws.** Every instance is built from a vector of uniform numbers in [0, 1], one record per
+client (so a client can be deleted while shrinking), one per pair of clients (distances) and a
+few globals. The transform maps them onto exactly the ranges and constraints of the Hypothesis
+strategies in :mod:`proofs.strategies` (same supports, same built-in preconditions, same role
+mix: trader 1/2, pure buyer 1/4, pure seller 1/4); each coordinate is set to its simplest value
+(the lower end: N = 20, c = 0, K = 1e3, lam = 0, d = 0, v = 0...) with probability
+:data:`ATOM` -- Hypothesis likewise favours the ends of its ranges, where counterexamples
+tend to live. The documented distribution, per property, is :data:`IPFL_SPECS` /
+:func:`cpl_sampler`.
+
+**Evaluation.** For the built-in rules ("box2", "local", "exact" with the paper's payments and
+prices) and the properties in :data:`BATCH_EVALUATORS`, the whole batch is cleared at once:
+thresholds through the gain's broadcasting root finder, selection through the same greedy
+scan :func:`mechanisms.ipfl.selection.local` uses (leading batch dimensions), "exact" by
+vectorised enumeration, money by Eqs. 12-13 and Eq. 3 over arrays. Every other
+(subject, property) pair is evaluated instance by instance on the same numpy draws.
+
+**Shrinking.** The first violating instance is re-checked with the scalar property (the
+subject itself), then shrunk: delete clients, then set each coordinate to a simpler value,
+keeping every change after which the property still fails on an effective instance.
+Preconditions are built into the transform, so every shrunk instance still meets them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from mechanisms import cpl, ipfl
+from mechanisms.gains import SqrtGain
+
+from .checker import Counterexample, Report, SubjectError, _name, _verdict, evaluate_once
+
+__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "check_batch", "cpl_sampler",
+           "ipfl_sampler", "settle_batch"]
+
+ATOM = 0.1  # probability that a coordinate takes its simplest value
+CHUNK = 4096  # instances drawn and evaluated per step
+_TOL = 1e-9  # the iPFL properties' relative tolerance (proofs.ipfl_properties._TOL)
+
+
+# ----------------------------------------------------------------------------- draws
+
+
+@dataclass
+class Draws:
+    """Uniform parameters of ``B`` instances with ``m`` clients each.
+
+    client (B, m, F) per-client records; pair (B, m, m) per-pair; glob (B, G) globals."""
+
+    client: np.ndarray
+    pair: np.ndarray
+    glob: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.client.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.client.shape[1]
+
+    def one(self, k: int) -> Draws:
+        return Draws(self.client[k:k + 1], self.pair[k:k + 1], self.glob[k:k + 1])
+
+    def without(self, i: int) -> Draws:
+        keep = np.delete(np.arange(self.m), i)
+        return Draws(self.client[:, keep], self.pair[:, keep][:, :, keep], self.glob)
+
+
+def _uniform(rng, shape):
+    u = rng.random(shape)
+    return np.where(rng.random(shape) < ATOM, 0.0, u)
+
+
+class Sampler:
+    """Draws -> instances for one property; ``simple`` lists, per field, the simpler values
+    the shrinker tries."""
+
+    n_client = 0
+    n_glob = 0
+    min_m = 2
+    max_m = 7
+
+    def draw(self, rng, size: int) -> list[Draws]:
+        """``size`` instances grouped by client count (in draw order within a group)."""
+        ms = rng.integers(self.min_m, self.max_m + 1, size=size)
+        out = []
+        for m in range(self.min_m, self.max_m + 1):
+            k = int((ms == m).sum())
+            if k:
+                out.append(Draws(_uniform(rng, (k, m, self.n_client)),
+                                 _uniform(rng, (k, m, m)), _uniform(rng, (k, self.n_glob))))
+        return out
+
+    def cases(self, d: Draws) -> list:
+        raise NotImplementedError
+
+    def simple(self) -> dict:
+        return {}
+
+
+@dataclass(frozen=True)
+class IpflSpec:
+    """The preconditions of one iPFL property's strategy (mirrors ipfl_properties._cases)."""
+
+    negative: bool = False
+    positive: bool = False
+    lam_min: float = 0.0
+    liar: str | None = None  # None | "who" | "over" | "any"
+    perm: bool = False
+    ties: bool = False
+    max_m: int = 6
+
+
+# client fields: N, c, K, role, liar key, perm key; globals: lam, symmetric, factor kind, factor
+_N, _C, _K, _ROLE, _WHO, _PERM = range(6)
+_LAM, _SYM, _FKIND, _FVAL = range(4)
+_OVER = (2.0, 5.0, 10.0)
+_ANY = (0.1, 0.5, 2.0, 5.0, 10.0)
+
+
+class IpflSampler(Sampler):
+    n_client = 6
+    n_glob = 4
+
+    def __init__(self, spec: IpflSpec):
+        self.spec = spec
+        self.max_m = spec.max_m
+
+    def arrays(self, d: Draws) -> dict:
+        """The instances of ``d`` as arrays (N, c, K (B, m); lam (B,); D (B, m, m); client
+        (B,) or None; factor (B,) or None; perm (B, m) or None)."""
+        sp, u, g = self.spec, d.client, d.glob
+        m = d.m
+        if sp.perm and not sp.ties:  # distinct N: residue i mod m for client i
+            step = np.floor(u[..., _N] * ((2000 - 20 - m) // m + 1))
+            N = 20.0 + np.minimum(step, (2000 - 20 - m) // m) * m + np.arange(m)
+        else:
+            N = 20.0 + np.floor(u[..., _N] * 1981.0).clip(max=1980.0)
+        c = 5.0 * u[..., _C]
+        K = 1e3 + u[..., _K] * (1e6 - 1e3)
+        role = u[..., _ROLE]
+        c = np.where((role >= 0.5) & (role < 0.75), np.inf, c)  # pure buyer
+        K = np.where(role >= 0.75, 0.0, K)  # pure seller
+        lam = sp.lam_min + g[:, _LAM] * (5.0 - sp.lam_min)
+        low = -1.0 if sp.negative else (1e-3 if sp.positive else 0.0)
+        D = low + d.pair * (2.0 - low)
+        sym = g[:, _SYM] < 0.5
+        up = np.triu(D, 1)
+        D = np.where(sym[:, None, None], up + np.swapaxes(up, 1, 2), D)
+        D[:, np.arange(m), np.arange(m)] = 0.0
+        if sp.ties and m >= 3:  # client 1 an exact copy of client 2
+            N[:, 1], c[:, 1], K[:, 1] = N[:, 2], c[:, 2], K[:, 2]
+            D[:, 1, :], D[:, :, 1] = D[:, 2, :], D[:, :, 2]
+            D[:, 1, 2] = D[:, 2, 1] = 1e-3 if sp.positive else 0.0
+            D[:, np.arange(m), np.arange(m)] = 0.0
+        client = factor = perm = None
+        if sp.liar is not None:
+            client = np.argmax(u[..., _WHO], axis=1)
+        if sp.liar in ("over", "any"):
+            table = np.array(_OVER if sp.liar == "over" else _ANY)
+            lo, hi = (1.0 + 1e-6, 20.0) if sp.liar == "over" else (0.05, 20.0)
+            pick = table[np.minimum((g[:, _FVAL] * len(table)).astype(int), len(table) - 1)]
+            factor = np.where(g[:, _FKIND] < 0.5, pick, lo + g[:, _FVAL] * (hi - lo))
+        if sp.perm:
+            perm = np.argsort(u[..., _PERM], axis=1, kind="stable")
+        return {"N": N, "c": c, "K": K, "lam": lam, "D": D, "client": client,
+                "factor": factor, "perm": perm}
+
+    def cases(self, d: Draws) -> list:
+        from .ipfl_properties import IpflCase
+
+        a = self.arrays(d)
+        out = []
+        for k in range(d.size):
+            market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]))
+            out.append(IpflCase(
+                market, a["D"][k],
+                None if a["client"] is None else int(a["client"][k]),
+                None if a["factor"] is None else float(a["factor"][k]),
+                None if a["perm"] is None else a["perm"][k]))
+        return out
+
+    def simple(self) -> dict:
+        low = -1.0 if self.spec.negative else (1e-3 if self.spec.positive else 0.0)
+        zero_d = (0.0 - low) / (2.0 - low) if low < 0 else 0.0
+        return {"client": [0.0], "pair": [zero_d, 0.0] if low < 0 else [0.0],
+                "glob": [0.0, 0.5]}
+
+
+IPFL_SPECS: dict[str, IpflSpec] = {
+    "budget_balance": IpflSpec(),
+    "individual_rationality": IpflSpec(),
+    "ir_negative_distances": IpflSpec(negative=True),
+    "local_optimality": IpflSpec(),
+    "global_optimality": IpflSpec(max_m=5),
+    "lemma1": IpflSpec(liar="over"),
+    "thm2": IpflSpec(liar="over"),
+    "thm3": IpflSpec(positive=True, lam_min=0.01, liar="who"),
+    "thm3_lam0": IpflSpec(positive=True, liar="who"),
+    "permutation": IpflSpec(perm=True),
+    "permutation_ties": IpflSpec(perm=True, ties=True),
+    "truthful_N": IpflSpec(liar="any"),
+}
+
+
+def ipfl_sampler(key: str) -> IpflSampler:
+    return IpflSampler(IPFL_SPECS[key])
+
+
+# CPL: client fields a, G, c, v-is-zero, v, q_max; globals q_min, per-client, q_max, alpha, R,
+# frac, binding coin
+class CplSampler(Sampler):
+    n_client = 6
+    n_glob = 7
+
+    def __init__(self, *, min_n=1, max_n=12, large_v=False, budget="binding",
+                 positive_budget=False):
+        self.min_m, self.max_m = min_n, max_n
+        self.large_v, self.budget, self.positive_budget = large_v, budget, positive_budget
+
+    def cases(self, d: Draws) -> list:
+        from .cpl_properties import CplCase
+
+        u, g = d.client, d.glob
+        out = []
+        for k in range(d.size):
+            uk, gk = u[k], g[k]
+            n = d.m
+            a = 0.05 + 0.95 * uk[:, 0]
+            G = 0.5 + 19.5 * uk[:, 1]
+            c = 0.1 + 9.9 * uk[:, 2]
+            v_hi = 1e6 if self.large_v else 100.0
+            v = np.where(uk[:, 3] < 0.5, 0.0, uk[:, 4] * v_hi)
+            q_min = (0.01, 0.05, 0.1)[min(int(gk[0] * 3), 2)]
+            if gk[1] < 0.5:
+                q_max = q_min + uk[:, 5] * (1.0 - q_min)
+            else:
+                q_max = q_min + gk[2] * (1.0 - q_min)
+            game = cpl.Game(a=a, G=G, c=c, v=v, budget=0.0, alpha=0.1 + 2.9 * gk[3],
+                            R=int(10 + min(int(gk[4] * 491), 490)), q_min=q_min, q_max=q_max)
+            if self.positive_budget:
+                qm = np.asarray(game.q_max)
+                cost = float(np.sum(2.0 * game.c * qm**2))
+                value = float(np.sum(game.v * game.K / qm))
+                if value >= 0.5 * cost:
+                    game = game.replace(v=np.asarray(game.v) * (0.5 * cost / value))
+            lo = cpl.spend(game, np.full(n, q_min))
+            hi = cpl.spend(game, game.q_max)
+            if self.positive_budget:
+                lo = max(lo, 0.0)
+            frac = 0.01 + 0.98 * gk[5]
+            binding = self.budget == "binding" or (self.budget == "any" and gk[6] < 0.5)
+            if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
+                B = lo + frac * (hi - lo)
+            else:
+                B = hi + frac * (abs(hi) + 1.0)
+            out.append(CplCase(game.replace(budget=B)))
+        return out
+
+    def simple(self) -> dict:
+        return {"client": [0.0, 0.5], "pair": [0.0], "glob": [0.0, 0.5]}
+
+
+CPL_SPECS = {
+    "cpl_se_identities": {"large_v": True, "budget": "any"},
+    "cpl_threshold": {"large_v": True},
+    "cpl_threshold_all": {"large_v": True, "max_n": 3},
+    "cpl_beats_baselines": {"positive_budget": True},
+    "cpl_beats_baselines_any": {"max_n": 4, "positive_budget": True},
+}
+
+
+def cpl_sampler(key: str) -> CplSampler:
+    return CplSampler(**CPL_SPECS[key])
+
+
+def sampler_for(prop) -> Sampler | None:
+    """The built-in sampler of a registered property, or the property's own ``sample``."""
+    from .registry import PROPERTIES
+
+    if prop.sample is not None:
+        return prop.sample()
+    if PROPERTIES.get(prop.key) is not prop:
+        return None
+    if prop.key in IPFL_SPECS:
+        return ipfl_sampler(prop.key)
+    if prop.key in CPL_SPECS:
+        return cpl_sampler(prop.key)
+    return None
+
+
+# ------------------------------------------------------------------ batched clearing
+
+_SQRT = SqrtGain()
+
+
+def _g(x, K, N):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _SQRT.value(x, K, N)
+
+
+def _exact_batch(N, K, P, T):
+    """Mirror of :func:`mechanisms.ipfl.selection.exact` ("auto" = enumeration for m <= 17):
+    always-bought sellers (T = inf) in, then the best subset of the candidates
+    (0 < T < inf, in descending-T order, first minimiser) per buyer, all buyers at once."""
+    A = np.isinf(T)
+    cand = (T > 0) & np.isfinite(T) & (K[:, :, None] > 0)
+    order = np.argsort(-np.where(cand, T, -np.inf), axis=-1, kind="stable")
+    k_max = int(cand.sum(axis=-1).max(initial=0))
+    if k_max == 0:
+        return A
+    idx = order[..., :k_max]  # candidates first, in the scalar rule's order
+    valid = np.take_along_axis(cand, idx, axis=-1)
+    cost = np.take_along_axis(P, idx, axis=-1)
+    size = np.take_along_axis(np.broadcast_to(N[:, None, :], T.shape), idx, axis=-1)
+    cost = np.where(valid, cost, 0.0)
+    size = np.where(valid, size, 0.0)
+    masks = ((np.arange(1 << k_max)[:, None] >> np.arange(k_max)[None, :]) & 1).astype(bool)
+    n0 = (A * N[:, None, :]).sum(axis=-1)
+    obj = np.einsum("sk,bik->bis", masks.astype(float), cost) - _g(
+        n0[..., None] + np.einsum("sk,bik->bis", masks.astype(float), size),
+        K[:, :, None], N[:, :, None])
+    ok = ~np.any(masks[None, None] & ~valid[:, :, None, :], axis=-1)  # only real candidates
+    obj = np.where(ok, obj, np.inf)
+    best = masks[np.argmin(obj, axis=-1)] & valid  # (B, m, k_max)
+    np.put_along_axis(A, idx, np.take_along_axis(A, idx, axis=-1) | best, axis=-1)
+    return A
+
+
+def settle_batch(rule: str, N, c, K, lam, D, true_N=None, true_c=None) -> dict:
+    """Clear a batch of markets (arrays with a leading batch dimension) with a built-in rule
+    and the paper's prices and payments; returns adjacency, payments, utilities."""
+    m = N.shape[1]
+    true_N = N if true_N is None else true_N
+    true_c = c if true_c is None else true_c
+    ratio = N[:, None, :] / N[:, :, None]
+    P = c[:, None, :] + lam[:, None, None] * ratio * D
+    eye = np.eye(m, dtype=bool)
+    P = np.where(eye, np.inf, P)
+    T = _SQRT.thresholds(P, N[:, None, :], K[:, :, None], N[:, :, None])
+    T = np.where((K[:, :, None] == 0) | eye, 0.0, T)
+    if rule == "box2":
+        A = ipfl.box2(T, N)
+    elif rule == "local":
+        A = ipfl.local(T, N)
+    else:
+        A = _exact_batch(N, K, P, T)
+    # Eq. 12 on bought pairs, Eq. 13, Eq. 3 (true N and c)
+    n = np.einsum("bij,bj->bi", A.astype(float), N)
+    with np.errstate(invalid="ignore"):
+        marginal = _g(n[:, :, None], K[:, :, None], N[:, :, None]) - _g(
+            n[:, :, None] - N[:, None, :], K[:, :, None], N[:, :, None])
+    R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
+    p = R.sum(axis=2) - R.sum(axis=1)
+    G = _g(np.einsum("bij,bj->bi", A.astype(float), true_N), K, true_N)
+    sold = A.sum(axis=1)
+    C = np.where(sold > 0, true_c * np.where(sold > 0, sold, 1), 0.0)
+    return {"A": A, "p": p, "U": G - C - p, "P": P}
+
+
+def _scale(s):
+    return 1.0 + np.abs(s["U"]).max(axis=1) + np.abs(s["p"]).max(axis=1)
+
+
+def _excess(x, tol):
+    out = np.maximum(0.0, x - tol)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def _eq11_count(N, K, P, A):
+    """Mirror of :func:`mechanisms.ipfl.selection.eq11_violations`, counted per market."""
+    n = np.einsum("bij,bj->bi", A.astype(float), N)
+    base = _g(n, K, N)
+    with np.errstate(invalid="ignore"):
+        flipped = np.where(A, n[:, :, None] - N[:, None, :], n[:, :, None] + N[:, None, :])
+        dgain = _g(flipped, K[:, :, None], N[:, :, None]) - base[:, :, None]
+        dcost = np.where(A, -P, P)
+        delta = dcost - dgain
+    scale = np.abs(base)[:, :, None] + np.where(np.isfinite(P), np.abs(P), 0.0)
+    bad = (delta < -1e-9 * np.maximum(scale, 1e-12)) & (K[:, :, None] > 0)
+    m = N.shape[1]
+    bad &= ~np.eye(m, dtype=bool)
+    return bad.sum(axis=(1, 2)).astype(float)
+
+
+def _rows(x, client):
+    return x[np.arange(x.shape[0]), client]
+
+
+def _with(x, client, values):
+    y = x.copy()
+    y[np.arange(x.shape[0]), client] = values
+    return y
+
+
+def _bb(rule, a):
+    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    return _excess(np.abs(s["p"].sum(axis=1)), _TOL * _scale(s))
+
+
+def _ir(rule, a):
+    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    return _excess(-s["U"].min(axis=1), _TOL * _scale(s))
+
+
+def _eq11(rule, a):
+    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    return _eq11_count(a["N"], a["K"], s["P"], s["A"])
+
+
+def _overstate(a):
+    i, f = a["client"], a["factor"]
+    ci = _rows(a["c"], i)
+    return _with(a["c"], i, ci * f + (f - 1.0))
+
+
+def _lemma1(rule, a):
+    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    lied = settle_batch(rule, a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
+    i = a["client"]
+    b = np.arange(len(i))
+    return (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
+
+
+def _thm2(rule, a):
+    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    lied = settle_batch(rule, a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
+    i = a["client"]
+    gain = _rows(lied["U"], i) - _rows(honest["U"], i)
+    return _excess(gain, _TOL * _scale(honest))
+
+
+def _thm3(rule, a):
+    i = a["client"]
+    N_hat = _with(a["N"], i, _rows(a["N"], i) * 1e12)
+    s = settle_batch(rule, N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
+    b = np.arange(len(i))
+    return s["A"][b, :, i].sum(axis=1).astype(float)
+
+
+def _truthful_N(rule, a):
+    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    i = a["client"]
+    N_hat = _with(a["N"], i, _rows(a["N"], i) * a["factor"])
+    lied = settle_batch(rule, N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
+    gain = _rows(lied["U"], i) - _rows(honest["U"], i)
+    return _excess(gain, _TOL * _scale(honest))
+
+
+BATCH_EVALUATORS: dict[str, Callable] = {
+    "budget_balance": _bb,
+    "individual_rationality": _ir,
+    "ir_negative_distances": _ir,
+    "local_optimality": _eq11,
+    "lemma1": _lemma1,
+    "thm2": _thm2,
+    "thm3": _thm3,
+    "thm3_lam0": _thm3,
+    "truthful_N": _truthful_N,
+}
+
+
+def _batch_rule(subject) -> str | None:
+    """The built-in rule name when ``subject`` is one the batch clearing reproduces."""
+    from .subjects import IpflMechanism
+
+    if not isinstance(subject, IpflMechanism):
+        return None
+    if subject.rule not in ("box2", "local", "exact"):
+        return None
+    if subject.money != "paper" or subject.prices != "paper":
+        return None
+    return subject.rule
+
+
+def vectorised(prop, subject) -> Callable | None:
+    """A function ``draws -> violations`` when the pair can be evaluated in bulk."""
+    from .registry import PROPERTIES
+
+    rule = _batch_rule(subject)
+    if rule is None or PROPERTIES.get(prop.key) is not prop or prop.key not in BATCH_EVALUATORS:
+        return None
+    fn = BATCH_EVALUATORS[prop.key]
+    sampler = ipfl_sampler(prop.key)
+    return lambda d: fn(rule, sampler.arrays(d))
+
+
+# ------------------------------------------------------------------------ shrinking
+
+
+def _fails(subject, prop, sampler, d: Draws, tolerance) -> float | None:
+    try:
+        case = sampler.cases(d)[0]
+        amount, _, effective = evaluate_once(subject, prop, case)
+    except SubjectError:
+        return None
+    except ValueError:
+        return None  # the simplified draw is not a valid instance
+    if amount is None or not effective or not amount > tolerance:
+        return None
+    return amount
+
+
+def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
+           budget: int = 3000) -> tuple[Draws, int]:
+    """Greedy shrinking of one failing draw: delete clients, then simplify coordinates."""
+    calls = 0
+    simple = sampler.simple()
+    improved = True
+    while improved and calls < budget:
+        improved = False
+        i = 0
+        while d.m > sampler.min_m and i < d.m and calls < budget:
+            cand = d.without(i)
+            calls += 1
+            if _fails(subject, prop, sampler, cand, tolerance) is not None:
+                d, improved = cand, True
+            else:
+                i += 1
+        for field_name in ("glob", "client", "pair"):
+            arr = getattr(d, field_name)
+            for pos in np.ndindex(arr.shape[1:]):
+                cur = float(arr[(0, *pos)])
+                prefs = simple.get(field_name, [0.0])
+                if cur in prefs:  # only values simpler than the current one
+                    tries = prefs[:prefs.index(cur)]
+                else:
+                    tries = prefs + [r for r in (round(cur, 1), round(cur, 2)) if r != cur]
+                for v in tries:
+                    if calls >= budget:
+                        break
+                    new = arr.copy()
+                    new[(0, *pos)] = v
+                    cand = Draws(**{**d.__dict__, field_name: new})
+                    calls += 1
+                    if _fails(subject, prop, sampler, cand, tolerance) is not None:
+                        d, arr, improved = cand, new, True
+                        break
+    return d, calls
+
+
+# --------------------------------------------------------------------------- engine
+
+
+def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
+                chunk: int = CHUNK) -> Report:
+    """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
+
+    Falls back to the Hypothesis engine when the property has no numpy sampler (the
+    report's ``engine`` then says "hypothesis")."""
+    from .checker import _check_hypothesis
+
+    sampler = sampler_for(prop)
+    if sampler is None:
+        return _check_hypothesis(subject, prop, max_examples, seed, tolerance, None)
+    bulk = vectorised(prop, subject)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    drawn = effective = 0
+    fail = None
+    error = error_instance = None
+    mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
+    while drawn < max_examples and fail is None and error is None:
+        for d in sampler.draw(rng, min(chunk, max_examples - drawn)):
+            if bulk is not None:
+                viol = np.asarray(bulk(d), dtype=float)
+                bad = np.flatnonzero(~(viol <= tolerance))
+                if bad.size:
+                    k = int(bad[0])
+                    drawn += k + 1
+                    effective += k + 1
+                    fail = d.one(k)
+                    break
+                drawn += d.size
+                effective += d.size
+                continue
+            cases = sampler.cases(d)
+            for k, case in enumerate(cases):
+                drawn += 1
+                try:
+                    amount, _, eff = evaluate_once(subject, prop, case)
+                except SubjectError as exc:
+                    effective += 1
+                    error, error_instance = str(exc), case
+                    break
+                effective += int(amount is not None and eff)
+                if amount is not None and amount > tolerance:
+                    fail = d.one(k)
+                    break
+            if fail is not None or error is not None:
+                break
+    first_failure = drawn if (fail is not None or error is not None) else None
+    ce = None
+    extra = {"mode": mode}
+    if error is not None:
+        verdict = "error"
+    elif fail is not None:
+        amount = _fails(subject, prop, sampler, fail, tolerance)
+        if amount is None:  # the scalar re-check disagrees with the vectorised clearing
+            raise AssertionError(f"batch engine: {prop.key} on {_name(subject)} failed in bulk "
+                                 "but not when re-checked one instance at a time")
+        t1 = time.perf_counter()
+        small, calls = shrink(subject, prop, sampler, fail, tolerance)
+        extra.update(shrink_seconds=time.perf_counter() - t1, shrink_calls=calls)
+        case = sampler.cases(small)[0]
+        amount = prop.amount(subject, case)
+        ce = Counterexample(instance=case, violation=amount, property=prop, subject=subject,
+                            engine="batch")
+        verdict = "counterexample"
+    else:
+        verdict = _verdict(False, SimpleNamespace(drawn=drawn, effective=effective))
+    return Report(property=prop, subject=_name(subject), verdict=verdict, examples=drawn,
+                  effective=effective, seconds=time.perf_counter() - t0,
+                  max_examples=max_examples, counterexample=ce, engine="batch",
+                  first_failure=first_failure, error=error, error_instance=error_instance,
+                  extra=extra)
