@@ -376,7 +376,7 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2))
 
     from .sweep import Store
 
-    store = Store(store_folder)
+    store = Store(store_folder, mode="r")
     try:
         frames = {s: store.frame(s) for s in store.cells().scenario.unique()}
     finally:

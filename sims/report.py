@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import StoreError
+from .scenarios import SCENARIOS
 from .sweep import Store
 
 __all__ = ["write_report"]
@@ -46,9 +47,11 @@ class _Doc:
         self.html.append(df.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
 
     def figure(self, fig, name: str, caption: str):
+        """Saved as SVG (vector, for papers) and PNG (for the HTML page)."""
         path = self.folder / f"{name}.png"
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        fig.savefig(self.folder / f"{name}.svg")
+        fig.savefig(path, dpi=150)
         import matplotlib.pyplot as plt
 
         plt.close(fig)
@@ -148,28 +151,71 @@ def _cpl(doc: _Doc, df: pd.DataFrame):
         doc.figure(fig, "cpl_prices", f"Equilibrium prices and participation (B = {b:g})")
 
 
+LEARNING_NOTE = (
+    "Statistics are over seeds: each seed's mean over clients is one sample; the interval is "
+    "Student's t 95 % interval; 'client spread' is the standard deviation over clients, shown "
+    "apart. 'best acc' is each client's best personalised accuracy over the rounds (what the "
+    "iPFL authors report), 'last-round acc' the last round's. Utility is cumulative per "
+    "client with the ledger of the algorithm's family (learning.algorithms.Algorithm): "
+    "baselines pay nothing and gain from every model they aggregate, so FedAvg-like "
+    "algorithms, which aggregate everyone, get the full-graph utility; iPFL buys only the "
+    "models worth their price and pays for them.")
+
+
+def _setting(df: pd.DataFrame, keys: list[str]) -> str:
+    fixed = [c for c in df.columns if c.startswith("param_") and c not in keys]
+    return ", ".join(f"{c[len('param_'):]}={df[c].iloc[0]}" for c in fixed)
+
+
 def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
     import matplotlib.pyplot as plt
 
+    from .claims import ci95, per_run, seed_table
+    from .plots import plot_accuracy_by_round
+    from .results import write_table
+
     doc.heading(title)
-    last = df[df["round"] == df.groupby(["mechanism", "seed"])["round"].transform("max")]
-    cum = df.groupby(["mechanism", "seed", "client"], as_index=False).utility.sum()
-    acc = last.groupby("mechanism").acc_personalised.agg(["mean", "std"])
-    util = cum.groupby("mechanism").utility.agg(["mean", "std"])
-    table = pd.DataFrame({"acc_mean": acc["mean"], "acc_std": acc["std"],
-                          "utility_mean": util["mean"], "utility_std": util["std"]})
+    doc.para(LEARNING_NOTE)
+    # every swept parameter is a grouping key (rows never merge different settings)
+    keys = [c for c in df.columns if c.startswith("param_") and df[c].nunique() > 1]
+    rounds_path, _ = write_table(df, doc.folder / f"{name}_rounds.parquet",
+                                 {"scenario": name, "rows": "one per round and client"})
+    doc.para(f"Per-round results: `{rounds_path.name}`. Fixed parameters: "
+             f"{_setting(df, keys) or 'the scenario defaults'}; rounds: "
+             f"{int(df['round'].max()) + 1}; seeds: {df.seed.nunique()}.")
+    runs = per_run(df, ["mechanism", *keys])
+    table = seed_table(runs, ["mechanism", *keys])
     if "ari" in df:
-        table["ari_vs_truth"] = df.groupby("mechanism").ari.first()
-    table = table.reset_index()
+        ari = df.groupby(["mechanism", *keys, "seed"]).ari.first().groupby(
+            ["mechanism", *keys]).agg(lambda v: "{:.3f} [{:.3f}, {:.3f}]".format(*ci95(v)[:3]))
+        table = table.merge(ari.rename("ARI vs true groups").reset_index(), how="left")
     doc.table(table, name)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for r in table.itertuples():
-        ax.errorbar(r.utility_mean, r.acc_mean, xerr=r.utility_std, yerr=r.acc_std, fmt="o",
-                    capsize=3, label=r.mechanism)
-    ax.set_xlabel("cumulative utility per client")
-    ax.set_ylabel("personalised accuracy (last round)")
-    ax.legend(frameon=False)
-    doc.figure(fig, f"{name}_scatter", "Accuracy against utility (mean +- std over clients)")
+    groups = runs.groupby(keys) if keys else [((), runs)]
+    for k, g in groups:
+        k = k if isinstance(k, tuple) else (k,)
+        label = ", ".join(f"{c[len('param_'):]}={v}" for c, v in zip(keys, k, strict=True))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        ax = axes[0]
+        for mech, r in g.groupby("mechanism"):
+            am, alo, ahi, _ = ci95(r.acc_best)
+            um, ulo, uhi, _ = ci95(r.utility)
+            yerr = None if not np.isfinite(alo) else [[am - max(alo, 0.0)], [min(ahi, 1.0) - am]]
+            xerr = None if not np.isfinite(ulo) else [[um - ulo], [uhi - um]]
+            ax.errorbar(um, am, xerr=xerr, yerr=yerr, fmt="o", capsize=3, label=mech)
+            ax.annotate(mech, (um, am), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_ylim(max(0.0, ax.get_ylim()[0]), min(1.0, ax.get_ylim()[1]))
+        ax.set_xlabel("cumulative utility per client")
+        ax.set_ylabel("best personalised accuracy (95 % CI over seeds)")
+        ax.legend(frameon=False, fontsize=7)
+        sub = df
+        for c, v in zip(keys, k, strict=True):
+            sub = sub[sub[c] == v]
+        plot_accuracy_by_round(sub, ax=axes[1])
+        fig.suptitle(f"{title}" + (f" ({label})" if label else "") + f"; {_setting(df, keys)}",
+                     fontsize=9)
+        slug = "_".join(str(v) for v in k) if k else "all"
+        doc.figure(fig, f"{name}_{slug}", f"Accuracy against utility, and by round "
+                                          f"({label or 'all'})")
 
 
 def write_report(folder, out=None) -> tuple[Path, Path]:
@@ -195,14 +241,13 @@ def write_report(folder, out=None) -> tuple[Path, Path]:
         doc.para(f"{len(cells)} cells; scenarios: "
                  + ", ".join(f"{k} ({v})" for k, v in cells.scenario.value_counts().items()))
         handlers = {"inclusive-market": _inclusive, "liars": _liars, "attacks": _attacks,
-                    "cpl-pricing": _cpl,
-                    "ipfl-learning": lambda d, f: _learning(d, f, "Learning: accuracy vs "
-                                                            "utility (Fig. 2)", "learning"),
-                    "lia-vs-oracle": lambda d, f: _learning(d, f, "LIA vs Oracle", "lia")}
+                    "cpl-pricing": _cpl}
         for scenario in cells.scenario.unique():
             df = store.frame(scenario)
             if scenario in handlers:
                 handlers[scenario](doc, df)
+            elif SCENARIOS[scenario].kind == "learning":
+                _learning(doc, df, f"Learning: {SCENARIOS[scenario].description}", scenario)
     finally:
         store.close()
     md = out / "report.md"

@@ -39,14 +39,16 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
             {"name": "cpl-pricing", "mechanisms": ["bisection", "uniform", "weighted"],
              "params": {"budget": [5.0, 15.0, 40.0]}},
             {"name": "fig2", "params": {"partition": ["niid", "cluster", "skew"], **learn}},
-            {"name": "fig4", "params": {"attack": ATTACK_GRID, **learn}},
+            {"name": "lia-vs-oracle", "params": {}},
+            {"name": "fig5-learning", "params": learn},
             {"name": "ipfl-lambda", "mechanisms": ["ipfl"],
              "params": {"lam": LAMBDAS, "partition": "niid", **learn}},
             {"name": "fig2-corrected",
              "mechanisms": ["local", "fedavg", "ditto", "pfedgraph", "ipfl"],
              "params": {"partition": "niid", **learn}},
-            {"name": "lia-vs-oracle", "params": {}},
-            {"name": "fig5-learning", "params": learn},
+            # one seed after the other, so that a partial run has whole seeds
+            *({"name": "fig4", "params": {"attack": ATTACK_GRID, **learn}, "seeds": [s]}
+              for s in seeds),
         ],
     }
 

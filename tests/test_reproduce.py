@@ -54,3 +54,21 @@ def test_page_from_a_small_store(tmp_path):
     assert "## Verdicts" in text and "Fig. 5, inclusive market (local rule)" in text
     assert "Table 2, liars (exact thresholds)" in text
     assert "| fig2" not in text and "not run" in text  # claims without cells say so
+
+
+def test_report_keeps_swept_parameters_apart_and_exports_rounds(tmp_path):
+    from sims.report import write_report
+
+    small = {"rounds": 2, "steps": 3, "clients": 4, "batch": 16}
+    cells = [Cell("ipfl-learning", mech, tuple(sorted({**small, "beta": beta}.items())), seed)
+             for mech in ("fedavg", "local") for beta in (0.5, 1.0) for seed in (0, 1)]
+    run_sweep(cells, tmp_path)
+    md, _ = write_report(tmp_path)
+    table = pd.read_csv(tmp_path / "ipfl-learning.csv")
+    assert len(table) == 4  # (mechanism, beta) pairs: beta 0.5 and 1.0 never merged
+    assert set(table.param_beta) == {0.5, 1.0} and (table.seeds == 2).all()
+    assert "[" in table["best acc (authors')"].iloc[0]  # a 95 % interval over seeds
+    rounds = pd.read_parquet(tmp_path / "ipfl-learning_rounds.parquet")
+    assert len(rounds) == 8 * 2 * 4  # every cell, round and client
+    assert (tmp_path / "ipfl-learning_0.5.svg").exists()
+    assert "client spread" in md.read_text()
