@@ -12,9 +12,16 @@ from hypothesis import strategies as st
 from mechanisms import ipfl
 
 from .checker import Property, excess
+from .regret import regret_search
 from .strategies import ipfl_instances, misreports
 
-__all__ = ["IPFL_PROPERTIES", "IpflCase", "tiny_markets"]
+__all__ = [
+    "IPFL_PROPERTIES",
+    "IpflCase",
+    "best_misreport",
+    "budget_side",
+    "tiny_markets",
+]
 
 _TOL = 1e-9
 
@@ -133,14 +140,6 @@ def lemma1_monotone_sales(subject, case):
     return float(np.sum(lied.adjacency[:, i] & ~honest.adjacency[:, i]))
 
 
-def thm2_no_gain_from_overstating_c(subject, case):
-    honest = _settle(subject, case)
-    lied = subject.settle(_overstate_c(case), case.D)
-    i = case.client
-    gain = float(lied.utilities[i] - honest.utilities[i])
-    return excess(gain, _TOL * _scale(honest)), gain  # the gain steers the search
-
-
 def thm3_isolation(subject, case):
     mk, i = case.market, case.client
     N_hat = mk.N.copy()
@@ -179,19 +178,50 @@ def permutation_equivariance(subject, case):
     return mismatched + excess(gap, 1e-7 * _scale(base))
 
 
-def truthful_in_N(subject, case):
-    mk, i = case.market, case.client
+def no_deficit(subject, case):
+    """Weak budget balance: the operator never pays, sum_i p_i >= 0."""
+    s = _settle(subject, case)
+    return excess(-float(s.payments.sum()), _TOL * _scale(s))
+
+
+def budget_side(subject, case) -> str:
+    """"deficit" (sum p < 0: the operator pays), "surplus" (sum p > 0) or "balanced"."""
+    s = _settle(subject, case)
+    total, tol = float(s.payments.sum()), _TOL * _scale(s)
+    return "deficit" if total < -tol else "surplus" if total > tol else "balanced"
+
+
+_SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
+
+
+def best_misreport(subject, case, dimension: str, direction: str, *, first: bool = False):
+    """(the regret search of :mod:`proofs.regret` on a case whose client lies, the truthful
+    outcome). ``first``: stop at the first profitable lie beyond the tolerance."""
     honest = _settle(subject, case)
-    N_hat = mk.N.copy()
-    N_hat[i] = mk.N[i] * case.factor
-    lied = subject.settle(mk.replace(N=N_hat, true_N=mk.N), case.D)
-    gain = float(lied.utilities[i] - honest.utilities[i])
-    return excess(gain, _TOL * _scale(honest)), gain  # the gain steers the search
+    stop = _TOL * _scale(honest) if first else None
+    return regret_search(subject.settle, case.market, case.D, case.client, dimension,
+                         direction, honest=honest, stop_above=stop, **_SEARCH), honest
+
+
+def _no_regret(dimension: str, direction: str):
+    def violation(subject, case):
+        found, honest = best_misreport(subject, case, dimension, direction, first=True)
+        gain = found.lying_utility - found.honest_utility
+        score = gain if np.isfinite(gain) else 0.0  # the gain steers the search
+        return excess(gain, _TOL * _scale(honest)), score
+
+    violation.__name__ = f"regret_{dimension}_{direction}"
+    violation.dimension, violation.direction = dimension, direction
+    return violation
+
+
+thm2_no_gain_from_overstating_c = _no_regret("c", "over")
 
 
 # ---------------------------------------------------------------------------- the list
 
 _BASE = "truthful reports; d_ij >= 0"
+_REGRET_M = 4  # markets of 2-4 clients for the regret searches (each example clears ~30)
 
 IPFL_PROPERTIES = {
     p.key: p
@@ -218,9 +248,9 @@ IPFL_PROPERTIES = {
                  _BASE + "; one client overstates c", "ipfl", _cases(liar="over"),
                  lemma1_monotone_sales),
         Property("thm2", "No gain from overstating c",
-                 "overstating c_i never raises i's true utility", "Thm 2",
-                 _BASE + "; one client overstates c", "ipfl", _cases(liar="over"),
-                 thm2_no_gain_from_overstating_c),
+                 "overstating c_i never raises i's true utility (regret search)", "Thm 2",
+                 _BASE + "; one client overstates c (x 1 to 100)", "ipfl",
+                 _cases(liar="who", max_m=_REGRET_M), thm2_no_gain_from_overstating_c),
         Property("thm3", "Isolation as N_i grows",
                  "reported N_i -> inf (here x 1e12) => nobody buys from i", "Thm 3",
                  "d_ji > 0 for all j; lam > 0", "ipfl",
@@ -239,9 +269,19 @@ IPFL_PROPERTIES = {
                  "- (precondition dropped)", _BASE + "; two identical clients", "ipfl",
                  _cases(perm=True, ties=True), permutation_equivariance,
                  note="ties break by index, so identical clients swap roles"),
-        Property("truthful_N", "Truthfulness in the data amount",
-                 "misreporting N_i never raises i's true utility", "Table 2 (not a theorem)",
-                 _BASE + " for all but the liar", "ipfl", _cases(liar="any"), truthful_in_N),
+        *[Property(f"truthful_{dim}_{way}", f"No gain from {way}stating {dim}",
+                   f"{way}stating {dim}_i never raises i's true utility (regret search)",
+                   ref, _BASE + f" for all but the liar; {dim}_i x "
+                   + ("1 to 100" if way == "over" else "1/100 to 1"), "ipfl",
+                   _cases(liar="who", max_m=_REGRET_M), _no_regret(dim, way))
+          for dim, way, ref in [("N", "over", "Table 2 (not a theorem)"),
+                                ("N", "under", "Table 2 (not a theorem)"),
+                                ("c", "under", "- (Thm 2 covers overstating only)"),
+                                ("K", "over", "- (K has no theorem)"),
+                                ("K", "under", "- (K has no theorem)")]],
+        Property("no_deficit", "No deficit (weak budget balance)",
+                 "sum_i p_i >= 0: the operator never pays", "-", _BASE, "ipfl", _cases(),
+                 no_deficit),
     ]
 }
 

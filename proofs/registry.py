@@ -3,6 +3,8 @@ to hold, and the checker must find the counterexample)."""
 
 from __future__ import annotations
 
+from mechanisms import ipfl
+
 from .checker import CheckerInputError, Property
 from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
@@ -13,15 +15,13 @@ __all__ = ["PROPERTIES", "SUBJECTS", "check_declared"]
 PROPERTIES = {**IPFL_PROPERTIES, **CPL_PROPERTIES}
 
 _IPFL_COMMON = {
-    "budget_balance": True,
-    "individual_rationality": True,
+    **ipfl.PAYMENT_RULES["paper"].claims,
     "ir_negative_distances": False,
     "lemma1": True,
     "thm3": True,
     "thm3_lam0": False,
     "permutation": True,
     "permutation_ties": False,
-    "truthful_N": False,
 }
 
 SUBJECTS = {
@@ -31,6 +31,11 @@ SUBJECTS = {
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": False, "thm2": True}),
     "exact": IpflMechanism("exact", "exact", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True}),
+    **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
+                           prices=prices, declares=dict(ipfl.PAYMENT_RULES[payments].claims))
+       for name, payments, prices in [("vcg", "vcg", "paper"), ("shapley", "shapley", "paper"),
+                                      ("cost-plus", "cost-plus", "cost-plus"),
+                                      ("share-all", "none", "paper")]},
     "cpl-bisection": CplSolver("cpl-bisection", "bisection", declares={
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False}),

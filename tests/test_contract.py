@@ -57,10 +57,10 @@ def test_checker_is_reproducible_across_processes():
     import sys
 
     code = ("from proofs import SUBJECTS, check_declared;"
-            "r, _ = check_declared(SUBJECTS['local'], 'truthful_N', max_examples=50, seed=3);"
+            "r, _ = check_declared(SUBJECTS['local'], 'truthful_N_over', max_examples=50, seed=3);"
             "print(r.first_failure); print(r.counterexample.code())")
     a = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    r, _ = check_declared(SUBJECTS["local"], "truthful_N", max_examples=50, seed=3)
+    r, _ = check_declared(SUBJECTS["local"], "truthful_N_over", max_examples=50, seed=3)
     assert a.stdout == f"{r.first_failure}\n{r.counterexample.code()}\n"
 
 

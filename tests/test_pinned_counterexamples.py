@@ -43,20 +43,32 @@ def test_ir_fails_with_negative_distances(case):
         assert broken("ir_negative_distances", rule, case)
 
 
-# Reporting twice the data: bought at a higher marginal, the liar's true utility rises.
+# Reporting more data: bought at a higher marginal, the liar's true utility rises (the regret
+# search finds the factor itself).
 @pinned
-@example(IpflCase(ipfl.Market(N=[20, 20], c=[0, 0], K=[1e3, 1e3], lam=0.0), _z(2), 0, 2.0))
-@given(PROPERTIES["truthful_N"].instances())
+@example(IpflCase(ipfl.Market(N=[20, 20], c=[0, 0], K=[1e3, 1e3], lam=0.0), _z(2), 0))
+@given(PROPERTIES["truthful_N_over"].instances())
 def test_overreporting_n_pays(case):
-    for rule in ("box2", "local", "exact"):
-        assert broken("truthful_N", rule, case)
+    for rule in ("box2", "local", "exact", "vcg", "shapley"):
+        assert broken("truthful_N_over", rule, case)
+
+
+# Understating the gain scale: a buyer pays its reported marginal gains, so reporting a
+# smaller K buys the same models for less (the paper's rule pays this liar; VCG does not).
+@pinned
+@example(IpflCase(ipfl.Market(N=[20, 20], c=[0, 0], K=[1e3, 1e3], lam=0.0), _z(2), 0))
+@given(PROPERTIES["truthful_K_under"].instances())
+def test_understating_k_pays_under_the_paper_rule(case):
+    for rule in ("box2", "local", "exact", "shapley"):
+        assert broken("truthful_K_under", rule, case)
+    assert not broken("truthful_K_under", "vcg", case)
 
 
 # Overreporting 10x pushes an honest buyer below zero (its true gain is below what it paid).
 @pinned
 @example(IpflCase(ipfl.Market(N=[500, 500, 500], c=[0.5] * 3, K=[5e4] * 3, lam=1.0),
                   np.full((3, 3), 0.05) - 0.05 * np.eye(3), 2, 10.0))
-@given(PROPERTIES["truthful_N"].instances())
+@given(PROPERTIES["lemma1"].instances())
 def test_overreporting_n_hurts_honest_buyers(case):
     mk, i = case.market, case.client
     N_hat = mk.N.copy()

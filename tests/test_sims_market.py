@@ -123,11 +123,11 @@ def test_cli_cpl_infeasible_budget_is_a_clear_error(tmp_path, capsys):
 
 def test_cli_prove_writes_markdown_with_counterexample(tmp_path, capsys):
     md = tmp_path / "report.md"
-    code = main(["prove", "--examples", "40", "--subject", "local", "--property", "truthful_N",
+    code = main(["prove", "--examples", "40", "--subject", "local", "--property", "truthful_N_over",
                  "--property", "budget_balance", "--exhaustive", "--markdown", str(md)])
     assert code == 0
     text = md.read_text()
-    assert "Truthfulness in the data amount" in text and "counterexample" in text
+    assert "No gain from overstating N" in text and "counterexample" in text
     assert "exhaustive" in text  # budget balance also checked on the tiny-market grid
     out = capsys.readouterr().out
     assert "checks as declared" in out and "case = IpflCase(market, D, client=" in out

@@ -42,9 +42,11 @@ from .rules import (
     cost_plus_prices,
     cost_plus_remittances,
     load_callable,
+    no_payments,
     paper_prices,
     resolve,
     shapley_remittances,
+    share_all,
     vcg_payments,
 )
 from .selection import RULES, box2, eq11_violations, exact, local, phi
@@ -75,6 +77,7 @@ __all__ = [
     "gains",
     "load_callable",
     "local",
+    "no_payments",
     "pairwise_distances",
     "paper_prices",
     "payments",
@@ -83,6 +86,7 @@ __all__ = [
     "remittances",
     "resolve",
     "shapley_remittances",
+    "share_all",
     "sharing_costs",
     "thresholds",
     "utilities",

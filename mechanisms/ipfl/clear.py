@@ -155,9 +155,10 @@ def clear(
     D : (m, m) model distances d_ij, zero diagonal, non-negative unless
         ``allow_negative_distances`` (individual rationality needs d >= 0).
     rule : selection: "box2" (the paper as printed), "local" (skip failures; satisfies
-        Eq. 11), "exact" (a global minimiser of Eq. 10 per buyer), or your own
+        Eq. 11), "exact" (a global minimiser of Eq. 10 per buyer), "share-all" (everyone
+        takes every model on sale: the FedAvg-like baseline), or your own
         ``rule(market, D, thresholds, prices) -> adjacency``.
-    payments : "paper" (Eqs. 12-13), "vcg", "shapley", "cost-plus", or your own
+    payments : "paper" (Eqs. 12-13), "vcg", "shapley", "cost-plus", "none", or your own
         ``payments(market, A, D)`` returning (m, m) remittances or (m,) payments.
     prices : "paper" (Eq. 10), "cost-plus", or your own ``prices(market, D) -> (m, m)``;
         the thresholds and every selection rule use these prices.
@@ -218,7 +219,8 @@ def clear(
         if np.diagonal(A).any():
             raise MarketInputError("rule", f"{rule_label} returned a client buying its own "
                                            "model")
-        method = "custom"
+        method = "custom" if ":" in rule_label or rule_label not in rules.SELECTION_RULES \
+            else rule_label
     elif rule_label == "box2":
         A = selection.box2(T, market.N)
         method = "greedy-stop"

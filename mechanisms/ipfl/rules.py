@@ -31,6 +31,7 @@ property key -> True claimed / False known not to hold) for the selection rule i
   values (net of the model-difference term, as in Eq. 12).
 * ``"cost-plus"``: a posted price (1 + markup) c_j, used by selection (price rule
   ``"cost-plus"``) and paid to the seller.
+* ``"none"`` with selection ``"share-all"``: the FedAvg-like baseline, no money at all.
 """
 
 from __future__ import annotations
@@ -57,15 +58,17 @@ __all__ = [
     "cost_plus_prices",
     "cost_plus_remittances",
     "load_callable",
+    "no_payments",
     "paper_prices",
     "paper_remittances",
     "resolve",
     "rule_name",
     "shapley_remittances",
+    "share_all",
     "vcg_payments",
 ]
 
-SELECTION_RULES = selection.RULES
+SELECTION_RULES = (*selection.RULES, "share-all")
 COST_PLUS_MARKUP = 0.25
 SHAPLEY_MAX_SELLERS = 20  # 2^20 coalitions per buyer; beyond that exact Shapley is too costly
 
@@ -112,7 +115,7 @@ def cost_plus_remittances(market: Market, A, D, markup: float = COST_PLUS_MARKUP
 
 
 _declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
-         thm2=False)(cost_plus_remittances)
+         thm2=False)(cost_plus_remittances)  # thm2: overstating c raises one's own price
 
 
 def cost_plus(markup: float):
@@ -137,8 +140,11 @@ def cost_plus(markup: float):
     return prices, payments
 
 
+# the paper's rule: balanced and IR (Thm 1), no gain from overstating c (Thm 2); a buyer
+# gains by understating its gain scale K (it pays its reported marginal gains) and a seller
+# by overstating its data N (buyers value its model by the reported N)
 _declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
-         local_optimality=True)(paper_remittances)
+         thm2=True, truthful_K_under=False, truthful_N_over=False)(paper_remittances)
 
 
 def _reported_welfare(market: Market, P: np.ndarray, A: np.ndarray) -> float:
@@ -148,7 +154,7 @@ def _reported_welfare(market: Market, P: np.ndarray, A: np.ndarray) -> float:
 
 @_declare("exact", individual_rationality=True, ir_negative_distances=True,
           budget_balance=False, no_deficit=False, thm2=True, truthful_c_under=True,
-          truthful_K_over=True, truthful_K_under=True)
+          truthful_K_over=True, truthful_K_under=True, truthful_N_over=False)
 def vcg_payments(market: Market, A, D) -> np.ndarray:
     """Vickrey-Clarke-Groves payments with the Clarke pivot, for the objective the exact
     selection maximises: W(A) = sum_i [g_i(a_i) - sum_j a_ij P_ij] = -sum_i phi_i (Eq. 10).
@@ -157,7 +163,8 @@ def vcg_payments(market: Market, A, D) -> np.ndarray:
     (reported) value and W*_{-i} the best objective without i (nobody buys from i, i buys
     nothing), solved exactly. Paired with ``rule="exact"``: truthful in c and K (they enter
     only i's own value), individually rational (U_i = W(A) - W*_{-i} >= 0), but the payments
-    can sum to less than zero (the operator pays a deficit). Costs m exact selections.
+    can sum to less than zero (the operator pays a deficit). Costs one exact selection plus,
+    for each client, re-solving the buyers that bought from it.
     """
     A = np.asarray(A, dtype=bool)
     D = np.asarray(D, dtype=np.float64)
@@ -169,19 +176,28 @@ def vcg_payments(market: Market, A, D) -> np.ndarray:
     own_gain = market.gain.value(A @ market.N, market.K, market.N)
     sold = A.sum(axis=0)
     own = own_gain - np.multiply(market.c, sold, out=np.zeros(market.m), where=sold > 0)
+    # W*_{-i}: each buyer's problem is separate, so only the buyers whose optimum used i
+    # need solving again without i; the others keep their optimal rows
+    best = selection.exact(market, P, T).adjacency
+    row_value = -selection.phi(market, P, best)
     p = np.empty(market.m)
     for i in range(market.m):
-        Ti, Pi = T.copy(), P.copy()
-        Ti[i, :] = 0.0
-        Ti[:, i] = 0.0
-        Pi[:, i] = np.inf
-        A_i = selection.exact(market, Pi, Ti).adjacency
-        A_i[i, :] = False
-        p[i] = _reported_welfare(market, Pi, A_i) - (W - own[i])
+        redo = best[:, i].copy()
+        redo[i] = False
+        value = row_value.sum() - row_value[i] - row_value[redo].sum()
+        if redo.any():
+            Ti, Pi = T.copy(), P.copy()
+            Ti[~redo, :] = 0.0
+            Ti[:, i] = 0.0
+            Pi[:, i] = np.inf
+            A_i = selection.exact(market, Pi, Ti).adjacency
+            value += float(-selection.phi(market, Pi, A_i)[redo].sum())
+        p[i] = value - (W - own[i])
     return p
 
 
-@_declare("local", budget_balance=True, no_deficit=True, individual_rationality=True)
+@_declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
+          truthful_K_under=False, truthful_N_over=False)
 def shapley_remittances(market: Market, A, D) -> np.ndarray:
     """Each buyer i splits its gain g_i(n) among the sellers S it bought from by their Shapley
     values in the game v(T) = g_i(sum_{j in T} N_j), net of the model-difference term:
@@ -217,6 +233,24 @@ def shapley_remittances(market: Market, A, D) -> np.ndarray:
     return R
 
 
+def share_all(market: Market, D, thresholds, prices) -> np.ndarray:
+    """Selection of the FedAvg-like baseline: every client with a gain (K_i > 0) takes every
+    model on sale (finite cost), whatever the price. Pair it with ``payments="none"``."""
+    A = (market.K[:, None] > 0) & np.isfinite(market.c)[None, :]
+    np.fill_diagonal(A, False)
+    return A
+
+
+@_declare("share-all", budget_balance=True, no_deficit=True, individual_rationality=False,
+          thm2=True, truthful_c_under=True, truthful_K_over=True, truthful_K_under=True,
+          truthful_N_over=True, truthful_N_under=True)
+def no_payments(market: Market, A, D) -> np.ndarray:
+    """Nobody pays anybody. With ``rule="share-all"`` no report changes anything but whether
+    a client sells (a finite cost) or buys (K > 0), so no misreport pays; but a seller bears
+    its sharing cost for nothing (not individually rational)."""
+    return np.zeros(market.m)
+
+
 # ---------------------------------------------------------------------------- resolution
 
 PAYMENT_RULES: Mapping[str, Callable] = MappingProxyType({
@@ -224,12 +258,14 @@ PAYMENT_RULES: Mapping[str, Callable] = MappingProxyType({
     "vcg": vcg_payments,
     "shapley": shapley_remittances,
     "cost-plus": cost_plus_remittances,
+    "none": no_payments,
 })
 PRICE_RULES: Mapping[str, Callable] = MappingProxyType({
     "paper": paper_prices,
     "cost-plus": cost_plus_prices,
 })
 _KINDS = {"rule": SELECTION_RULES, "payments": PAYMENT_RULES, "prices": PRICE_RULES}
+_SELECTION_FUNCTIONS = {"share-all": share_all}  # the others run inside ipfl.clear
 
 
 def load_callable(spec: str, field: str = "rule") -> Callable:
@@ -265,7 +301,9 @@ def resolve(kind: str, spec) -> tuple[str, Callable | None]:
         if ":" in spec:
             return spec, load_callable(spec, kind)
         if spec in table:
-            return spec, (None if kind == "rule" else table[spec])
+            if kind == "rule":
+                return spec, _SELECTION_FUNCTIONS.get(spec)
+            return spec, table[spec]
     known = tuple(table)
     raise MarketInputError(kind, f"unknown {spec!r}; choose one of {known}, 'module:function' "
                                  "or a callable")

@@ -1,0 +1,121 @@
+"""Incentives in every private type dimension: the regret search, and for each new property a
+known-bad rule it must reject and a rule it must accept."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from mechanisms import ipfl
+from proofs import PROPERTIES, SUBJECTS, IpflMechanism, check
+from proofs.ipfl_properties import IpflCase, best_misreport, budget_side
+from proofs.regret import misreport, regret_search
+
+BUDGET = 40
+
+
+def cost_rebate(market, A, D):
+    """Paper payments, but the operator rebates 1/(1 + c_i): understating c pays."""
+    c = np.where(np.isfinite(market.c), market.c, np.inf)
+    return ipfl.payments(ipfl.remittances(market, A, D)) - 1.0 / (1.0 + c)
+
+
+def k_bonus(market, A, D):
+    """Paper payments minus a bonus growing with the reported gain scale: overstating K pays."""
+    return ipfl.payments(ipfl.remittances(market, A, D)) - np.sqrt(market.K) * 1e-2
+
+
+def small_data_bonus(market, A, D):
+    """Paper payments minus a bonus for reporting little data: understating N pays."""
+    return ipfl.payments(ipfl.remittances(market, A, D)) - 100.0 / market.N
+
+
+SHARING = SUBJECTS["share-all"]  # FedAvg-like: no N enters it, so no report of N can pay
+
+CASES = [
+    # (property, rule it must reject, rule it must accept)
+    pytest.param("thm2", SUBJECTS["cost-plus"], SUBJECTS["vcg"], id="c-over"),
+    pytest.param("truthful_c_under", IpflMechanism("rebate", "local", payments=cost_rebate),
+                 SUBJECTS["vcg"], id="c-under"),
+    pytest.param("truthful_K_over", IpflMechanism("k-bonus", "local", payments=k_bonus),
+                 SUBJECTS["vcg"], id="K-over"),
+    pytest.param("truthful_K_under", SUBJECTS["local"], SUBJECTS["vcg"], id="K-under"),
+    pytest.param("truthful_N_over", SUBJECTS["local"], SHARING, id="N-over"),
+    pytest.param("truthful_N_under",
+                 IpflMechanism("small-data-bonus", "local", payments=small_data_bonus),
+                 SHARING, id="N-under"),
+    pytest.param("no_deficit", SUBJECTS["vcg"], SUBJECTS["shapley"], id="no-deficit"),
+]
+
+
+@pytest.mark.parametrize(("key", "bad", "good"), CASES)
+def test_property_rejects_the_bad_rule_and_accepts_the_good_one(key, bad, good):
+    prop = PROPERTIES[key]
+    rejected = check(bad, prop, max_examples=BUDGET, seed=0)
+    assert rejected.verdict == "counterexample", (key, bad.name)
+    assert rejected.counterexample.rerun() > 0
+    accepted = check(good, prop, max_examples=BUDGET, seed=0)
+    assert accepted.holds, (key, good.name, accepted.counterexample)
+
+
+def test_the_checker_finds_the_dimension_in_which_the_paper_pays_a_liar():
+    """Nobody tells the checker which dimension to look at: of the six (dimension, direction)
+    pairs it finds profitable lies for the paper's rule by itself, and none in overstating c
+    (Thm 2)."""
+    found = {}
+    for key in ("thm2", "truthful_K_under", "truthful_N_over"):
+        found[key] = check(SUBJECTS["local"], PROPERTIES[key], max_examples=BUDGET,
+                           seed=0).verdict
+    assert found == {"thm2": "holds", "truthful_K_under": "counterexample",
+                     "truthful_N_over": "counterexample"}
+
+
+def test_regret_search_reports_the_misreport_and_reruns():
+    """Two traders, free models: client 0 buys client 1's model at its reported marginal gain,
+    which scales with sqrt(K_0); reporting K x 1/100 pays a tenth."""
+    mk = ipfl.Market(N=[20, 20], c=[0, 0], K=[1e3, 1e3])
+    D = np.zeros((2, 2))
+    settle = functools.partial(ipfl.clear, rule="local")
+    found = regret_search(settle, mk, D, 0, "K", "under")
+    assert found.factor == pytest.approx(0.01) and found.report == pytest.approx(10.0)
+    assert found.regret > 0 and found.evaluations <= 8 + 2 * 12
+    lied = misreport(mk, 0, "K", found.factor)
+    assert np.array_equal(lied.true_K, mk.K) and lied.K[0] == pytest.approx(10.0)
+    U = ipfl.clear(lied, D).utilities[0] - ipfl.clear(mk, D).utilities[0]
+    assert U == pytest.approx(found.regret)
+    # the buyer pays g(20) sqrt(K'/K) instead of g(20): the regret is g(20) (1 - 1/10)
+    g = mk.gain.value(20.0, 1e3, 20.0)
+    assert found.regret == pytest.approx(0.9 * g, rel=1e-9)
+    assert "reports K = 10" in found.describe()
+
+
+def test_regret_search_has_nothing_to_search_where_a_type_cannot_move():
+    mk = ipfl.Market(N=[20, 20], c=[0, np.inf], K=[0, 1e3])
+    settle = functools.partial(ipfl.clear, rule="local")
+    D = np.zeros((2, 2))
+    for client, dim, way in [(0, "c", "under"), (0, "K", "under"), (1, "c", "over"),
+                             (1, "c", "under")]:
+        found = regret_search(settle, mk, D, client, dim, way)
+        assert found.evaluations == 0 and found.regret == 0 and found.factor == 1.0
+    over = misreport(mk, 0, "K", 3.0)  # from K = 0: (f - 1) x the mean positive K
+    assert over.K[0] == pytest.approx(2e3)
+    with pytest.raises(ipfl.MarketInputError, match="dimension"):
+        misreport(mk, 0, "lam", 2.0)
+    with pytest.raises(ipfl.MarketInputError, match="direction"):
+        regret_search(settle, mk, D, 0, "N", "sideways")
+
+
+def test_budget_verdict_says_deficit_or_surplus():
+    mk = ipfl.Market(N=[100, 100], c=[0.1, 0.1], K=[1e4, 1e4])
+    case = IpflCase(mk, np.zeros((2, 2)))
+    assert budget_side(SUBJECTS["vcg"], case) == "deficit"
+    assert budget_side(SUBJECTS["local"], case) == "balanced"
+    skim = IpflMechanism("skim", "local", payments=lambda market, A, D: np.full(market.m, 0.5))
+    assert budget_side(skim, case) == "surplus"
+
+
+def test_best_misreport_stops_early_but_full_search_finds_more():
+    case = IpflCase(ipfl.Market(N=[20, 20], c=[0, 0], K=[1e3, 1e3]), np.zeros((2, 2)), 0)
+    first, _ = best_misreport(SUBJECTS["local"], case, "N", "over", first=True)
+    full, _ = best_misreport(SUBJECTS["local"], case, "N", "over")
+    assert 0 < first.regret <= full.regret and first.evaluations <= full.evaluations
