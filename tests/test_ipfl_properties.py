@@ -148,7 +148,7 @@ def test_budget_follows_the_active_profile(monkeypatch):
 
 
 def test_counterexample_code_is_a_runnable_regression_test():
-    r = check(SUBJECTS["local"], PROPERTIES["truthful_N"], max_examples=100)
+    r = check(SUBJECTS["local"], PROPERTIES["truthful_N_over"], max_examples=100)
     code = r.counterexample.code()
     ns: dict = {}
     exec(code, ns)  # the point of the test
