@@ -26,7 +26,7 @@ from .checker import (
 )
 from .contract import ContractResult, assert_contract, check_contract
 from .registry import PROPERTIES, SUBJECTS, check_declared
-from .subjects import CplSolver, IpflMechanism, Settlement
+from .subjects import CplPricingRule, CplSolver, IpflMechanism, Settlement
 
 __all__ = [
     "PROPERTIES",
@@ -35,6 +35,7 @@ __all__ = [
     "CheckerInputError",
     "ContractResult",
     "Counterexample",
+    "CplPricingRule",
     "CplSolver",
     "IpflMechanism",
     "Property",

@@ -112,6 +112,13 @@ def beats_baselines_any(subject, case):
     return _beats_baselines(subject, case, False)
 
 
+def budget_feasible(subject, case):
+    """The prices spend at most the budget: sum_n P_n q_n(P) <= B (relative excess)."""
+    g = case.game
+    eq = subject.solve(g)
+    return excess((eq.spent - g.budget) / max(1.0, abs(g.budget)), 1e-9)
+
+
 CPL_PROPERTIES = {
     p.key: p
     for p in [
@@ -138,5 +145,9 @@ CPL_PROPERTIES = {
                  "Sec. VI claim (precondition dropped)", "B > 0", "cpl",
                  lambda: _games(max_n=4, positive_budget=True), beats_baselines_any,
                  note="a floor client is paid less than P(q_min) by the baseline"),
+        Property("cpl_budget_feasible", "Within budget",
+                 "sum_n P_n q_n(P) <= B with the clients' best responses q_n(P)", "P1 budget",
+                 "B > 0", "cpl", lambda: _games(positive_budget=True, budget="any"),
+                 budget_feasible),
     ]
 }

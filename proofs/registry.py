@@ -3,12 +3,12 @@ to hold, and the checker must find the counterexample)."""
 
 from __future__ import annotations
 
-from mechanisms import ipfl
+from mechanisms import cpl, ipfl
 
 from .checker import CheckerInputError, Property
 from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
-from .subjects import CplSolver, IpflMechanism
+from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["PROPERTIES", "SUBJECTS", "check_declared"]
 
@@ -38,7 +38,10 @@ SUBJECTS = {
                                       ("share-all", "none", "paper")]},
     "cpl-bisection": CplSolver("cpl-bisection", "bisection", declares={
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
-        "cpl_beats_baselines": True, "cpl_beats_baselines_any": False}),
+        "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
+        "cpl_budget_feasible": True}),
+    **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True})
+       for rule in cpl.PRICING_RULES},
 }
 
 

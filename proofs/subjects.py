@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mechanisms import cpl, ipfl
+from mechanisms.errors import MarketInputError
 
-__all__ = ["CplSolver", "IpflMechanism", "Settlement"]
+__all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "Settlement"]
 
 Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
 
@@ -95,3 +96,34 @@ class CplSolver:
 
     def solve(self, game: cpl.Game) -> cpl.Equilibrium:
         return cpl.solve(game, self.method, **dict(self.options))
+
+
+@dataclass(frozen=True, eq=False)
+class CplPricingRule:
+    """Any CPL pricing rule as a subject: ``rule(game) -> prices`` ((n,) P_n), a built-in
+    name of :data:`mechanisms.cpl.PRICING_RULES` ("uniform", "weighted", "gradient") or a
+    "module:function" string. The clients answer with their exact best responses
+    (:func:`mechanisms.cpl.apply_pricing`)."""
+
+    family: ClassVar[str] = "cpl"
+
+    name: str
+    rule: str | Callable = "uniform"
+    declares: Mapping[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self):
+        _ = self.function  # resolve now: a typo fails here, not mid-search
+
+    @property
+    def function(self) -> Callable:
+        if callable(self.rule):
+            return self.rule
+        if ":" in self.rule:
+            return ipfl.load_callable(self.rule, "pricing")
+        if self.rule not in cpl.PRICING_RULES:
+            raise MarketInputError("pricing", f"unknown {self.rule!r}; choose one of "
+                                              f"{tuple(cpl.PRICING_RULES)} or 'module:function'")
+        return cpl.PRICING_RULES[self.rule]
+
+    def solve(self, game: cpl.Game) -> cpl.Equilibrium:
+        return cpl.apply_pricing(game, self.function, name=self.name)

@@ -2,8 +2,9 @@
 
 The authors' benchmark: N = 40 clients, samples per client lognormal(4, 2) + 50, c_n = 5,
 v_n ~ Exp(mean 100), B = 15, alpha = 1.82 (MNIST), R = 200, q_min = 0.01, q_max = 1. The
-gradient-norm bounds G_n are estimated from training in the paper; with no training here they
-are a parameter (default G_n = 1 for every client).
+gradient-norm bounds G_n are estimated from training in the paper (one per client); with no
+training here they are drawn per client, lognormal with mean ``G`` and spread ``G_spread``
+(``G_spread = 0``: the same G for every client).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class CplBenchmark:
     c: float = 5.0
     v_mean: float = 100.0
     G: float = 1.0
+    G_spread: float = 0.5
     budget: float = 15.0
     alpha: float = 1.82
     R: int = 200
@@ -41,7 +43,7 @@ class CplBenchmark:
         as_int("clients", self.clients, lo=1, hi=10_000_000)
         as_int("R", self.R, lo=1)
         as_seed("seed", self.seed)
-        for name in ("c", "v_mean", "G", "size_sigma", "size_offset"):
+        for name in ("c", "v_mean", "G", "G_spread", "size_sigma", "size_offset"):
             as_real(name, getattr(self, name), lo=0)
         as_real("size_mu", self.size_mu)
         for name in ("budget", "alpha", "q_min", "q_max"):
@@ -52,7 +54,12 @@ class CplBenchmark:
         d = rng.lognormal(self.size_mu, self.size_sigma, self.clients) + self.size_offset
         v = rng.exponential(self.v_mean, self.clients) if self.v_mean > 0 else np.zeros(
             self.clients)
-        return cpl.Game(a=d, G=np.full(self.clients, self.G), c=np.full(self.clients, self.c),
+        # per-client gradient bounds G_n = G exp(s z - s^2/2) (mean G, lognormal spread s),
+        # drawn from their own stream so that sizes and values do not move with s
+        z = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(1)[0]).standard_normal(
+            self.clients)
+        G = self.G * np.exp(self.G_spread * z - 0.5 * self.G_spread**2)
+        return cpl.Game(a=d, G=G, c=np.full(self.clients, self.c),
                         v=v, budget=self.budget, alpha=self.alpha, R=self.R,
                         q_min=self.q_min, q_max=self.q_max)
 
@@ -67,6 +74,7 @@ SCHEMES: dict[str, Callable] = {
     "cvxpy-linesearch": lambda g, pts: cpl.solve(g, "cvxpy-linesearch", points=pts),
     "uniform": lambda g, pts: cpl.uniform_pricing(g),
     "weighted": lambda g, pts: cpl.weighted_pricing(g),
+    "gradient": lambda g, pts: cpl.gradient_pricing(g),
 }
 
 

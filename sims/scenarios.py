@@ -82,6 +82,17 @@ def load_rule(spec: str) -> Callable:
     return ipfl.load_callable(spec, "mechanism")
 
 
+def cpl_pricing_rule(name: str) -> Callable:
+    """A CPL pricing rule ``rule(game) -> prices`` by name: a built-in posted price of
+    :data:`mechanisms.cpl.PRICING_RULES` or "module:function"."""
+    if ":" in name:
+        return ipfl.load_callable(name, "pricing")
+    if name not in cpl.PRICING_RULES:
+        raise MarketInputError("pricing", f"unknown CPL pricing {name!r}; choose one of "
+                               f"{(*cpl.METHODS, *cpl.PRICING_RULES)} or 'module:function'")
+    return cpl.PRICING_RULES[name]
+
+
 def _market_rule(cfg: InclusiveMarket, mechanism: str):
     if ":" in mechanism:
         return cfg, load_rule(mechanism)
@@ -178,11 +189,10 @@ def _cpl_pricing(cfg: CplBenchmark, mechanism: str, seed: int) -> pd.DataFrame:
     game = cfg.game()
     if mechanism in cpl.METHODS:
         eq = cpl.solve(game, mechanism)
-    elif mechanism in ("uniform", "weighted"):
-        eq = {"uniform": cpl.uniform_pricing, "weighted": cpl.weighted_pricing}[mechanism](game)
     else:
-        raise MarketInputError("mechanism", f"unknown CPL scheme {mechanism!r}")
-    return pd.DataFrame({"client": np.arange(game.n), "a": game.a, "v": game.v, "q": eq.q,
+        eq = cpl.apply_pricing(game, cpl_pricing_rule(mechanism), name=mechanism)
+    return pd.DataFrame({"client": np.arange(game.n), "a": game.a, "G": game.G, "v": game.v,
+                         "q": eq.q,
                          "price": eq.prices, "utility": eq.utilities, "budget": cfg.budget,
                          "objective_bound": eq.objective, "spent": eq.spent,
                          "status": eq.status,

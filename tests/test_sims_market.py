@@ -106,7 +106,7 @@ def test_cli_cpl_table_png_and_sweep(tmp_path, capsys):
     assert "bisection" in text and "lambda*" in text
     table = pd.read_csv(tmp_path / "comparison.csv")
     assert list(table.scheme) == ["bisection", "cvxpy", "cvxpy-linesearch", "uniform",
-                                  "weighted"]
+                                  "weighted", "gradient"]
     best = table.set_index("scheme").objective_bound
     assert best["bisection"] <= best["cvxpy-linesearch"]
     assert best["bisection"] == pytest.approx(best["cvxpy"], rel=1e-6)

@@ -12,14 +12,23 @@ budget sum P q                              :func:`mechanisms.cpl.game.spend`
 KKT q(mu), Problem P1'                      :func:`mechanisms.cpl.equilibrium.q_of_mu`
 solvers                                     :func:`mechanisms.cpl.equilibrium.solve`
 baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
+budget-calibrated posted price              :func:`posted_pricing`
+any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`
 =========================================  ==============================================
+
+A pricing rule is data: a function of the game returning the price vector. Evaluate yours
+with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted prices.
 """
 
 from .aggregation import unbiased_aggregate
 from .equilibrium import (
     METHODS,
+    PRICING_RULES,
     BudgetInfeasible,
     Equilibrium,
+    apply_pricing,
+    gradient_pricing,
+    posted_pricing,
     q_of_mu,
     solve,
     uniform_pricing,
@@ -30,14 +39,18 @@ from .response import best_response, best_response_v0, unconstrained_response
 
 __all__ = [
     "METHODS",
+    "PRICING_RULES",
     "BudgetInfeasible",
     "Equilibrium",
     "Game",
+    "apply_pricing",
     "best_response",
     "best_response_v0",
     "bound",
     "client_utilities",
+    "gradient_pricing",
     "inverse_price",
+    "posted_pricing",
     "q_of_mu",
     "solve",
     "spend",

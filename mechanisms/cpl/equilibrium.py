@@ -28,8 +28,12 @@ from .response import best_response, best_response_v0
 
 __all__ = [
     "METHODS",
+    "PRICING_RULES",
     "BudgetInfeasible",
     "Equilibrium",
+    "apply_pricing",
+    "gradient_pricing",
+    "posted_pricing",
     "q_of_mu",
     "solve",
     "uniform_pricing",
@@ -331,14 +335,29 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
 RESPONSES = ("exact", "v0")
 
 
-def _scheme(game: Game, name: str, shape: np.ndarray, responses: str) -> Equilibrium:
-    """Prices P = p * shape, p > 0 chosen so that sum P q(P) = B.
+def posted_pricing(game: Game, shape, *, responses: str = "exact",
+                   name: str = "posted") -> Equilibrium:
+    """A posted price of a given shape, calibrated to the budget: P = p * shape with the scale
+    p > 0 chosen so that the clients' best responses spend exactly B, sum P q(P) = B.
 
-    ``responses="exact"`` uses the exact cubic best response; ``"v0"`` reproduces the authors'
-    code, which computed the clients' responses as if v_n = 0 (q = P/(2c), clipped).
+    ``shape``: (n,) non-negative, not all zero (``np.ones(n)``: uniform; ``game.a``: weighted;
+    ``game.a * game.G``: linear in the gradient bounds). ``responses="exact"`` uses the exact
+    cubic best response; ``"v0"`` reproduces the authors' code, which computed the clients'
+    responses as if v_n = 0 (q = P/(2c), clipped).
+
+    >>> from mechanisms import cpl
+    >>> g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 2, 3], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
+    >>> eq = cpl.posted_pricing(g, g.a * g.G)
+    >>> round(eq.spent, 12), bool(np.allclose(eq.prices / (g.a * g.G), eq.info["p"]))
+    (1.0, True)
     """
     if responses not in RESPONSES:
         raise MarketInputError("responses", f"unknown {responses!r}; choose one of {RESPONSES}")
+    shape = np.asarray(shape, dtype=np.float64)
+    if shape.shape != (game.n,) or not np.isfinite(shape).all() or (shape < 0).any() \
+            or not (shape > 0).any():
+        raise MarketInputError("shape", f"must be {game.n} finite values >= 0, not all 0; "
+                                        f"got {shape!r}")
     t0 = time.perf_counter()
     respond = best_response if responses == "exact" else best_response_v0
 
@@ -367,9 +386,63 @@ def _scheme(game: Game, name: str, shape: np.ndarray, responses: str) -> Equilib
 
 def uniform_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: one price p for every client, spending the budget exactly."""
-    return _scheme(game, "uniform", np.ones(game.n), responses)
+    return posted_pricing(game, np.ones(game.n), responses=responses, name="uniform")
 
 
 def weighted_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: P_n = p a_n, spending the budget exactly."""
-    return _scheme(game, "weighted", np.asarray(game.a), responses)
+    return posted_pricing(game, np.asarray(game.a), responses=responses, name="weighted")
+
+
+def gradient_pricing(game: Game, responses: str = "exact") -> Equilibrium:
+    """Posted price linear in the gradient bounds: P_n = p a_n G_n, spending the budget."""
+    return posted_pricing(game, np.asarray(game.a) * np.asarray(game.G), responses=responses,
+                          name="gradient")
+
+
+def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
+    """Evaluate a pricing rule: ``rule(game) -> prices`` ((n,) finite P_n, what the server
+    pays client n per unit of participation; negative = the client pays). The clients answer
+    with their exact best responses; the outcome says whether the budget held (status
+    "optimal" when sum P q <= B up to rounding, else "over-budget").
+
+    >>> from mechanisms import cpl
+    >>> g = cpl.Game(a=[0.5, 0.5], G=[1, 1], c=[5, 5], v=[0, 0], budget=1.0)
+    >>> cpl.apply_pricing(g, lambda game: cpl.uniform_pricing(game).prices).status
+    'optimal'
+    >>> cpl.apply_pricing(g, lambda game: np.full(game.n, 100.0)).status
+    'over-budget'
+    """
+    if not isinstance(game, Game):
+        raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
+    label = name or getattr(rule, "__name__", None) or "custom"
+    t0 = time.perf_counter()
+    out = rule(game)
+    try:
+        P = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MarketInputError("pricing", f"{label} returned {type(out).__name__}, not "
+                                          "numbers") from exc
+    if P.shape != (game.n,):
+        raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected "
+                                          f"({game.n},)")
+    if not np.isfinite(P).all():
+        raise MarketInputError("pricing", f"{label} returned NaN or inf; prices must be finite")
+    q = best_response(game, P)
+    spent = float(np.sum(P * q))
+    over = spent > game.budget + 1e-9 * max(1.0, abs(game.budget))
+    return Equilibrium(
+        method=label, status="over-budget" if over else "optimal", q=_ro(q), prices=_ro(P),
+        payments=_ro(P * q), utilities=_ro(client_utilities(game, P, q)),
+        objective=bound(game, q), spent=spent, budget=game.budget, multiplier=None,
+        v_threshold=None, kkt_residual=None,
+        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
+        seconds=time.perf_counter() - t0, solver="rule",
+    )
+
+
+PRICING_RULES = {
+    "uniform": lambda game: uniform_pricing(game).prices,
+    "weighted": lambda game: weighted_pricing(game).prices,
+    "gradient": lambda game: gradient_pricing(game).prices,
+}
