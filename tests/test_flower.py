@@ -5,6 +5,7 @@ registry and faults, provenance and its offline re-check, and the simulation end
 import json
 import logging
 from dataclasses import replace
+from uuid import uuid4
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ class FakeGrid:
                    for p in range(cfg.clients)}
         configs.update(extra or {})
         self.contexts = {n: self._context(n, c) for n, c in configs.items()}
-        self.sent, self.round = [], 0
+        self.sent, self.round, self.replies = [], 0, {}
 
     @staticmethod
     def _context(node, config):
@@ -71,38 +72,51 @@ class FakeGrid:
         return list(self.contexts)
 
     def send_and_receive(self, messages, timeout=None):
-        replies = []
+        return list(self.pull_messages(self.push_messages(messages)))
+
+    def push_messages(self, messages):
+        ids, messages = [], list(messages)
         for msg in messages:
+            msg.metadata.__dict__["_message_id"] = str(uuid4())
+            ids.append(msg.metadata.message_id)
             self.sent.append(msg)
-            node = msg.metadata.dst_node_id
-            conf = dict(msg.content["config"]) if "config" in msg.content else {}
-            rnd = int(conf.get("server-round", 0))
-            if msg.metadata.message_type == "train" and rnd != self.round:
-                self.round = rnd
-                for n in self.leave.get(rnd, ()):
-                    self.contexts.pop(n, None)
-            if node not in self.contexts:
-                continue  # a node that left: no reply
-            fault = self.faults.get((node, rnd)) if msg.metadata.message_type == "train" \
-                else None
-            if fault == "silent":
-                continue
-            try:
-                if fault == "error":
-                    raise RuntimeError("disk full")
-                reply = HANDLERS[msg.metadata.message_type](msg, self.contexts[node], self.cfg)
-            except Exception as exc:  # what flwr's ClientApp runner does
-                reply = Message(Error(code=0, reason=f"{type(exc)}:<'{exc}'>"), reply_to=msg)
-            if fault == "nan":
-                arrays = reply.content["arrays"].to_numpy_ndarrays()
-                arrays[0] = np.full_like(arrays[0], np.nan)
-                reply = Message(RecordDict({"arrays": ArrayRecord(arrays),
-                                            "metrics": reply.content["metrics"]}), reply_to=msg)
-            replies.append(reply)
+            reply = self._answer(msg)
+            if reply is not None:
+                self.replies[msg.metadata.message_id] = reply
         if messages and messages[0].metadata.message_type == "train":
             for n, c in self.join.get(self.round + 1, {}).items():
                 self.contexts[n] = self._context(n, c)
-        return replies
+        return ids
+
+    def pull_messages(self, ids):  # in the order the messages were pushed
+        ids = set(ids)
+        return [self.replies.pop(i) for i in list(self.replies) if i in ids]
+
+    def _answer(self, msg):
+        node = msg.metadata.dst_node_id
+        conf = dict(msg.content["config"]) if "config" in msg.content else {}
+        rnd = int(conf.get("server-round", 0))
+        if msg.metadata.message_type == "train" and rnd != self.round:
+            self.round = rnd
+            for n in self.leave.get(rnd, ()):
+                self.contexts.pop(n, None)
+        if node not in self.contexts:
+            return None  # a node that left: no reply
+        fault = self.faults.get((node, rnd)) if msg.metadata.message_type == "train" else None
+        if fault == "silent":
+            return None
+        try:
+            if fault == "error":
+                raise RuntimeError("disk full")
+            reply = HANDLERS[msg.metadata.message_type](msg, self.contexts[node], self.cfg)
+        except Exception as exc:  # what flwr's ClientApp runner does
+            return Message(Error(code=0, reason=f"{type(exc)}:<'{exc}'>"), reply_to=msg)
+        if fault == "nan":
+            arrays = reply.content["arrays"].to_numpy_ndarrays()
+            arrays[0] = np.full_like(arrays[0], np.nan)
+            reply = Message(RecordDict({"arrays": ArrayRecord(arrays),
+                                        "metrics": reply.content["metrics"]}), reply_to=msg)
+        return reply
 
 
 def _serve(grid, cfg, tmp_path=None, **run_config):

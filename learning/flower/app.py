@@ -237,7 +237,10 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
         summary.update({"participation": strategy.participation,
                         "q": {str(p): v for p, v in strategy.q.items()},
                         "prices": {str(p): v for p, v in strategy.prices.items()}})
-    evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1)
+    # nodes silent in the last round (dead, most likely) are not waited for again
+    gone = strategy.silent.get(cfg.rounds, set())
+    evals = _evaluate_round(grid, registry, {p: a for p, a in finals.items() if p not in gone},
+                            fc.round_timeout, cfg.rounds + 1)
     summary.update({
         "pids": sorted(evals), "strategy_seconds": seconds,
         "acc_personalised": [evals[p].get("acc_personalised", float("nan"))

@@ -138,8 +138,13 @@ class Registry:
         nodes = set(grid.get_node_ids())
         return sorted(p for p, m in self.members.items() if m.node in nodes)
 
-    def refresh(self, grid: Grid, server_round: int) -> list[int]:
-        """Ask every node not seen yet for its id and type; returns the pids that (re)joined."""
+    def refresh(self, grid: Grid, server_round: int, enough: int | None = None,
+                timeout: float | None = None) -> list[int]:
+        """Ask every node not seen yet for its id and type; returns the pids that (re)joined.
+        Waits for the replies up to ``timeout`` (default: the registry's), or until
+        ``enough`` clients are live (a node that died before answering does not hold the
+        others up)."""
+        timeout = self.timeout if timeout is None else float(timeout)
         live = list(grid.get_node_ids())
         held = {m.node for m in self.members.values()}
         new = [n for n in live if n not in held and n not in self.refused]
@@ -148,48 +153,59 @@ class Registry:
         msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "type",
                                                             "server-round": server_round})}),
                         dst_node_id=n, message_type=MessageType.QUERY) for n in new]
-        replies = {r.metadata.src_node_id: r for r in
-                   grid.send_and_receive(msgs, timeout=self.timeout)}
-        joined = []
-        for node in new:
-            reply = replies.get(node)
-            if reply is None:
-                self.reject(server_round, None, node, f"no registration reply within "
-                                                      f"{self.timeout:g} s")
-                continue
-            if reply.has_error():
-                self.reject(server_round, None, node, f"registration failed: "
-                                                      f"{reply.error.reason}")
-                self.refused[node] = reply.error.reason
-                continue
-            m = metrics_of(reply)
-            try:
-                pid = int(m["pid"])
-            except (KeyError, TypeError, ValueError):
-                reason = "registration reply carries no partition id"
-                self.reject(server_round, None, node, reason)
-                self.refused[node] = reason
-                continue
-            reason = self._refusal(pid, node, live)
-            rep = None
-            if reason is None:
-                try:
-                    rep = _check_report(m)
-                except ValueError as exc:
-                    reason = str(exc)
-            if reason is not None:
-                self.reject(server_round, pid, node, reason)
-                self.refused[node] = reason
-                continue
-            old = self.members.get(pid)
-            if old is not None:
-                log(INFO, "round %s: client %s rejoined (node %s, was node %s)", server_round,
-                    pid, node, old.node)
-                rep = {**old.report, **{k: rep[k] for k in ("shape", "classes")}} \
-                    if self.closed else rep
-            self.members[pid] = Member(pid, node, rep, server_round)
-            joined.append(pid)
+        pending = set(grid.push_messages(msgs))
+        waiting, joined = set(new), []
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            replies = list(grid.pull_messages(pending))
+            for reply in replies:
+                pending.discard(reply.metadata.reply_to_message_id)
+                node = reply.metadata.src_node_id
+                waiting.discard(node)
+                pid = self._register(reply, node, live, server_round)
+                if pid is not None:
+                    joined.append(pid)
+            if enough is not None and len(self.live(grid)) >= enough:
+                return joined
+            if not replies:
+                time.sleep(0.1)
+        for node in sorted(waiting):
+            self.reject(server_round, None, node, f"no registration reply within "
+                                                  f"{timeout:g} s")
         return joined
+
+    def _register(self, reply: Message, node: int, live: list[int], server_round: int):
+        if reply.has_error():
+            self.reject(server_round, None, node, f"registration failed: {reply.error.reason}")
+            self.refused[node] = reply.error.reason
+            return None
+        m = metrics_of(reply)
+        try:
+            pid = int(m["pid"])
+        except (KeyError, TypeError, ValueError):
+            reason = "registration reply carries no partition id"
+            self.reject(server_round, None, node, reason)
+            self.refused[node] = reason
+            return None
+        reason = self._refusal(pid, node, live)
+        rep = None
+        if reason is None:
+            try:
+                rep = _check_report(m)
+            except ValueError as exc:
+                reason = str(exc)
+        if reason is not None:
+            self.reject(server_round, pid, node, reason)
+            self.refused[node] = reason
+            return None
+        old = self.members.get(pid)
+        if old is not None:
+            log(INFO, "round %s: client %s rejoined (node %s, was node %s)", server_round,
+                pid, node, old.node)
+            if self.closed:  # the game is set: a rejoining node keeps its priced report
+                rep = {**old.report, "shape": rep["shape"], "classes": rep["classes"]}
+        self.members[pid] = Member(pid, node, rep, server_round)
+        return pid
 
     def _refusal(self, pid: int, node: int, live: list[int]) -> str | None:
         if not 0 <= pid < self.clients:
@@ -206,7 +222,7 @@ class Registry:
              poll: float = 0.5) -> None:
         """Register nodes until ``wanted`` are in or ``deadline`` (time.monotonic) passes."""
         while True:
-            self.refresh(grid, server_round)
+            self.refresh(grid, server_round, enough=wanted)
             if len(self.live(grid)) >= wanted or time.monotonic() >= deadline:
                 return
             time.sleep(poll)
@@ -220,6 +236,7 @@ class _Base(Strategy):
         self.registry, self.recorder, self.timeout = registry, recorder, float(timeout)
         self.shapes: list[tuple] | None = None
         self.sent: dict[int, dict[int, int]] = {}  # round -> {pid: node}
+        self.silent: dict[int, set[int]] = {}  # round -> pids sent a message that never answered
 
     @property
     def rejected(self) -> list[dict]:
@@ -239,6 +256,7 @@ class _Base(Strategy):
                                                                "not sent")
                 continue
             got[pid] = msg
+        self.silent[server_round] = {pid for pid in sent if pid not in got}
         for pid, node in sent.items():
             if pid not in got:
                 self.registry.reject(server_round, pid, node,
@@ -288,7 +306,8 @@ class IpflStrategy(_Base):
             if self.reference is None:
                 self.reference = base
         if server_round > 1:
-            self.registry.refresh(grid, server_round)
+            self.registry.refresh(grid, server_round, timeout=min(self.timeout,
+                                                                  self.registry.timeout))
         messages, sent = [], {}
         for pid in self.registry.live(grid):
             if pid in self.quit:
@@ -451,7 +470,8 @@ class CplStrategy(_Base):
             _, self.shapes = record_to_flat(arrays)
         self._global = record_to_flat(arrays)[0]
         if server_round > 1:
-            self.registry.refresh(grid, server_round)
+            self.registry.refresh(grid, server_round, timeout=min(self.timeout,
+                                                                  self.registry.timeout))
         messages, sent = [], {}
         for pid in self.registry.live(grid):
             if pid not in self.q:

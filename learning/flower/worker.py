@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from multiprocessing.connection import Client, Listener
 
 __all__ = ["call", "serve"]
@@ -40,8 +41,9 @@ def call(address: str, request: dict, timeout: float = 600.0) -> dict:
     return reply
 
 
-def serve(address: str, max_requests: int | None = None) -> None:
-    """Answer requests on ``address`` until killed (or after ``max_requests``)."""
+def serve(address: str, max_requests: int | None = None, log=None) -> None:
+    """Answer requests on ``address`` until killed (or after ``max_requests``); ``log(line)``
+    receives the time each request took."""
     from .client import work
 
     if os.path.exists(address):
@@ -56,12 +58,17 @@ def serve(address: str, max_requests: int | None = None) -> None:
         while max_requests is None or served < max_requests:
             with listener.accept() as conn:
                 request = conn.recv()
+                t0 = time.perf_counter()
                 try:
                     reply = work(request)
                 except Exception as exc:  # answered to the ClientApp, which raises it
                     reply = {"error": f"{type(exc).__name__}: {exc}"}
                 conn.send(reply)
             served += 1
+            if log is not None:
+                log(f"{time.strftime('%H:%M:%S')} {request.get('op')} "
+                    f"{(request.get('conf') or {}).get('server-round', '')} "
+                    f"{time.perf_counter() - t0:.3f} s")
 
 
 def main(argv=None) -> int:
@@ -69,7 +76,7 @@ def main(argv=None) -> int:
                                 description="a warm Flower node worker (see the module doc)")
     p.add_argument("address", help="the Unix socket path to listen on")
     args = p.parse_args(argv)
-    serve(args.address)
+    serve(args.address, log=lambda line: print(line, file=sys.stderr, flush=True))
     return 0
 
 

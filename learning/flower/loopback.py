@@ -1,0 +1,195 @@
+"""A real Flower deployment on one host: a SuperLink and SuperNodes as processes on 127.0.0.1.
+
+Used by the deployment test, the benchmark and docs/howto-flower.md. Ports are chosen free at
+run time, the Flower configuration file lives in a private ``FLWR_HOME`` (a SuperLink
+connection named ``loopback``), every process is started in its own process group and stopped
+by its id, and every wait is bounded::
+
+    with Loopback(app_dir=".", nodes=4, workdir="/tmp/fl") as fed:
+        summary = fed.run({"algorithm": "ipfl", "rounds": 2})
+
+``workers=True`` starts a warm node worker (:mod:`learning.flower.worker`) next to each
+SuperNode and names it in the node's config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["Loopback", "free_port", "toml_value"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def toml_value(v) -> str:
+    """A value as Flower's ``key=value`` config strings want it (TOML)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def _pairs(config: dict) -> str:
+    return " ".join(f"{k}={toml_value(v)}" for k, v in config.items())
+
+
+def _wait_port(port: int, deadline: float, proc) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process {proc.pid} exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} in time")
+
+
+class Loopback:
+    """One SuperLink and ``nodes`` SuperNodes on 127.0.0.1 (see the module docstring).
+
+    ``nodes``: a count (node i gets ``partition-id=i num-partitions=count``) or a list of node
+    configs. ``bin_dir``: where flower-superlink, flower-supernode and flwr live (default: next
+    to this Python)."""
+
+    def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, bin_dir=None,
+                 start_timeout: float = 60.0):
+        self.app_dir = Path(app_dir).resolve()
+        self.workdir = Path(workdir).resolve()
+        n = nodes if isinstance(nodes, int) else len(nodes)
+        self.node_configs = [{"partition-id": i, "num-partitions": n} for i in range(n)] \
+            if isinstance(nodes, int) else [dict(c) for c in nodes]
+        self.workers, self.start_timeout = workers, start_timeout
+        self.bin = Path(bin_dir) if bin_dir else Path(sys.executable).parent
+        self.home = self.workdir / "flwr-home"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.env = {**os.environ, "FLWR_HOME": str(self.home),
+                    "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "PYTHONPATH": os.pathsep.join(
+                        [str(self.app_dir)] + ([os.environ["PYTHONPATH"]]
+                                               if os.environ.get("PYTHONPATH") else [])),
+                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+    # ------------------------------------------------------------------ processes
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.workdir / f"{name}.log", "wb")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                cwd=self.workdir, start_new_session=True)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def start(self) -> Loopback:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        (self.home / "config.toml").write_text(
+            '[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
+            f'address = "127.0.0.1:{self.port}"\ninsecure = true\n')
+        deadline = time.monotonic() + self.start_timeout
+        link = self._spawn("superlink", [str(self.bin / "flower-superlink"), "--insecure",
+                                         "--port", str(self.port),
+                                         "--disable-runtime-dependency-installation"])
+        _wait_port(self.port, deadline, link)
+        for i in range(len(self.node_configs)):
+            self.start_node(i)
+        return self
+
+    def start_node(self, i: int) -> None:
+        """Start (or restart) SuperNode ``i`` (and its worker)."""
+        config = dict(self.node_configs[i])
+        if self.workers:
+            sock = str(self.workdir / f"node{i}.sock")
+            if os.path.exists(sock):
+                os.unlink(sock)
+            self._spawn(f"worker{i}", [sys.executable, "-m", "learning.flower.worker", sock])
+            config["worker"] = sock
+        self._spawn(f"node{i}", [str(self.bin / "flower-supernode"), "--insecure",
+                                 "--superlink", f"127.0.0.1:{self.port}",
+                                 "--port", str(free_port()), "--node-config", _pairs(config)])
+
+    def kill_node(self, i: int) -> None:
+        """Kill SuperNode ``i`` (its whole process group: SuperExec, ClientApp) at once."""
+        for name in (f"node{i}", f"worker{i}"):
+            self._stop(name, signal.SIGKILL)
+
+    def _stop(self, name: str, sig=signal.SIGTERM, grace: float = 5.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(grace)
+
+    def stop(self) -> None:
+        for name in [n for n in self.procs if n != "superlink"] + ["superlink"]:
+            self._stop(name)
+
+    def __enter__(self) -> Loopback:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ runs
+    def flwr(self, *args: str, timeout: float = 120.0) -> str:
+        out = subprocess.run([str(self.bin / "flwr"), *args], env=self.env, cwd=self.app_dir,
+                             capture_output=True, text=True, timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError(f"flwr {' '.join(args)} failed: {out.stderr or out.stdout}")
+        return out.stdout
+
+    def submit(self, run_config: dict) -> int:
+        """Start a run of the app (``flwr run``); its run id."""
+        args = ["run", ".", "loopback", "--format", "json"]
+        if run_config:
+            args += ["--run-config", _pairs(run_config)]
+        text = self.flwr(*args)
+        return int(json.loads(text[text.index("{"):])["run-id"])
+
+    def wait(self, run_dir: Path, timeout: float) -> dict:
+        """The run's result.json once the ServerApp has written it (bounded)."""
+        deadline = time.monotonic() + timeout
+        path = Path(run_dir) / "result.json"
+        while time.monotonic() < deadline:
+            if path.is_file():
+                return json.loads(path.read_text())
+            if self.procs["superlink"].poll() is not None:
+                raise RuntimeError("the SuperLink exited")
+            time.sleep(0.5)
+        raise TimeoutError(f"no {path} within {timeout:g} s")
+
+    def log(self, run_id: int) -> str:
+        """The run's log stream (the ServerApp's log lines)."""
+        return self.flwr("log", str(run_id), "loopback", "--show")
+
+    def run(self, run_config: dict, timeout: float = 300.0) -> dict:
+        """Submit a run and wait for its result; the summary plus run_id and run_dir."""
+        out = Path(run_config.get("out") or self.workdir / "out").resolve()
+        run_id = self.submit({**run_config, "out": str(out)})
+        summary = self.wait(out / f"run-{run_id}", timeout)
+        return {**summary, "run_id": run_id, "run_dir": str(out / f"run-{run_id}")}
