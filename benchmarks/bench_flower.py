@@ -1,59 +1,93 @@
-"""Flower simulation vs the in-process learner on the same work (iPFL, digits, 4 clients).
+"""One iPFL round (digits, 4 clients, 50 local steps each, clearing, prox-centres) timed the
+same way on every side: in process, Flower simulation, and a Flower deployment on 127.0.0.1
+(a SuperLink and 4 SuperNodes as processes) with a cold ClientApp per message and with warm
+node workers.
 
-Times R = 2 and R = 4 rounds of each; the per-round cost is the slope, the fixed cost (Ray and
-SuperLink start-up, app loading) the intercept. Usage: python benchmarks/bench_flower.py
+Every side runs R = 5 rounds; a round's cost is the time between the ends of consecutive
+rounds 1 -> 2 -> 3 -> 4 (set-up, start-up and the final evaluation fall outside; the
+in-process learner evaluates only in rounds 0 and R-1, so no evaluation falls inside either).
+In process: the runner's progress callbacks; Flower: the times the ServerApp writes each
+round's provenance file. Usage: python benchmarks/bench_flower.py [--skip-cold]
 """
 
 from __future__ import annotations
 
-import json
+import argparse
+import os
 import tempfile
 import time
+from pathlib import Path
 
-from learning.algorithms import TrainConfig, run
+from learning.config import TrainConfig
+
+ROUNDS = 5
+CFG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=ROUNDS, steps=50, batch=32,
+           lr=0.05, beta=0.5)
 
 
-def flower(cfg):
-    """(total wall time, time inside the strategy's rounds)."""
+def _per_round(ends: list[float]) -> float:
+    """Mean time between the ends of rounds 1->2, 2->3, 3->4 (``ends[t]`` = end of round t)."""
+    return (ends[4] - ends[1]) / 3
+
+
+def inproc() -> float:
+    from learning.runner import run
+
+    cfg = TrainConfig(**CFG, evaluate_every=1000)
+    run(TrainConfig(**{**CFG, "rounds": 1}))  # warm-up: imports, data, first torch calls
+    ends: list[float] = []
+    run(cfg, progress=lambda done, total: ends.append(time.perf_counter()))
+    return _per_round([0.0, *ends[:-1]])  # ends[t-1] is the end of round t-1 (0-based)
+
+
+def _round_ends(run_dir: Path) -> list[float]:
+    files = sorted((run_dir / "rounds").glob("round-*.json"))
+    return [0.0, *(f.stat().st_mtime for f in files)]  # index = Flower round (1-based)
+
+
+def simulation(out: Path) -> float:
     from flwr.simulation import run_simulation
 
     from learning.flower.app import make_apps
 
-    out = tempfile.mkdtemp()
-    server, client = make_apps(cfg, out=out)
-    t = time.perf_counter()
-    run_simulation(server, client, num_supernodes=cfg.clients,
+    got: list = []
+    server, client = make_apps(TrainConfig(**CFG), out=str(out), on_result=got.append)
+    run_simulation(server, client, num_supernodes=4,
                    backend_config={"client_resources": {"num_cpus": 1},
                                    "init_args": {"num_cpus": 2}})
-    total = time.perf_counter() - t
-    with open(f"{out}/flower_result.json") as fh:
-        return total, json.load(fh)["strategy_seconds"]
+    # Flower round t + 1 trains what the in-process round t trains: compare 2->3->4->5
+    return _per_round(_round_ends(Path(got[0]["run_dir"]))[1:])
 
 
-def inproc(cfg):
-    t = time.perf_counter()
-    run(cfg)
-    return time.perf_counter() - t
+def deployment(workdir: Path, workers: bool) -> float:
+    from learning.flower.loopback import Loopback
+
+    repo = Path(__file__).resolve().parents[1]
+    with Loopback(repo, 4, workdir, workers=workers) as fed:
+        res = fed.run({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0},
+                      timeout=1800)
+    return _per_round(_round_ends(Path(res["run_dir"]))[1:])
 
 
-def main():
-    base = TrainConfig(algorithm="ipfl", dataset="digits", clients=4, steps=50, batch=32,
-                       lr=0.05, beta=0.5)
-    inproc(TrainConfig(**{**base.__dict__, "rounds": 1}))  # warm-up: imports, vmap, data
-    rounds = 6
-    cfg = TrainConfig(**{**base.__dict__, "rounds": rounds})
-    t_in = min(inproc(cfg), inproc(cfg))
-    total, inside = flower(cfg)
-    per_i, per_f = t_in / rounds, inside / rounds
-    print(f"iPFL, digits, 4 clients, 50 local steps per round, {rounds} rounds")
-    print(f"   in-process learner: {t_in:.2f} s, {per_i:.3f} s per round")
-    print(f"   Flower simulation: {total:.2f} s in all, {inside:.2f} s inside the strategy's "
-          f"rounds: {per_f:.3f} s per round")
-    print(f"   per round, Flower / in-process = {per_f / per_i:.1f}x; outside the rounds "
-          f"(Ray, SuperLink, app loading, shutdown) {total - inside:.1f} s")
-    print("   not split further here. Candidates: each client trains alone (no lockstep), "
-          "every round ships parameters through the SuperLink as Messages, and the grid polls "
-          "for replies; the training itself is the in-process figure above")
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--skip-cold", action="store_true",
+                   help="skip the deployment without workers (slow: a process per message)")
+    args = p.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_flower_"))
+    rows = [("in process (lockstep, 4 clients at once)", inproc())]
+    rows.append(("Flower simulation (Ray, 4 nodes)", simulation(tmp / "sim")))
+    rows.append(("deployment on 127.0.0.1, warm node workers",
+                 deployment(tmp / "warm", workers=True)))
+    if not args.skip_cold:
+        rows.append(("deployment on 127.0.0.1, a cold ClientApp per message",
+                     deployment(tmp / "cold", workers=False)))
+    base = rows[0][1]
+    print(f"iPFL, digits, 4 clients, 50 local steps per round: seconds per round "
+          f"(mean of 3 rounds), {os.cpu_count()} CPUs")
+    for name, sec in rows:
+        print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")
 
 
 if __name__ == "__main__":

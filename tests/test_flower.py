@@ -388,3 +388,59 @@ def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
                     "default": CFG, "conf": {"ask": "weather"}, "arrays": None, "own": None})
     with pytest.raises(RuntimeError, match="not reachable"):
         call(str(tmp_path / "none.sock"), {})
+
+
+def _howto_commands():
+    """The commands docs/howto-flower.md shows in its indented blocks (continuations joined)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "howto-flower.md").read_text()
+    lines, out = text.replace("\\\n", " ").splitlines(), []
+    for line in lines:
+        cmd = line.strip()
+        if line.startswith("    ") and cmd.split(" ")[0] in ("flower-superlink",
+                                                            "flower-supernode", "flwr"):
+            out.append(cmd.split("#")[0].strip())
+    return text, out
+
+
+def test_howto_commands_use_flags_the_installed_flwr_has():
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    from flwr.cli.constant import SuperLinkConnectionTomlKey
+
+    text, commands = _howto_commands()
+    assert {c.split()[0] for c in commands} == {"flower-superlink", "flower-supernode", "flwr"}
+    bin_dir = Path(sys.executable).parent
+    helps = {}
+    for cmd in commands:
+        words = cmd.split()
+        prog = words[:2] if words[0] == "flwr" else words[:1]
+        key = " ".join(prog)
+        if key not in helps:
+            exe = shutil.which(prog[0], path=str(bin_dir)) or prog[0]
+            helps[key] = subprocess.run([exe, *prog[1:], "--help"], capture_output=True,
+                                        text=True, timeout=60).stdout
+        for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", cmd):
+            assert flag in helps[key], f"{key} has no {flag} (docs: {cmd})"
+    # the Flower configuration snippets are valid SuperLink connections
+    allowed = {v for k, v in vars(SuperLinkConnectionTomlKey).items() if k.isupper()}
+    tables, block = [], []
+    for line in [*text.splitlines(), "end"]:
+        if line.startswith("    ") or not line.strip():
+            block.append(line.strip())
+            continue
+        toml = [x for x in block if x.startswith("[") or re.match(r"^[\w-]+ = ", x)]
+        if any(x.startswith("[superlink") for x in toml):
+            tables.append(tomllib.loads("\n".join(toml)))
+        block = []
+    assert len(tables) == 2
+    for table in tables:
+        for name, conn in table["superlink"].items():
+            if isinstance(conn, dict):
+                assert set(conn) <= allowed and "address" in conn, name
