@@ -458,7 +458,25 @@ def _truthful_N(rule, a):
     return _excess(gain, _TOL * _scale(honest))
 
 
+def _permutation(rule, a):
+    base = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+    pi = a["perm"]
+    b = np.arange(pi.shape[0])[:, None, None]
+    rows, cols = pi[:, :, None], pi[:, None, :]
+
+    def take(x):
+        return np.take_along_axis(x, pi, axis=1)
+
+    s = settle_batch(rule, take(a["N"]), take(a["c"]), take(a["K"]), a["lam"],
+                     a["D"][b, rows, cols])
+    mismatched = (s["A"] != base["A"][b, rows, cols]).sum(axis=(1, 2)).astype(float)
+    gap = np.abs(s["p"] - take(base["p"])).max(axis=1)
+    return mismatched + _excess(gap, 1e-7 * _scale(base))
+
+
 BATCH_EVALUATORS: dict[str, Callable] = {
+    "permutation": _permutation,
+    "permutation_ties": _permutation,
     "budget_balance": _bb,
     "individual_rationality": _ir,
     "ir_negative_distances": _ir,
@@ -554,8 +572,11 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
 
 
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
-                chunk: int = CHUNK) -> Report:
+                chunk: int = CHUNK, time_limit: float | None = None) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
+
+    ``time_limit`` (seconds): stop drawing once it has passed; the report then counts what
+    was drawn and checked (``extra["stopped"]`` says why), never the requested budget.
 
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
     report's ``engine`` then says "hypothesis")."""
@@ -571,8 +592,13 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     fail = None
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
+    stopped = "budget"
     while drawn < max_examples and fail is None and error is None:
-        for d in sampler.draw(rng, min(chunk, max_examples - drawn)):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            stopped = "time limit"
+            break
+        step = chunk if bulk is not None else min(chunk, 256)
+        for d in sampler.draw(rng, min(step, max_examples - drawn)):
             if bulk is not None:
                 viol = np.asarray(bulk(d), dtype=float)
                 bad = np.flatnonzero(~(viol <= tolerance))
@@ -602,7 +628,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 break
     first_failure = drawn if (fail is not None or error is not None) else None
     ce = None
-    extra = {"mode": mode}
+    extra = {"mode": mode, "stopped": stopped}
     if error is not None:
         verdict = "error"
     elif fail is not None:

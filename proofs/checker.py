@@ -378,7 +378,8 @@ def _verdict(found_failure: bool, tally: _Tally) -> str:
 
 
 def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
-          tolerance: float = 0.0, deadline=None, engine: str = "hypothesis") -> Report:
+          tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
+          time_limit: float | None = None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : instances to draw; None takes the active Hypothesis profile's budget
@@ -389,13 +390,19 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     engine : "hypothesis" (targeted search, shrinking) or "batch" (numpy draws evaluated in
         bulk, violations re-checked and shrunk; see :mod:`proofs.batch`). A property without
         a numpy sampler falls back to Hypothesis, and the report's ``engine`` says so.
+    time_limit : batch engine only: stop drawing after this many seconds (the report counts
+        what was checked).
     """
     max_examples, tolerance = _validate(subject, prop, max_examples, tolerance)
+    if time_limit is not None and not (isinstance(time_limit, numbers.Real)
+                                       and math.isfinite(time_limit) and time_limit > 0):
+        raise CheckerInputError("time_limit", f"is {time_limit!r}; must be a finite number "
+                                              "of seconds > 0, or None")
     if engine == "batch":
         from .batch import check_batch
 
         return check_batch(subject, prop, max_examples=max_examples, seed=seed,
-                           tolerance=tolerance)
+                           tolerance=tolerance, time_limit=time_limit)
     if engine != "hypothesis":
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
     return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)

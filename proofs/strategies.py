@@ -61,20 +61,18 @@ def ipfl_markets(
 
     K_i in [1e3, 1e6], c_i in [0, 5], lam in [0, 5].
     """
-    if m is None:
-        m = draw(st.integers(min_m, max_m))
-    if integer_N:
-        N = draw(st.lists(st.integers(20, 2000), min_size=m, max_size=m, unique=distinct))
-    else:
-        N = draw(st.lists(st.floats(20.0, 2000.0, **_finite), min_size=m, max_size=m,
-                          unique=distinct))
-    K = draw(st.lists(st.floats(1e3, 1e6, **_finite), min_size=m, max_size=m))
-    c = draw(st.lists(st.floats(0.0, 5.0, **_finite), min_size=m, max_size=m))
-    if pure_roles:
-        roles = draw(st.lists(st.sampled_from(["trader", "trader", "buyer", "seller"]),
-                              min_size=m, max_size=m))
-        c = [np.inf if r == "buyer" else v for r, v in zip(roles, c, strict=True)]
-        K = [0.0 if r == "seller" else v for r, v in zip(roles, K, strict=True)]
+    n_value = st.integers(20, 2000) if integer_N else st.floats(20.0, 2000.0, **_finite)
+    role = st.sampled_from(["trader", "trader", "buyer", "seller"]) if pure_roles \
+        else st.just("trader")
+    record = st.tuples(n_value, st.floats(0.0, 5.0, **_finite),
+                       st.floats(1e3, 1e6, **_finite), role)
+    # one record per client: shrinking deletes whole clients (minimal counterexamples)
+    lo, hi = (m, m) if m is not None else (min_m, max_m)
+    clients = draw(st.lists(record, min_size=lo, max_size=hi,
+                            unique_by=(lambda r: r[0]) if distinct else None))
+    N = [r[0] for r in clients]
+    c = [np.inf if r[3] == "buyer" else r[1] for r in clients]
+    K = [0.0 if r[3] == "seller" else r[2] for r in clients]
     lam = draw(st.floats(0.0, 5.0, **_finite))
     return ipfl.Market(N=N, c=c, K=K, lam=lam, gain=gain)
 

@@ -64,7 +64,7 @@ def test_batch_counterexamples_are_small():
 
 
 @pytest.mark.parametrize("key", ["budget_balance", "individual_rationality", "lemma1",
-                                 "local_optimality", "thm3"])
+                                 "local_optimality", "thm3", "thm2", "permutation"])
 def test_batch_engine_holds_where_declared(key):
     r = check(SUBJECTS["local"], PROPERTIES[key], max_examples=20_000, engine="batch")
     assert r.verdict == "holds" and r.effective == r.examples == 20_000
@@ -99,3 +99,10 @@ def test_batch_engine_is_reproducible():
               engine="batch")
     assert a.first_failure == b.first_failure
     assert a.counterexample.code() == b.counterexample.code()
+
+
+def test_time_limit_stops_the_batch_engine_and_the_report_says_so():
+    r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=10**6,
+              engine="batch", time_limit=0.5)
+    assert r.extra["stopped"] == "time limit" and r.examples < 10**6
+    assert r.verdict == "holds" and r.effective >= 0.5 * r.examples

@@ -13,7 +13,12 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "prove", "check every declared property (the theorem report)")
-    p.add_argument("--examples", type=int, default=200, help="Hypothesis budget per check")
+    p.add_argument("--examples", type=int, default=200, help="examples drawn per check")
+    p.add_argument("--engine", choices=("hypothesis", "batch"), default="hypothesis",
+                   help="hypothesis (targeted search) or batch (numpy draws in bulk)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="batch engine: at most this many seconds per row (rows report what "
+                        "they checked)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the example search")
     p.add_argument("--subject", action="append",
                    help="only this subject (repeatable; default: every subject)")
@@ -29,7 +34,7 @@ def add_parser(sub, full: bool = False) -> None:
 
 def run(args) -> int:
     from proofs.registry import PROPERTIES, SUBJECTS
-    from proofs.report import frame, markdown, run_report
+    from proofs.report import frame, header, markdown, run_report
 
     for name in args.subject or []:
         if name not in SUBJECTS:
@@ -40,6 +45,9 @@ def run(args) -> int:
                                                f"{list(PROPERTIES)}")
     if args.examples < 1:
         raise MarketInputError("examples", f"is {args.examples}; must be >= 1")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise MarketInputError("time-limit", f"is {args.time_limit}; must be > 0 seconds")
+    opts = {"engine": args.engine, "time_limit": args.time_limit}
     chosen = args.subject or list(SUBJECTS)
     for key in args.property or []:
         if not any(key in SUBJECTS[s].declares for s in chosen):
@@ -53,21 +61,21 @@ def run(args) -> int:
         with con.status("checking") as status:
             results = run_report(examples=args.examples, seed=args.seed,
                                  subjects=args.subject, properties=args.property,
-                                 exhaustive=args.exhaustive,
+                                 exhaustive=args.exhaustive, **opts,
                                  progress=lambda s, k: status.update(f"checking {k} on {s}"))
     else:
         results = run_report(examples=args.examples, seed=args.seed, subjects=args.subject,
-                             properties=args.property, exhaustive=args.exhaustive)
+                             properties=args.property, exhaustive=args.exhaustive, **opts)
     df = frame(results)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(
-            f"# Theorem report\n\n{args.examples} examples per property (seed {args.seed})"
-            f"{', plus the exhaustive tiny-market grid' if args.exhaustive else ''}.\n\n"
-            + markdown(results))
+            header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
+                   results) + markdown(results))
     if not args.quiet:
         shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
-        print_table(shown, f"Theorem report: {args.examples} examples per property")
+        print_table(shown, f"Theorem report: {args.examples} examples per property, "
+                           f"engine {args.engine}")
         bad = df[~df.as_declared]
         print(f"{len(df) - len(bad)} of {len(df)} checks as declared"
               + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))
