@@ -2,9 +2,13 @@
 function that runs one cell (config, mechanism, seed) into a tidy DataFrame.
 
 Mechanism-only scenarios take seconds (synthetic model parameters); learning scenarios train
-on real data (minutes). A mechanism is a name the scenario knows, or for the iPFL market
-scenarios "module:function", a selection rule of your own
-(``rule(market, D, thresholds, prices) -> adjacency``).
+on real data (minutes). A mechanism is a name the scenario knows, or, for the iPFL market
+scenarios, any mechanism: a table ``{selection = "local", payments = "mymod:rule", prices =
+"paper"}`` (each a built-in name or "module:function", see :func:`mechanisms.ipfl.clear`), the
+same written ``"local+mymod:rule+paper"``, or "module:function" alone (a selection rule of your
+own). For ``cpl-pricing``: a solver, a posted price of :data:`mechanisms.cpl.PRICING_RULES`,
+"module:function" or ``{pricing = "mymod:rule"}`` (``rule(game) -> prices``). Every part is
+imported and checked when the spec is read, before any cell runs.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from mechanisms.roles import ATTACKS
 from .cpl_game import CplBenchmark
 from .inclusive import InclusiveMarket, run_inclusive_market
 
-__all__ = ["SCENARIOS", "Scenario", "load_rule"]
+__all__ = [
+    "SCENARIOS",
+    "Scenario",
+    "cpl_pricing_rule",
+    "ipfl_mechanism_name",
+    "load_rule",
+    "parse_ipfl_mechanism",
+]
 
 
 @dataclass(frozen=True)
@@ -40,16 +51,27 @@ class Scenario:
     description: str
     # every mechanism name a cell may use (default: ``mechanisms``), read on first use
     accepts: Callable[[], tuple] | None = None
-    custom_rules: bool = False  # "module:function" selection rules allowed
+    custom_rules: bool = False  # any iPFL mechanism (selection + payments + prices) allowed
+    pricing_rules: bool = False  # any CPL pricing rule allowed
 
     def check_mechanism(self, mechanism) -> str:
-        """The mechanism name if this scenario runs it; MarketInputError otherwise (a custom
-        "module:function" rule is imported here, before any cell runs)."""
+        """The mechanism's canonical name if this scenario runs it; MarketInputError (naming
+        the key: mechanism, selection, payments, prices or pricing) otherwise. Rules of your
+        own are imported here, before any cell runs."""
+        if self.custom_rules and (isinstance(mechanism, dict) or (
+                isinstance(mechanism, str) and (":" in mechanism or "+" in mechanism))):
+            return ipfl_mechanism_name(*parse_ipfl_mechanism(mechanism))
+        if self.pricing_rules and (isinstance(mechanism, dict) or (
+                isinstance(mechanism, str) and ":" in mechanism)):
+            if isinstance(mechanism, dict):
+                _table_keys(mechanism, ("pricing",))
+                mechanism = mechanism.get("pricing")
+                if not isinstance(mechanism, str):
+                    raise MarketInputError("pricing", f"must be a name, got {mechanism!r}")
+            cpl_pricing_rule(mechanism)
+            return mechanism
         if not isinstance(mechanism, str):
             raise MarketInputError("mechanism", f"{mechanism!r} is not a name")
-        if self.custom_rules and ":" in mechanism:
-            load_rule(mechanism)
-            return mechanism
         known = self.accepts() if self.accepts is not None else self.mechanisms
         if mechanism not in known:
             extra = " or 'module:function'" if self.custom_rules else ""
@@ -77,6 +99,50 @@ class Scenario:
         return replace(cfg, seed=seed) if "seed" in known else cfg
 
 
+IPFL_PARTS = ("selection", "payments", "prices")
+
+
+def _table_keys(table: dict, allowed: tuple) -> None:
+    for key in table:
+        if key not in allowed:
+            raise MarketInputError(str(key), f"unknown key in a mechanism table; allowed: "
+                                             f"{allowed}")
+
+
+def parse_ipfl_mechanism(mechanism) -> tuple[str, str, str]:
+    """(selection, payments, prices) of an iPFL mechanism given as a table, as
+    "selection+payments+prices" (trailing parts default to "paper") or as "module:function"
+    (a selection rule); each part is resolved (imported) and checked here."""
+    if isinstance(mechanism, dict):
+        _table_keys(mechanism, IPFL_PARTS)
+        parts = [mechanism.get("selection", "local"), mechanism.get("payments", "paper"),
+                 mechanism.get("prices", "paper")]
+    elif isinstance(mechanism, str):
+        parts = mechanism.split("+")
+        if len(parts) > 3 or not all(parts):
+            raise MarketInputError("mechanism", f"{mechanism!r}: write selection[+payments"
+                                                "[+prices]]")
+        parts += ["paper"] * (3 - len(parts))
+    else:
+        raise MarketInputError("mechanism", f"{mechanism!r} is not a name or a table")
+    for part, value in zip(IPFL_PARTS, parts, strict=True):
+        if not isinstance(value, str):
+            raise MarketInputError(part, f"must be a name or 'module:function', got {value!r}")
+        try:
+            ipfl.resolve("rule" if part == "selection" else part, value)
+        except MarketInputError as exc:
+            raise MarketInputError(part, exc.message) from None
+    return tuple(parts)
+
+
+def ipfl_mechanism_name(selection: str, payments: str = "paper", prices: str = "paper") -> str:
+    """The canonical name: "selection+payments+prices" without trailing "paper" parts."""
+    parts = [selection, payments, prices]
+    while len(parts) > 1 and parts[-1] == "paper":
+        parts.pop()
+    return "+".join(parts)
+
+
 def load_rule(spec: str) -> Callable:
     """Import "package.module:function" (a user's rule); errors name ``mechanism``."""
     return ipfl.load_callable(spec, "mechanism")
@@ -94,17 +160,19 @@ def cpl_pricing_rule(name: str) -> Callable:
 
 
 def _market_rule(cfg: InclusiveMarket, mechanism: str):
-    if ":" in mechanism:
-        return cfg, load_rule(mechanism)
-    if mechanism not in ("box2", "local", "exact"):
-        raise MarketInputError("mechanism", f"unknown {mechanism!r} for an iPFL market; use "
-                                            "box2, local, exact or 'module:function'")
-    return replace(cfg, rule=mechanism), None
+    """(config, rule keywords for :func:`run_inclusive_market`) of a mechanism name."""
+    selection, payments, prices = parse_ipfl_mechanism(mechanism)
+    rule = None
+    if selection in ipfl.RULES:
+        cfg = replace(cfg, rule=selection)
+    else:
+        rule = ipfl.resolve("rule", selection)[1]
+    return cfg, {"rule": rule, "payments": payments, "prices": prices}
 
 
 def _inclusive(cfg: InclusiveMarket, mechanism: str, seed: int) -> pd.DataFrame:
-    cfg, rule = _market_rule(cfg, mechanism)
-    res = run_inclusive_market(cfg, rule=rule)
+    cfg, rules = _market_rule(cfg, mechanism)
+    res = run_inclusive_market(cfg, **rules)
     return res.rounds
 
 
@@ -134,11 +202,11 @@ class LiarScenario:
 def _liars(cfg: LiarScenario, mechanism: str, seed: int) -> pd.DataFrame:
     base = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, seed=seed,
                            thresholds=cfg.thresholds)
-    base, rule = _market_rule(base, mechanism)
+    base, rules = _market_rule(base, mechanism)
     lie = replace(base, liar=cfg.liar, liar_N=cfg.factor if cfg.kind == "size" else 1.0,
                   liar_c=cfg.factor if cfg.kind == "cost" else 1.0)
-    honest = run_inclusive_market(base, rule=rule).summary()
-    lied = run_inclusive_market(lie, rule=rule).summary()
+    honest = run_inclusive_market(base, **rules).summary()
+    lied = run_inclusive_market(lie, **rules).summary()
     honest_ids = [i for i in range(len(lied)) if i != cfg.liar and lied.role[i] != "attacker"]
     others = lied.loc[honest_ids]
     return pd.DataFrame([{
@@ -173,8 +241,8 @@ class AttackScenario:
 def _attacks(cfg: AttackScenario, mechanism: str, seed: int) -> pd.DataFrame:
     mk = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, attack=cfg.attack,
                          metric=cfg.metric, seed=seed)
-    mk, rule = _market_rule(mk, mechanism)
-    res = run_inclusive_market(mk, rule=rule)
+    mk, rules = _market_rule(mk, mechanism)
+    res = run_inclusive_market(mk, **rules)
     s = res.summary()
     att = s[s.role == "attacker"]
     honest = s[s.role != "attacker"]
@@ -256,7 +324,8 @@ def _registry():
         Scenario("inclusive-market", "mechanism", fixed(InclusiveMarket),
                  ("box2", "local", "exact"),
                  _inclusive, "Fig. 5: 3 traders, 4 buyers, 4 sellers, 1 attacker; per round "
-                 "and client money and utility", custom_rules=True),
+                 "and client money and utility", lambda: ipfl.SELECTION_RULES,
+                 custom_rules=True),
         Scenario("liars", "mechanism", fixed(LiarScenario), ("local",), _liars,
                  "Table 2: size x 0.1/0.5/10 and cost x 2/5/10, exact vs published thresholds",
                  lambda: ipfl.RULES, custom_rules=True),
@@ -265,8 +334,8 @@ def _registry():
                  lambda: ipfl.RULES, custom_rules=True),
         Scenario("cpl-pricing", "mechanism", fixed(CplBenchmark),
                  ("bisection", "uniform", "weighted"), _cpl_pricing,
-                 "CPL: equilibrium vs uniform vs weighted prices (budget as a parameter)",
-                 lambda: (*cpl.METHODS, "uniform", "weighted")),
+                 "CPL: equilibrium vs posted prices (budget as a parameter)",
+                 lambda: (*cpl.METHODS, *cpl.PRICING_RULES), pricing_rules=True),
         Scenario("ipfl-learning", "learning",
                  _learning_config(dataset="digits", clients=6, rounds=4, steps=20, batch=32,
                                   lr=0.05, beta=0.5),

@@ -126,11 +126,17 @@ def expand(spec: dict) -> list[Cell]:
         if not isinstance(mechanisms, list) or not mechanisms:
             raise SpecError(f"{where}.mechanisms", f"must be a non-empty list, got "
                                                    f"{mechanisms!r}")
+        names = []
         for k, mech in enumerate(mechanisms):
             try:
-                sc.check_mechanism(mech)
+                names.append(sc.check_mechanism(mech))
             except MarketInputError as exc:
-                raise SpecError(f"{where}.mechanisms[{k}]", exc.message) from None
+                parts = ("selection", "payments", "prices", "pricing")
+                sub = f".{exc.field}" if isinstance(mech, dict) or exc.field in parts else ""
+                raise SpecError(f"{where}.mechanisms[{k}]{sub}", exc.message) from None
+        if len(set(names)) != len(names):
+            raise SpecError(f"{where}.mechanisms", f"lists a mechanism twice: {names}")
+        mechanisms = names
         params = entry.get("params", {})
         if not isinstance(params, dict):
             raise SpecError(f"{where}.params", f"must be a table, got {params!r}")
