@@ -80,7 +80,10 @@ def per_run(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
         acc_best=("acc_personalised_best", "mean"), acc_last=("acc_personalised", "mean"),
         client_sd=("acc_personalised_best", "std"))
     util = cum.groupby([*keys, "seed"]).utility.mean().rename("utility")
-    return acc.join(util).reset_index()
+    out = acc.join(util)
+    if "n_bought" in df:  # others' models a client uses per round (aggregates or buys)
+        out = out.join(df.groupby([*keys, "seed"]).n_bought.mean().rename("models_used"))
+    return out.reset_index()
 
 
 def seed_table(runs: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
@@ -92,6 +95,8 @@ def seed_table(runs: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
                      "best acc (authors')": fmt(g.acc_best),
                      "last-round acc": fmt(g.acc_last),
                      "utility per client": fmt(g.utility, 1),
+                     **({"others' models used per round": f"{g.models_used.mean():.1f}"}
+                        if "models_used" in g else {}),
                      "client spread (sd of best acc)": f"{g.client_sd.mean():.3f}"})
     return pd.DataFrame(rows)
 

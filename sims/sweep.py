@@ -526,8 +526,14 @@ PRESETS = {
                         "metric": ["l2sq", "cosine"]}},
             {"name": "cpl-pricing", "mechanisms": ["bisection", "uniform", "weighted"],
              "seeds": [0], "params": {"budget": [5.0, 10.0, 15.0, 25.0, 40.0]}},
+            # learning: 20 clients with few samples each and the same task (iid), a sharing
+            # cost C = 4 per buyer: FedAvg uses all 19 others' models (most accurate, but
+            # its sharing costs exceed its gain: negative utility); iPFL buys only the models
+            # worth their price (positive utility, a small accuracy gain over Local)
             {"name": "ipfl-learning", "mechanisms": ["ipfl", "fedavg", "local"],
-             "seeds": [0]},
+             "seeds": [0, 1],
+             "params": {"partition": "iid", "clients": 20, "rounds": 4, "steps": 10,
+                        "batch": 16, "lr": 0.05, "K": 2e4, "C": 4.0, "lam": 2.0}},
         ],
     },
 }
