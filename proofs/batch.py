@@ -38,6 +38,7 @@ import numpy as np
 from mechanisms import cpl, ipfl
 from mechanisms.gains import SqrtGain
 
+from . import ipfl_properties as P
 from .checker import Counterexample, Report, SubjectError, _name, _verdict, evaluate_once
 
 __all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "check_batch", "cpl_sampler",
@@ -198,19 +199,23 @@ class IpflSampler(Sampler):
                 "glob": [0.0, 0.5]}
 
 
+_REGRET = IpflSpec(liar="who", max_m=4)  # the regret-search properties' cases
+
 IPFL_SPECS: dict[str, IpflSpec] = {
     "budget_balance": IpflSpec(),
+    "no_deficit": IpflSpec(),
     "individual_rationality": IpflSpec(),
     "ir_negative_distances": IpflSpec(negative=True),
     "local_optimality": IpflSpec(),
     "global_optimality": IpflSpec(max_m=5),
     "lemma1": IpflSpec(liar="over"),
-    "thm2": IpflSpec(liar="over"),
+    "thm2": _REGRET,
     "thm3": IpflSpec(positive=True, lam_min=0.01, liar="who"),
     "thm3_lam0": IpflSpec(positive=True, liar="who"),
     "permutation": IpflSpec(perm=True),
     "permutation_ties": IpflSpec(perm=True, ties=True),
-    "truthful_N": IpflSpec(liar="any"),
+    **{f"truthful_{key}": _REGRET for key in ("N_over", "N_under", "c_under", "K_over",
+                                              "K_under")},
 }
 
 
@@ -278,6 +283,7 @@ CPL_SPECS = {
     "cpl_threshold_all": {"large_v": True, "max_n": 3},
     "cpl_beats_baselines": {"positive_budget": True},
     "cpl_beats_baselines_any": {"max_n": 4, "positive_budget": True},
+    "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
 }
 
 
@@ -338,10 +344,63 @@ def _exact_batch(N, K, P, T):
     return A
 
 
-def settle_batch(rule: str, N, c, K, lam, D, true_N=None, true_c=None) -> dict:
+def over_arrays(fn: Callable) -> Callable:
+    """Mark a rule of your own as written over arrays, so the batch engine may call it on a
+    whole batch at once.
+
+    The function must accept leading batch dimensions: ``market.N``, ``market.c``,
+    ``market.K`` are (..., m), ``market.lam`` (...,), and ``D``, thresholds, prices and the
+    adjacency ``A`` (..., m, m); write ``N[..., None, :]`` rather than ``N[None, :]``. It
+    must return the same shapes with the leading dimensions (adjacency (..., m, m);
+    remittances (..., m, m) or payments (..., m)). Called on one market it sees plain (m,)
+    arrays, so the same function serves both engines.
+    """
+    fn.over_arrays = True
+    return fn
+
+
+@dataclass(frozen=True)
+class MarketArrays:
+    """A batch of markets as arrays: what a rule marked :func:`over_arrays` receives."""
+
+    N: np.ndarray
+    c: np.ndarray
+    K: np.ndarray
+    lam: np.ndarray
+    true_N: np.ndarray
+    true_c: np.ndarray
+    gain: SqrtGain = _SQRT
+
+    @property
+    def m(self) -> int:
+        return self.N.shape[-1]
+
+
+def _checked(kind: str, fn, out, shapes) -> np.ndarray:
+    arr = np.asarray(out)
+    name = ipfl.rules.rule_name(fn) if hasattr(ipfl, "rules") else repr(fn)
+    if arr.shape not in shapes:
+        raise ipfl.MarketInputError(kind, f"{name} returned shape {arr.shape}, expected "
+                                          f"{' or '.join(map(str, shapes))}")
+    if kind == "rule" and arr.dtype != bool:
+        vals = arr.astype(float)
+        if ((vals != 0) & (vals != 1)).any():
+            raise ipfl.MarketInputError(kind, f"{name} returned entries other than 0/1")
+        arr = vals.astype(bool)
+    if kind == "payments":
+        arr = arr.astype(float)
+        if not np.isfinite(arr).all():
+            raise ipfl.MarketInputError(kind, f"{name} returned NaN or inf; money must be "
+                                              "finite")
+    return arr
+
+
+def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper") -> dict:
     """Clear a batch of markets (arrays with a leading batch dimension) with a built-in rule
-    and the paper's prices and payments; returns adjacency, payments, utilities."""
-    m = N.shape[1]
+    ("box2", "local", "exact") or a rule marked :func:`over_arrays`, the paper's prices and
+    the paper's payments (or payments marked :func:`over_arrays`); returns adjacency,
+    payments, utilities and prices."""
+    B, m = N.shape
     true_N = N if true_N is None else true_N
     true_c = c if true_c is None else true_c
     ratio = N[:, None, :] / N[:, :, None]
@@ -350,19 +409,29 @@ def settle_batch(rule: str, N, c, K, lam, D, true_N=None, true_c=None) -> dict:
     P = np.where(eye, np.inf, P)
     T = _SQRT.thresholds(P, N[:, None, :], K[:, :, None], N[:, :, None])
     T = np.where((K[:, :, None] == 0) | eye, 0.0, T)
-    if rule == "box2":
+    arrays = MarketArrays(N, c, K, lam, true_N, true_c)
+    if callable(rule):
+        A = _checked("rule", rule, rule(arrays, D, T, P), ((B, m, m),))
+        if A[:, eye].any():
+            raise ipfl.MarketInputError("rule", f"{ipfl.rules.rule_name(rule)} returned a "
+                                                "client buying its own model")
+    elif rule == "box2":
         A = ipfl.box2(T, N)
     elif rule == "local":
         A = ipfl.local(T, N)
     else:
         A = _exact_batch(N, K, P, T)
-    # Eq. 12 on bought pairs, Eq. 13, Eq. 3 (true N and c)
-    n = np.einsum("bij,bj->bi", A.astype(float), N)
-    with np.errstate(invalid="ignore"):
-        marginal = _g(n[:, :, None], K[:, :, None], N[:, :, None]) - _g(
-            n[:, :, None] - N[:, None, :], K[:, :, None], N[:, :, None])
-    R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
-    p = R.sum(axis=2) - R.sum(axis=1)
+    if callable(money):
+        out = _checked("payments", money, money(arrays, A, D), ((B, m, m), (B, m)))
+        p = out.sum(axis=2) - out.sum(axis=1) if out.ndim == 3 else out
+    else:  # Eq. 12 on bought pairs, Eq. 13
+        n = np.einsum("bij,bj->bi", A.astype(float), N)
+        with np.errstate(invalid="ignore"):
+            marginal = _g(n[:, :, None], K[:, :, None], N[:, :, None]) - _g(
+                n[:, :, None] - N[:, None, :], K[:, :, None], N[:, :, None])
+        R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
+        p = R.sum(axis=2) - R.sum(axis=1)
+    # Eq. 3 with the true N and c
     G = _g(np.einsum("bij,bj->bi", A.astype(float), true_N), K, true_N)
     sold = A.sum(axis=1)
     C = np.where(sold > 0, true_c * np.where(sold > 0, sold, 1), 0.0)
@@ -404,18 +473,18 @@ def _with(x, client, values):
     return y
 
 
-def _bb(rule, a):
-    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+def _bb(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _excess(np.abs(s["p"].sum(axis=1)), _TOL * _scale(s))
 
 
-def _ir(rule, a):
-    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+def _ir(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _excess(-s["U"].min(axis=1), _TOL * _scale(s))
 
 
-def _eq11(rule, a):
-    s = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+def _eq11(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _eq11_count(a["N"], a["K"], s["P"], s["A"])
 
 
@@ -425,41 +494,24 @@ def _overstate(a):
     return _with(a["c"], i, ci * f + (f - 1.0))
 
 
-def _lemma1(rule, a):
-    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
-    lied = settle_batch(rule, a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
+def _lemma1(settle, a):
+    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    lied = settle(a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
     i = a["client"]
     b = np.arange(len(i))
     return (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
 
 
-def _thm2(rule, a):
-    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
-    lied = settle_batch(rule, a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
-    i = a["client"]
-    gain = _rows(lied["U"], i) - _rows(honest["U"], i)
-    return _excess(gain, _TOL * _scale(honest))
-
-
-def _thm3(rule, a):
+def _thm3(settle, a):
     i = a["client"]
     N_hat = _with(a["N"], i, _rows(a["N"], i) * 1e12)
-    s = settle_batch(rule, N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
+    s = settle(N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
     b = np.arange(len(i))
     return s["A"][b, :, i].sum(axis=1).astype(float)
 
 
-def _truthful_N(rule, a):
-    honest = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
-    i = a["client"]
-    N_hat = _with(a["N"], i, _rows(a["N"], i) * a["factor"])
-    lied = settle_batch(rule, N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
-    gain = _rows(lied["U"], i) - _rows(honest["U"], i)
-    return _excess(gain, _TOL * _scale(honest))
-
-
-def _permutation(rule, a):
-    base = settle_batch(rule, a["N"], a["c"], a["K"], a["lam"], a["D"])
+def _permutation(settle, a):
+    base = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     pi = a["perm"]
     b = np.arange(pi.shape[0])[:, None, None]
     rows, cols = pi[:, :, None], pi[:, None, :]
@@ -467,51 +519,68 @@ def _permutation(rule, a):
     def take(x):
         return np.take_along_axis(x, pi, axis=1)
 
-    s = settle_batch(rule, take(a["N"]), take(a["c"]), take(a["K"]), a["lam"],
+    s = settle(take(a["N"]), take(a["c"]), take(a["K"]), a["lam"],
                      a["D"][b, rows, cols])
     mismatched = (s["A"] != base["A"][b, rows, cols]).sum(axis=(1, 2)).astype(float)
     gap = np.abs(s["p"] - take(base["p"])).max(axis=1)
     return mismatched + _excess(gap, 1e-7 * _scale(base))
 
 
-BATCH_EVALUATORS: dict[str, Callable] = {
-    "permutation": _permutation,
-    "permutation_ties": _permutation,
-    "budget_balance": _bb,
-    "individual_rationality": _ir,
-    "ir_negative_distances": _ir,
-    "local_optimality": _eq11,
-    "lemma1": _lemma1,
-    "thm2": _thm2,
-    "thm3": _thm3,
-    "thm3_lam0": _thm3,
-    "truthful_N": _truthful_N,
+def _no_deficit(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
+
+
+# key -> (the scalar violation function it reproduces, the bulk evaluator); a property whose
+# violation is another function (redefined, or your own under the same key) is never
+# evaluated in bulk
+BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
+    "budget_balance": (P.budget_balance, _bb),
+    "no_deficit": (P.no_deficit, _no_deficit),
+    "individual_rationality": (P.individual_rationality, _ir),
+    "ir_negative_distances": (P.individual_rationality, _ir),
+    "local_optimality": (P.local_optimality, _eq11),
+    "lemma1": (P.lemma1_monotone_sales, _lemma1),
+    "thm3": (P.thm3_isolation, _thm3),
+    "thm3_lam0": (P.thm3_isolation, _thm3),
+    "permutation": (P.permutation_equivariance, _permutation),
+    "permutation_ties": (P.permutation_equivariance, _permutation),
 }
 
 
-def _batch_rule(subject) -> str | None:
-    """The built-in rule name when ``subject`` is one the batch clearing reproduces."""
+def _batch_rule(subject):
+    """A settle-batch function when ``subject`` can be cleared in bulk: built-in selection
+    or a selection rule marked :func:`over_arrays`, with the paper's prices and the paper's
+    payments or payments marked :func:`over_arrays`."""
     from .subjects import IpflMechanism
 
-    if not isinstance(subject, IpflMechanism):
+    if not isinstance(subject, IpflMechanism) or subject.prices != "paper":
         return None
-    if subject.rule not in ("box2", "local", "exact"):
+    rule, money = subject.rule, subject.money
+    if not (rule in ("box2", "local", "exact") or getattr(rule, "over_arrays", False)):
         return None
-    if subject.money != "paper" or subject.prices != "paper":
+    if not (money == "paper" or getattr(money, "over_arrays", False)):
         return None
-    return subject.rule
+
+    def settle(N, c, K, lam, D, true_N=None, true_c=None):
+        return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money)
+
+    return settle
 
 
 def vectorised(prop, subject) -> Callable | None:
     """A function ``draws -> violations`` when the pair can be evaluated in bulk."""
     from .registry import PROPERTIES
 
-    rule = _batch_rule(subject)
-    if rule is None or PROPERTIES.get(prop.key) is not prop or prop.key not in BATCH_EVALUATORS:
+    settle = _batch_rule(subject)
+    if settle is None or PROPERTIES.get(prop.key) is not prop \
+            or prop.key not in BATCH_EVALUATORS:
         return None
-    fn = BATCH_EVALUATORS[prop.key]
+    scalar, fn = BATCH_EVALUATORS[prop.key]
+    if prop.violation is not scalar:
+        return None
     sampler = ipfl_sampler(prop.key)
-    return lambda d: fn(rule, sampler.arrays(d))
+    return lambda d: fn(settle, sampler.arrays(d))
 
 
 # ------------------------------------------------------------------------ shrinking
@@ -599,8 +668,13 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
             break
         step = chunk if bulk is not None else min(chunk, 256)
         for d in sampler.draw(rng, min(step, max_examples - drawn)):
+            viol = None
             if bulk is not None:
-                viol = np.asarray(bulk(d), dtype=float)
+                try:
+                    viol = np.asarray(bulk(d), dtype=float)
+                except Exception:  # a rule raised on the batch: find the instance one by one
+                    viol = None
+            if viol is not None:
                 bad = np.flatnonzero(~(viol <= tolerance))
                 if bad.size:
                     k = int(bad[0])
