@@ -30,9 +30,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
 
-# The Flower tests alone (the end-to-end simulation starts Ray: about a minute).
+# The Flower tests alone (the simulation starts Ray, the deployment test a SuperLink and four
+# SuperNodes on 127.0.0.1: a few minutes).
 test-flower: $(STAMP)
-	$(PY) -m pytest -q tests/test_flower.py
+	$(PY) -m pytest -q tests/test_flower.py tests/test_flower_deploy.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

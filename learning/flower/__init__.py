@@ -1,4 +1,4 @@
-"""Flower integration (Message API, flwr 1.40 to 1.42): the iPFL and CPL mechanisms as server
+"""Flower integration (Message API, tested with flwr 1.42): the iPFL and CPL mechanisms as server
 strategies, a ClientApp whose node owns its data and type, and a ready Flower app.
 
 Optional extra: ``pip install fedmarket[flower]``. The strategies and the app need flwr;
