@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mechanisms.errors import FedmarketError
+
 from .errors import StoreError
 from .scenarios import SCENARIOS
 from .sweep import Store
@@ -60,11 +62,13 @@ class _Doc:
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _inclusive(doc: _Doc, df: pd.DataFrame):
+def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     import matplotlib.pyplot as plt
 
     from .inclusive import InclusiveMarket, run_inclusive_market
     from .plots import plot_transaction_graph
+    from .scenarios import market_rules
+    from .verdicts import ipfl_verdicts
 
     doc.heading("Inclusive market (Fig. 5)")
     per = df.groupby(["mechanism", "seed", "client", "role"], as_index=False).agg(
@@ -80,25 +84,72 @@ def _inclusive(doc: _Doc, df: pd.DataFrame):
     }), include_groups=False).reset_index()
     summary["max_budget_residual"] = summary.mechanism.map(budget)
     doc.table(summary, "inclusive_summary")
-    fig, ax = plt.subplots(figsize=(7, 4))
     mechs = sorted(per.mechanism.unique())
+    fig, ax = plt.subplots(figsize=(7, 4))
     ax.boxplot([per[per.mechanism == m].utility for m in mechs], tick_labels=mechs)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_ylabel("cumulative utility per client")
     ax.set_title("Individual rationality (Fig. 3): per-client utility")
-    doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by selection rule")
+    doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by mechanism")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    roles = [r for r in ("trader", "buyer", "seller", "attacker") if r in set(per.role)]
+    width = 0.8 / len(mechs)
+    for k, m in enumerate(mechs):
+        means = per[per.mechanism == m].groupby("role").utility.mean()
+        ax.bar(np.arange(len(roles)) + k * width, [means.get(r, np.nan) for r in roles],
+               width, label=m)
+    ax.set_xticks(np.arange(len(roles)) + 0.4 - width / 2, roles)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_ylabel("mean cumulative utility")
+    ax.legend(frameon=False, fontsize=8)
+    doc.figure(fig, "utility_by_role", "Mean cumulative utility by role, for each mechanism")
     first = df[(df.seed == df.seed.min())]
     rounds = int(first["round"].max()) + 1
     params = {c[len("param_"):]: first[c].iloc[0] for c in first.columns
               if c.startswith("param_")}
-    mech = "local" if "local" in mechs else mechs[0]
-    cfg = InclusiveMarket(**{**params, "rounds": rounds, "seed": int(first.seed.iloc[0]),
-                             "rule": mech if mech in ("box2", "local", "exact") else "local"})
-    res = run_inclusive_market(cfg)
-    fig, ax = plt.subplots(figsize=(7, 6))
-    plot_transaction_graph(res.flows, res.roles, ax=ax)
-    doc.figure(fig, "transaction_graph", f"Money flows over {rounds} rounds ({cfg.rule}, "
-                                         f"seed {cfg.seed})")
+    cfg = InclusiveMarket(**{**params, "rounds": rounds, "seed": int(first.seed.iloc[0])})
+    for mech in mechs:
+        try:
+            mcfg, rules = market_rules(cfg, mech)
+        except FedmarketError as exc:  # a rule of your own not importable here
+            doc.para(f"Transaction graph of {mech}: not drawn ({exc}).")
+            continue
+        res = run_inclusive_market(mcfg, **rules)
+        fig, ax = plt.subplots(figsize=(7, 6))
+        plot_transaction_graph(res.flows, res.roles, ax=ax, title=f"Money flows: {mech}")
+        note = "" if res.flows.any() or not res.rounds.payment.any() else (
+            "; this rule pays the operator, so no client-to-client flows")
+        slug = "".join(ch if ch.isalnum() else "_" for ch in mech)
+        doc.figure(fig, f"transaction_graph_{slug}", f"Money flows over {rounds} rounds "
+                                                  f"({mech}, seed {cfg.seed}){note}")
+    if verdict_examples:
+        _verdicts(doc, ipfl_verdicts(mechs, examples=verdict_examples), "inclusive_verdicts",
+                  verdict_examples)
+
+
+def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
+    """A mechanism x property table of verdicts, then the details of each counterexample."""
+
+    def cell(r):
+        if r.verdict != "counterexample":
+            return r.verdict
+        if isinstance(r.regret, float) and r.regret == r.regret:
+            return f"fails (regret {r.regret:.3g})"
+        return f"fails ({r.detail})" if r.detail else "fails"
+
+    doc.heading("Property verdicts per mechanism", level=3)
+    doc.para(f"The property checker on markets it draws itself ({examples} per property, seed "
+             "0), not on the simulated market: 'holds' = no counterexample found; 'fails' = "
+             "the checker found one (budget: deficit or surplus; incentives: the regret of "
+             "the best misreport found on it, by the regret search of proofs.regret).")
+    wide = table.assign(v=[cell(r) for r in table.itertuples()]).pivot(
+        index="mechanism", columns="property", values="v")
+    wide = wide[[k for k in dict.fromkeys(table.property)]].reset_index()
+    doc.table(wide, name)
+    ces = table[table.verdict == "counterexample"][["mechanism", "property", "examples",
+                                                    "detail"]]
+    if not ces.empty:
+        doc.table(ces, f"{name}_details")
 
 
 def _liars(doc: _Doc, df: pd.DataFrame):
@@ -117,7 +168,7 @@ def _attacks(doc: _Doc, df: pd.DataFrame):
     doc.table(df[cols].sort_values(["metric", "attack"]), "attacks")
 
 
-def _cpl(doc: _Doc, df: pd.DataFrame):
+def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     import matplotlib.pyplot as plt
 
     from .plots import plot_budget_sweep
@@ -131,7 +182,7 @@ def _cpl(doc: _Doc, df: pd.DataFrame):
     if sweep.budget.nunique() > 1:
         fig, ax = plt.subplots(figsize=(6, 4))
         plot_budget_sweep(sweep, ax=ax)
-        doc.figure(fig, "cpl_budget_sweep", "Bound against budget for the three schemes")
+        doc.figure(fig, "cpl_budget_sweep", "Bound against budget for each pricing rule")
     eq = df[df.mechanism == "bisection"]
     if not eq.empty:
         b = eq.budget.max()
@@ -149,6 +200,11 @@ def _cpl(doc: _Doc, df: pd.DataFrame):
         axes[1].set_xlabel("a_n")
         axes[1].set_ylabel("q_n")
         doc.figure(fig, "cpl_prices", f"Equilibrium prices and participation (B = {b:g})")
+    if verdict_examples:
+        from .verdicts import cpl_verdicts
+
+        _verdicts(doc, cpl_verdicts(sorted(df.mechanism.unique()), examples=verdict_examples),
+                  "cpl_verdicts", verdict_examples)
 
 
 LEARNING_NOTE = (
@@ -218,10 +274,13 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
                                           f"({label or 'all'})")
 
 
-def write_report(folder, out=None) -> tuple[Path, Path]:
+def write_report(folder, out=None, *, verdict_examples: int = 20) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
-    empty, corrupt or foreign store is a StoreError and nothing is written."""
+    empty, corrupt or foreign store is a StoreError and nothing is written.
+
+    ``verdict_examples``: markets the property checker draws per (mechanism, property) for
+    the verdict tables of the iPFL and CPL sections (0: no verdict tables)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,7 +303,9 @@ def write_report(folder, out=None) -> tuple[Path, Path]:
                     "cpl-pricing": _cpl}
         for scenario in cells.scenario.unique():
             df = store.frame(scenario)
-            if scenario in handlers:
+            if scenario in ("inclusive-market", "cpl-pricing"):
+                handlers[scenario](doc, df, verdict_examples)
+            elif scenario in handlers:
                 handlers[scenario](doc, df)
             elif SCENARIOS[scenario].kind == "learning":
                 _learning(doc, df, f"Learning: {SCENARIOS[scenario].description}", scenario)

@@ -34,6 +34,7 @@ __all__ = [
     "cpl_pricing_rule",
     "ipfl_mechanism_name",
     "load_rule",
+    "market_rules",
     "parse_ipfl_mechanism",
 ]
 
@@ -159,7 +160,7 @@ def cpl_pricing_rule(name: str) -> Callable:
     return cpl.PRICING_RULES[name]
 
 
-def _market_rule(cfg: InclusiveMarket, mechanism: str):
+def market_rules(cfg: InclusiveMarket, mechanism: str):
     """(config, rule keywords for :func:`run_inclusive_market`) of a mechanism name."""
     selection, payments, prices = parse_ipfl_mechanism(mechanism)
     rule = None
@@ -171,7 +172,7 @@ def _market_rule(cfg: InclusiveMarket, mechanism: str):
 
 
 def _inclusive(cfg: InclusiveMarket, mechanism: str, seed: int) -> pd.DataFrame:
-    cfg, rules = _market_rule(cfg, mechanism)
+    cfg, rules = market_rules(cfg, mechanism)
     res = run_inclusive_market(cfg, **rules)
     return res.rounds
 
@@ -202,7 +203,7 @@ class LiarScenario:
 def _liars(cfg: LiarScenario, mechanism: str, seed: int) -> pd.DataFrame:
     base = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, seed=seed,
                            thresholds=cfg.thresholds)
-    base, rules = _market_rule(base, mechanism)
+    base, rules = market_rules(base, mechanism)
     lie = replace(base, liar=cfg.liar, liar_N=cfg.factor if cfg.kind == "size" else 1.0,
                   liar_c=cfg.factor if cfg.kind == "cost" else 1.0)
     honest = run_inclusive_market(base, **rules).summary()
@@ -241,7 +242,7 @@ class AttackScenario:
 def _attacks(cfg: AttackScenario, mechanism: str, seed: int) -> pd.DataFrame:
     mk = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, attack=cfg.attack,
                          metric=cfg.metric, seed=seed)
-    mk, rules = _market_rule(mk, mechanism)
+    mk, rules = market_rules(mk, mechanism)
     res = run_inclusive_market(mk, **rules)
     s = res.summary()
     att = s[s.role == "attacker"]

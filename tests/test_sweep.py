@@ -132,7 +132,12 @@ def test_toml_with_a_users_rule_and_report(tmp_path, capsys):
     assert (mine.n_bought <= 1).all()
     text = (out / "report.md").read_text()
     assert "Inclusive market" in text and "myrules:top_one" in text
-    assert (out / "transaction_graph.png").exists() and (out / "report.html").exists()
+    assert (out / "transaction_graph_local.png").exists() and (out / "report.html").exists()
+    assert (out / "transaction_graph_myrules_top_one.png").exists()  # one per mechanism
+    assert "Property verdicts per mechanism" in text and "utility_by_role.png" in text
+    verdicts = pd.read_csv(out / "inclusive_verdicts.csv").set_index("mechanism")
+    assert verdicts.loc["local", "truthful_K_under"].startswith("fails (regret")
+    assert verdicts.loc["local", "budget_balance"] == "holds"
     assert {"config_hash", "seed_entropy", "cell"} <= set(df.columns)
 
 

@@ -12,6 +12,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("results", help="the folder given to `fedmarket sweep --out`")
     p.add_argument("--out", default=None,
                    help="where to write the report (default: the results folder)")
+    p.add_argument("--verdict-examples", dest="verdict_examples", type=int, default=20,
+                   help="markets the property checker draws per mechanism and property for "
+                        "the verdict tables (0: none)")
     p.set_defaults(func=run)
 
 
@@ -21,6 +24,10 @@ def run(args) -> int:
 
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
     writable_folder("--out" if args.out else "results", args.out or args.results)
-    md, page = write_report(args.results, args.out)
+    if args.verdict_examples < 0:
+        from mechanisms.errors import MarketInputError
+
+        raise MarketInputError("verdict-examples", f"is {args.verdict_examples}; must be >= 0")
+    md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples)
     print(f"wrote {md} and {page}")
     return 0
