@@ -56,6 +56,7 @@ def test_page_from_a_small_store(tmp_path):
     assert "| fig2" not in text and "not run" in text  # claims without cells say so
 
 
+@pytest.mark.slow
 def test_report_keeps_swept_parameters_apart_and_exports_rounds(tmp_path):
     from sims.report import write_report
 
