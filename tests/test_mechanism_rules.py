@@ -218,3 +218,18 @@ def test_inclusive_custom_rule_equals_builtin_on_every_column():
     c = run_inclusive_market(cfg, payments="shapley").rounds
     np.testing.assert_array_equal(a.gain.to_numpy(), c.gain.to_numpy())
     assert not np.allclose(a.payment.to_numpy(), c.payment.to_numpy())
+
+
+def test_cli_clear_takes_any_mechanism_and_true_k(tmp_path, capsys):
+    import json
+
+    from sims.cli import main
+
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"N": [100, 100], "c": [0.1, 0.1], "K": [1e4, 1e4],
+                             "D": [[0, 0], [0, 0]], "true_K": [1e4, 2e4]}))
+    assert main(["clear", str(f), "--rule", "exact", "--payments", "vcg"]) == 0
+    out = capsys.readouterr().out
+    assert "payments=vcg" in out and "(deficit)" in out
+    assert main(["clear", str(f), "--payments", "vgc"]) == 2
+    assert "payments: unknown 'vgc'" in capsys.readouterr().err

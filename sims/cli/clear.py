@@ -17,9 +17,16 @@ __all__ = ["add_parser", "load_market_file", "run"]
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "clear", "clear one market read from a JSON file")
     p.add_argument("market_file", type=Path,
-                   help="JSON object with N, c, K, D and optional lam, true_N, true_c, gain")
-    p.add_argument("--rule", choices=ipfl.RULES, default="local",
-                   help="the sellers-selection rule")
+                   help="JSON object with N, c, K, D and optional lam, true_N, true_c, "
+                        "true_K, gain")
+    p.add_argument("--rule", default="local",
+                   help="the sellers-selection rule: box2, local, exact, share-all or "
+                        "module:function")
+    p.add_argument("--payments", default="paper",
+                   help="the payment rule: paper, vcg, shapley, cost-plus, none or "
+                        "module:function")
+    p.add_argument("--prices", default="paper",
+                   help="the price rule selection uses: paper, cost-plus or module:function")
     p.add_argument("--thresholds", choices=ipfl.MODES, default="exact",
                    help="exact gain thresholds, or the paper's published approximation")
     p.add_argument("--allow-negative-distances", action="store_true",
@@ -42,15 +49,15 @@ def load_market_file(path: Path):
     missing = [k for k in ("N", "c", "K", "D") if k not in spec]
     if missing:
         raise SpecError("market_file", f"missing keys {missing}; need N, c, K, D")
-    unknown = set(spec) - {"N", "c", "K", "D", "lam", "true_N", "true_c", "gain"}
+    unknown = set(spec) - {"N", "c", "K", "D", "lam", "true_N", "true_c", "true_K", "gain"}
     if unknown:
         raise SpecError("market_file", f"unknown keys {sorted(unknown)}; allowed: N, c, K, "
-                                       "D, lam, true_N, true_c, gain")
+                                       "D, lam, true_N, true_c, true_K, gain")
 
     def numbers(key, v, depth=1):
         """JSON numbers, or the strings "inf"/"-inf"/"nan" (JSON has no infinity); the
         Market's own checks then say which values are allowed."""
-        if v is None and key in ("true_N", "true_c"):
+        if v is None and key in ("true_N", "true_c", "true_K"):
             return None
         if depth and isinstance(v, list):
             return [numbers(key, x, depth - 1) for x in v]
@@ -67,6 +74,7 @@ def load_market_file(path: Path):
         lam=numbers("lam", spec.get("lam", 0.0), 0),
         true_N=numbers("true_N", spec.get("true_N")),
         true_c=numbers("true_c", spec.get("true_c")),
+        true_K=numbers("true_K", spec.get("true_K")),
         gain=spec.get("gain", "sqrt"),
     )
     return market, numbers("D", spec["D"], 2)
@@ -76,13 +84,17 @@ def run(args) -> int:
     market, D = load_market_file(args.market_file)
     if args.csv:
         writable_file("--csv", args.csv)
-    out = ipfl.clear(market, D, rule=args.rule, thresholds=args.thresholds,
+    out = ipfl.clear(market, D, rule=args.rule, payments=args.payments, prices=args.prices,
+                     thresholds=args.thresholds,
                      allow_negative_distances=args.allow_negative_distances)
     df = out.to_frame()
     df.insert(1, "bought_from", [out.sellers_of(i) for i in range(out.m)])
     if args.csv:
         df.to_csv(args.csv, index=False)
-    title = f"iPFL market, rule={out.rule} ({out.method}), thresholds={out.threshold_mode}"
+    title = (f"iPFL market, rule={out.rule} ({out.method}), payments={out.payment_rule}, "
+             f"prices={out.price_rule}, thresholds={out.threshold_mode}")
     print_table(df, title)
-    print(f"welfare {out.welfare:.6f}; budget residual {out.budget_residual:.2e}")
+    side = "surplus" if out.budget_surplus > 0 else "deficit"
+    print(f"welfare {out.welfare:.6f}; budget residual {out.budget_residual:.2e}"
+          + (f" ({side})" if out.budget_residual > 1e-9 else ""))
     return 0
