@@ -88,9 +88,10 @@ def main(argv=None) -> None:
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
     for name, sec in rows:
         print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")
-    print("   a deployment round also pays Flower 1.42's fixed polling (idle SuperNode 3 s, "
-          "SuperExec 1 s, ServerApp replies 3 s) and a flwr-clientapp process per message; "
-          "the workers remove only the node's own start-up (imports, data, model)")
+    print("   a deployment round also pays Flower 1.42's fixed polling (an idle SuperNode "
+          "every 3 s, its SuperExec every 1 s; the ServerApp here polls replies every 0.1 s) "
+          "and a flwr-clientapp process per message; the workers remove only the node's own "
+          "start-up (imports, data, model)")
 
 
 if __name__ == "__main__":

@@ -165,8 +165,16 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
 
     from .adapter import initial_model
     from .provenance import RunRecorder
-    from .strategies import CplStrategy, IpflStrategy, Registry, flat_to_record, record_to_flat
+    from .strategies import (
+        CplStrategy,
+        IpflStrategy,
+        PollingGrid,
+        Registry,
+        flat_to_record,
+        record_to_flat,
+    )
 
+    grid = PollingGrid(grid)  # replies are picked up within 0.1 s, not 3 s
     cfg = _train_config(context, default)
     if cfg.algorithm not in ("ipfl", "cpl"):
         raise MarketInputError("algorithm", f"the Flower app runs 'ipfl' or 'cpl', not "

@@ -40,8 +40,8 @@ from flwr.supercore import log
 
 from mechanisms import cpl, ipfl
 
-__all__ = ["CplStrategy", "IpflStrategy", "Member", "Registry", "digest", "flat_to_record",
-           "metrics_of", "record_to_flat"]
+__all__ = ["CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry", "digest",
+           "flat_to_record", "metrics_of", "record_to_flat"]
 
 TYPE_KEYS = ("N", "c", "K", "v")
 
@@ -81,6 +81,38 @@ def metrics_of(msg: Message) -> dict:
 def _config(msg: Message) -> dict:
     rec = msg.content.get("config") if msg.has_content() else None
     return dict(rec) if rec is not None else {}
+
+
+class PollingGrid:
+    """A Grid whose ``send_and_receive`` polls for replies every ``interval`` seconds (flwr
+    1.42's deployment Grid sleeps 3 s between polls, a floor under every round)."""
+
+    def __init__(self, grid: Grid, interval: float = 0.1):
+        self.grid, self.interval = grid, float(interval)
+
+    def __getattr__(self, name):
+        return getattr(self.grid, name)
+
+    def get_node_ids(self):
+        return self.grid.get_node_ids()
+
+    def push_messages(self, messages):
+        return self.grid.push_messages(messages)
+
+    def pull_messages(self, message_ids):
+        return self.grid.pull_messages(message_ids)
+
+    def send_and_receive(self, messages, *, timeout: float | None = None):
+        pending = set(self.grid.push_messages(messages))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        got: list[Message] = []
+        while pending and (deadline is None or time.monotonic() < deadline):
+            replies = list(self.grid.pull_messages(pending))
+            got.extend(replies)
+            pending.difference_update(r.metadata.reply_to_message_id for r in replies)
+            if pending and not replies:
+                time.sleep(self.interval)
+        return got
 
 
 # ------------------------------------------------------------------------------ registry
