@@ -51,6 +51,7 @@ from torch.func import functional_call, vmap
 
 from mechanisms import cpl, ipfl
 from mechanisms import roles as roles_mod
+from mechanisms.ipfl.money import baseline_support
 
 from . import data as data_mod
 from . import models as models_mod
@@ -343,8 +344,7 @@ class Session:
         """A non-market algorithm's ledger: gain over the support of its aggregation rows W,
         cost c_i per other client whose row puts weight on i, no payment."""
         u = ipfl.baseline_utilities(self.market, W)
-        support = np.asarray(W) != 0
-        np.fill_diagonal(support, False)
+        support = baseline_support(self.market, W)
         gain = self.market.gain.value(support @ self.N_true, self.market.K, self.N_true)
         sold = support.sum(axis=0)
         cost = np.multiply(self.market.true_c, sold, out=np.zeros(len(sold)), where=sold > 0)

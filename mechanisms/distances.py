@@ -37,8 +37,18 @@ def _params(theta, reference=None) -> np.ndarray:
             )
         if not np.isfinite(ref).all():
             raise MarketInputError("reference", "must be finite")
-        X = X - ref
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = X - ref
+        if not np.isfinite(X).all():
+            raise MarketInputError("reference", "theta - reference overflows float64; "
+                                                "rescale the parameters")
     return X
+
+
+def _pow2(x):
+    """The power of two at or just above |x| (1 for 0): an exact scale factor."""
+    e = np.frexp(np.asarray(x, dtype=np.float64))[1]
+    return np.where(np.asarray(x) > 0, np.ldexp(1.0, e), 1.0)
 
 
 def pairwise_distances(theta, metric: str = "l2sq", reference=None) -> np.ndarray:
@@ -56,13 +66,26 @@ def pairwise_distances(theta, metric: str = "l2sq", reference=None) -> np.ndarra
     if metric not in METRICS:
         raise MarketInputError("metric", f"unknown metric {metric!r}; choose one of {METRICS}")
     X = _params(theta, reference if metric == "cosine" else None)
-    G = X @ X.T
-    sq = np.diagonal(G).copy()
     if metric == "l2sq":
+        # one scale for all rows (distances keep their ratios): the Gram matrix of X / s
+        # neither overflows (1e200) nor underflows (1e-300); D = s^2 D' at the end
+        s = _pow2(float(np.max(np.abs(X))))
+        Xs = X / s
+        G = Xs @ Xs.T
+        sq = np.diagonal(G).copy()
         D = sq[:, None] + sq[None, :] - 2.0 * G
         np.maximum(D, 0.0, out=D)  # rounding of near-identical rows
+        with np.errstate(over="ignore"):
+            D *= s  # powers of two: the scaling itself rounds nothing
+            D *= s
+        if not np.isfinite(D).all():
+            raise MarketInputError("theta", f"squared distances overflow float64 (entries of "
+                                            f"magnitude ~{s:.1e}); rescale the parameters")
     else:
-        norm = np.sqrt(sq)
+        # cosine ignores each row's scale: divide every row by its largest entry first
+        Xs = X / _pow2(np.max(np.abs(X), axis=1))[:, None]
+        G = Xs @ Xs.T
+        norm = np.sqrt(np.diagonal(G))
         inv = np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 0)
         cos = G * inv[:, None] * inv[None, :]
         np.clip(cos, -1.0, 1.0, out=cos)
@@ -84,7 +107,7 @@ def distance_gradients(theta, neighbours, metric: str = "l2sq", reference=None) 
         return 2.0 * (u - v)
     if metric != "cosine":
         raise MarketInputError("metric", f"unknown metric {metric!r}; choose one of {METRICS}")
-    nu = np.linalg.norm(u, axis=1, keepdims=True)
+    nu = np.linalg.norm(u, axis=1, keepdims=True)  # numpy's norm is scaled: no overflow
     nv = np.linalg.norm(v, axis=1, keepdims=True)
     ok = (nu > 0) & (nv > 0)
     nu_s, nv_s = np.where(ok, nu, 1.0), np.where(ok, nv, 1.0)

@@ -204,7 +204,25 @@ class CallableGain(Gain):
         return self.label
 
     def value(self, x, K, N):
-        return self.fn(x, K, N)
+        try:
+            out = np.asarray(self.fn(x, K, N), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise MarketInputError("gain", f"{self.label}(x, K, N) must return numbers: "
+                                           f"{exc}") from exc
+        if np.isnan(out).any():
+            # NaN where every input is a number is the function's own fault: report it, never
+            # map it to a threshold ("always buy")
+            xs, Ks, Ns = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
+                                               for a in (x, K, N)))
+            if out.shape != xs.shape:
+                raise MarketInputError("gain", f"{self.label}(x, K, N) returned NaN")
+            bad = np.isnan(out) & ~np.isnan(xs) & ~np.isnan(Ks) & ~np.isnan(Ns)
+            if bad.any():
+                k = np.argwhere(bad)[0]
+                k = tuple(int(i) for i in k)
+                at = f"x={float(xs[k])!r}, K={float(Ks[k])!r}, N={float(Ns[k])!r}"
+                raise MarketInputError("gain", f"{self.label}(x, K, N) returned NaN at {at}")
+        return out
 
 
 def as_gain(gain) -> Gain:

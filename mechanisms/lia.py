@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
-from .errors import MarketInputError
+from .errors import MarketInputError, as_real
 
 __all__ = ["adjusted_rand_index", "beneficial_sets", "cluster", "two_means_1d"]
 
@@ -71,6 +71,8 @@ def beneficial_sets(I, *, rtol: float = 1e-3, atol: float = 1e-12) -> np.ndarray
            [0, 0, 1]])
     """
     M = _check(I)
+    rtol = as_real("rtol", rtol, lo=0)
+    atol = as_real("atol", atol, lo=0)
     m = M.shape[0]
     out = np.ones((m, m), dtype=bool)
     for i in range(m):

@@ -42,7 +42,9 @@ def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric
 
 
 def ledger(out: ipfl.Outcome) -> dict:
-    return {"gain": out.gains, "cost": out.gains - out.utilities - out.payments,
+    # the sharing cost as the Outcome computed it (c_i times sales), never by subtraction
+    # (gain - utility - payment leaves rounding residue such as -1.07e-14)
+    return {"gain": out.gains, "cost": out.sharing_costs,
             "payment": out.payments, "utility": out.utilities,
             "n_bought": out.adjacency.sum(axis=1), "n_sold": out.adjacency.sum(axis=0)}
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
-from ..errors import MarketInputError
+from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real
 from .game import Game, bound, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0
 
@@ -137,6 +137,21 @@ def _check_feasible(game: Game):
             "raise the budget or lower q_min",
         )
     return spend(game, game.q_max)
+
+
+OPTIONS = {"bisection": ("xtol",), "cvxpy": ("solver",),
+           "cvxpy-linesearch": ("points", "eps0", "solver")}
+CVXPY_MAX_N = 100_000  # clients; beyond, the conic solvers need tens of GB and minutes
+LINESEARCH_MAX_WORK = 4_000_000  # grid points x clients of one line search (one solve each)
+
+
+def _degenerate(game: Game, method: str):
+    """Every K_n = 0 (G = 0, or a^2 G^2 underflowing): the bound is 0 whatever q is, so
+    every feasible q is optimal; the server buys the floor q_min (the least it can spend)."""
+    t0 = time.perf_counter()
+    _check_feasible(game)
+    return _finish(game, method, "degenerate", np.full(game.n, game.q_min), np.inf, t0,
+                   info={"reason": "every K_n = alpha a_n^2 G_n^2 / R is 0"})
 
 
 def _bisection(game: Game, xtol: float = 0.0):
@@ -270,13 +285,18 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
     lo = float(np.sum(game.c * game.q_min**2))
     hi = float(np.sum(game.c * game.q_max**2))
     if eps0 is not None:
-        if not (np.isfinite(eps0) and eps0 > 0):
-            raise MarketInputError("eps0", f"is {eps0!r}; must be finite and > 0")
-        grid = np.arange(lo, hi + eps0, eps0)
+        eps0 = as_real("eps0", eps0, lo=0, lo_open=True)
+        count = (hi - lo) / eps0 + 1
+        field = "eps0"
     else:
-        if points is None or int(points) < 2:
-            raise MarketInputError("points", f"is {points!r}; need at least 2 grid points")
-        grid = np.linspace(lo, hi, int(points))
+        count = as_int("points", points, lo=2)
+        field = "points"
+    if count * game.n > LINESEARCH_MAX_WORK:
+        raise ProblemTooLarge(field, f"the line search would solve {count:.3g} cvxpy problems "
+                                     f"of {game.n} clients, over its guard of "
+                                     f"{LINESEARCH_MAX_WORK:,} grid points x clients; use fewer "
+                                     "points or method='bisection' (exact)")
+    grid = np.arange(lo, hi + eps0, eps0) if eps0 is not None else np.linspace(lo, hi, count)
     prob, y, _, M = _cvxpy_problem(game, linesearch=True)
     slack_tol = 1e-7 * max(1.0, abs(game.budget))
     best = (np.inf, None, None)
@@ -323,6 +343,21 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
     """
     if not isinstance(game, Game):
         raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
+    if method not in METHODS:
+        raise MarketInputError("method", f"unknown method {method!r}; choose one of {METHODS}")
+    unknown = sorted(set(options) - set(OPTIONS[method]))
+    if unknown:
+        raise MarketInputError("options", f"method {method!r} takes no option(s) {unknown}; "
+                                          f"allowed: {list(OPTIONS[method])}")
+    if options.get("solver") is not None and options["solver"] not in _installed_solvers():
+        raise MarketInputError("solver", f"unknown or not installed {options['solver']!r}; "
+                                         f"installed: {_installed_solvers()}")
+    if method != "bisection" and game.n > CVXPY_MAX_N:
+        raise ProblemTooLarge("game", f"{game.n} clients is beyond the {CVXPY_MAX_N:,} the "
+                                      f"cvxpy methods take; use method='bisection' (exact, "
+                                      "O(n) per step)")
+    if not (game.K > 0).any():
+        return _degenerate(game, method)
     if method == "bisection":
         return _bisection(game, **options)
     if method == "cvxpy":

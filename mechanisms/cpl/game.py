@@ -70,15 +70,29 @@ class Game:
             raise MarketInputError("R", f"is {self.R!r}; must be >= 1")
         if not 0 < self.q_min <= 1:
             raise MarketInputError("q_min", f"is {self.q_min!r}; must lie in (0, 1]")
-        q_max = np.broadcast_to(np.asarray(self.q_max, dtype=np.float64), (n,))
+        try:
+            q_max = np.broadcast_to(np.asarray(self.q_max, dtype=np.float64), (n,))
+        except (TypeError, ValueError) as exc:
+            raise MarketInputError("q_max", f"must be a number or one per client ({n}), got "
+                                            f"{self.q_max!r}") from exc
         q_max = as_vector("q_max", q_max, m=n)
         if (q_max > 1).any() or (q_max < self.q_min).any():
             k = int(np.flatnonzero((q_max > 1) | (q_max < self.q_min))[0])
             raise MarketInputError(
                 "q_max", f"entry {k} is {q_max[k]!r}; must lie in [q_min={self.q_min}, 1]"
             )
-        if not np.isclose(a.sum(), 1.0, rtol=1e-12, atol=0):
+        with np.errstate(over="ignore"):
+            total = a.sum()
+        if not np.isclose(total, 1.0, rtol=1e-12, atol=0):
+            if not np.isfinite(total):  # a = 1e308 each: scale first, the sum overflows
+                a = a / a.max()
             a = a / a.sum()
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = self.alpha * a**2 * G**2 / self.R
+        if not np.isfinite(K).all():
+            k = int(np.flatnonzero(~np.isfinite(K))[0])
+            raise MarketInputError("G", f"entry {k} is {G[k]!r}: K = alpha a^2 G^2 / R "
+                                        "overflows float64; rescale G")
         for name, val in (("a", a), ("G", G), ("c", c), ("v", v), ("q_max", q_max)):
             object.__setattr__(self, name, _ro(val))
 

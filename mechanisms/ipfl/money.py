@@ -12,15 +12,8 @@ import numpy as np
 
 from .market import Market
 
-__all__ = [
-    "baseline_utilities",
-    "gains",
-    "payments",
-    "remittances",
-    "sharing_costs",
-    "utilities",
-    "welfare",
-]
+__all__ = ["baseline_support", "baseline_utilities", "gains", "payments", "remittances",
+           "sharing_costs", "utilities", "welfare"]
 
 
 def _sharing_cost(c: np.ndarray, sold: np.ndarray) -> np.ndarray:
@@ -81,7 +74,17 @@ def baseline_utilities(market: Market, W) -> np.ndarray:
     >>> round(50 * float(baseline_utilities(mk, np.ones((6, 6)))[0]), 2)  # Table 1: 45.9
     45.88
     """
+    support = baseline_support(market, W)
+    return gains(market, support) - sharing_costs(market, support)
+
+
+def baseline_support(market: Market, W) -> np.ndarray:
+    """(m, m) bool: i draws on j's data in a baseline's aggregation ``W`` (W_ij != 0, j != i)
+    and j sells at all. A client with an infinite true cost (a pure buyer) does not sell: its
+    column is empty, so it never pays an infinite cost (no -inf utilities) and nobody gains
+    its data in the ledger."""
     W = np.asarray(W, dtype=np.float64)
     support = W != 0
     np.fill_diagonal(support, False)
-    return gains(market, support) - sharing_costs(market, support)
+    support &= np.isfinite(market.true_c)[None, :]
+    return support
