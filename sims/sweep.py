@@ -265,8 +265,8 @@ class Store:
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "cells" not in tables:
             if self.mode == "r":
-                raise StoreError("results", f"{self.path} holds no cells table: not a "
-                                            "fedmarket store")
+                raise StoreError("store", f"{self.path} holds no cells table: not a "
+                                          "fedmarket store")
             if tables:
                 raise StoreError("store", f"{self.path} is some other database (tables "
                                           f"{sorted(tables)}); use another folder")
@@ -426,6 +426,8 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
         raise MarketInputError("spec", "the sweep lists the same cell twice")
     as_int("threads", threads, lo=1, hi=1024)
     folder = Path(out)
+    if (folder / "store.sqlite").exists():  # a corrupt or foreign store: refused untouched
+        Store(folder, mode="r").close()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

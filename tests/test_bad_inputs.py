@@ -1,0 +1,573 @@
+"""The bad-input battery: every bad input gets a typed error that names the field (API) or
+one line on stderr with exit status 2 (CLI), and nothing is written or lost; plus fault tests
+for the sweep store (kill -9 with a process pool, corruption, tampering, stale cells, two
+sweeps on one folder).
+
+Each API case is (callable, expected error type, expected field); each CLI case is
+(argv, a text the one-line message must contain). Keep every case fast: inputs are refused
+before any work, which is what is being tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from learning.config import TrainConfig, TrainInputError
+from mechanisms import cpl, ipfl, lia
+from mechanisms.distances import pairwise_distances
+from mechanisms.errors import FedmarketError, MarketInputError, ProblemTooLarge
+from sims.cli import main
+from sims.cpl_game import CplBenchmark
+from sims.errors import SpecError, StoreError
+from sims.inclusive import InclusiveMarket
+from sims.sweep import Store, expand, run_sweep
+
+INF, NAN = float("inf"), float("nan")
+
+
+def market(**kw):
+    base = dict(N=[100.0, 200.0, 300.0], c=[0.1, 0.2, 0.3], K=[1e3, 1e3, 1e3], lam=0.1)
+    base.update(kw)
+    return ipfl.Market(**base)
+
+
+D3 = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.5], [2.0, 1.5, 0.0]])
+
+
+def game(**kw):
+    base = dict(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
+    base.update(kw)
+    return cpl.Game(**base)
+
+
+def nan_gain(x, K, N):
+    return np.where(np.asarray(x) > 150, np.nan, K * np.log1p(np.asarray(x) / N))
+
+
+SPEC_OK = {"name": "cpl-pricing", "mechanisms": ["bisection"], "params": {"clients": 4}}
+
+
+def spec(**top):
+    return {"seeds": [0], "scenarios": [dict(SPEC_OK)], **top}
+
+
+def entry(**kw):
+    return {"seeds": [0], "scenarios": [{**SPEC_OK, **kw}]}
+
+
+API = [
+    # ---- iPFL market types
+    ("market-N-negative", lambda: market(N=[100, -1, 3]), MarketInputError, "N"),
+    ("market-N-nan", lambda: market(N=[100, NAN, 3]), MarketInputError, "N"),
+    ("market-N-inf", lambda: market(N=[100, INF, 3]), MarketInputError, "N"),
+    ("market-N-zero", lambda: market(N=[100, 0, 3]), MarketInputError, "N"),
+    ("market-N-string", lambda: market(N=["a", "b", "c"]), MarketInputError, "N"),
+    ("market-N-2d", lambda: market(N=[[1, 2, 3]]), MarketInputError, "N"),
+    ("market-N-empty", lambda: market(N=[], c=[], K=[]), MarketInputError, "N"),
+    ("market-c-nan", lambda: market(c=[0.1, NAN, 0.3]), MarketInputError, "c"),
+    ("market-c-neg-inf", lambda: market(c=[0.1, -INF, 0.3]), MarketInputError, "c"),
+    ("market-c-negative", lambda: market(c=[0.1, -0.2, 0.3]), MarketInputError, "c"),
+    ("market-c-short", lambda: market(c=[0.1, 0.2]), MarketInputError, "c"),
+    ("market-K-nan", lambda: market(K=[1, NAN, 1]), MarketInputError, "K"),
+    ("market-K-negative", lambda: market(K=[1, -1, 1]), MarketInputError, "K"),
+    ("market-lam-nan", lambda: market(lam=NAN), MarketInputError, "lam"),
+    ("market-lam-negative", lambda: market(lam=-1.0), MarketInputError, "lam"),
+    ("market-lam-inf", lambda: market(lam=INF), MarketInputError, "lam"),
+    ("market-gain-unknown", lambda: market(gain="cubic"), MarketInputError, "gain"),
+    ("market-gain-number", lambda: market(gain=5), MarketInputError, "gain"),
+    ("market-gain-returns-nan", lambda: market(gain=nan_gain), MarketInputError, "gain"),
+    ("market-true_N-short", lambda: market(true_N=[1.0, 2.0]), MarketInputError, "true_N"),
+    ("market-true_c-nan", lambda: market(true_c=[0.1, NAN, 0.3]), MarketInputError,
+     "true_c"),
+    # ---- clearing
+    ("clear-rule-unknown", lambda: ipfl.clear(market(), D3, rule="FOO"), MarketInputError,
+     "rule"),
+    ("clear-thresholds-unknown", lambda: ipfl.clear(market(), D3, thresholds="FOO"),
+     MarketInputError, "thresholds"),
+    ("clear-exact-method-unknown", lambda: ipfl.clear(market(), D3, rule="exact",
+                                                      exact_method="FOO"),
+     MarketInputError, "exact_method"),
+    ("clear-node-limit-zero", lambda: ipfl.clear(market(), D3, rule="exact",
+                                                 exact_node_limit=0),
+     MarketInputError, "exact_node_limit"),
+    ("clear-dp-fractional", lambda: ipfl.clear(market(N=[1.5, 2.0, 3.0]), D3, rule="exact",
+                                               exact_method="dp"),
+     MarketInputError, "exact_method"),
+    ("clear-dp-huge-table", lambda: ipfl.clear(
+        ipfl.Market(N=np.arange(30) * 2.0 + 1e12 + 1, c=np.full(30, 1e-9),
+                    K=np.full(30, 1e6)), np.zeros((30, 30)), rule="exact",
+        exact_method="dp"), ProblemTooLarge, "exact_method"),
+    ("clear-enumeration-huge", lambda: ipfl.clear(
+        ipfl.Market(N=np.arange(40) + 1.0, c=np.full(40, 1e-9), K=np.full(40, 1e6)),
+        np.zeros((40, 40)), rule="exact", exact_method="enumeration"),
+     ProblemTooLarge, "exact_method"),
+    ("clear-D-shape", lambda: ipfl.clear(market(), np.zeros((2, 2))), MarketInputError, "D"),
+    ("clear-D-nan", lambda: ipfl.clear(market(), np.where(np.eye(3) > 0, 0.0, NAN)),
+     MarketInputError, "D"),
+    ("clear-D-negative", lambda: ipfl.clear(market(), -D3), MarketInputError, "D"),
+    ("clear-D-diagonal", lambda: ipfl.clear(market(), D3 + np.eye(3)), MarketInputError, "D"),
+    ("clear-D-strings", lambda: ipfl.clear(market(), [["a"] * 3] * 3), MarketInputError, "D"),
+    # ---- distances
+    ("dist-metric-unknown", lambda: pairwise_distances(np.ones((2, 2)), "l1"),
+     MarketInputError, "metric"),
+    ("dist-theta-1d", lambda: pairwise_distances(np.ones(3)), MarketInputError, "theta"),
+    ("dist-theta-nan", lambda: pairwise_distances([[1.0, NAN], [0.0, 0.0]]),
+     MarketInputError, "theta"),
+    ("dist-theta-strings", lambda: pairwise_distances([["a", "b"]]), MarketInputError,
+     "theta"),
+    ("dist-l2sq-overflow", lambda: pairwise_distances([[1e200, 0.0], [-1e200, 0.0]]),
+     MarketInputError, "theta"),
+    ("dist-reference-shape", lambda: pairwise_distances(np.ones((2, 3)), "cosine",
+                                                        reference=np.ones(2)),
+     MarketInputError, "reference"),
+    ("dist-reference-overflow", lambda: pairwise_distances([[1e308, 0.0], [1.0, 0.0]],
+                                                           "cosine",
+                                                           reference=[-1e308, 0.0]),
+     MarketInputError, "reference"),
+    # ---- CPL game
+    ("game-a-negative", lambda: game(a=[0.5, -0.5]), MarketInputError, "a"),
+    ("game-a-nan", lambda: game(a=[0.5, NAN]), MarketInputError, "a"),
+    ("game-G-negative", lambda: game(G=[1.0, -1.0]), MarketInputError, "G"),
+    ("game-G-overflow", lambda: game(G=[1e300, 1e300]), MarketInputError, "G"),
+    ("game-c-zero", lambda: game(c=[5.0, 0.0]), MarketInputError, "c"),
+    ("game-c-strings", lambda: game(c=["a", "b"]), MarketInputError, "c"),
+    ("game-v-negative", lambda: game(v=[1.0, -1.0]), MarketInputError, "v"),
+    ("game-budget-nan", lambda: game(budget=NAN), MarketInputError, "budget"),
+    ("game-budget-inf", lambda: game(budget=INF), MarketInputError, "budget"),
+    ("game-budget-string", lambda: game(budget="lots"), MarketInputError, "budget"),
+    ("game-alpha-zero", lambda: game(alpha=0.0), MarketInputError, "alpha"),
+    ("game-R-half", lambda: game(R=0.5), MarketInputError, "R"),
+    ("game-q_min-zero", lambda: game(q_min=0.0), MarketInputError, "q_min"),
+    ("game-q_max-length", lambda: game(q_max=[1.0, 1.0, 1.0]), MarketInputError, "q_max"),
+    ("game-q_max-above-1", lambda: game(q_max=2.0), MarketInputError, "q_max"),
+    ("game-length-mismatch", lambda: game(G=[1.0, 1.0, 1.0]), MarketInputError, "G"),
+    # ---- CPL solve and responses
+    ("solve-dict", lambda: cpl.solve({"a": [1.0]}), MarketInputError, "game"),
+    ("solve-method", lambda: cpl.solve(game(), "newton"), MarketInputError, "method"),
+    ("solve-option", lambda: cpl.solve(game(), "bisection", tol=1), MarketInputError,
+     "options"),
+    ("solve-solver", lambda: cpl.solve(game(), "cvxpy", solver="FOO"), MarketInputError,
+     "solver"),
+    ("solve-eps0-tiny", lambda: cpl.solve(game(), "cvxpy-linesearch", eps0=1e-12),
+     ProblemTooLarge, "eps0"),
+    ("solve-eps0-nan", lambda: cpl.solve(game(), "cvxpy-linesearch", eps0=NAN),
+     MarketInputError, "eps0"),
+    ("solve-points-one", lambda: cpl.solve(game(), "cvxpy-linesearch", points=1),
+     MarketInputError, "points"),
+    ("solve-cvxpy-too-many", lambda: cpl.solve(cpl.Game(
+        a=np.ones(100_001), G=np.ones(100_001), c=np.full(100_001, 5.0),
+        v=np.ones(100_001), budget=1e6), "cvxpy"), ProblemTooLarge, "game"),
+    ("solve-infeasible", lambda: cpl.solve(game(budget=-1e6)), cpl.BudgetInfeasible,
+     "budget"),
+    ("response-shape", lambda: cpl.best_response(game(), [1.0]), MarketInputError, "prices"),
+    ("response-nan", lambda: cpl.best_response(game(), [1.0, NAN]), MarketInputError,
+     "prices"),
+    # ---- LIA
+    ("lia-rtol-nan", lambda: lia.beneficial_sets(np.eye(3), rtol=NAN), MarketInputError,
+     "rtol"),
+    ("lia-rtol-negative", lambda: lia.beneficial_sets(np.eye(3), rtol=-1.0),
+     MarketInputError, "rtol"),
+    ("lia-atol-inf", lambda: lia.beneficial_sets(np.eye(3), atol=INF), MarketInputError,
+     "atol"),
+    ("lia-mode", lambda: lia.cluster(np.eye(3), mode="ring"), MarketInputError, "mode"),
+    # ---- training settings
+    *[(f"train-{k}-{v!r}", (lambda k=k, v=v: TrainConfig(**{k: v})), TrainInputError, k)
+      for k, v in [("lr", INF), ("lr", 1e300), ("lr", 0.0), ("lr", NAN), ("lr", "0.1"),
+                   ("momentum", 5.0), ("momentum", -0.1), ("momentum", 1.0),
+                   ("clients", 2.5), ("clients", 0), ("clients", "10"), ("clients", True),
+                   ("K", INF), ("K", NAN), ("K", -1.0), ("C", -1.0), ("lam", NAN),
+                   ("seed", -1), ("seed", 2.5), ("seed", True), ("rounds", 0),
+                   ("steps", -1), ("batch", 0), ("beta", 0.0), ("eta", 0.0),
+                   ("weight_decay", 2.0), ("dataset", "cifar"), ("partition", "random"),
+                   ("algorithm", "sgd"), ("metric", "l1"), ("rule", "greedy"),
+                   ("attack", "nuke"), ("lockstep", "no"), ("attackers", -1),
+                   ("liar", 99), ("cpl_q_min", 0.0), ("cpl_budget", -1.0),
+                   ("evaluate_every", 0), ("n_clusters", 0), ("data_dir", 5)]],
+    # ---- scenario configs
+    *[(f"inclusive-{k}-{v!r}", (lambda k=k, v=v: InclusiveMarket(**{k: v})),
+       MarketInputError, k)
+      for k, v in [("rounds", 0), ("rounds", 2.5), ("seed", -1), ("K", NAN), ("lam", -1.0),
+                   ("attack", "nuke"), ("metric", "l1"), ("rule", "FOO"),
+                   ("thresholds", "FOO"), ("traders", -1), ("n_params", 10**12),
+                   ("liar_N", 0.0)]],
+    *[(f"cplbench-{k}-{v!r}", (lambda k=k, v=v: CplBenchmark(**{k: v})), MarketInputError, k)
+      for k, v in [("clients", 0), ("clients", 2.5), ("c", NAN), ("seed", -1),
+                   ("budget", INF), ("R", 0), ("v_mean", -1.0)]],
+    # ---- sweep specs (refused before the first cell)
+    ("spec-typo-scenario", lambda: expand({"scenario": [SPEC_OK]}), SpecError, "scenario"),
+    ("spec-empty", lambda: expand({}), SpecError, "scenarios"),
+    ("spec-no-scenarios", lambda: expand({"seeds": [0]}), SpecError, "scenarios"),
+    ("spec-not-a-table", lambda: expand(["x"]), SpecError, "spec"),
+    ("spec-scenarios-table", lambda: expand({"scenarios": {"name": "x"}}), SpecError,
+     "scenarios"),
+    ("spec-unknown-scenario", lambda: expand(entry(name="nope")), SpecError,
+     "scenarios[0].name"),
+    ("spec-missing-name", lambda: expand({"scenarios": [{"mechanisms": ["x"]}]}), SpecError,
+     "scenarios[0].name"),
+    ("spec-typo-params", lambda: expand(entry(parms={"clients": 4})), SpecError,
+     "scenarios[0].parms"),
+    ("spec-typo-mechanism", lambda: expand(entry(mechanism=["bisection"])), SpecError,
+     "scenarios[0].mechanism"),
+    ("spec-unknown-mechanism", lambda: expand(entry(mechanisms=["FOO"])), SpecError,
+     "scenarios[0].mechanisms[0]"),
+    ("spec-mechanisms-empty", lambda: expand(entry(mechanisms=[])), SpecError,
+     "scenarios[0].mechanisms"),
+    ("spec-mechanisms-string", lambda: expand(entry(mechanisms="bisection")), SpecError,
+     "scenarios[0].mechanisms"),
+    ("spec-custom-rule-missing", lambda: expand({"scenarios": [
+        {"name": "inclusive-market", "mechanisms": ["nomodule_xyz:rule"]}]}), SpecError,
+     "scenarios[0].mechanisms[0]"),
+    ("spec-unknown-param", lambda: expand(entry(params={"colour": 1})), SpecError,
+     "scenarios[0].params"),
+    ("spec-param-bad-value", lambda: expand(entry(params={"clients": 0})), SpecError,
+     "scenarios[0].params.clients"),
+    ("spec-param-string", lambda: expand(entry(params={"budget": "x"})), SpecError,
+     "scenarios[0].params.budget"),
+    ("spec-param-empty-list", lambda: expand(entry(params={"budget": []})), SpecError,
+     "scenarios[0].params.budget"),
+    ("spec-param-seed", lambda: expand(entry(params={"seed": 3})), SpecError,
+     "scenarios[0].params"),
+    ("spec-params-not-table", lambda: expand(entry(params=[1, 2])), SpecError,
+     "scenarios[0].params"),
+    ("spec-seed-negative", lambda: expand(spec(seeds=[-1])), SpecError, "seeds[0]"),
+    ("spec-seed-float", lambda: expand(spec(seeds=[0.5])), SpecError, "seeds[0]"),
+    ("spec-seed-string", lambda: expand(spec(seeds=["0"])), SpecError, "seeds[0]"),
+    ("spec-seeds-empty", lambda: expand(spec(seeds=[])), SpecError, "seeds"),
+    ("spec-seeds-duplicate", lambda: expand(spec(seeds=[1, 1])), SpecError, "seeds"),
+    ("spec-entry-seed-bad", lambda: expand(entry(seeds=[True])), SpecError,
+     "scenarios[0].seeds[0]"),
+    ("spec-unknown-top-key", lambda: expand(spec(parallel=4)), SpecError, "parallel"),
+    # ---- sweep runner and store
+    ("sweep-executor", lambda: run_sweep([], "/nonexistent-i14", executor="dask"),
+     MarketInputError, "executor"),
+    ("sweep-workers-zero", lambda: run_sweep([], "/nonexistent-i14", workers=0),
+     MarketInputError, "workers"),
+    ("sweep-workers-float", lambda: run_sweep([], "/nonexistent-i14", workers=2.5),
+     MarketInputError, "workers"),
+    ("store-mode", lambda: Store("/nonexistent-i14", mode="a"), MarketInputError, "mode"),
+    ("store-read-missing", lambda: Store("/nonexistent-i14", mode="r"), StoreError,
+     "results"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "field"),
+                         [pytest.param(c, e, f, id=i) for i, c, e, f in API])
+def test_api_bad_input(call, error, field):
+    with pytest.raises(error) as info:
+        call()
+    assert info.value.field == field, str(info.value)
+    assert str(info.value).startswith(f"{field}: ")
+    clone = pickle.loads(pickle.dumps(info.value))  # crosses process and ray boundaries
+    assert type(clone) is type(info.value) and clone.field == field
+    assert str(clone) == str(info.value)
+    assert not Path("/nonexistent-i14").exists()
+
+
+def test_battery_is_large_enough():
+    assert len(API) + len(CLI) >= 150
+
+
+# ---------------------------------------------------------------------------------------
+# CLI: one line on stderr, exit status 2, nothing written
+# ---------------------------------------------------------------------------------------
+
+GOOD_MARKET = {"N": [100, 200], "c": [0.1, 0.2], "K": [1000, 1000], "D": [[0, 1], [1, 0]]}
+
+
+def _files(tmp: Path):
+    """Input files the CLI cases read (created before each case)."""
+    (tmp / "inputs").mkdir()
+    inp = tmp / "inputs"
+    (inp / "good.json").write_text(json.dumps(GOOD_MARKET))
+    (inp / "bad.json").write_text("{not json")
+    (inp / "latin1.json").write_bytes(b'{"N": [1], "x": "\xe9"}')
+    (inp / "list.json").write_text("[1, 2]")
+    (inp / "abc.json").write_text(json.dumps({**GOOD_MARKET, "N": ["abc", 2]}))
+    (inp / "neg.json").write_text(json.dumps({**GOOD_MARKET, "N": [-1, 2]}))
+    (inp / "extra.json").write_text(json.dumps({**GOOD_MARKET, "colour": 1}))
+    (inp / "missing.json").write_text(json.dumps({"N": [1, 2]}))
+    (inp / "nested.json").write_text(json.dumps({**GOOD_MARKET, "c": [[0.1], 0.2]}))
+    (inp / "dir.json").mkdir()
+    (inp / "file").write_text("x")  # a file where a folder is expected
+    (inp / "empty.toml").write_text("")
+    (inp / "typo.toml").write_text('[[scenario]]\nname = "cpl-pricing"\n')
+    (inp / "parms.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\nparms = {R = 2}\n')
+    (inp / "mech.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\n'
+                                   'mechanism = ["uniform"]\n')
+    (inp / "seed.toml").write_text('seeds = [-1]\n[[scenarios]]\nname = "cpl-pricing"\n')
+    (inp / "unknown.toml").write_text('[[scenarios]]\nname = "nope"\n')
+    (inp / "broken.toml").write_text("[[scenarios]\n")
+    (inp / "latin1.toml").write_bytes(b'name = "\xe9"\n')
+    (inp / "value.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\n'
+                                    'params = {clients = 0}\n')
+    (inp / "ok.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\n'
+                                 'mechanisms = ["uniform"]\nparams = {clients = 4}\n')
+    (tmp / "emptystore").mkdir()
+    corrupt = tmp / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "store.sqlite").write_bytes(os.urandom(65536))
+    foreign = tmp / "foreign"
+    foreign.mkdir()
+    db = sqlite3.connect(foreign / "store.sqlite")
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    return inp
+
+
+UNDER_FILE = "{inp}/file/out"  # a path below a regular file: cannot be created
+
+CLI = [
+    # market
+    ("market-rounds-0", ["market", "--rounds", "0"], "rounds"),
+    ("market-seed-neg", ["market", "--seed", "-1"], "seed"),
+    ("market-lam-nan", ["market", "--lam", "nan"], "lam"),
+    ("market-rule", ["market", "--rule", "FOO"], "--rule"),
+    ("market-rounds-text", ["market", "--rounds", "ten"], "--rounds"),
+    ("market-out-under-file", ["market", "--out", UNDER_FILE], "--out"),
+    ("market-out-is-file", ["market", "--out", "{inp}/file"], "--out"),
+    ("market-unknown-option", ["market", "--colour", "red"], "unrecognized"),
+    # cpl
+    ("cpl-sweep-count-0", ["cpl", "--sweep", "5", "40", "0"], "--sweep"),
+    ("cpl-sweep-reversed", ["cpl", "--sweep", "40", "5", "3"], "--sweep"),
+    ("cpl-sweep-count-frac", ["cpl", "--sweep", "5", "40", "2.5"], "--sweep"),
+    ("cpl-clients-0", ["cpl", "--clients", "0"], "clients"),
+    ("cpl-budget-nan", ["cpl", "--budget", "nan"], "budget"),
+    ("cpl-budget-infeasible", ["cpl", "--budget=-1e6"], "budget"),
+    ("cpl-points-1", ["cpl", "--points", "1"], "--points"),
+    ("cpl-seed-neg", ["cpl", "--seed", "-1"], "seed"),
+    ("cpl-out-under-file", ["cpl", "--out", UNDER_FILE], "--out"),
+    ("cpl-G-overflow", ["cpl", "--G", "1e300"], "G"),
+    # clear
+    ("clear-missing", ["clear", "{inp}/nope.json"], "market_file"),
+    ("clear-directory", ["clear", "{inp}/dir.json"], "market_file"),
+    ("clear-not-utf8", ["clear", "{inp}/latin1.json"], "market_file"),
+    ("clear-bad-json", ["clear", "{inp}/bad.json"], "market_file"),
+    ("clear-list", ["clear", "{inp}/list.json"], "market_file"),
+    ("clear-number-text", ["clear", "{inp}/abc.json"], "N"),
+    ("clear-negative", ["clear", "{inp}/neg.json"], "N"),
+    ("clear-extra-key", ["clear", "{inp}/extra.json"], "market_file"),
+    ("clear-missing-key", ["clear", "{inp}/missing.json"], "market_file"),
+    ("clear-nested", ["clear", "{inp}/nested.json"], "c"),
+    ("clear-csv-under-file", ["clear", "{inp}/good.json", "--csv", UNDER_FILE], "--csv"),
+    ("clear-csv-is-dir", ["clear", "{inp}/good.json", "--csv", "{inp}/dir.json"], "--csv"),
+    ("clear-rule", ["clear", "{inp}/good.json", "--rule", "FOO"], "--rule"),
+    # sweep
+    ("sweep-empty-spec", ["sweep", "{inp}/empty.toml"], "scenarios"),
+    ("sweep-scenario-typo", ["sweep", "{inp}/typo.toml"], "scenario"),
+    ("sweep-parms-typo", ["sweep", "{inp}/parms.toml"], "parms"),
+    ("sweep-mechanism-typo", ["sweep", "{inp}/mech.toml"], "mechanism"),
+    ("sweep-seed-neg", ["sweep", "{inp}/seed.toml"], "seeds[0]"),
+    ("sweep-unknown-scenario", ["sweep", "{inp}/unknown.toml"], "scenarios[0].name"),
+    ("sweep-broken-toml", ["sweep", "{inp}/broken.toml"], "spec"),
+    ("sweep-not-utf8", ["sweep", "{inp}/latin1.toml"], "spec"),
+    ("sweep-spec-dir", ["sweep", "{inp}/dir.json"], "spec"),
+    ("sweep-spec-missing", ["sweep", "{inp}/nope.toml"], "spec"),
+    ("sweep-bad-value", ["sweep", "{inp}/value.toml"], "params.clients"),
+    ("sweep-workers-0", ["sweep", "{inp}/ok.toml", "--workers", "0"], "--workers"),
+    ("sweep-workers-text", ["sweep", "{inp}/ok.toml", "--workers", "two"], "--workers"),
+    ("sweep-spec-and-preset", ["sweep", "{inp}/ok.toml", "--preset", "demo"], "spec"),
+    ("sweep-neither", ["sweep"], "spec"),
+    ("sweep-preset-unknown", ["sweep", "--preset", "huge"], "--preset"),
+    ("sweep-executor", ["sweep", "{inp}/ok.toml", "--executor", "dask"], "--executor"),
+    ("sweep-out-under-file", ["sweep", "{inp}/ok.toml", "--out", UNDER_FILE], "--out"),
+    ("sweep-out-corrupt", ["sweep", "{inp}/ok.toml", "--out", "{tmp}/corrupt"], "store"),
+    ("sweep-out-foreign", ["sweep", "{inp}/ok.toml", "--out", "{tmp}/foreign"], "store"),
+    # report
+    ("report-no-store", ["report", "{tmp}/emptystore"], "results"),
+    ("report-missing", ["report", "{tmp}/nowhere"], "results"),
+    ("report-corrupt", ["report", "{tmp}/corrupt"], "store"),
+    ("report-foreign", ["report", "{tmp}/foreign"], "store"),
+    # prove
+    ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
+    ("prove-unknown-subject", ["prove", "--subject", "nobody"], "subject"),
+    ("prove-examples-0", ["prove", "--examples", "0"], "examples"),
+    ("prove-cpl-on-ipfl", ["prove", "--subject", "local", "--property", "cpl_unbiased"],
+     "property"),
+    ("prove-markdown-under-file", ["prove", "--subject", "local", "--property",
+                                   "budget_balance", "--markdown", UNDER_FILE], "--markdown"),
+    # train (refused before any training, torch or not)
+    ("train-lr-inf", ["train", "--lr", "inf"], "lr"),
+    ("train-lr-huge", ["train", "--lr", "1e300"], "lr"),
+    ("train-momentum-5", ["train", "--momentum", "5"], "momentum"),
+    ("train-clients-frac", ["train", "--clients", "2.5"], "--clients"),
+    ("train-K-inf", ["train", "--K", "inf"], "K"),
+    ("train-seed-neg", ["train", "--seed", "-1"], "seed"),
+    ("train-algorithm", ["train", "--algorithm", "sgd"], "--algorithm"),
+    ("train-out-under-file", ["train", "--rounds", "1", "--out", UNDER_FILE], "--out"),
+    # top level
+    ("no-command", [], "COMMAND"),
+    ("unknown-command", ["frobnicate"], "frobnicate"),
+]
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    inp = _files(tmp_path)
+    monkeypatch.chdir(tmp_path)  # default --out folders land here, if anything is written
+    return tmp_path, inp
+
+
+def _snapshot(root: Path) -> dict:
+    return {str(p.relative_to(root)): (p.stat().st_size if p.is_file() else -1)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize(("argv", "needle"),
+                         [pytest.param(a, n, id=i) for i, a, n in CLI])
+def test_cli_bad_input_is_one_line_and_writes_nothing(argv, needle, sandbox, capsys):
+    tmp, inp = sandbox
+    before = _snapshot(tmp)
+    argv = [a.format(inp=inp, tmp=tmp) for a in argv]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err  # one line, no traceback, no usage block
+    assert lines[0].startswith("fedmarket") and "error" in lines[0]
+    assert needle in lines[0], lines[0]
+    assert "Traceback" not in err
+    assert _snapshot(tmp) == before  # nothing written, created or changed
+
+
+# ---------------------------------------------------------------------------------------
+# the store under faults
+# ---------------------------------------------------------------------------------------
+
+SLOW_SPEC = textwrap.dedent("""
+    seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    [[scenarios]]
+    name = "inclusive-market"
+    mechanisms = ["exact", "local"]
+    params = { rounds = 4, n_params = 4000 }
+""")
+FAST = {"seeds": [0, 1], "scenarios": [
+    {"name": "cpl-pricing", "mechanisms": ["bisection", "uniform"],
+     "params": {"clients": 6, "budget": [5.0, 10.0]}}]}
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_store_faults_kill_lock_orphans_resume(tmp_path):
+    spec_file = tmp_path / "slow.toml"
+    spec_file.write_text(SLOW_SPEC)
+    out = tmp_path / "store"
+    cmd = [sys.executable, "-m", "sims.cli", "sweep", str(spec_file), "--out", str(out),
+           "--executor", "processes", "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "store.lock").exists():
+        time.sleep(0.05)
+    time.sleep(0.3)
+    # two sweeps at once: the second is refused, naming the holder, and runs nothing
+    with pytest.raises(StoreError, match="another sweep") as info:
+        run_sweep(expand(FAST), out)
+    assert info.value.field == "out"
+    workers = []
+    while time.time() < deadline and len(workers) < 2:
+        workers = [k for k in _children(proc.pid) if _alive(k)]
+        time.sleep(0.05)
+    assert workers, "the pool never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # the pool workers die with their parent (no orphans)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(k) for k in workers):
+        time.sleep(0.1)
+    assert not any(_alive(k) for k in workers), "orphaned pool workers"
+    # resume: the lock died with the process; every cell ends up stored exactly once
+    stats = run_sweep(expand(FAST), tmp_path / "other")  # unrelated folder unaffected
+    assert stats["ran"] == 8
+    cells = expand({"seeds": list(range(16)), "scenarios": [
+        {"name": "inclusive-market", "mechanisms": ["exact", "local"],
+         "params": {"rounds": 4, "n_params": 4000}}]})
+    again = run_sweep(cells, out)
+    assert again["ran"] + again["skipped"] == 32
+    store = Store(out, mode="r")
+    assert store.verify() == 32 and store.cells().key.is_unique
+    store.close()
+
+
+def test_store_corruption_tampering_and_stale_cells(tmp_path):
+    out = tmp_path / "s"
+    run_sweep(expand(FAST), out)
+    # a finished store is one self-contained file; a report opens it read-only
+    before = (out / "store.sqlite").read_bytes()
+    store = Store(out, mode="r")
+    assert store.verify() == 8
+    store.close()
+    assert (out / "store.sqlite").read_bytes() == before
+    # tampered row: its digest no longer matches -> refused on resume and in reports
+    db = sqlite3.connect(out / "store.sqlite")
+    key = db.execute("SELECT key FROM cells LIMIT 1").fetchone()[0]
+    db.execute("UPDATE cells SET rows = ? WHERE key = ?", (b"garbage", key))
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="checksum"):
+        run_sweep(expand(FAST), out)
+    with pytest.raises(StoreError, match="checksum"):
+        from sims.report import write_report
+
+        write_report(out, tmp_path / "rep")
+    assert not (tmp_path / "rep" / "report.md").exists()
+    # stale: a cell computed under another config is refused, kept only on request
+    out2 = tmp_path / "s2"
+    run_sweep(expand(FAST), out2)
+    db = sqlite3.connect(out2 / "store.sqlite")
+    db.execute("UPDATE cells SET config_hash = 'old' WHERE rowid = 1")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="reuse-stale") as info:
+        run_sweep(expand(FAST), out2)
+    assert info.value.field == "out"
+    stats = run_sweep(expand(FAST), out2, reuse_stale=True)
+    assert stats == {**stats, "ran": 0, "skipped": 8, "stale_reused": 1}
+    # garbage over a finished store: refused, not "already done"
+    out3 = tmp_path / "s3"
+    run_sweep(expand(FAST), out3)
+    with open(out3 / "store.sqlite", "r+b") as fh:
+        fh.seek(0)
+        fh.write(os.urandom(65536))
+    with pytest.raises(StoreError, match="intact"):
+        run_sweep(expand(FAST), out3)
+
+
+def test_typed_errors_cross_the_process_executor(tmp_path):
+    # a cell whose config is refused inside the worker reaches the parent as itself
+    from sims.sweep import Cell
+
+    bad = Cell("cpl-pricing", "bisection", (("budget", -1e6), ("clients", 4)), 0)
+    with pytest.raises(FedmarketError) as info:
+        run_sweep([bad], tmp_path / "p", executor="processes", workers=1)
+    assert info.value.field == "budget"
