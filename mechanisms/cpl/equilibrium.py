@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real
-from .game import Game, bound, client_utilities, inverse_price, spend
+from .game import Game, bound, check_game, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0
 
 __all__ = [
@@ -341,8 +341,7 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
     >>> bool(np.allclose(cpl.best_response(g, eq.prices), eq.q))
     True
     """
-    if not isinstance(game, Game):
-        raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
+    check_game(game)
     if method not in METHODS:
         raise MarketInputError("method", f"unknown method {method!r}; choose one of {METHODS}")
     unknown = sorted(set(options) - set(OPTIONS[method]))
@@ -386,6 +385,7 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
     >>> round(eq.spent, 12), bool(np.allclose(eq.prices / (g.a * g.G), eq.info["p"]))
     (1.0, True)
     """
+    check_game(game)
     if responses not in RESPONSES:
         raise MarketInputError("responses", f"unknown {responses!r}; choose one of {RESPONSES}")
     shape = np.asarray(shape, dtype=np.float64)
@@ -421,16 +421,19 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
 
 def uniform_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: one price p for every client, spending the budget exactly."""
-    return posted_pricing(game, np.ones(game.n), responses=responses, name="uniform")
+    return posted_pricing(game, np.ones(check_game(game).n), responses=responses,
+                          name="uniform")
 
 
 def weighted_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: P_n = p a_n, spending the budget exactly."""
-    return posted_pricing(game, np.asarray(game.a), responses=responses, name="weighted")
+    return posted_pricing(game, np.asarray(check_game(game).a), responses=responses,
+                          name="weighted")
 
 
 def gradient_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Posted price linear in the gradient bounds: P_n = p a_n G_n, spending the budget."""
+    check_game(game)
     return posted_pricing(game, np.asarray(game.a) * np.asarray(game.G), responses=responses,
                           name="gradient")
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import MarketInputError, as_vector
 
-__all__ = ["Game", "bound", "client_utilities", "inverse_price", "spend"]
+__all__ = ["Game", "bound", "check_game", "client_utilities", "inverse_price", "spend"]
 
 
 def _ro(a) -> np.ndarray:
@@ -112,6 +112,13 @@ class Game:
         return Game(**fields)
 
 
+def check_game(game) -> Game:
+    """``game`` itself if it is a :class:`Game`; MarketInputError naming ``game`` otherwise."""
+    if not isinstance(game, Game):
+        raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
+    return game
+
+
 def bound(game: Game, q) -> float:
     """The server's objective: sum_n K_n (1 - q_n)/q_n (the q-dependent part of Thm 1)."""
     q = np.asarray(q, dtype=np.float64)
@@ -137,6 +144,7 @@ def client_utilities(game: Game, prices, q) -> np.ndarray:
     Evaluate any price vector with its best responses:
     ``client_utilities(game, P, best_response(game, P))``.
     """
-    P = np.asarray(prices, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
+    check_game(game)
+    P = as_vector("prices", prices, m=game.n, allow_inf=False)
+    q = as_vector("q", q, m=game.n, positive=True)
     return P * q - game.c * q**2 - game.v * bound(game, q)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MarketInputError
-from .game import Game
+from .game import Game, check_game
 
 __all__ = ["best_response", "best_response_v0", "unconstrained_response"]
 
@@ -26,7 +26,11 @@ def unconstrained_response(game: Game, prices) -> np.ndarray:
     from x_u = max(b, 0) + 1, a point where it is >= 0; it is increasing and convex on
     [root, x_u], so the iterates fall monotonically onto the root.
     """
-    P = np.asarray(prices, dtype=np.float64)
+    check_game(game)
+    try:
+        P = np.asarray(prices, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MarketInputError("prices", f"must be numbers, got {prices!r}") from exc
     if P.shape != (game.n,):
         raise MarketInputError("prices", f"has shape {P.shape}, expected ({game.n},)")
     if not np.isfinite(P).all():
