@@ -239,7 +239,7 @@ API = [
      "scenarios[0].mechanisms"),
     ("spec-custom-rule-missing", lambda: expand({"scenarios": [
         {"name": "inclusive-market", "mechanisms": ["nomodule_xyz:rule"]}]}), SpecError,
-     "scenarios[0].mechanisms[0]"),
+     "scenarios[0].mechanisms[0].selection"),
     ("spec-unknown-param", lambda: expand(entry(params={"colour": 1})), SpecError,
      "scenarios[0].params"),
     ("spec-param-bad-value", lambda: expand(entry(params={"clients": 0})), SpecError,
