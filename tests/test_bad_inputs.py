@@ -374,7 +374,7 @@ CLI = [
     ("clear-nested", ["clear", "{inp}/nested.json"], "c"),
     ("clear-csv-under-file", ["clear", "{inp}/good.json", "--csv", UNDER_FILE], "--csv"),
     ("clear-csv-is-dir", ["clear", "{inp}/good.json", "--csv", "{inp}/dir.json"], "--csv"),
-    ("clear-rule", ["clear", "{inp}/good.json", "--rule", "FOO"], "--rule"),
+    ("clear-rule", ["clear", "{inp}/good.json", "--rule", "FOO"], "rule"),
     # sweep
     ("sweep-empty-spec", ["sweep", "{inp}/empty.toml"], "scenarios"),
     ("sweep-scenario-typo", ["sweep", "{inp}/typo.toml"], "scenario"),
