@@ -582,3 +582,49 @@ def test_typed_errors_cross_the_process_executor(tmp_path):
     with pytest.raises(FedmarketError) as info:
         run_sweep([bad], tmp_path / "p", executor="processes", workers=1)
     assert info.value.field == "budget"
+
+
+# ---------------------------------------------------------------------------------------
+# numerics that used to go silently wrong: now right (or refused above)
+# ---------------------------------------------------------------------------------------
+
+def test_extreme_scales_give_the_right_numbers():
+    X = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]])
+    for s in (1e-300, 1e-160, 1.0, 1e150, 1e300):
+        np.testing.assert_allclose(pairwise_distances(X * s, "cosine"),
+                                   pairwise_distances(X, "cosine"), rtol=1e-12, atol=1e-15)
+    for s in (1e-150, 1e150):  # l2sq scales by s^2 and stays finite while that is finite
+        np.testing.assert_allclose(pairwise_distances(X * s), pairwise_distances(X) * s * s,
+                                   rtol=1e-12)
+    g = game()
+    q = cpl.best_response(g, [1e300, 2.0])
+    assert np.isfinite(q).all() and q[0] == g.q_max[0]
+    g = game(a=[1e308, 1e308])
+    assert g.a.tolist() == [0.5, 0.5]  # was silently [0, 0]
+    for G in ([0.0, 0.0], [1e-300, 1e-300]):
+        eq = cpl.solve(game(G=G))
+        assert eq.status == "degenerate" and np.isfinite(eq.prices).all()
+
+
+def test_pure_buyers_never_sell_in_baseline_ledgers():
+    mk = ipfl.Market(N=[100.0, 200.0, 300.0], c=[1.0, INF, 1.0], K=[1e3, 1e3, 1e3])
+    u = ipfl.baseline_utilities(mk, np.ones((3, 3)))
+    assert np.isfinite(u).all()  # FedAvg-style weights on a c = inf client: no -inf
+
+
+def test_iterative_exact_selection_has_no_recursion_limit():
+    # one buyer facing 1,499 candidate sellers: the recursive search went one frame deeper
+    # per candidate and died with RecursionError; the iterative one proves its optimum
+    m = 1500
+    rng = np.random.default_rng(1)
+    K = np.zeros(m)
+    K[0] = 1e4
+    mk = ipfl.Market(N=rng.uniform(100, 1000, m), c=rng.uniform(0.001, 0.01, m), K=K,
+                     lam=0.0)
+    out = ipfl.clear(mk, np.zeros((m, m)), rule="exact")
+    T0 = out.thresholds[0]
+    assert ((T0 > 0) & np.isfinite(T0)).sum() > 1000  # deeper than Python's recursion limit
+    assert out.exact_methods.get("branch-and-bound") == 1 and out.exact_gap == 0.0
+    loc = ipfl.clear(mk, np.zeros((m, m)), rule="local")
+    assert ipfl.phi(mk, out.prices, out.adjacency)[0] <= \
+        ipfl.phi(mk, loc.prices, loc.adjacency)[0] + 1e-12
