@@ -1,6 +1,8 @@
 """Cost of the regret search per market: every client, every type dimension (N, c, K), both
 directions, for the paper's rule and the reference rules, next to one clearing of the same
-market (the ratio is the number of clearings the search spends). Warm, best of 3.
+market (the ratio: one search of the whole market in clearings' time). Then the grid cleared
+in one vectorised call (where the rule allows: N and c, bulk-clearable rules) against market
+by market. Warm, best of 3.
 
     python benchmarks/bench_regret.py
 """
@@ -12,6 +14,7 @@ from _timing import best_of
 
 from mechanisms import ipfl
 from proofs import SUBJECTS
+from proofs.ipfl_properties import IpflCase, grid_batch
 from proofs.regret import DIMENSIONS, DIRECTIONS, regret_search
 
 
@@ -31,6 +34,16 @@ def search_market(subject, mk, D):
     return max(f.regret for f in found), sum(f.evaluations for f in found)
 
 
+def search_nc(subject, mk, D, vectorised):
+    out = []
+    for i in range(mk.m):
+        for dim in ("N", "c"):
+            batch = grid_batch(subject, IpflCase(mk, D, i), dim) if vectorised else None
+            out += [regret_search(subject.settle, mk, D, i, dim, way, batch=batch).regret
+                    for way in DIRECTIONS]
+    return out
+
+
 def main():
     print(f"{'subject':10s} {'m':>3s} {'clear ms':>9s} {'market s':>9s} {'per search ms':>14s} "
           f"{'clearings':>10s} {'ratio':>7s} {'max regret':>11s}")
@@ -44,6 +57,18 @@ def main():
             per = total / (m * len(DIMENSIONS) * len(DIRECTIONS))
             print(f"{name:10s} {m:3d} {one * 1e3:9.2f} {total:9.2f} {per * 1e3:14.1f} "
                   f"{evals:10d} {total / one:7.0f} {regret:11.4g}")
+
+
+    print(f"\n{'subject':10s} {'m':>3s} {'N,c scalar s':>13s} {'vectorised s':>13s} "
+          f"{'speed-up':>9s}")
+    for m in (4, 12):
+        mk, D = market(m)
+        for name in ("box2", "local"):
+            subject = SUBJECTS[name]
+            slow, a = best_of(lambda s=subject, mk=mk, D=D: search_nc(s, mk, D, False))
+            fast, b = best_of(lambda s=subject, mk=mk, D=D: search_nc(s, mk, D, True))
+            assert np.allclose(a, b, atol=1e-9)
+            print(f"{name:10s} {m:3d} {slow:13.2f} {fast:13.2f} {slow / fast:9.2f}")
 
 
 if __name__ == "__main__":

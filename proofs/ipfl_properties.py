@@ -200,7 +200,36 @@ def best_misreport(subject, case, dimension: str, direction: str, *, first: bool
     honest = _settle(subject, case)
     stop = _TOL * _scale(honest) if first else None
     return regret_search(subject.settle, case.market, case.D, case.client, dimension,
-                         direction, honest=honest, stop_above=stop, **_SEARCH), honest
+                         direction, honest=honest, stop_above=stop,
+                         batch=grid_batch(subject, case, dimension), **_SEARCH), honest
+
+
+def grid_batch(subject, case, dimension: str):
+    """The regret search's grid cleared in one vectorised call, where the rule allows: a
+    subject the batch engine clears in bulk with a greedy or array selection (the bulk exact
+    enumeration measured slower than clearing one by one; benchmarks/bench_regret.py) and the
+    paper's prices (:mod:`proofs.batch`), the sqrt gain, and N or c misreports (bulk clearing
+    has no separate true K). None otherwise (the grid is then cleared market by market)."""
+    from .batch import _batch_rule
+
+    inner = getattr(subject, "_subject", subject)
+    settle = _batch_rule(inner)
+    mk = case.market
+    if settle is None or getattr(inner, "rule", None) == "exact" or dimension == "K" \
+            or type(mk.gain) is not ipfl.SqrtGain or not mk.truthful:
+        return None
+    i, D = case.client, np.asarray(case.D, dtype=float)
+
+    def utilities(values):
+        G = len(values)
+        rows = {d: np.tile(getattr(mk, d), (G, 1)) for d in ("N", "c", "K")}
+        rows[dimension][:, i] = values
+        out = settle(rows["N"], rows["c"], rows["K"], np.full(G, mk.lam),
+                     np.broadcast_to(D, (G, mk.m, mk.m)), true_N=np.tile(mk.N, (G, 1)),
+                     true_c=np.tile(mk.c, (G, 1)))
+        return out["U"][:, i]
+
+    return utilities
 
 
 def _no_regret(dimension: str, direction: str):

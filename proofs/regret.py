@@ -97,8 +97,8 @@ class Misreport:
 
 def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
                   direction: str, *, span: float = 100.0, grid: int = 8, starts: int = 2,
-                  maxiter: int = 12, honest=None, stop_above: float | None = None
-                  ) -> Misreport:
+                  maxiter: int = 12, honest=None, stop_above: float | None = None,
+                  batch=None) -> Misreport:
     """Search client ``client``'s best misreport of ``dimension`` in ``direction``.
 
     ``settle(market, D) -> outcome`` clears a market (e.g. ``subject.settle`` or
@@ -108,6 +108,9 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
     interval around each of the best grid points. ``honest``: the truthful outcome, if known.
     ``stop_above``: stop as soon as a misreport gains more than this (a property only needs
     one profitable lie; the full search then reports the largest regret).
+    ``batch``: optional ``batch(values) -> utilities``, client ``client``'s true utility for
+    each reported value in ``values`` at once (a vectorised clearing of the whole grid, see
+    :func:`proofs.ipfl_properties.best_misreport`); the refinement stays scalar.
     """
     if direction not in DIRECTIONS:
         raise MarketInputError("direction", f"unknown {direction!r}; choose one of {DIRECTIONS}")
@@ -139,7 +142,15 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
         return Misreport(client, dimension, direction, 1.0, truth, truth, u0, u0, 0,
                          time.perf_counter() - t0)
     try:
-        us = np.array([utility(float(x)) for x in xs])
+        if batch is not None:
+            values = [getattr(misreport(market, client, dimension, math.exp(sign * x)),
+                              dimension)[client] for x in xs]
+            us = np.asarray(batch(np.array(values)), dtype=float)
+            cache.update(zip(xs.tolist(), us.tolist(), strict=True))
+            if stop_above is not None and (us - u0 > stop_above).any():
+                raise _Found
+        else:
+            us = np.array([utility(float(x)) for x in xs])
         knots = np.concatenate([[0.0], xs])
         for k in np.argsort(-us, kind="stable")[:starts]:
             lo, hi = knots[k], knots[min(k + 2, grid)]
