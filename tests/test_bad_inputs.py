@@ -621,7 +621,10 @@ def test_iterative_exact_selection_has_no_recursion_limit():
     K[0] = 1e4
     mk = ipfl.Market(N=rng.uniform(100, 1000, m), c=rng.uniform(0.001, 0.01, m), K=K,
                      lam=0.0)
-    out = ipfl.clear(mk, np.zeros((m, m)), rule="exact")
+    seen = []
+    out = ipfl.clear(mk, np.zeros((m, m)), rule="exact",
+                     progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 1), (1, 1)]  # progress per buyer searched
     T0 = out.thresholds[0]
     assert ((T0 > 0) & np.isfinite(T0)).sum() > 1000  # deeper than Python's recursion limit
     assert out.exact_methods.get("branch-and-bound") == 1 and out.exact_gap == 0.0

@@ -146,6 +146,7 @@ def clear(
     exact_method: str = "auto",
     exact_node_limit: int = selection.NODE_LIMIT,
     allow_negative_distances: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Outcome:
     """Clear one round: price, select every buyer's sellers with ``rule``, settle the money.
 
@@ -166,6 +167,7 @@ def clear(
     exact_method : for rule "exact": "auto", "enumeration", "dp" or "branch-and-bound".
     exact_node_limit : branch-and-bound nodes per buyer; when it stops early the outcome's
         ``exact_gap`` (> 0) bounds how far the selection may be from the optimum.
+    progress : ``progress(done, total)`` over the buyers the exact rule searches.
 
     Any rule may also be given as a "package.module:function" string.
 
@@ -229,7 +231,7 @@ def clear(
         method = "greedy-skip"
     else:
         A, per_buyer, gaps = selection.exact(market, P, T, exact_method,
-                                             node_limit=exact_node_limit)
+                                             node_limit=exact_node_limit, progress=progress)
         exact_gap = float(gaps.sum())
         exact_methods = dict(Counter(per_buyer.tolist()))
         used = sorted(k for k in exact_methods if k != "none")

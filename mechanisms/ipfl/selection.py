@@ -18,6 +18,7 @@ can leave out a later j whose addition still lowers phi_i (its T is smaller, but
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -243,7 +244,8 @@ class ExactSelection(NamedTuple):
 
 
 def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
-          node_limit: int = NODE_LIMIT) -> ExactSelection:
+          node_limit: int = NODE_LIMIT,
+          progress: Callable[[int, int], None] | None = None) -> ExactSelection:
     """A global minimiser of phi_i (Eq. 10) for every buyer.
 
     Reduction first: sellers with P_ij <= 0 are always in an optimum (T = inf), sellers with
@@ -251,7 +253,8 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     price); only the rest (0 < T < inf) are searched. Enumeration and the dynamic programme
     refuse (ProblemTooLarge) sizes whose tables exceed the memory guard; branch-and-bound
     searches at most ``node_limit`` nodes per buyer and reports the proven gap when it stops
-    early (never a wrong claim of optimality).
+    early (never a wrong claim of optimality). ``progress(done, total)`` is called after each
+    buyer searched (large dense markets take seconds to minutes).
     """
     if method not in EXACT_METHODS:
         raise MarketInputError("exact_method", f"unknown {method!r}; choose one of "
@@ -267,7 +270,10 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     if method == "dp" and not integer:
         raise MarketInputError("exact_method", "'dp' needs integer data amounts N")
     fallback = None
-    for i in np.flatnonzero(K > 0):
+    buyers = np.flatnonzero(K > 0)
+    for done, i in enumerate(buyers):
+        if progress is not None:
+            progress(done, buyers.size)
         cand = np.flatnonzero((T[i] > 0) & np.isfinite(T[i]))
         if cand.size == 0:
             continue
@@ -305,4 +311,6 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
                                                 node_limit)
         A[i, cand[chosen]] = True
         methods[i] = use
+    if progress is not None:
+        progress(buyers.size, buyers.size)
     return ExactSelection(A, methods, gaps)

@@ -9,7 +9,7 @@ from mechanisms import ipfl
 
 from ..errors import SpecError
 from ..results import read_text
-from .common import add_command, print_table, writable_file
+from .common import add_command, console, print_table, writable_file
 
 __all__ = ["add_parser", "load_market_file", "run"]
 
@@ -84,9 +84,19 @@ def run(args) -> int:
     market, D = load_market_file(args.market_file)
     if args.csv:
         writable_file("--csv", args.csv)
-    out = ipfl.clear(market, D, rule=args.rule, payments=args.payments, prices=args.prices,
-                     thresholds=args.thresholds,
-                     allow_negative_distances=args.allow_negative_distances)
+    options = dict(rule=args.rule, payments=args.payments, prices=args.prices,
+                   thresholds=args.thresholds,
+                   allow_negative_distances=args.allow_negative_distances)
+    con = console()
+    if con is not None and args.rule == "exact":  # large dense markets take a while
+        from rich.progress import Progress
+
+        with Progress(console=con, transient=True) as bar:
+            task = bar.add_task("exact selection: buyers", total=None)
+            out = ipfl.clear(market, D, **options,
+                             progress=lambda d, t: bar.update(task, completed=d, total=t))
+    else:
+        out = ipfl.clear(market, D, **options)
     df = out.to_frame()
     df.insert(1, "bought_from", [out.sellers_of(i) for i in range(out.m)])
     if args.csv:
