@@ -24,7 +24,7 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/fedmarket market --out results/market
-	$(VENV)/bin/fedmarket sweep --preset demo --out results/demo --report
+	$(VENV)/bin/fedmarket sweep --preset demo --out results/demo --recompute-stale --report
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

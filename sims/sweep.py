@@ -409,6 +409,7 @@ def limit_threads(threads: int) -> None:
 
 def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: int = 2,
               ray_address: str | None = None, threads: int = 1, reuse_stale: bool = False,
+              recompute_stale: bool = False,
               progress: Callable[[int, int], None] | None = None) -> dict:
     """Run every cell not yet in the store at ``out``; returns counts and timings. Each
     process worker is limited to ``threads`` math-library threads.
@@ -416,7 +417,11 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     The store is locked for the sweep (a second sweep on the folder is refused) and checked
     on resume: every row's digest, and every finished cell's config hash and code version
     against this run's. Cells computed by other code or under other defaults are *stale*:
-    refused (StoreError) unless ``reuse_stale`` keeps them as they are."""
+    refused (StoreError) unless ``reuse_stale`` keeps them as they are or ``recompute_stale``
+    computes them again (replacing their rows)."""
+    if reuse_stale and recompute_stale:
+        raise MarketInputError("recompute_stale", "give reuse_stale or recompute_stale, not "
+                                                  "both")
     if executor not in EXECUTORS:
         raise MarketInputError("executor", f"unknown {executor!r}; choose one of {EXECUTORS}")
     as_int("workers", workers, lo=1, hi=1024)
@@ -433,11 +438,12 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     except OSError as exc:
         raise StoreError("out", f"cannot create {folder}: {exc.strerror or exc}") from None
     with _FolderLock(folder):
-        return _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale,
-                           progress)
+        return _run_locked(cells, out, executor, workers, ray_address, threads,
+                           "reuse" if reuse_stale else "recompute" if recompute_stale
+                           else "refuse", progress)
 
 
-def _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale, progress):
+def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, progress):
     store = Store(out)
     try:
         store.verify()
@@ -449,13 +455,15 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale
         raise
     stale = [c for c in cells if c.key in finished
              and finished[c.key] != (hashes[c.key], code)]
-    if stale and not reuse_stale:
+    if stale and on_stale == "refuse":
         store.close()
         raise StoreError("out", f"{len(stale)} finished cells in {out} were computed by other "
                                 f"code or under other defaults (first: {stale[0].scenario} "
                                 f"{stale[0].mechanism} seed {stale[0].seed}); pass "
-                                "--reuse-stale to keep them, or use another folder")
-    todo = [c for c in cells if c.key not in finished]
+                                "--reuse-stale to keep them, --recompute-stale to compute "
+                                "them again, or use another folder")
+    redo = {c.key for c in stale} if on_stale == "recompute" else set()
+    todo = [c for c in cells if c.key not in finished or c.key in redo]
     by_key = {c.key: c for c in todo}
     skipped = len(cells) - len(todo)
     t0 = time.perf_counter()
@@ -507,7 +515,8 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, reuse_stale
     finally:
         store.close()
     wall = time.perf_counter() - t0
-    return {"cells": len(cells), "skipped": skipped, "ran": done, "stale_reused": len(stale),
+    return {"cells": len(cells), "skipped": skipped, "ran": done,
+            "stale_reused": len(stale) - len(redo), "stale_recomputed": len(redo),
             "wall_s": wall, "work_s": work}
 
 

@@ -564,6 +564,11 @@ def test_store_corruption_tampering_and_stale_cells(tmp_path):
     assert info.value.field == "out"
     stats = run_sweep(expand(FAST), out2, reuse_stale=True)
     assert stats == {**stats, "ran": 0, "skipped": 8, "stale_reused": 1}
+    with pytest.raises(MarketInputError, match="not both"):
+        run_sweep(expand(FAST), out2, reuse_stale=True, recompute_stale=True)
+    stats = run_sweep(expand(FAST), out2, recompute_stale=True)  # the stale cell, again
+    assert stats == {**stats, "ran": 1, "skipped": 7, "stale_recomputed": 1}
+    assert run_sweep(expand(FAST), out2)["ran"] == 0  # now current: plain resume works
     # garbage over a finished store: refused, not "already done"
     out3 = tmp_path / "s3"
     run_sweep(expand(FAST), out3)

@@ -27,6 +27,8 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--reuse-stale", action="store_true",
                    help="keep finished cells computed by other code or under other defaults "
                         "(refused otherwise)")
+    p.add_argument("--recompute-stale", action="store_true",
+                   help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
     add_quiet(p)
     p.set_defaults(func=run)
@@ -56,12 +58,16 @@ def run(args) -> int:
             stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
                               ray_address=args.ray_address,
                               reuse_stale=args.reuse_stale,
+                              recompute_stale=args.recompute_stale,
                               progress=lambda d, t: bar.update(task, completed=d))
     else:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
-                          ray_address=args.ray_address, reuse_stale=args.reuse_stale)
+                          ray_address=args.ray_address, reuse_stale=args.reuse_stale,
+                          recompute_stale=args.recompute_stale)
     if not args.quiet:
-        kept = f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else ""
+        kept = (f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else
+                f" ({stats['stale_recomputed']} stale, recomputed)"
+                if stats["stale_recomputed"] else "")
         print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done"
               f"{kept}; "
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
