@@ -649,7 +649,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
 
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
     report's ``engine`` then says "hypothesis")."""
-    from .checker import _check_hypothesis
+    from .checker import _check_hypothesis, _Tally
 
     sampler = sampler_for(prop)
     if sampler is None:
@@ -658,6 +658,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     drawn = effective = 0
+    largest = _Tally()  # only its largest violation is used here
     fail = None
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
@@ -676,6 +677,10 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                     viol = None
             if viol is not None:
                 bad = np.flatnonzero(~(viol <= tolerance))
+                seen = viol[: int(bad[0]) + 1] if bad.size else viol
+                seen = seen[np.isfinite(seen)]
+                if seen.size:
+                    largest.note(float(seen.max()))
                 if bad.size:
                     k = int(bad[0])
                     drawn += k + 1
@@ -695,6 +700,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                     error, error_instance = str(exc), case
                     break
                 effective += int(amount is not None and eff)
+                largest.note(amount)
                 if amount is not None and amount > tolerance:
                     fail = d.one(k)
                     break
@@ -715,6 +721,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
         extra.update(shrink_seconds=time.perf_counter() - t1, shrink_calls=calls)
         case = sampler.cases(small)[0]
         amount = prop.amount(subject, case)
+        largest.note(amount)
         ce = Counterexample(instance=case, violation=amount, property=prop, subject=subject,
                             engine="batch")
         verdict = "counterexample"
@@ -724,4 +731,4 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                   effective=effective, seconds=time.perf_counter() - t0,
                   max_examples=max_examples, counterexample=ce, engine="batch",
                   first_failure=first_failure, error=error, error_instance=error_instance,
-                  extra=extra)
+                  extra=extra, largest_violation=largest.largest)

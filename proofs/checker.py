@@ -265,6 +265,10 @@ class Report:
     first_failure : 1-based index, among the drawn, of the first failing instance (None if
         none); it moves with the budget and the seed.
     engine : "hypothesis", "batch" or "exhaustive": which engine produced the verdict.
+    largest_violation : the largest finite violation the property measured on any checked
+        instance, shrinking included (None if none was measured). For the incentive
+        properties it is the largest regret found: the true utility a misreport gained. It
+        is a lower bound on the worst case, not the worst case.
     """
 
     property: Property
@@ -280,6 +284,7 @@ class Report:
     error: str | None = None
     error_instance: Any = None
     extra: dict = field(default_factory=dict)
+    largest_violation: float | None = None
 
     @property
     def holds(self) -> bool:
@@ -310,6 +315,7 @@ class Report:
             "engine": self.engine,
             "seconds": round(self.seconds, 2),
             "first_failure": self.first_failure,
+            "largest_violation": self.largest_violation,
             "counterexample": None if self.counterexample is None
             else self.counterexample.code(),
             "error": self.error,
@@ -350,6 +356,13 @@ class _Tally:
         self.drawn = 0
         self.effective = 0
         self.first_failure: int | None = None
+        self.largest: float | None = None
+
+    def note(self, amount) -> None:
+        """Keep the largest finite violation measured (shrinking included)."""
+        if amount is not None and math.isfinite(amount) and (
+                self.largest is None or amount > self.largest):
+            self.largest = float(amount)
 
     def record(self, checked: bool, failed: bool):
         if self.first_failure is not None:
@@ -435,6 +448,7 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
             tally.record(False, False)
             return
         target(score, label="score")
+        tally.note(amount)
         failed = amount > tolerance
         tally.record(effective, failed)
         if failed:
@@ -466,7 +480,7 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
                   examples=tally.drawn, effective=tally.effective, seconds=seconds,
                   max_examples=max_examples, counterexample=ce, engine="hypothesis",
                   first_failure=tally.first_failure, error=error,
-                  error_instance=error_instance)
+                  error_instance=error_instance, largest_violation=tally.largest)
 
 
 def check_exhaustive(subject, prop: Property, instances: Iterable, *,
@@ -487,6 +501,7 @@ def check_exhaustive(subject, prop: Property, instances: Iterable, *,
                           engine="exhaustive", first_failure=tally.first_failure,
                           error=str(exc), error_instance=instance)
         failed = amount is not None and amount > tolerance
+        tally.note(amount)
         tally.record(amount is not None and effective, failed)
         if failed:
             ce = Counterexample(instance=instance, violation=amount, property=prop,
@@ -495,8 +510,8 @@ def check_exhaustive(subject, prop: Property, instances: Iterable, *,
                           examples=tally.drawn, effective=tally.effective,
                           seconds=time.perf_counter() - t0, max_examples=tally.drawn,
                           counterexample=ce, engine="exhaustive",
-                          first_failure=tally.first_failure)
+                          first_failure=tally.first_failure, largest_violation=tally.largest)
     return Report(property=prop, subject=_name(subject), verdict=_verdict(False, tally),
                   examples=tally.drawn, effective=tally.effective,
                   seconds=time.perf_counter() - t0, max_examples=tally.drawn,
-                  engine="exhaustive")
+                  engine="exhaustive", largest_violation=tally.largest)

@@ -5,8 +5,9 @@ For every iPFL mechanism of a sweep (``selection+payments+prices``, rules of you
 included) the checker runs the budget, participation and incentive properties; for every CPL
 pricing rule, the budget and the comparison with the baselines. Each row: the verdict
 ("holds" or "counterexample"; for budget balance, whether the counterexample is a deficit or a
-surplus), how many markets were drawn, and for the incentive properties the regret of the best
-misreport found on the counterexample (the full regret search: the misreport, its factor).
+surplus), how many markets were drawn and checked, and for the incentive properties the
+largest regret found (over every checked market, and the full regret search on the
+counterexample, whose misreport and factor the detail names).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ CPL_KEYS = ("cpl_budget_feasible", "cpl_beats_baselines")
 
 def _row(mechanism: str, key: str, report, detail: str = "", regret=None) -> dict:
     return {"mechanism": mechanism, "property": key, "verdict": report.verdict,
-            "examples": report.examples, "regret": regret, "detail": detail}
+            "examples": report.examples, "effective": report.effective, "regret": regret,
+            "detail": detail}
 
 
 def ipfl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
@@ -54,9 +56,11 @@ def ipfl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
             if ce is not None and key in ("budget_balance", "no_deficit"):
                 detail = budget_side(subject, ce.instance)
             dim = getattr(prop.violation, "dimension", None)
+            if dim is not None and report.largest_violation is not None:
+                regret = max(0.0, report.largest_violation)  # a regret is never negative
             if ce is not None and dim is not None:
                 found, _ = best_misreport(subject, ce.instance, dim, prop.violation.direction)
-                regret, detail = found.regret, found.describe()
+                regret, detail = max(found.regret, regret or 0.0), found.describe()
             rows.append(_row(name, key, report, detail, regret))
     return pd.DataFrame(rows)
 

@@ -145,3 +145,22 @@ def test_vectorised_grid_gives_the_scalar_search():
         assert grid_batch(SUBJECTS[name], case, "K") is None  # no separate true K in bulk
     assert grid_batch(SUBJECTS["shapley"], case, "N") is None  # not a bulk rule
     assert grid_batch(SUBJECTS["exact"], case, "N") is None  # bulk enumeration is slower
+
+
+@pytest.mark.parametrize("engine", ["hypothesis", "batch"])
+def test_the_report_carries_the_largest_regret_found(engine):
+    # the paper's rule pays a buyer who understates K; the report's largest regret is at least
+    # the counterexample's, positive, and finite
+    r = check(SUBJECTS["local"], PROPERTIES["truthful_K_under"], max_examples=BUDGET,
+              engine=engine)
+    assert r.verdict == "counterexample"
+    assert np.isfinite(r.largest_violation) and r.largest_violation > 0
+    assert r.largest_violation >= r.counterexample.violation - 1e-12
+    assert r.row()["largest_violation"] == r.largest_violation
+
+
+def test_a_rule_that_keeps_its_promise_reports_no_positive_regret():
+    # VCG keeps truthfulness in K: no misreport found gains anything (largest regret <= 0)
+    r = check(SUBJECTS["vcg"], PROPERTIES["truthful_K_under"], max_examples=10)
+    assert r.verdict == "holds" and r.largest_violation is not None
+    assert r.largest_violation <= 0
