@@ -461,8 +461,17 @@ SLOW_SPEC = textwrap.dedent("""
     seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     [[scenarios]]
     name = "inclusive-market"
-    mechanisms = ["exact", "local"]
+    mechanisms = ["exact", "local", "sleepy:nap_then_buy_nothing"]
     params = { rounds = 4, n_params = 4000 }
+""")
+# a selection rule of the user's own that takes 0.1 s a round, so that the sweep is still
+# running when the test looks (the built-in rules clear all 32 cells in about a second)
+SLEEPY = textwrap.dedent("""
+    import time
+    import numpy as np
+    def nap_then_buy_nothing(market, D, T, P):
+        time.sleep(0.1)
+        return np.zeros(T.shape, dtype=bool)
 """)
 FAST = {"seeds": [0, 1], "scenarios": [
     {"name": "cpl-pricing", "mechanisms": ["bisection", "uniform"],
@@ -490,9 +499,11 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
-def test_store_faults_kill_lock_orphans_resume(tmp_path):
+def test_store_faults_kill_lock_orphans_resume(tmp_path, monkeypatch):
     spec_file = tmp_path / "slow.toml"
     spec_file.write_text(SLOW_SPEC)
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the resume below runs in this process
     out = tmp_path / "store"
     cmd = [sys.executable, "-m", "sims.cli", "sweep", str(spec_file), "--out", str(out),
            "--executor", "processes", "--workers", "2", "--quiet"]
@@ -521,12 +532,13 @@ def test_store_faults_kill_lock_orphans_resume(tmp_path):
     stats = run_sweep(expand(FAST), tmp_path / "other")  # unrelated folder unaffected
     assert stats["ran"] == 8
     cells = expand({"seeds": list(range(16)), "scenarios": [
-        {"name": "inclusive-market", "mechanisms": ["exact", "local"],
+        {"name": "inclusive-market",
+         "mechanisms": ["exact", "local", "sleepy:nap_then_buy_nothing"],
          "params": {"rounds": 4, "n_params": 4000}}]})
-    again = run_sweep(cells, out)
-    assert again["ran"] + again["skipped"] == 32
+    again = run_sweep(cells, out, executor="processes", workers=2)
+    assert again["ran"] + again["skipped"] == 48
     store = Store(out, mode="r")
-    assert store.verify() == 32 and store.cells().key.is_unique
+    assert store.verify() == 48 and store.cells().key.is_unique
     store.close()
 
 
