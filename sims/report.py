@@ -140,8 +140,9 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
     doc.heading("Property verdicts per mechanism", level=3)
     doc.para(f"The property checker on markets it draws itself ({examples} per property, seed "
              "0), not on the simulated market: 'holds' = no counterexample found; 'fails' = "
-             "the checker found one (budget: deficit or surplus; incentives: the regret of "
-             "the best misreport found on it, by the regret search of proofs.regret).")
+             "the checker found one (budget: deficit or surplus; incentives: the largest "
+             "regret found, over the checked markets and the regret search of proofs.regret "
+             "on the counterexample; a lower bound on the worst case).")
     wide = table.assign(v=[cell(r) for r in table.itertuples()]).pivot(
         index="mechanism", columns="property", values="v")
     wide = wide[[k for k in dict.fromkeys(table.property)]].reset_index()
