@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from flwr.app import (
@@ -75,12 +75,9 @@ class FlowerConfig:
 
     @classmethod
     def from_run_config(cls, run_config, out: str | None = None) -> FlowerConfig:
-        names = {f.name for f in fields(cls)}
-        values = {}
-        for k, v in dict(run_config).items():
-            name = str(k).replace("-", "_")
-            if name in names:
-                values[name] = v
+        from .client import config_fields
+
+        values = config_fields(cls, run_config)
         if out is not None and "out" not in values:
             values["out"] = out
         if "save_uploads" in values:

@@ -16,9 +16,17 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-__all__ = ["train_config", "work"]
+__all__ = ["config_fields", "train_config", "work"]
 
 _MODELS: dict = {}
+
+
+def config_fields(cls, run_config) -> dict:
+    """The entries of a Flower run config that name fields of the dataclass ``cls``
+    (``round-timeout`` or ``round_timeout``), keyed by field name."""
+    known = {f.name for f in fields(cls)}
+    pairs = ((str(k).replace("-", "_"), v) for k, v in dict(run_config).items())
+    return {name: v for name, v in pairs if name in known}
 
 
 def train_config(run_config: dict, default):
@@ -26,12 +34,7 @@ def train_config(run_config: dict, default):
     underscores) applied."""
     from ..config import TrainConfig
 
-    known = {f.name for f in fields(TrainConfig)}
-    changes = {}
-    for k, v in dict(run_config).items():
-        name = str(k).replace("-", "_")
-        if name in known:
-            changes[name] = v
+    changes = config_fields(TrainConfig, run_config)
     return replace(default, **changes) if changes else default
 
 
