@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from mechanisms import ipfl, roles
+from mechanisms import ipfl, paper, roles
 from mechanisms.errors import MarketInputError, as_choice, as_int, as_real, as_seed
 
 __all__ = ["ATTACKS", "DATASETS", "PARTITIONS", "PRESETS", "PUBLISHED_DIFFERENCES",
@@ -64,10 +64,10 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 1e-5
     # iPFL economics (spec: K = 5e5, C = 1, eta = 5; lambda 0.001 for Fashion-MNIST NIID)
-    K: float = 5e5
-    C: float = 1.0
+    K: float = paper.IPFL_K
+    C: float = paper.IPFL_C
     lam: float = 0.001
-    eta: float = 5.0
+    eta: float = paper.IPFL_ETA
     metric: str = "cosine"
     rule: str = "local"
     roles: str = "traders"  # or "inclusive": 3 traders, 4 buyers, 4 sellers, rest attackers
@@ -90,11 +90,11 @@ class TrainConfig:
     fedfomo_M: int = 6  # FedFomo: models sent to each client per round
     # CPL (spec cpl.md benchmark: c = 5, v ~ Exp(100), B = 15, alpha = 1.82, q_min = 0.01)
     cpl_pricing: str = "equilibrium"  # | "uniform" | "weighted" | "full"
-    cpl_budget: float = 15.0
-    cpl_c: float = 5.0
-    cpl_v_mean: float = 100.0
-    cpl_alpha: float = 1.82
-    cpl_q_min: float = 0.01
+    cpl_budget: float = paper.CPL_BUDGET
+    cpl_c: float = paper.CPL_C
+    cpl_v_mean: float = paper.CPL_V_MEAN
+    cpl_alpha: float = paper.CPL_ALPHA
+    cpl_q_min: float = paper.CPL_Q_MIN
     # pFedLIA (spec lia.md): FedAvg warm-up rounds, k lazy epochs, re-cluster every R rounds
     lia_warmup: int = 5
     lia_k: int = 5

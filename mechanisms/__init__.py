@@ -1,6 +1,7 @@
 """Incentive mechanisms for model-sharing markets: pure Python + NumPy (no torch here).
 
-Subpackages: :mod:`mechanisms.ipfl` (Zhang et al. 2025). Shared pieces: gains, distances,
+Subpackages: :mod:`mechanisms.ipfl` (Zhang et al. 2025), :mod:`mechanisms.cpl`. Shared pieces:
+gains, distances, the papers' settings (:mod:`mechanisms.paper`),
 input errors.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from mechanisms import cpl
+from mechanisms import cpl, paper
 from mechanisms.errors import as_int, as_real, as_seed
 
 __all__ = ["CplBenchmark", "budget_sweep", "compare_pricing"]
@@ -28,15 +28,15 @@ class CplBenchmark:
     size_mu: float = 4.0
     size_sigma: float = 2.0
     size_offset: float = 50.0
-    c: float = 5.0
-    v_mean: float = 100.0
+    c: float = paper.CPL_C
+    v_mean: float = paper.CPL_V_MEAN
     G: float = 1.0
     G_spread: float = 0.5
-    budget: float = 15.0
-    alpha: float = 1.82
-    R: int = 200
-    q_min: float = 0.01
-    q_max: float = 1.0
+    budget: float = paper.CPL_BUDGET
+    alpha: float = paper.CPL_ALPHA
+    R: int = paper.CPL_R
+    q_min: float = paper.CPL_Q_MIN
+    q_max: float = paper.CPL_Q_MAX
     seed: int = 0
 
     def __post_init__(self):

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from mechanisms import ipfl
+from mechanisms import ipfl, paper
 from mechanisms import roles as roles_mod
 from mechanisms.errors import MarketInputError, as_int, as_real, as_seed, check_size
 from mechanisms.roles import ATTACKS
@@ -51,8 +51,8 @@ class InclusiveMarket:
     sellers: int = 4
     attackers: int = 1
     rounds: int = 20
-    K: float = 5e5
-    C: float = 1.0
+    K: float = paper.IPFL_K
+    C: float = paper.IPFL_C
     lam: float = 2.0
     n_min: int = 300
     n_max: int = 700

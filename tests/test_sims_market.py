@@ -157,3 +157,42 @@ def test_cli_train_missing_data_dir(tmp_path, capsys):
             str(tmp_path / "o"), "--quiet"]
     assert main(args) == 2
     assert "dataset-fashion-mnist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config, field, constant", [
+    ("learning.config:TrainConfig", "K", "IPFL_K"),
+    ("learning.config:TrainConfig", "C", "IPFL_C"),
+    ("learning.config:TrainConfig", "eta", "IPFL_ETA"),
+    ("learning.config:TrainConfig", "cpl_budget", "CPL_BUDGET"),
+    ("learning.config:TrainConfig", "cpl_c", "CPL_C"),
+    ("learning.config:TrainConfig", "cpl_v_mean", "CPL_V_MEAN"),
+    ("learning.config:TrainConfig", "cpl_alpha", "CPL_ALPHA"),
+    ("learning.config:TrainConfig", "cpl_q_min", "CPL_Q_MIN"),
+    ("sims.inclusive:InclusiveMarket", "K", "IPFL_K"),
+    ("sims.inclusive:InclusiveMarket", "C", "IPFL_C"),
+    ("sims.cpl_game:CplBenchmark", "c", "CPL_C"),
+    ("sims.cpl_game:CplBenchmark", "budget", "CPL_BUDGET"),
+    ("sims.cpl_game:CplBenchmark", "alpha", "CPL_ALPHA"),
+    ("sims.cpl_game:CplBenchmark", "q_min", "CPL_Q_MIN"),
+    ("mechanisms.cpl:Game", "alpha", "CPL_ALPHA"),
+    ("mechanisms.cpl:Game", "R", "CPL_R"),
+])
+def test_paper_defaults_have_one_source(config, field, constant):
+    """Each config's default is written as ``paper.CONSTANT`` in its class body (not a copy
+    of the number), and equals it."""
+    import ast
+    import dataclasses
+    import importlib
+    import inspect
+    import textwrap
+
+    from mechanisms import paper
+
+    module_name, cls_name = config.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    default = {f.name: f.default for f in dataclasses.fields(cls)}[field]
+    assert default == getattr(paper, constant)
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    (value,) = [s.value for s in body if isinstance(s, ast.AnnAssign)
+                and isinstance(s.target, ast.Name) and s.target.id == field]
+    assert ast.unparse(value) == f"paper.{constant}"

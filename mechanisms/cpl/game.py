@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import paper
 from ..errors import MarketInputError, as_vector
 
 __all__ = ["Game", "bound", "check_game", "client_utilities", "inverse_price", "spend"]
@@ -44,10 +45,10 @@ class Game:
     c: np.ndarray
     v: np.ndarray
     budget: float
-    alpha: float = 1.82
-    R: float = 200
-    q_min: float = 0.01
-    q_max: np.ndarray | float = 1.0
+    alpha: float = paper.CPL_ALPHA
+    R: float = paper.CPL_R
+    q_min: float = paper.CPL_Q_MIN
+    q_max: np.ndarray | float = paper.CPL_Q_MAX
 
     def __post_init__(self):
         a = as_vector("a", self.a, positive=True)
