@@ -29,7 +29,7 @@ _INTS = (("clients", 1, 100_000), ("rounds", 1, 1_000_000), ("steps", 1, 10_000_
          ("skew_classes", 1, 1000),
          ("attackers", 0, None), ("liar", -1, None), ("lia_warmup", 0, None),
          ("lia_k", 0, None), ("lia_recluster", 0, None), ("fedfomo_M", 1, None),
-         ("test_subsample", 0, None))
+         ("test_subsample", 0, None), ("train_subsample", 0, None))
 _REALS = (("beta", 0, None, True), ("beta_in", 0, None, True), ("lr", 0, 100, True),
           ("momentum", 0, 0.999, False), ("weight_decay", 0, 1, False), ("K", 0, None, False),
           ("C", 0, None, False), ("lam", 0, None, False), ("eta", 0, None, True),
@@ -108,6 +108,7 @@ class TrainConfig:
     holdout: bool = True  # train on 80 % of a client's share; False: on all of it
     sampling: str = "replacement"  # SGD batches: "replacement" or "epochs" (shuffled passes)
     test_subsample: int = 0  # evaluate on this many global test samples (0: all)
+    train_subsample: int = 0  # partition this many training samples among the clients (0: all)
     # quitting is opt-in (off in the authors' runs); a quitter keeps its best model so far by
     # its own validation accuracy
     allow_quit: bool = False

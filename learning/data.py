@@ -7,6 +7,7 @@ Every loader returns a :class:`Dataset` of float32 features scaled to [0, 1] (im
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import struct
@@ -146,10 +147,17 @@ def synthetic(alpha: float = 1.0, beta: float = 1.0, clients: int = 40, *, dim: 
                    groups=grp[~test])
 
 
+@functools.lru_cache(maxsize=2)
+def _fashion_mnist_cached(data_dir) -> Dataset:
+    return load_fashion_mnist(data_dir)
+
+
 def load(name: str, data_dir=None, seed: int = 0, clients: int = 40) -> Dataset:
-    """By name: "fashion-mnist", "digits", or "synthetic" (Synthetic(1, 1))."""
+    """By name: "fashion-mnist", "digits", or "synthetic" (Synthetic(1, 1)). Fashion-MNIST is
+    read once per process and folder (a sweep's worker runs many cells on it); callers must
+    not modify the arrays it returns."""
     if name == "fashion-mnist":
-        return load_fashion_mnist(data_dir)
+        return _fashion_mnist_cached(data_dir)
     if name == "digits":
         return load_digits(seed=seed)
     if name == "synthetic":

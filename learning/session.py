@@ -125,7 +125,8 @@ class Session:
         self.best_params = self.params0
 
     def _prepare(self, data, stream):
-        """Input standardisation (``normalise``) and the global test subsample."""
+        """Input standardisation (``normalise``, by the full training set's statistics) and the
+        global test and training subsamples (``test_subsample``, ``train_subsample``)."""
         cfg = self.cfg
         changes = {}
         if cfg.normalise:
@@ -134,11 +135,17 @@ class Session:
             std = data.x_train.std(axis=axes, keepdims=True) + 1e-8
             changes["x_train"] = ((data.x_train - mean) / std).astype(np.float32)
             changes["x_test"] = ((data.x_test - mean) / std).astype(np.float32)
+        g = np.random.default_rng(stream)
         if 0 < cfg.test_subsample < data.y_test.size:
-            pick = np.sort(np.random.default_rng(stream).choice(
-                data.y_test.size, cfg.test_subsample, replace=False))
+            pick = np.sort(g.choice(data.y_test.size, cfg.test_subsample, replace=False))
             changes["x_test"] = changes.get("x_test", data.x_test)[pick]
             changes["y_test"] = data.y_test[pick]
+        if 0 < cfg.train_subsample < data.y_train.size:  # a uniform draw, classes as drawn
+            pick = np.sort(g.choice(data.y_train.size, cfg.train_subsample, replace=False))
+            changes["x_train"] = changes.get("x_train", data.x_train)[pick]
+            changes["y_train"] = data.y_train[pick]
+            if data.groups is not None:
+                changes["groups"] = data.groups[pick]
         return dataclasses.replace(data, **changes) if changes else data
 
     def _economics(self, rng):
