@@ -11,11 +11,15 @@ import numpy as np
 import torch
 from torch.func import functional_call, vmap
 
-__all__ = ["accuracy_on_parts", "evaluate", "predict_all"]
+__all__ = ["CHUNK", "accuracy_on_parts", "evaluate", "predict_all"]
+
+# Test inputs per batched pass: all m models on CHUNK inputs at once. Small chunks keep the
+# (m, CHUNK, ...) activations in cache; benchmarks/bench_learning.py measures the choice.
+CHUNK = 128
 
 
 @torch.no_grad()
-def predict_all(model, params, X, chunk: int = 2048) -> torch.Tensor:
+def predict_all(model, params, X, chunk: int = CHUNK) -> torch.Tensor:
     """(m, n) predicted classes of every client's model on the same inputs X (batched)."""
     f = vmap(lambda p, x: functional_call(model, p, (x,)), in_dims=(0, None))
     preds = [f(params, X[s:s + chunk]).argmax(-1) for s in range(0, X.shape[0], chunk)]
@@ -24,15 +28,15 @@ def predict_all(model, params, X, chunk: int = 2048) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model, params, data, label_dist: np.ndarray, own_test: list[np.ndarray],
-             X_train, Y_train):
+             X_train, Y_train, chunk: int = CHUNK):
     """Returns (personalised_acc (m,), own_acc (m,), loss (m,) on the global test set)."""
     X_te = torch.as_tensor(data.x_test)
     y_te = torch.as_tensor(data.y_test)
     f = vmap(lambda p, x: functional_call(model, p, (x,)), in_dims=(0, None))
     losses, correct = [], []
-    for s in range(0, X_te.shape[0], 2048):
-        logits = f(params, X_te[s:s + 2048])
-        y = y_te[s:s + 2048]
+    for s in range(0, X_te.shape[0], chunk):
+        logits = f(params, X_te[s:s + chunk])
+        y = y_te[s:s + chunk]
         losses.append(torch.nn.functional.cross_entropy(
             logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none"))
         correct.append(logits.argmax(-1) == y)

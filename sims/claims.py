@@ -20,13 +20,21 @@ COMPARABLE = 0.02  # "comparable accuracy": within 2 percentage points
 BASELINES = ("local", "fedavg", "fedprox", "ditto", "fedamp", "cfl", "fedfomo", "pfedgraph")
 
 
-def ci95(values) -> tuple[float, float, float, int]:
+ACC = (0.0, 1.0)  # an accuracy's range: its intervals are clipped to it
+DACC = (-1.0, 1.0)  # the range of a difference of two accuracies
+
+
+def ci95(values, bounds=None) -> tuple[float, float, float, int]:
     """(mean, low, high, n) of Student's t 95 % interval over the given per-seed values
-    (low = high = NaN for a single seed).
+    (low = high = NaN for a single seed). With ``bounds = (lo, hi)``, the range the quantity
+    cannot leave (an accuracy's [0, 1]), the interval is clipped to it: the t interval's
+    coverage is unchanged by dropping values no seed can take.
 
     >>> m, lo, hi, n = ci95([1.0, 2.0, 3.0])
     >>> round(m, 3), round(lo, 3), round(hi, 3), n
     (2.0, -0.484, 4.484, 3)
+    >>> [round(x, 3) for x in ci95([0.95, 0.97, 0.99], bounds=ACC)[:3]]
+    [0.97, 0.92, 1.0]
     """
     from scipy import stats
 
@@ -38,11 +46,14 @@ def ci95(values) -> tuple[float, float, float, int]:
     if n == 1:
         return m, np.nan, np.nan, 1
     half = float(stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / np.sqrt(n))
-    return m, m - half, m + half, n
+    lo, hi = m - half, m + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return m, lo, hi, n
 
 
-def fmt(values, digits: int = 3) -> str:
-    m, lo, hi, n = ci95(values)
+def fmt(values, digits: int = 3, bounds=None) -> str:
+    m, lo, hi, n = ci95(values, bounds)
     if n == 0:
         return "n/a"
     if n == 1:
@@ -92,8 +103,8 @@ def seed_table(runs: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     for k, g in runs.groupby(list(keys)):
         k = k if isinstance(k, tuple) else (k,)
         rows.append({**dict(zip(keys, k, strict=True)), "seeds": g.seed.nunique(),
-                     "best acc (authors')": fmt(g.acc_best),
-                     "last-round acc": fmt(g.acc_last),
+                     "best acc (authors')": fmt(g.acc_best, bounds=ACC),
+                     "last-round acc": fmt(g.acc_last, bounds=ACC),
                      "utility per client": fmt(g.utility, 1),
                      **({"others' models used per round": f"{g.models_used.mean():.1f}"}
                         if "models_used" in g else {}),
@@ -115,21 +126,25 @@ def _paired(runs, metric, mine="ipfl", others=BASELINES):
 
 def _fig2(frames, scenario, setup) -> list[Claim]:
     df = frames.get(scenario)
+    name = setup
     if df is None or df.empty:
         return [Claim(f"Fig. 2 ({setup})", FIG2, "", setup, "not run", "no cells in the store")]
     keys = ["param_partition"] if "param_partition" in df else []
+    data = ("Fashion-MNIST, simplecnn-mnist" if "param_dataset" in df
+            and (df.param_dataset == "fashion-mnist").all() else "digits, MLP")
+    setup = f"{setup}, {data}"
     out = []
     for part, g in (df.groupby(keys) if keys else [(("niid",), df)]):
         part = part[0] if isinstance(part, tuple) else part
         runs = per_run(g)
         if runs[runs.mechanism == "ipfl"].seed.nunique() < 2 or runs.mechanism.nunique() < 2:
-            out.append(Claim(f"Fig. 2, {part} ({setup})", FIG2, "too few cells yet", setup,
+            out.append(Claim(f"Fig. 2, {part} ({name})", FIG2, "too few cells yet", setup,
                              "not run", "needs iPFL and a baseline for at least two seeds",
                              seed_table(runs)))
             continue
         dacc = _paired(runs, "acc_best")
         dutil = _paired(runs, "utility")
-        _a_m, a_lo, _, _ = ci95(dacc)
+        _a_m, a_lo, _, _ = ci95(dacc, DACC)
         _u_m, u_lo, _, _ = ci95(dutil)
         acc_ok = np.isfinite(a_lo) and a_lo > -COMPARABLE
         util_ok = np.isfinite(u_lo) and u_lo > 0
@@ -141,9 +156,9 @@ def _fig2(frames, scenario, setup) -> list[Claim]:
                   f"{'the highest' if util_ok else 'not the highest'}: its CI starts at "
                   f"{u_lo:.1f} ({'>' if util_ok else '<='} 0)")
         out.append(Claim(
-            f"Fig. 2, {part} ({setup})", FIG2,
-            f"iPFL minus best baseline: best accuracy {fmt(dacc)}, utility per client "
-            f"{fmt(dutil, 1)}", setup, verdict, reason, seed_table(runs)))
+            f"Fig. 2, {part} ({name})", FIG2,
+            f"iPFL minus best baseline: best accuracy {fmt(dacc, bounds=DACC)}, utility per "
+            f"client {fmt(dutil, 1)}", setup, verdict, reason, seed_table(runs)))
     return out
 
 
@@ -203,7 +218,7 @@ def _fig4(frames) -> list[Claim]:
         _, _, hi, _ = ci95(d_util)
         reduce[(mech, attack)] = bool(np.isfinite(hi) and hi < 0)
         table.append({"algorithm": mech, "attack": attack,
-                      "change of benign best acc": fmt(d_acc),
+                      "change of benign best acc": fmt(d_acc, bounds=DACC),
                       "change of attacker utility": fmt(d_util, 1),
                       "reduces attacker utility": reduce[(mech, attack)]})
     attacks = sorted({a for _, a in reduce})
@@ -314,12 +329,13 @@ def _lia(frames) -> list[Claim]:
     d = {o: (wide["lia"] - wide[o]).to_numpy() for o in ("oracle", "fedavg", "local")
          if "lia" in wide and o in wide}
     ok = [ci95(ari)[0] > 0.9 if len(ari) else False,
-          ci95(d.get("oracle", []))[1] > -COMPARABLE,
-          ci95(d.get("fedavg", []))[1] > 0, ci95(d.get("local", []))[1] > 0]
+          ci95(d.get("oracle", []), DACC)[1] > -COMPARABLE,
+          ci95(d.get("fedavg", []), DACC)[1] > 0, ci95(d.get("local", []), DACC)[1] > 0]
     return [Claim("pFedLIA against Oracle, FedAvg and Local", paper,
-                  f"ARI to the true groups {fmt(ari)}; best accuracy minus Oracle "
-                  f"{fmt(d.get('oracle', []))}, minus FedAvg {fmt(d.get('fedavg', []))}, "
-                  f"minus Local {fmt(d.get('local', []))}",
+                  f"ARI to the true groups {fmt(ari, bounds=DACC)}; best accuracy minus "
+                  f"Oracle {fmt(d.get('oracle', []), bounds=DACC)}, minus FedAvg "
+                  f"{fmt(d.get('fedavg', []), bounds=DACC)}, minus Local "
+                  f"{fmt(d.get('local', []), bounds=DACC)}",
                   "corrected defaults, digits 'pairs' partition (4 groups), 12 clients",
                   "reproduced" if all(ok) else "partly" if any(ok) else "not reproduced",
                   f"ARI > 0.9, within {COMPARABLE} of Oracle, above FedAvg, above Local "
@@ -331,19 +347,19 @@ def _lia(frames) -> list[Claim]:
 
 def _lambda(frames) -> list[Claim]:
     df = frames.get("ipfl-lambda")
-    fig2 = frames.get("fig2")
     text = ("our finding, not the paper's: with lambda = 0.001 the proximal spring lambda/eta "
             "moves a model about 0.4 % toward its centre per round, so iPFL equals Local")
-    if df is None or df.empty or fig2 is None:
-        return [Claim("iPFL lambda sweep", text, "", "", "not run", "no cells")]
-    local = per_run(fig2[(fig2.mechanism == "local") & (fig2.param_partition == "niid")])
-    local = local.set_index("seed").acc_best
+    if df is None or df.empty or "local" not in set(df.mechanism):
+        return [Claim("iPFL lambda sweep", text, "", "", "not run",
+                      "no cells (iPFL per lambda and Local in the same setting)")]
+    local = per_run(df[df.mechanism == "local"]).set_index("seed").acc_best
     rows = []
-    for lam, g in df.groupby("param_lam"):
+    for lam, g in df[df.mechanism == "ipfl"].groupby("param_lam"):
         r = per_run(g).set_index("seed")
         d = (r.acc_best - local.reindex(r.index)).dropna()
-        rows.append({"lambda": lam, "iPFL best acc": fmt(r.acc_best),
-                     "iPFL minus Local": fmt(d), "utility per client": fmt(r.utility, 1)})
+        rows.append({"lambda": lam, "iPFL best acc": fmt(r.acc_best, bounds=ACC),
+                     "iPFL minus Local": fmt(d, bounds=DACC),
+                     "utility per client": fmt(r.utility, 1)})
     return [Claim("iPFL against Local as lambda grows", text,
                   "see the table", "published setup, NIID", "finding",
                   "exploratory: no paper claim to compare with", pd.DataFrame(rows))]
@@ -388,13 +404,18 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2))
     round figure next to it)."""
     from learning.config import PUBLISHED_DIFFERENCES
 
-    from .sweep import Store
+    from .reproduce import spec
+    from .sweep import Store, expand
 
+    keys = {c.key for c in expand(spec(setting, seeds))}
     store = Store(store_folder, mode="r")
-    try:
+    try:  # only this setting's cells: a store may hold other settings' too
         frames = {s: store.frame(s) for s in store.cells().scenario.unique()}
     finally:
         store.close()
+    frames = {s: f[f.cell.isin(keys)].reset_index(drop=True) for s, f in frames.items()
+              if "cell" in f}
+    frames = {s: f for s, f in frames.items() if not f.empty}
     page = Path(page)
     page.parent.mkdir(parents=True, exist_ok=True)
     cl = claims(frames)
@@ -408,19 +429,12 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2))
         "from the stored cells). Numbers are the mean and Student's t 95 % interval over "
         "seeds, each seed one run; the spread over clients is shown separately and labelled. "
         "'Best acc' is each client's best personalised test accuracy over the rounds, as the "
-        "iPFL authors report it; 'last-round acc' is the last round's.", "",
+        "iPFL authors report it; 'last-round acc' is the last round's. Intervals of an "
+        "accuracy are clipped to [0, 1], of a difference of accuracies to [-1, 1] (the "
+        "t interval over 2 or 3 seeds can reach past them).", "",
         "## Setting", "",
     ]
-    if setting == "reduced":
-        lines += [
-            "Reduced to fit a shared 2-core machine: scikit-learn digits (8x8, 1,797 "
-            "samples) with a 64-unit MLP instead of Fashion-MNIST / CIFAR-10 with their CNNs; "
-            "10 clients (9 in Fig. 4, 12 in Fig. 5); 20 rounds instead of 50; 50 local SGD "
-            "steps instead of 200 (lr 0.01, momentum 0.9, weight decay 1e-5, batch 64, as "
-            "published); lambda 0.001 (their Fashion-MNIST value) in Fig. 2, 2 (their "
-            "CIFAR-10 Cluster value) in Figs. 4 and 5. The paper's sizes are one command "
-            "away: `fedmarket reproduce --setting full` (Fashion-MNIST, 50 rounds of 200 "
-            "steps).", ""]
+    lines += [_setting_text(setting), ""]
     lines += ["The `published` setup is the authors' pipeline where it differs from our "
               "corrected defaults (`learning.config.PUBLISHED_DIFFERENCES`):", "",
               _md(pd.DataFrame([{"setting": k, "published": v, "why ours differs": why}
@@ -446,6 +460,41 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2))
                   _md(cost), ""]
     page.write_text("\n".join(lines) + "\n")
     return page
+
+
+def _setting_text(setting: str) -> str:
+    """What the setting reduced, written from the constants the sweep runs."""
+    from .reproduce import FASHION, FULL
+    from .scenarios import REDUCED
+
+    digits = (f"scikit-learn digits (8x8, 1,797 samples) with a 64-unit MLP, "
+              f"{REDUCED['clients']} clients (9 in Fig. 4, 12 in Fig. 5), {REDUCED['rounds']} "
+              f"rounds of {REDUCED['steps']} local SGD steps")
+    common = (f"SGD lr {REDUCED['lr']}, momentum 0.9, weight decay 1e-5, batch "
+              f"{REDUCED['batch']} as published; lambda 0.001 (their Fashion-MNIST value) in "
+              "Fig. 2, 2 (their CIFAR-10 Cluster value) in Figs. 4 and 5")
+    full = (f"The paper's sizes are one command away: `fedmarket reproduce --setting full` "
+            f"(Fashion-MNIST with simplecnn-mnist, all 60,000 training images, "
+            f"{FULL['rounds']} rounds of {FULL['steps']} local steps, every learning claim).")
+    if setting == "reduced":
+        f = FASHION
+        return (
+            "Reduced to fit a shared 2-core machine (Fig. 2 on the paper's data set, smaller). "
+            f"**Fig. 2 (published setup)** runs on real Fashion-MNIST with simplecnn-mnist "
+            f"(the paper's data set and model): a uniform draw of {f['train_subsample']:,} "
+            f"of the 60,000 training images partitioned among {f['clients']} clients, "
+            f"{f['test_subsample']:,} of the 10,000 test images for the personalised "
+            f"accuracy, {f['rounds']} rounds instead of 50, {f['steps']} local SGD steps per "
+            "round instead of 200, and the test accuracy measured every "
+            f"{f['evaluate_every']}nd round and in the last (the best over the rounds is "
+            "taken over those). **The other learning claims** (Fig. 2 under our corrected "
+            f"defaults, the lambda sweep, Figs. 4 and 5, pFedLIA) run on {digits}. Both: "
+            f"{common}. `--setting digits` runs every learning claim on digits. {full}")
+    if setting == "digits":
+        return (f"Reduced to fit a shared 2-core machine: every learning claim on {digits}, "
+                f"instead of Fashion-MNIST / CIFAR-10 with their CNNs; {common}. {full}")
+    return (f"The paper's sizes: Fashion-MNIST with simplecnn-mnist, {FULL['rounds']} rounds "
+            f"of {FULL['steps']} local steps in every learning claim; {common}.")
 
 
 def _rel(path) -> str:
