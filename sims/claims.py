@@ -307,6 +307,9 @@ def _cpl(frames) -> list[Claim]:
                          "client profit gain (equilibrium - other)": fmt(dp, 2)})
             wins_b.append(ci95(db)[0] > 0)
             wins_p.append(ci95(dp)[0] > 0)
+    if not rows:
+        return [Claim("CPL pricing", paper, "", "", "not run",
+                      "no pair of equilibrium and posted-price cells")]
     verdict = ("reproduced" if all(wins_b) and all(wins_p) else
                "partly" if any(wins_b) or any(wins_p) else "not reproduced")
     return [Claim("CPL, pricing schemes", paper,
@@ -399,23 +402,24 @@ def costs(frames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2)) -> Path:
+def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
+               keys=None) -> Path:
     """Evaluate every claim on the store and write the Markdown page (and the accuracy-by-
-    round figure next to it)."""
+    round figure next to it). ``keys``: use only these cells (a setting's; a store may hold
+    other settings' cells too); None: every cell in the store."""
     from learning.config import PUBLISHED_DIFFERENCES
 
-    from .reproduce import spec
-    from .sweep import Store, expand
+    from .sweep import Store
 
-    keys = {c.key for c in expand(spec(setting, seeds))}
     store = Store(store_folder, mode="r")
-    try:  # only this setting's cells: a store may hold other settings' too
+    try:
         frames = {s: store.frame(s) for s in store.cells().scenario.unique()}
     finally:
         store.close()
-    frames = {s: f[f.cell.isin(keys)].reset_index(drop=True) for s, f in frames.items()
-              if "cell" in f}
-    frames = {s: f for s, f in frames.items() if not f.empty}
+    if keys is not None:
+        frames = {s: f[f.cell.isin(set(keys))].reset_index(drop=True)
+                  for s, f in frames.items() if "cell" in f}
+        frames = {s: f for s, f in frames.items() if not f.empty}
     page = Path(page)
     page.parent.mkdir(parents=True, exist_ok=True)
     cl = claims(frames)

@@ -78,5 +78,7 @@ def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0
     """Write the reproduction page from the cells of this setting's spec found in the store
     (see :mod:`sims.claims`)."""
     from .claims import write_page
+    from .sweep import expand
 
-    return write_page(store_folder, page, setting=setting, seeds=seeds)
+    keys = {c.key for c in expand(spec(setting, seeds))}
+    return write_page(store_folder, page, setting=setting, seeds=seeds, keys=keys)

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sims.claims import ci95, per_run, seed_table, write_page
+from sims.claims import ACC, ci95, fmt, per_run, seed_table, write_page
 from sims.reproduce import spec
 from sims.sweep import Cell, expand, run_sweep
 
@@ -19,6 +19,22 @@ def test_spec_covers_every_claim_and_the_full_setting_is_one_switch():
     full = [c for c in expand(spec("full", (0,))) if c.scenario == "fig2"]
     assert all(dict(c.params)["dataset"] == "fashion-mnist" for c in full)
     assert all(dict(c.params)["steps"] == 200 and dict(c.params)["rounds"] == 50 for c in full)
+    # the reduced setting's Fig. 2 is on Fashion-MNIST; 'digits' keeps every claim on digits
+    assert all(dict(c.params)["dataset"] == "fashion-mnist" for c in cells
+               if c.scenario == "fig2")
+    digits = expand(spec("digits", (0, 1)))
+    assert not any("dataset" in dict(c.params) for c in digits)
+    # only Fig. 2 differs between the two: the other learning cells are shared
+    assert ({c.key for c in cells if c.scenario != "fig2"}
+            == {c.key for c in digits if c.scenario != "fig2"})
+
+
+def test_accuracy_intervals_stay_in_range():
+    accs = [0.95, 0.97, 0.99]
+    _, lo, hi, _ = ci95(accs, bounds=ACC)
+    assert hi == 1.0 and lo == pytest.approx(0.97 - (ci95(accs)[2] - 0.97))
+    assert ci95(accs)[2] > 1.0  # unclipped, the t interval passes 1 (what the bounds prevent)
+    assert "1.000]" in fmt(accs, bounds=ACC)
 
 
 def test_seed_interval_is_not_the_client_spread():
@@ -48,9 +64,15 @@ def test_page_from_a_small_store(tmp_path):
              for s in (0, 1)]
     cells += [Cell("liars", "local", (("factor", 10.0), ("kind", "size"), ("n_params", 200),
                                       ("rounds", 3)), s) for s in (0, 1)]
-    run_sweep(cells, tmp_path)
-    page = write_page(tmp_path, tmp_path / "reproduction.md", seeds=(0, 1))
+    # a cell of another setting in the same store: the page leaves it out when told
+    other = [Cell("cpl-pricing", m, (("budget", 15.0),), 0) for m in ("bisection", "uniform")]
+    run_sweep([*cells, *other], tmp_path)
+    assert "CPL, pricing" in write_page(tmp_path, tmp_path / "all.md", seeds=(0, 1)).read_text()
+    page = write_page(tmp_path, tmp_path / "reproduction.md", seeds=(0, 1),
+                      keys={c.key for c in cells})
     text = page.read_text()
+    assert "| CPL pricing | not run |" in text
+    assert "fedmarket reproduce --seeds 0 1" in text and "Fashion-MNIST" in text
     assert "## Verdicts" in text and "Fig. 5, inclusive market (local rule)" in text
     assert "Table 2, liars (exact thresholds)" in text
     assert "| fig2" not in text and "not run" in text  # claims without cells say so

@@ -25,6 +25,10 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--threads", type=int, default=1, help="math threads per worker")
     p.add_argument("--docs", default=None,
                    help="write the reproduction page here (default: OUT/reproduction.md)")
+    p.add_argument("--reuse-stale", action="store_true",
+                   help="keep finished cells computed by other code or defaults as they are")
+    p.add_argument("--recompute-stale", action="store_true",
+                   help="compute such stale cells again, replacing their rows")
     p.add_argument("--no-run", dest="no_run", action="store_true",
                    help="only write the page from the cells already in the store")
     add_quiet(p)
@@ -40,7 +44,8 @@ def run(args) -> int:
     cells = expand(spec(args.setting, args.seeds))
     if not args.no_run:
         con = console()
-        kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads}
+        kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads,
+              "reuse_stale": args.reuse_stale, "recompute_stale": args.recompute_stale}
         if con is not None and not args.quiet:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
