@@ -154,3 +154,61 @@ def test_branch_and_bound_stopped_early_reports_a_true_gap(inst, limit):
     assert out.exact_gap >= 0
     # the gap is proven: the optimum lies within it (a wrong bound would break this)
     assert found - out.exact_gap <= best + 1e-9 * max(1.0, abs(best))
+
+
+@given(ipfl_instances(min_m=4, max_m=9, pure_roles=False))
+def test_time_limit_zero_keeps_local_and_reports_a_true_gap(inst):
+    # a time budget already spent: no buyer is searched, each keeps the local rule's choice
+    # and the gap proven by the relaxation bound of its whole sub-problem
+    market, D = inst
+    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
+    out = ipfl.clear(market, D, rule="exact", exact_time_limit=0.0)
+    loc = ipfl.clear(market, D, rule="local")
+    np.testing.assert_array_equal(out.adjacency, loc.adjacency)
+    assert set(out.exact_methods) <= {"time-limit", "none"}
+    assert out.exact_stopped == ("time-limit" if "time-limit" in out.exact_methods else "")
+    found = ipfl.phi(market, out.prices, out.adjacency).sum()
+    best = ipfl.phi(market, ref.prices, ref.adjacency).sum()
+    assert out.exact_gap >= 0
+    assert found - out.exact_gap <= best + 1e-9 * max(1.0, abs(best))
+
+
+def test_time_limit_stops_inside_a_search_with_a_proven_gap(monkeypatch):
+    """A clock that ticks one second per look: the budget runs out in the middle of the
+    branch-and-bound of the first buyers; those report their open nodes' gap, the rest the
+    root relaxation's; the optimum lies within the summed gap, and a bound that claimed
+    optimality (gap 0) would not (the known-bad variant)."""
+    from mechanisms.ipfl import selection
+
+    market, D = _dense_market(40)  # the local rule is not optimal here
+    ref = ipfl.clear(market, D, rule="exact")
+    assert ref.exact_gap == 0.0 and ref.exact_stopped == ""
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(selection.time, "monotonic", lambda: float(next(ticks)))
+    out = ipfl.clear(market, D, rule="exact", exact_time_limit=40.0)
+    monkeypatch.undo()
+    assert out.exact_stopped == "time-limit"
+    assert out.exact_methods.get("branch-and-bound", 0) >= 1
+    assert out.exact_methods.get("time-limit", 0) >= 1
+    found = ipfl.phi(market, out.prices, out.adjacency).sum()
+    best = ipfl.phi(market, ref.prices, ref.adjacency).sum()
+    # stopping early cost something here, so a claimed gap of 0 would be wrong ...
+    assert found > best
+    assert found - out.exact_gap <= best + 1e-9 * abs(best)  # ... and the gap covers it
+    assert out.options["exact_time_limit"] == 40.0
+
+
+def test_node_limit_reports_which_limit_stopped_it():
+    market, D = _dense_market(60)
+    out = ipfl.clear(market, D, rule="exact", exact_node_limit=1)
+    assert out.exact_stopped == "node-limit" and out.exact_gap > 0
+
+
+def test_progress_reaches_every_buyer_under_a_time_limit():
+    market, D = _dense_market(30)
+    calls = []
+    ipfl.clear(market, D, rule="exact", exact_time_limit=0.0,
+               progress=lambda d, t: calls.append((d, t)))
+    buyers = int((market.K > 0).sum())
+    assert calls[0] == (0, buyers) and calls[-1] == (buyers, buyers)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)

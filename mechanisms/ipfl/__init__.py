@@ -49,11 +49,13 @@ from .rules import (
     share_all,
     vcg_payments,
 )
-from .selection import RULES, box2, eq11_violations, exact, local, phi
+from .selection import EXACT_METHODS, NODE_LIMIT, RULES, box2, eq11_violations, exact, local, phi
 from .thresholds import MODES, thresholds
 
 __all__ = [
+    "EXACT_METHODS",
     "MODES",
+    "NODE_LIMIT",
     "PAYMENT_RULES",
     "PRICE_RULES",
     "RULES",

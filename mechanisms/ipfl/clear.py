@@ -48,6 +48,7 @@ class Outcome:
     utilities    (m,)   U_i = gains - sharing_costs - payments (Eq. 3)
     welfare      float  Eq. 5 (true values)
     exact_gap    float  rule "exact": proven bound on phi above the optimum (0: optimal)
+    exact_stopped str   rule "exact": "" (searched to the end), "node-limit" or "time-limit"
     """
 
     rule: str
@@ -66,6 +67,7 @@ class Outcome:
     truthful: bool
     exact_methods: dict = field(default_factory=dict)
     exact_gap: float = 0.0  # proven bound on phi above the optimum, summed over buyers
+    exact_stopped: str = ""  # "node-limit" or "time-limit" when the exact search stopped early
     market: Market | None = None
     D: np.ndarray | None = None
     payment_rule: str = "paper"
@@ -145,6 +147,7 @@ def clear(
     thresholds: str = "exact",
     exact_method: str = "auto",
     exact_node_limit: int = selection.NODE_LIMIT,
+    exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> Outcome:
@@ -167,6 +170,9 @@ def clear(
     exact_method : for rule "exact": "auto", "enumeration", "dp" or "branch-and-bound".
     exact_node_limit : branch-and-bound nodes per buyer; when it stops early the outcome's
         ``exact_gap`` (> 0) bounds how far the selection may be from the optimum.
+    exact_time_limit : seconds for the exact selection of all buyers (default None: no
+        limit); when it runs out the search stops and ``exact_gap`` bounds the shortfall
+        (``exact_stopped`` says which limit stopped it). See :func:`selection.exact`.
     progress : ``progress(done, total)`` over the buyers the exact rule searches.
 
     Any rule may also be given as a "package.module:function" string.
@@ -205,6 +211,7 @@ def clear(
     T = solve_thresholds(market, D, thresholds, prices=P)
     exact_methods: dict = {}
     exact_gap = 0.0
+    exact_stopped = ""
     if rule_fn is not None:
         A = np.asarray(rule_fn(market, D, T, P))
         if A.shape != (m, m):
@@ -230,8 +237,9 @@ def clear(
         A = selection.local(T, market.N)
         method = "greedy-skip"
     else:
-        A, per_buyer, gaps = selection.exact(market, P, T, exact_method,
-                                             node_limit=exact_node_limit, progress=progress)
+        A, per_buyer, gaps, exact_stopped = selection.exact(
+            market, P, T, exact_method, node_limit=exact_node_limit,
+            time_limit=exact_time_limit, progress=progress)
         exact_gap = float(gaps.sum())
         exact_methods = dict(Counter(per_buyer.tolist()))
         used = sorted(k for k in exact_methods if k != "none")
@@ -265,6 +273,7 @@ def clear(
         truthful=market.truthful,
         exact_methods=exact_methods,
         exact_gap=exact_gap,
+        exact_stopped=exact_stopped,
         market=market,
         D=_ro(D),
         payment_rule=pay_label,
@@ -272,6 +281,6 @@ def clear(
         sharing_costs=_ro(C),
         functions={"rule": rule, "payments": payments, "prices": prices},
         options={"thresholds": thresholds, "exact_method": exact_method,
-                 "exact_node_limit": exact_node_limit,
+                 "exact_node_limit": exact_node_limit, "exact_time_limit": exact_time_limit,
                  "allow_negative_distances": allow_negative_distances},
     )

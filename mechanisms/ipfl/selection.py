@@ -8,8 +8,9 @@ phi_i(S) = sum_{j in S} P_ij - g_i(sum_{j in S} N_j), separable across buyers.
   satisfies both conditions of Eq. 11 (no single addition or removal lowers phi_i).
 * :func:`exact` - a global minimiser of phi_i per buyer: enumeration of the candidate subsets
   when they are few, dynamic programming over integer data amounts when the N_j are integers,
-  an iterative branch-and-bound otherwise (node-limited; a proven gap is reported when it
-  stops early). Which method ran is reported per buyer.
+  an iterative branch-and-bound otherwise (node-limited per buyer, and optionally
+  time-limited over all buyers; a proven gap is reported when it stops early). Which method
+  ran is reported per buyer.
 
 Box 2 and Eq. 11: the paper says Box 2's output satisfies Eq. 11. It does not always: the break
 can leave out a later j whose addition still lowers phi_i (its T is smaller, but so is N_j).
@@ -18,12 +19,13 @@ can leave out a later j whose addition still lowers phi_i (its T is smaller, but
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import MarketInputError, as_int, check_size
+from ..errors import MarketInputError, as_int, as_real, check_size
 from .market import Market
 
 __all__ = [
@@ -186,16 +188,38 @@ def _relaxation_bound(rest, n, c, cost, size, n0, gfun) -> float:
     return float(min(lows))
 
 
-def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int):
+def _open_bound(rest, n, c, cost, size, n0, gfun) -> float:
+    """A lower bound on phi over a node's set (data n, cost c) and all its supersets from
+    ``rest``."""
+    return _relaxation_bound(rest, n, c, cost, size, n0, gfun) if rest.size else \
+        c - float(gfun(n0 + n))
+
+
+def _gap(best_set, cost, size, n0, gfun, lower: float) -> float:
+    """phi(best_set) minus a lower bound on the optimum: a proven gap (never below 0)."""
+    return max(0.0, float(cost[best_set].sum() - gfun(n0 + size[best_set].sum())) - lower)
+
+
+def _root_gap(cost, size, n0, gfun, chosen) -> float:
+    """The proven gap of ``chosen`` against the relaxation bound of the whole sub-problem
+    (what an unsearched buyer gets: no node explored, dominated items removed first)."""
+    rest = np.argsort(cost / size, kind="stable")
+    rest = rest[gfun(n0 + size[rest]) - gfun(n0) - cost[rest] > 0]
+    return _gap(chosen, cost, size, n0, gfun, _open_bound(rest, 0.0, 0.0, cost, size, n0, gfun))
+
+
+def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int,
+                      deadline: float = np.inf):
     """Iterative depth-first branch-and-bound (no recursion, so no depth limit).
 
     Items are branched on in order of price per unit of data (include first). Dominance
     (concavity): an item whose increment at the node's data n does not beat its price never
     lowers phi of any superset, so it leaves the subtree. Bound: :func:`_relaxation_bound`.
 
-    Stops after ``node_limit`` nodes; returns (best set, proven gap), the gap being
-    phi(best) minus a lower bound on the optimum over every node still open: 0 means proven
-    optimal (up to a relative 1e-12).
+    Stops after ``node_limit`` nodes or at ``deadline`` (a ``time.monotonic()`` value);
+    returns (best set, proven gap, stopped), the gap being phi(best) minus a lower bound on
+    the optimum over every node still open (0 means proven optimal, up to a relative 1e-12),
+    ``stopped`` "" (searched to the end), "node-limit" or "time-limit".
     """
     k = cost.size
     order = np.argsort(cost / size, kind="stable")
@@ -205,10 +229,11 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int):
     stack = [(order, 0.0, 0.0, None)]
     nodes = 0
     while stack:
-        if nodes >= node_limit:
-            lower = min(_relaxation_bound(r, n, c, cost, size, n0, gfun) if r.size
-                        else c - float(gfun(n0 + n)) for r, n, c, _ in stack)
-            return best_set, max(0.0, best_val - lower)
+        stopped = "node-limit" if nodes >= node_limit else \
+            "time-limit" if time.monotonic() > deadline else ""
+        if stopped:
+            lower = min(_open_bound(r, n, c, cost, size, n0, gfun) for r, n, c, _ in stack)
+            return best_set, max(0.0, best_val - lower), stopped
         rest, n, c, chosen = stack.pop()
         nodes += 1
         here = c - float(gfun(n0 + n))
@@ -230,21 +255,24 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int):
         j, tail = int(rest[0]), rest[1:]
         stack.append((tail, n, c, chosen))  # exclude j (explored second)
         stack.append((tail, n + size[j], c + cost[j], (j, chosen)))  # include j (first)
-    return best_set, 0.0
+    return best_set, 0.0, ""
 
 
 class ExactSelection(NamedTuple):
     """What :func:`exact` found: the adjacency, the method per buyer ("none" when nothing
-    was left to search), and per buyer a proven gap (phi found minus a lower bound on the
-    optimum; 0 = proven optimal, > 0 only when branch-and-bound hit its node limit)."""
+    was left to search, "time-limit" when the time budget ran out before the buyer's turn:
+    the local rule's choice), per buyer a proven gap (phi found minus a lower bound on the
+    optimum; 0 = proven optimal, > 0 only when a node or time limit stopped the search), and
+    ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit"."""
 
     adjacency: np.ndarray
     methods: np.ndarray
     gaps: np.ndarray
+    stopped: str = ""
 
 
 def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
-          node_limit: int = NODE_LIMIT,
+          node_limit: int = NODE_LIMIT, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None) -> ExactSelection:
     """A global minimiser of phi_i (Eq. 10) for every buyer.
 
@@ -253,13 +281,25 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     price); only the rest (0 < T < inf) are searched. Enumeration and the dynamic programme
     refuse (ProblemTooLarge) sizes whose tables exceed the memory guard; branch-and-bound
     searches at most ``node_limit`` nodes per buyer and reports the proven gap when it stops
-    early (never a wrong claim of optimality). ``progress(done, total)`` is called after each
-    buyer searched (large dense markets take seconds to minutes).
+    early (never a wrong claim of optimality).
+
+    ``time_limit`` (seconds, default None: no limit) bounds the whole selection: when it runs
+    out, the buyer being searched by branch-and-bound stops with its proven gap, and every
+    buyer not yet reached keeps the local rule's choice with the gap proven by the
+    relaxation bound of its whole sub-problem (method "time-limit"). Enumeration and the
+    dynamic programme are not interrupted (each is bounded by its size guard). A time limit
+    makes the result depend on the machine's speed; the node limit does not.
+    ``progress(done, total)`` is called after each buyer (large dense markets take seconds
+    to minutes).
     """
     if method not in EXACT_METHODS:
         raise MarketInputError("exact_method", f"unknown {method!r}; choose one of "
                                                f"{EXACT_METHODS}")
     node_limit = as_int("exact_node_limit", node_limit, lo=1)
+    deadline = np.inf
+    if time_limit is not None:
+        deadline = time.monotonic() + as_real("exact_time_limit", time_limit, lo=0)
+    stopped = ""
     m = market.m
     N, K = market.N, market.K
     A = np.zeros((m, m), dtype=bool)
@@ -286,7 +326,9 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
             return market.gain.value(x, Ki, Ni)
 
         use = method
-        if use == "auto":
+        if time.monotonic() > deadline:
+            use = "time-limit"
+        elif use == "auto":
             if cand.size <= ENUMERATION_MAX:
                 use = "enumeration"
             elif integer and cand.size * _dp_width(size) <= DP_MAX_CELLS:
@@ -307,10 +349,17 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         else:
             if fallback is None:
                 fallback = local(T, N)
-            chosen, gaps[i] = _branch_and_bound(cost, size, n0, gfun, fallback[i, cand],
-                                                node_limit)
+            if use == "time-limit":
+                chosen = fallback[i, cand]
+                gaps[i] = _root_gap(cost, size, n0, gfun, chosen)
+                stopped = "time-limit"
+            else:
+                chosen, gaps[i], why = _branch_and_bound(cost, size, n0, gfun,
+                                                         fallback[i, cand], node_limit, deadline)
+                if why and stopped != "time-limit":
+                    stopped = why
         A[i, cand[chosen]] = True
         methods[i] = use
     if progress is not None:
         progress(buyers.size, buyers.size)
-    return ExactSelection(A, methods, gaps)
+    return ExactSelection(A, methods, gaps, stopped)
