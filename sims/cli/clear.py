@@ -9,7 +9,14 @@ from mechanisms import ipfl
 
 from ..errors import SpecError
 from ..results import read_text
-from .common import add_command, console, print_table, writable_file
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    print_table,
+    progress_reporter,
+    writable_file,
+)
 
 __all__ = ["add_parser", "load_market_file", "run"]
 
@@ -29,10 +36,21 @@ def add_parser(sub, full: bool = False) -> None:
                    help="the price rule selection uses: paper, cost-plus or module:function")
     p.add_argument("--thresholds", choices=ipfl.MODES, default="exact",
                    help="exact gain thresholds, or the paper's published approximation")
+    p.add_argument("--exact-method", choices=ipfl.EXACT_METHODS, default="auto",
+                   help="how --rule exact searches each buyer's sellers")
+    p.add_argument("--exact-node-limit", type=int, default=ipfl.NODE_LIMIT,
+                   help="--rule exact: branch-and-bound nodes per buyer before it stops "
+                        "with a proven gap")
+    p.add_argument("--exact-time-limit", type=float, default=None, metavar="SECONDS",
+                   help="--rule exact: seconds for all buyers together; when they run out "
+                        "the search stops and the proven gap is printed (default: no limit; "
+                        "a limit makes the result depend on the machine's speed)")
     p.add_argument("--allow-negative-distances", action="store_true",
                    help="accept d_ij < 0 on purpose (individual rationality needs d >= 0)")
     p.add_argument("--csv", type=Path, default=None,
                    help="also write the table as CSV (default: print only)")
+    add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -85,26 +103,31 @@ def run(args) -> int:
     if args.csv:
         writable_file("--csv", args.csv)
     options = dict(rule=args.rule, payments=args.payments, prices=args.prices,
-                   thresholds=args.thresholds,
+                   thresholds=args.thresholds, exact_method=args.exact_method,
+                   exact_node_limit=args.exact_node_limit,
+                   exact_time_limit=args.exact_time_limit,
                    allow_negative_distances=args.allow_negative_distances)
-    con = console()
-    if con is not None and args.rule == "exact":  # large dense markets take a while
-        from rich.progress import Progress
-
-        with Progress(console=con, transient=True) as bar:
-            task = bar.add_task("exact selection: buyers", total=None)
-            out = ipfl.clear(market, D, **options,
-                             progress=lambda d, t: bar.update(task, completed=d, total=t))
-    else:
-        out = ipfl.clear(market, D, **options)
+    with progress_reporter("exact selection: buyers", quiet=args.quiet or args.rule != "exact",
+                           every=args.progress_every) as progress:
+        out = ipfl.clear(market, D, **options, progress=progress)
     df = out.to_frame()
     df.insert(1, "bought_from", [out.sellers_of(i) for i in range(out.m)])
     if args.csv:
         df.to_csv(args.csv, index=False)
     title = (f"iPFL market, rule={out.rule} ({out.method}), payments={out.payment_rule}, "
              f"prices={out.price_rule}, thresholds={out.threshold_mode}")
+    if args.quiet:
+        return 0
     print_table(df, title)
     side = "surplus" if out.budget_surplus > 0 else "deficit"
     print(f"welfare {out.welfare:.6f}; budget residual {out.budget_residual:.2e}"
           + (f" ({side})" if out.budget_residual > 1e-9 else ""))
+    if out.exact_stopped:
+        limit = ("--exact-time-limit" if out.exact_stopped == "time-limit" else
+                 "--exact-node-limit")
+        print(f"exact selection stopped early ({limit}): the selection's phi is at most "
+              f"{out.exact_gap:.6g} above the optimum (summed over buyers; "
+              f"methods per buyer: {out.exact_methods})")
+    elif out.rule == "exact":
+        print("exact selection: proven optimal for every buyer")
     return 0

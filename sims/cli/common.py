@@ -4,16 +4,21 @@ and the one place that turns expected errors into one line on stderr."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 from mechanisms.errors import FedmarketError
 
 from ..errors import SpecError
 
-__all__ = ["Formatter", "Parser", "UsageError", "add_command", "add_quiet", "console",
-           "print_table", "run_guarded", "writable_file", "writable_folder"]
+__all__ = ["PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "UsageError",
+           "add_command", "add_progress", "add_quiet", "console", "print_table",
+           "progress_reporter", "run_guarded", "writable_file", "writable_folder"]
+
+PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
 
 class UsageError(Exception):
@@ -45,6 +50,105 @@ def add_command(sub, name: str, help: str, description: str | None = None):
 
 def add_quiet(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="write files, print nothing")
+
+
+def add_progress(parser) -> None:
+    parser.add_argument("--progress-every", type=float, default=PROGRESS_EVERY,
+                        metavar="SECONDS",
+                        help="when stderr is not a terminal (a log file, CI), a progress "
+                             "line at most this often, and at every 5 %% done (0: every step)")
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class ProgressLines:
+    """``progress(done, total)`` written as one line on ``stream`` from time to time: none
+    in the first ``every`` seconds (a short run stays silent), then a line when ``every``
+    seconds have passed since the last one, or when another 5 % is done (but not more than
+    once a second unless ``every`` is smaller). A line says what is done, the time so far
+    and the time left at the rate of this run (work done before it started, like a resumed
+    sweep's finished cells, does not count toward the rate). A run that printed lines ends
+    with a last one.
+    """
+
+    def __init__(self, label: str, stream=None, every: float = PROGRESS_EVERY,
+                 clock=time.monotonic):
+        if not every >= 0:  # also refuses NaN
+            raise SpecError("--progress-every", f"is {every}; must be >= 0 seconds")
+        self.label, self.stream, self.every, self.clock = label, stream, float(every), clock
+        self.t0 = clock()
+        self.first = None  # done at the first call, and when it came
+        self.t_first = self.last_t = self.t0
+        self.last_done = 0
+        self.done = self.total = 0
+        self.lines = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.first is None:
+            self.first = self.last_done = done
+            self.t_first = self.last_t = now
+        self.done, self.total = done, total
+        since = now - self.last_t
+        step = total > 0 and (done - self.last_done) >= 0.05 * total
+        if done > self.first and now - self.t0 >= self.every and (
+                since >= self.every or (step and since >= min(1.0, self.every))):
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        elapsed = now - self.t0
+        ran = self.done - (self.first or 0)
+        pct = f" ({100.0 * self.done / self.total:.0f} %)" if self.total else ""
+        text = f"{self.label}: {self.done}/{self.total}{pct}, {_duration(elapsed)} elapsed"
+        if ran >= 0.01 * self.total and 0 < ran and self.done < self.total:
+            rate = (now - self.t_first) / ran
+            text += f", about {_duration(rate * (self.total - self.done))} left"
+        print(text, file=self.stream or sys.stderr, flush=True)
+        self.lines += 1
+        self.last_t, self.last_done = now, self.done
+
+    def close(self) -> None:
+        if self.lines and self.last_done != self.done:
+            self._line(self.clock())
+
+
+@contextlib.contextmanager
+def progress_reporter(label: str, *, quiet: bool = False, every: float = PROGRESS_EVERY):
+    """A ``progress(done, total)`` callback for a library call: nothing with ``quiet``; a
+    transient bar on stderr when it is a terminal; otherwise :class:`ProgressLines`."""
+    if not every >= 0:  # also refuses NaN
+        raise SpecError("--progress-every", f"is {every}; must be >= 0 seconds")
+    if quiet:
+        yield None
+        return
+    if not sys.stderr.isatty():
+        lines = ProgressLines(label, every=every)
+        try:
+            yield lines
+        finally:
+            lines.close()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def console():

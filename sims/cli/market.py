@@ -8,7 +8,14 @@ from mechanisms import ipfl
 from mechanisms.distances import METRICS
 
 from ..inclusive import ATTACKS, InclusiveMarket, run_inclusive_market
-from .common import add_command, add_quiet, console, print_table, writable_folder
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    print_table,
+    progress_reporter,
+    writable_folder,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -30,6 +37,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--seed", type=int, default=defaults["seed"], help="random seed")
     p.add_argument("--out", default="results/market", help="folder for CSV, JSON and PNG")
     add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -37,15 +45,9 @@ def run(args) -> int:
     cfg = InclusiveMarket(rounds=args.rounds, rule=args.rule, thresholds=args.thresholds,
                           attack=args.attack, metric=args.metric, seed=args.seed, lam=args.lam)
     out = writable_folder("--out", args.out)
-    con = console()
-    if con is not None and not args.quiet:
-        from rich.progress import Progress
-
-        with Progress(console=con, transient=True) as bar:
-            task = bar.add_task("clearing rounds", total=cfg.rounds)
-            result = run_inclusive_market(cfg, progress=lambda d, t: bar.update(task, completed=d))
-    else:
-        result = run_inclusive_market(cfg)
+    with progress_reporter("market rounds", quiet=args.quiet,
+                           every=args.progress_every) as progress:
+        result = run_inclusive_market(cfg, progress=progress)
     from ..results import write_table
 
     summary = result.summary()

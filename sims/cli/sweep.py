@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from ..sweep import EXECUTORS, PRESETS
-from .common import add_command, add_quiet, console, writable_folder
+from .common import add_command, add_progress, add_quiet, progress_reporter, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -31,6 +31,7 @@ def add_parser(sub, full: bool = False) -> None:
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
     add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -47,23 +48,11 @@ def run(args) -> int:
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
     writable_folder("--out", args.out)
-    con = console()
-    if con is not None and not args.quiet:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        with Progress("[progress.description]{task.description}", BarColumn(),
-                      MofNCompleteColumn(), TimeRemainingColumn(), console=con,
-                      transient=True) as bar:
-            task = bar.add_task("cells", total=len(cells))
-            stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
-                              ray_address=args.ray_address,
-                              reuse_stale=args.reuse_stale,
-                              recompute_stale=args.recompute_stale,
-                              progress=lambda d, t: bar.update(task, completed=d))
-    else:
+    with progress_reporter("sweep cells", quiet=args.quiet,
+                           every=args.progress_every) as progress:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
                           ray_address=args.ray_address, reuse_stale=args.reuse_stale,
-                          recompute_stale=args.recompute_stale)
+                          recompute_stale=args.recompute_stale, progress=progress)
     if not args.quiet:
         kept = (f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else
                 f" ({stats['stale_recomputed']} stale, recomputed)"
