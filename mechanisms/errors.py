@@ -6,7 +6,8 @@ naming the offending value and what is allowed, so callers (and tests) can tell 
 from another without parsing the message. Each layer has its own subclass:
 
 * mechanisms: :class:`MarketInputError` (a ``ValueError``); :class:`ProblemTooLarge` when a
-  method would need more memory or time than it may take;
+  method would need more memory or time than it may take; :class:`SolverFailed` (a
+  ``RuntimeError``) when a numerical solver ends without an answer it can vouch for;
 * learning: ``learning.config.TrainInputError``;
 * sims: ``sims.errors.SpecError`` (sweep specs, input files, command-line values) and
   ``sims.errors.StoreError`` (a results store that cannot be trusted).
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "as_choice", "as_int",
-           "as_matrix", "as_real", "as_seed", "as_vector", "check_size"]
+__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "SolverFailed",
+           "as_choice", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
+           "check_size"]
 
 # the largest array one call may allocate (bytes) before it refuses: a guard, not a budget
 MAX_BYTES = 8 * 2**30
@@ -45,6 +47,11 @@ class MarketInputError(FedmarketError, ValueError):
 
 class ProblemTooLarge(MarketInputError):
     """A method refuses a problem it cannot finish within its memory or time guard."""
+
+
+class SolverFailed(FedmarketError, RuntimeError):
+    """A numerical solver ended without an answer it can vouch for (an external solver's
+    status, or no candidate within tolerance); ``field`` names the method."""
 
 
 def check_size(field: str, nbytes: float, what: str, hint: str = "") -> None:

@@ -22,15 +22,18 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 
 from .aggregation import unbiased_aggregate
 from .equilibrium import (
+    LINESEARCH_BUDGET_RTOL,
     METHODS,
     PRICING_RULES,
     BudgetInfeasible,
     Equilibrium,
+    SolverFailed,
     apply_pricing,
     gradient_pricing,
     posted_pricing,
     q_of_mu,
     solve,
+    spend_scale,
     uniform_pricing,
     weighted_pricing,
 )
@@ -38,11 +41,13 @@ from .game import Game, bound, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0, unconstrained_response
 
 __all__ = [
+    "LINESEARCH_BUDGET_RTOL",
     "METHODS",
     "PRICING_RULES",
     "BudgetInfeasible",
     "Equilibrium",
     "Game",
+    "SolverFailed",
     "apply_pricing",
     "best_response",
     "best_response_v0",
@@ -54,6 +59,7 @@ __all__ = [
     "q_of_mu",
     "solve",
     "spend",
+    "spend_scale",
     "unbiased_aggregate",
     "unconstrained_response",
     "uniform_pricing",

@@ -22,20 +22,23 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
-from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real
+from ..errors import MarketInputError, ProblemTooLarge, SolverFailed, as_int, as_real
 from .game import Game, bound, check_game, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0
 
 __all__ = [
+    "LINESEARCH_BUDGET_RTOL",
     "METHODS",
     "PRICING_RULES",
     "BudgetInfeasible",
     "Equilibrium",
+    "SolverFailed",
     "apply_pricing",
     "gradient_pricing",
     "posted_pricing",
     "q_of_mu",
     "solve",
+    "spend_scale",
     "uniform_pricing",
     "weighted_pricing",
 ]
@@ -143,6 +146,19 @@ OPTIONS = {"bisection": ("xtol",), "cvxpy": ("solver",),
            "cvxpy-linesearch": ("points", "eps0", "solver")}
 CVXPY_MAX_N = 100_000  # clients; beyond, the conic solvers need tens of GB and minutes
 LINESEARCH_MAX_WORK = 4_000_000  # grid points x clients of one line search (one solve each)
+# The line search accepts a grid point's q when its spend exceeds B by at most this fraction
+# of the spend's scale, sum_n (2 c_n q_n^2 + v_n K_n / q_n): 10x the relative feasibility
+# tolerance (1e-8) of cvxpy's default conic solvers (Clarabel, ECOS), applied to the terms
+# the budget constraint sums. (It was 1e-7 max(1, |B|), absolute below |B| = 1: a tiny budget
+# on a narrow q box could be overspent by a few % of its whole range.)
+LINESEARCH_BUDGET_RTOL = 1e-7
+
+
+def spend_scale(game: Game, q) -> float:
+    """sum_n (2 c_n q_n^2 + v_n K_n / q_n): the size of the terms :func:`spend` sums, the
+    scale a solver's relative feasibility tolerance on the budget refers to."""
+    q = np.asarray(q, dtype=np.float64)
+    return float(np.sum(2.0 * game.c * q**2 + game.v * game.K / q))
 
 
 def _degenerate(game: Game, method: str):
@@ -266,7 +282,8 @@ def _cvxpy(game: Game, solver: str | None = None):
     prob, y, budget, _ = _cvxpy_problem(game, linesearch=False)
     _solve_tight(prob, solver)
     if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-        raise RuntimeError(f"cvxpy: solver {prob.solver_stats.solver_name} ended {prob.status}")
+        raise SolverFailed("cvxpy", f"solver {prob.solver_stats.solver_name} ended "
+                                    f"{prob.status}; try method='bisection' (exact)")
     q = np.clip(1.0 / np.asarray(y.value), game.q_min, game.q_max)
     lam = float(budget.dual_value) * _scale(game)
     mu = np.inf if lam <= 0 else 1.0 / lam
@@ -298,7 +315,6 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
                                      "points or method='bisection' (exact)")
     grid = np.arange(lo, hi + eps0, eps0) if eps0 is not None else np.linspace(lo, hi, count)
     prob, y, _, M = _cvxpy_problem(game, linesearch=True)
-    slack_tol = 1e-7 * max(1.0, abs(game.budget))
     best = (np.inf, None, None)
     statuses: dict = {}
     for value in grid:
@@ -312,12 +328,15 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
         if prob.status != cp.OPTIMAL or prob.value >= best[0]:
             continue
         yv = np.asarray(y.value).copy()
-        if spend(game, np.clip(1.0 / yv, game.q_min, game.q_max)) > game.budget + slack_tol:
+        qv = np.clip(1.0 / yv, game.q_min, game.q_max)
+        if spend(game, qv) > game.budget + LINESEARCH_BUDGET_RTOL * spend_scale(game, qv):
             statuses["over_budget"] = statuses.get("over_budget", 0) + 1
             continue  # the solver's tolerance let it overspend: not a feasible price vector
         best = (prob.value, yv, float(value))
     if best[1] is None:
-        raise RuntimeError(f"cvxpy-linesearch: no grid point solved ({statuses})")
+        raise SolverFailed("cvxpy-linesearch", f"no grid point solved within the budget "
+                                               f"({statuses}); try more points or "
+                                               "method='bisection' (exact)")
     q = np.clip(1.0 / best[1], game.q_min, game.q_max)
     # no budget multiplier comes out of the grid search; report the KKT value it implies
     mu = float(np.median(4.0 * game.c * q**3 / np.where(game.K > 0, game.K, np.inf) + game.v))
