@@ -145,7 +145,7 @@ def test_linesearch_overspends_a_tiny_budget_only_by_the_solver_tolerance():
 
 
 def test_linesearch_on_a_box_narrower_than_its_tolerance_fails_typed():
-    g, spread = _at(_NARROWER_BOX, 0.06628621672222133)
+    g, _ = _at(_NARROWER_BOX, 0.06628621672222133)
     with pytest.raises(cpl.SolverFailed, match="no grid point solved") as info:
         cpl.solve(g, method="cvxpy-linesearch", points=30)
     assert info.value.field == "cvxpy-linesearch" and isinstance(info.value, RuntimeError)

@@ -71,6 +71,7 @@ OPTIONS = (
     ("holdout", "hold out 10 %% validation and 10 %% own test (no: train on all)"),
     ("sampling", "SGD batches with replacement, or shuffled passes (epochs)"),
     ("test_subsample", "evaluate on this many global test samples (0: all)"),
+    ("train_subsample", "partition this many training samples among the clients (0: all)"),
     ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
     ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
     ("seed", "random seed"),
