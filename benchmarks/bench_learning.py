@@ -6,8 +6,17 @@
    (digits MLP, 20 local steps of batch 32).
 3. One iPFL round split into local training, distances, clearing and prox-centres
    (Fashion-MNIST simplecnn when installed, else digits).
+4. Evaluation: batched (vmap over the clients' stacked models; chunks of test inputs sized
+   automatically, 128 and 2048) vs a loop over clients, on the reduced reproduction's
+   Fashion-MNIST setting.
+5. What a reproduction costs: wall seconds per algorithm-round of all nine Fig. 2 algorithms
+   on Fashion-MNIST with simplecnn-mnist (the reduced reproduction's setting), lockstep vs
+   sequential training side by side, and the evaluation share of a round. ``--costs FILE``
+   runs only this part and writes it as JSON, which docs/reproduction.md shows
+   (``fedmarket reproduce --no-run`` reads ``costs.json`` in the store folder).
 
 Usage: python benchmarks/bench_learning.py
+       python benchmarks/bench_learning.py --costs results/reproduce/costs.json
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import time
 
 import numpy as np
 import torch
+from _timing import best_of
 
 from learning import models
 from learning.local import SGDConfig, sample_batches, train_lockstep, train_sequential
@@ -96,9 +106,117 @@ def main():
         print(f"   {k:10s} {tm[k]:8.4f} s  ({100 * tm[k] / total:5.2f}%)")
     print(f"   mechanism share of a round: {100 * mech / total:.2f}%")
 
+    try:
+        load_fashion_mnist()
+    except MarketInputError:
+        print("\n4.-5. skipped: Fashion-MNIST is not installed")
+        return
+    print("\n4. evaluation of 10 clients (Fashion-MNIST simplecnn, 1,000 test inputs and each "
+          "client's own split), best of 3")
+    print_evaluation(*evaluation()[1:])
+    print("\n5. seconds per algorithm-round, lockstep vs sequential (reduced reproduction's "
+          "Fashion-MNIST setting)")
+    print_costs(costs())
+
+
+def _fashion_config(**kw):
+    from learning.config import preset
+    from sims.reproduce import FASHION
+
+    return preset("published", **{**FASHION, **kw})
+
+
+def evaluation():
+    """Batched vs looped evaluation of 10 clients' models (section 4)."""
+    from learning.evaluate import accuracy_on_parts, evaluate
+    from learning.session import Session
+
+    s = Session(_fashion_config())
+    torch.manual_seed(0)
+    P = {k: v + 0.05 * torch.randn_like(v) for k, v in s.params0.items()}
+    args = (s.model, P, s.data, s.label_dist, s.test_parts, s.X, s.Y)
+    out = {}
+    for label, kw in (("vmap, chunk auto", {}), ("vmap, chunk 128", {"chunk": 128}),
+                      ("vmap, chunk 2048", {"chunk": 2048}),
+                      ("loop over clients", {"batched": False})):
+        evaluate(*args, **kw)  # warm-up
+        out[label] = best_of(lambda kw=kw: evaluate(*args, **kw))[0]
+    val = {}
+    for label, b in (("vmap", True), ("loop", False)):
+        val[label] = best_of(lambda b=b: accuracy_on_parts(s.model, P, s.X, s.Y, s.val_parts,
+                                                           batched=b))[0]
+    return s, out, val
+
+
+def costs(rounds: int = 3) -> list[dict]:
+    """Seconds per round of each Fig. 2 algorithm, lockstep and sequential (section 5): the
+    best of the rounds after the first (which warms up), and the evaluation share."""
+    from learning.runner import run
+    from learning.session import Session
+    from sims.scenarios import NINE
+
+    rows = []
+    for alg in NINE:
+        row = {"algorithm": alg}
+        for mode, lock in (("lockstep", True), ("sequential", False)):
+            cfg = _fashion_config(algorithm=alg, rounds=rounds, lockstep=lock,
+                                  evaluate_every=1)
+            t0 = time.perf_counter()
+            Session(cfg)
+            setup = time.perf_counter() - t0
+            stamps = []
+            res = run(cfg, progress=lambda d, t, st=stamps: st.append(time.perf_counter()))
+            per = np.diff(stamps).min()
+            row[f"{mode} s/round"] = round(float(per), 3)
+            if lock:
+                row["evaluation share"] = round(
+                    res.timings["evaluation"] / max(res.seconds - setup, 1e-9), 3)
+        row["sequential / lockstep"] = round(row["sequential s/round"]
+                                             / row["lockstep s/round"], 2)
+        rows.append(row)
+    return rows
+
+
+def print_evaluation(ev, val):
+    for label, t in ev.items():
+        print(f"   {label:18s} {t:7.3f} s  ({ev['loop over clients'] / t:4.1f}x the loop)")
+    print(f"   validation splits: vmap {val['vmap']:.3f} s, loop {val['loop']:.3f} s "
+          f"({val['loop'] / val['vmap']:.1f}x)")
+
+
+def print_costs(rows):
+    print("   algorithm   lockstep s/round  sequential s/round  seq/lock  evaluation share")
+    for r in rows:
+        print(f"   {r['algorithm']:10s} {r['lockstep s/round']:12.2f} "
+              f"{r['sequential s/round']:17.2f} {r['sequential / lockstep']:11.2f}x "
+              f"{r['evaluation share']:12.0%}")
+
+
+def write_costs(path):
+    import os
+    from pathlib import Path
+
+    from sims.reproduce import FASHION
+
+    _, ev, val = evaluation()
+    print_evaluation(ev, val)
+    rows = costs()
+    print_costs(rows)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({
+        "command": f"python benchmarks/bench_learning.py --costs {path}",
+        "setting": {**FASHION, "model": "simplecnn-mnist", "setup": "published"},
+        "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
+        "evaluation_s": {k: round(v, 4) for k, v in ev.items()},
+        "validation_s": {k: round(v, 4) for k, v in val.items()}}, indent=1))
+    print(f"wrote {path}")
+
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         child(int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--costs":
+        write_costs(sys.argv[2])
     else:
         main()

@@ -301,3 +301,56 @@ def test_ledger_adds_up_in_every_family(algorithm):
         assert df.groupby("round").payment.sum().abs().max() < 1e-9
     if family == "none":
         assert (df[["gain", "cost", "payment", "utility"]] == 0).all().all()
+
+
+@pytest.mark.parametrize("name, shape", [("mlp", (1, 8, 8)), ("simplecnn-mnist", (1, 28, 28))])
+def test_batched_evaluation_equals_the_loop_over_clients(name, shape):
+    from learning import evaluate as ev
+    from learning.data import Dataset
+
+    torch.manual_seed(0)
+    g = np.random.default_rng(0)
+    m, n = 5, 300
+    model = models.build(name, shape, 10)
+    P = models.init_stacked(model, m)
+    P = {k: v + 0.3 * torch.randn_like(v) for k, v in P.items()}  # clients differ
+    X = torch.rand(n, *shape)
+    Y = torch.randint(0, 10, (n,))
+    d = Dataset("t", X.numpy(), Y.numpy(), X[:130].numpy(), Y[:130].numpy(), 10)
+    # unequal parts (one empty, one longer than a chunk) as the corrected partitions give
+    parts = [np.sort(g.choice(n, k, replace=False)) for k in (0, 7, 40, 150, 299)]
+    dist = g.dirichlet(np.ones(10), m)
+    got = ev.evaluate(model, P, d, dist, parts, X, Y, chunk=64, batched=True)
+    ref = ev.evaluate(model, P, d, dist, parts, X, Y, chunk=64, batched=False)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])  # NaN for the empty part in both
+    np.testing.assert_allclose(got[2], ref[2], rtol=1e-5)
+    assert np.isnan(got[1][0]) and len(set(np.round(got[0], 6))) > 1
+    # the check tells models apart: client 4's model on client 3's part is another number
+    swapped = {k: v[[0, 1, 2, 4, 3]] for k, v in P.items()}
+    bad = ev.accuracy_on_parts(model, swapped, X, Y, parts, chunk=64)
+    assert not np.array_equal(bad, ref[1])
+    assert (ev.predict_all(model, P, X[:130]) == ev.predict_all(model, P, X[:130],
+                                                                batched=False)).all()
+
+
+def test_evaluation_falls_back_to_the_loop_for_a_model_vmap_cannot_batch():
+    from learning import evaluate as ev
+
+    class Branchy(torch.nn.Module):  # data-dependent control flow: vmap refuses it
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(x) if x.sum() > 0 else -self.fc(x)
+
+    model = Branchy()
+    P = models.init_stacked(model, 3)
+    X, Y = torch.rand(20, 4), torch.randint(0, 3, (20,))
+    parts = [np.arange(0, 5), np.arange(5, 20), np.arange(0, 20)]
+    with pytest.raises(RuntimeError, match="vmap|data-dependent"):
+        torch.func.vmap(lambda p, x: torch.func.functional_call(model, p, (x,)))(P, X[None]
+                                                                                 .repeat(3, 1, 1))
+    np.testing.assert_array_equal(ev.accuracy_on_parts(model, P, X, Y, parts),
+                                  ev.accuracy_on_parts(model, P, X, Y, parts, batched=False))
