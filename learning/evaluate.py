@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch.func import functional_call, vmap
 
-__all__ = ["CHUNK", "accuracy_on_parts", "chunk_size", "evaluate", "predict_all"]
+__all__ = ["CHUNK", "accuracy_on_parts", "chunk_size", "evaluate", "loss_on_parts",
+           "predict_all"]
 
 # Activations (float32 elements) one batched pass may hold: all m models on a chunk of inputs
 # at once, the chunk sized so that m x chunk x (the widest layer's output per input) stays
@@ -125,15 +126,35 @@ def accuracy_on_parts(model, params, X, Y, parts: list[np.ndarray], chunk: int |
     Batched: block b holds samples [b chunk, (b + 1) chunk) of every part still that long;
     only those clients' models run on it (vmap over models and inputs together), shorter
     parts are padded and masked, so unequal parts cost little more than their samples."""
+    return _on_parts(model, params, X, Y, parts, chunk, batched, "accuracy")
+
+
+@torch.no_grad()
+def loss_on_parts(model, params, X, Y, parts: list[np.ndarray], chunk: int | None = None,
+                  batched: bool = True) -> np.ndarray:
+    """(m,) mean cross-entropy of client i's model on ``parts[i]`` (as
+    :func:`accuracy_on_parts`)."""
+    return _on_parts(model, params, X, Y, parts, chunk, batched, "loss")
+
+
+def _per_sample(logits, y, what):
+    if what == "accuracy":
+        return (logits.argmax(-1) == y).double()
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                             y.reshape(-1), reduction="none"
+                                             ).reshape(y.shape).double()
+
+
+def _on_parts(model, params, X, Y, parts, chunk, batched, what) -> np.ndarray:
     sizes = np.array([len(p) for p in parts])
-    hits = np.zeros(len(parts))
+    total = np.zeros(len(parts))
     chunk = chunk or chunk_size(model, X, len(parts))
 
     def loop():
         for i, idx in enumerate(parts):
             if idx.size:
-                pr = functional_call(model, _row(params, i), (X[idx],))
-                hits[i] = float((pr.argmax(-1) == Y[idx]).sum())
+                out = functional_call(model, _row(params, i), (X[idx],))
+                total[i] = float(_per_sample(out, Y[idx], what).sum())
 
     def blocks():
         f = vmap(lambda p, x: functional_call(model, p, (x,)))
@@ -147,14 +168,14 @@ def accuracy_on_parts(model, params, X, Y, parts: list[np.ndarray], chunk: int |
                 idx[r, :take.size], mask[r, :take.size] = take, True
             idx_t = torch.as_tensor(idx)
             sub = {k: v[torch.as_tensor(who)] for k, v in params.items()}
-            ok = (f(sub, X[idx_t]).argmax(-1) == Y[idx_t]) & torch.as_tensor(mask)
-            hits[who] += ok.sum(dim=1).double().numpy()
+            per = _per_sample(f(sub, X[idx_t]), Y[idx_t], what) * torch.as_tensor(mask)
+            total[who] += per.sum(dim=1).numpy()
 
     def go(b):
-        hits[:] = 0.0
+        total[:] = 0.0
         (blocks if b else loop)()
 
     _vmappable(go) if batched else go(False)
     out = np.full(len(parts), np.nan)
-    np.divide(hits, sizes, out=out, where=sizes > 0)
+    np.divide(total, sizes, out=out, where=sizes > 0)
     return out

@@ -30,6 +30,7 @@ parameters, the roles and economic types (:mod:`mechanisms.roles`) and the marke
 ``validate(params, active)``             (m,) validation accuracy; remembers every active
                                          client's best model by it
 ``validation_losses(flat)``              (k, m) loss of k models on every validation split
+``own_validation_losses(flat)``          (m,) loss of each client's model on its own split
 ``keep_best(params, who)``               the clients ``who`` get back their best model
                                          by validation accuracy (a quitter's model)
 ``baseline_ledger(W)`` / ``zero_ledger()``  the ledger of a non-market algorithm
@@ -56,7 +57,7 @@ from mechanisms.ipfl.money import baseline_support
 from . import data as data_mod
 from . import models as models_mod
 from .config import TrainConfig
-from .evaluate import accuracy_on_parts, evaluate
+from .evaluate import accuracy_on_parts, chunk_size, evaluate, loss_on_parts
 from .local import SGDConfig, sample_batches, train_lockstep, train_sequential
 from .partition import partition
 
@@ -317,19 +318,28 @@ class Session:
     @torch.no_grad()
     def validation_losses(self, flat) -> np.ndarray:
         """(k, m) mean cross-entropy of each of the k flat models on each client's validation
-        split (all models on all splits in one batched pass)."""
+        split (all models on all splits, batched over models, in chunks of inputs)."""
         models = self.stack(flat)
         owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(self.val_parts)])
         idx = torch.as_tensor(np.concatenate(self.val_parts))
+        k = next(iter(models.values())).shape[0]
+        chunk = chunk_size(self.model, self.X, k)
         f = vmap(lambda p, x: functional_call(self.model, p, (x,)), in_dims=(0, None))
-        logits = f(models, self.X[idx])
-        k = logits.shape[0]
-        per = torch.nn.functional.cross_entropy(logits.transpose(1, 2),
-                                                self.Y[idx].expand(k, -1),
-                                                reduction="none").double().numpy()
+        per = []
+        for s in range(0, idx.numel(), chunk):
+            i = idx[s:s + chunk]
+            logits = f(models, self.X[i])
+            per.append(torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), self.Y[i].expand(k, -1), reduction="none"))
+        per = torch.cat(per, dim=1).double().numpy()
         counts = np.maximum(np.bincount(owner, minlength=self.clients), 1)
         return np.stack([np.bincount(owner, weights=row, minlength=self.clients) / counts
                          for row in per])
+
+    def own_validation_losses(self, flat) -> np.ndarray:
+        """(m,) mean cross-entropy of client i's flat model on its own validation split (the
+        diagonal of :meth:`validation_losses`, at 1/m of its cost)."""
+        return loss_on_parts(self.model, self.stack(flat), self.X, self.Y, self.val_parts)
 
     def keep_best(self, params, who) -> dict:
         """``params`` with the rows of the clients ``who`` (bool mask) replaced by their best

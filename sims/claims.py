@@ -458,12 +458,46 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
                   f"over seeds]({fig.name})", ""]
     cost = costs(frames)
     if not cost.empty:
-        lines += ["## What a reproduction costs", "",
+        lines += ["## Time per algorithm-round in the stored cells", "",
                   "Wall seconds per algorithm-round in the cells above (lockstep training; a "
                   "shared, loaded machine, so read the ratios rather than the absolutes):", "",
                   _md(cost), ""]
+    lines += _bench_costs(Path(store_folder))
     page.write_text("\n".join(lines) + "\n")
     return page
+
+
+def _bench_costs(folder: Path) -> list[str]:
+    """The benchmark of a reproduction's cost (benchmarks/bench_learning.py --costs), when
+    it wrote ``costs.json`` into the store folder."""
+    import json
+
+    path = folder / "costs.json"
+    if not path.is_file():
+        return []
+    b = json.loads(path.read_text())
+    st = b["setting"]
+    ev = b.get("evaluation_s", {})
+    lines = ["## What a reproduction costs: lockstep vs sequential", "",
+             f"Measured by `python benchmarks/bench_learning.py --costs {_rel(path)}` "
+             f"({b['when']}, {b['threads']} math thread, {b['cpus']} CPUs shared with other "
+             f"jobs): wall seconds per round of each Fig. 2 algorithm on Fashion-MNIST with "
+             f"{st['model']} in this page's reduced setting ({st['clients']} clients, "
+             f"{st['steps']} local steps of batch {st['batch']}, {st['test_subsample']:,} test "
+             "images, evaluation every round), the best of the rounds after the first, "
+             "training all clients at once (lockstep, vmap) and one after the other "
+             "(sequential), side by side in one run; the evaluation share is of a lockstep "
+             "round.", "",
+             _md(pd.DataFrame(b["rows"]).assign(**{
+                 "evaluation share": lambda d: d["evaluation share"].map("{:.0%}".format)})),
+             ""]
+    if ev:
+        loop = ev.get("loop over clients")
+        lines += ["Evaluation of the 10 clients' models in the same run (global test subsample "
+                  "and own splits), best of 3: "
+                  + "; ".join(f"{k} {v:.3f} s" + (f" ({loop / v:.1f}x the loop)" if loop
+                                                   else "") for k, v in ev.items()) + ".", ""]
+    return lines
 
 
 def _setting_text(setting: str) -> str:

@@ -354,3 +354,20 @@ def test_evaluation_falls_back_to_the_loop_for_a_model_vmap_cannot_batch():
                                                                                  .repeat(3, 1, 1))
     np.testing.assert_array_equal(ev.accuracy_on_parts(model, P, X, Y, parts),
                                   ev.accuracy_on_parts(model, P, X, Y, parts, batched=False))
+
+
+def test_own_validation_losses_are_the_diagonal_of_all_pairs():
+    from learning.evaluate import loss_on_parts
+    from learning.session import Session
+
+    s = Session(TrainConfig(algorithm="fedfomo", clients=4, rounds=1, steps=2, batch=8,
+                            partition="iid"))
+    torch.manual_seed(1)
+    flat = s.flatten({k: v + 0.2 * torch.randn_like(v) for k, v in s.params0.items()})
+    full = s.validation_losses(flat)
+    np.testing.assert_allclose(s.own_validation_losses(flat), np.diag(full), rtol=1e-5)
+    assert not np.allclose(full, np.diag(full)[None, :])  # models differ on each split
+    P = s.stack(flat)
+    np.testing.assert_allclose(loss_on_parts(s.model, P, s.X, s.Y, s.val_parts, chunk=16),
+                               loss_on_parts(s.model, P, s.X, s.Y, s.val_parts,
+                                             batched=False), rtol=1e-5)

@@ -72,6 +72,19 @@ def test_page_from_a_small_store(tmp_path):
                       keys={c.key for c in cells})
     text = page.read_text()
     assert "| CPL pricing | not run |" in text
+    assert "lockstep vs sequential" not in text  # no benchmark file, no section
+    import json
+
+    (tmp_path / "costs.json").write_text(json.dumps({
+        "command": "x", "when": "now", "threads": 1, "cpus": 2,
+        "setting": {"model": "simplecnn-mnist", "clients": 10, "steps": 10, "batch": 64,
+                    "test_subsample": 1000},
+        "rows": [{"algorithm": "ipfl", "lockstep s/round": 2.0, "sequential s/round": 5.0,
+                  "sequential / lockstep": 2.5, "evaluation share": 0.25}],
+        "evaluation_s": {"vmap": 0.5, "loop over clients": 1.0}}))
+    bench = write_page(tmp_path, tmp_path / "r2.md", seeds=(0, 1), keys=set()).read_text()
+    assert "bench_learning.py --costs" in bench and "| ipfl | 2.0 | 5.0 | 2.5 | 25% |" in bench
+    assert "vmap 0.500 s (2.0x the loop)" in bench
     assert "fedmarket reproduce --seeds 0 1" in text and "Fashion-MNIST" in text
     assert "## Verdicts" in text and "Fig. 5, inclusive market (local rule)" in text
     assert "Table 2, liars (exact thresholds)" in text

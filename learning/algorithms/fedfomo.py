@@ -45,7 +45,7 @@ def rounds(s: Session):
         for i in range(m):
             pick = rng.choice(m, size=M, replace=False, p=P[i] / P[i].sum())
             candidate[i, pick] = True
-        L_old = np.diag(s.validation_losses(old))
+        L_old = s.own_validation_losses(old)
         L = s.validation_losses(up).T  # (client i, model n)
         dist = (up[None, :, :] - old[:, None, :]).norm(dim=2).numpy()
         W = weights(L_old, L, dist, candidate)
