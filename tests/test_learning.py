@@ -349,7 +349,7 @@ def test_evaluation_falls_back_to_the_loop_for_a_model_vmap_cannot_batch():
     P = models.init_stacked(model, 3)
     X, Y = torch.rand(20, 4), torch.randint(0, 3, (20,))
     parts = [np.arange(0, 5), np.arange(5, 20), np.arange(0, 20)]
-    with pytest.raises(RuntimeError, match="vmap|data-dependent"):
+    with pytest.raises(RuntimeError, match=r"vmap|data-dependent"):
         torch.func.vmap(lambda p, x: torch.func.functional_call(model, p, (x,)))(P, X[None]
                                                                                  .repeat(3, 1, 1))
     np.testing.assert_array_equal(ev.accuracy_on_parts(model, P, X, Y, parts),
