@@ -175,6 +175,9 @@ API = [
      MarketInputError, "eps0"),
     ("solve-points-one", lambda: cpl.solve(game(), "cvxpy-linesearch", points=1),
      MarketInputError, "points"),
+    ("solve-linesearch-too-long", lambda: cpl.solve(cpl.Game(
+        a=np.ones(2000), G=np.ones(2000), c=np.full(2000, 5.0), v=np.zeros(2000),
+        budget=100.0), "cvxpy-linesearch", points=400), ProblemTooLarge, "points"),
     ("solve-cvxpy-too-many", lambda: cpl.solve(cpl.Game(
         a=np.ones(100_001), G=np.ones(100_001), c=np.full(100_001, 5.0),
         v=np.ones(100_001), budget=1e6), "cvxpy"), ProblemTooLarge, "game"),

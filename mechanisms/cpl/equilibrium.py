@@ -145,7 +145,12 @@ def _check_feasible(game: Game):
 OPTIONS = {"bisection": ("xtol",), "cvxpy": ("solver",),
            "cvxpy-linesearch": ("points", "eps0", "solver")}
 CVXPY_MAX_N = 100_000  # clients; beyond, the conic solvers need tens of GB and minutes
-LINESEARCH_MAX_WORK = 4_000_000  # grid points x clients of one line search (one solve each)
+# grid points x clients of one line search (one cvxpy solve per point). A solve costs about
+# 2e-4 s per client on a loaded 2-core machine (measured with cpl.solve(CplBenchmark(
+# clients=5000).game(), "cvxpy-linesearch", points=4), 0.9 s a point), so the guard keeps one
+# line search near a minute or two (the paper's 40 clients x 400 points is 16,000); it was
+# 4,000,000, about a quarter of an hour at n = 10,000 with no progress shown.
+LINESEARCH_MAX_WORK = 500_000
 # The line search accepts a grid point's q when its spend exceeds B by at most this fraction
 # of the spend's scale, sum_n (2 c_n q_n^2 + v_n K_n / q_n): 10x the relative feasibility
 # tolerance (1e-8) of cvxpy's default conic solvers (Clarabel, ECOS), applied to the terms
