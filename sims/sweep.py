@@ -499,8 +499,13 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, p
                 raise MarketInputError("executor", "the ray executor needs `pip install "
                                                    "fedmarket[ray]` (ray)") from exc
             if not ray.is_initialized():
+                import logging
+
+                # ray's own INFO/WARNING lines ("Started a local Ray instance") would break
+                # the one-line answer on stderr; its errors still show
                 ray.init(address=ray_address, num_cpus=None if ray_address else workers,
-                         include_dashboard=False, log_to_driver=False)
+                         include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR)
             remote = ray.remote(run_cell)
             pending = [remote.remote(c) for c in todo]
             while pending:

@@ -413,6 +413,18 @@ CLI = [
     ("report-missing", ["report", "{tmp}/nowhere"], "results"),
     ("report-corrupt", ["report", "{tmp}/corrupt"], "store"),
     ("report-foreign", ["report", "{tmp}/foreign"], "store"),
+    # reproduce (its outputs are checked before the first cell: a run takes hours)
+    ("reproduce-out-under-file", ["reproduce", "--out", UNDER_FILE], "--out"),
+    ("reproduce-out-is-file", ["reproduce", "--out", "{inp}/file"], "--out"),
+    ("reproduce-docs-is-dir", ["reproduce", "--out", "{tmp}/r", "--docs", "{inp}/dir.json"],
+     "--docs"),
+    ("reproduce-docs-under-file", ["reproduce", "--out", "{tmp}/r", "--docs", UNDER_FILE],
+     "--docs"),
+    ("reproduce-workers-0", ["reproduce", "--out", "{tmp}/r", "--workers", "0"], "workers"),
+    ("sweep-progress-negative", ["sweep", "{inp}/ok.toml", "--out", "{tmp}/s",
+                                 "--progress-every", "-1"], "--progress-every"),
+    ("clear-exact-time-limit-nan", ["clear", "{inp}/good.json", "--rule", "exact",
+                                    "--exact-time-limit", "nan"], "exact_time_limit"),
     # prove
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
     ("prove-unknown-subject", ["prove", "--subject", "nobody"], "subject"),
@@ -463,6 +475,88 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(argv, needle, sandbox, cap
     assert needle in lines[0], lines[0]
     assert "Traceback" not in err
     assert _snapshot(tmp) == before  # nothing written, created or changed
+
+
+# ---------------------------------------------------------------------------------------
+# read-only outputs: we run as root, so chmod would not stop a write; the commands decide
+# by os.access (sims.cli.common.writable_folder), which is what is made to say "read-only"
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_store(tmp_path_factory):
+    """A small finished sweep store (built once), copied into each case's read-only folder."""
+    root = tmp_path_factory.mktemp("store")
+    run_sweep(expand({"seeds": [0], "scenarios": [dict(SPEC_OK)]}), root / "store")
+    return root / "store"
+
+
+READ_ONLY = [
+    ("sweep-out", ["sweep", "{inp}/ok.toml", "--out", "{ro}/new"], "--out"),
+    ("sweep-into-store", ["sweep", "{inp}/ok.toml", "--out", "{ro}/store"], "--out"),
+    ("report-store-folder", ["report", "{ro}/store"], "results"),
+    ("report-out", ["report", "{tmp}/store", "--out", "{ro}/report"], "--out"),
+    ("train-out", ["train", "--rounds", "1", "--out", "{ro}/train"], "--out"),
+    ("reproduce-out", ["reproduce", "--out", "{ro}/store"], "--out"),
+    ("reproduce-no-run-out", ["reproduce", "--no-run", "--out", "{ro}/store"], "--out"),
+    ("reproduce-docs", ["reproduce", "--no-run", "--out", "{tmp}/store", "--docs",
+                        "{ro}/reproduction.md"], "--docs"),
+    ("market-out", ["market", "--rounds", "1", "--out", "{ro}/m"], "--out"),
+    ("cpl-out", ["cpl", "--out", "{ro}/c"], "--out"),
+    ("clear-csv", ["clear", "{inp}/good.json", "--csv", "{ro}/o.csv"], "--csv"),
+    ("prove-markdown", ["prove", "--subject", "local", "--property", "budget_balance",
+                        "--markdown", "{ro}/p.md"], "--markdown"),
+]
+
+
+@pytest.mark.parametrize(("argv", "needle"),
+                         [pytest.param(a, n, id=i) for i, a, n in READ_ONLY])
+def test_cli_read_only_output_is_one_line_and_writes_nothing(argv, needle, sandbox, capsys,
+                                                             monkeypatch, finished_store):
+    import shutil
+
+    tmp, inp = sandbox
+    ro = tmp / "ro"
+    ro.mkdir()
+    shutil.copytree(finished_store, ro / "store")
+    shutil.copytree(finished_store, tmp / "store")
+    real = os.access
+    denied = []
+
+    def access(path, mode, *args, **kw):
+        if mode & os.W_OK and Path(path).absolute().is_relative_to(ro):
+            denied.append(path)
+            return False
+        return real(path, mode, *args, **kw)
+
+    monkeypatch.setattr(os, "access", access)
+    before = _snapshot(tmp)
+    code = main([a.format(inp=inp, tmp=tmp, ro=ro) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "read-only" in lines[0], err
+    assert denied  # refused by the writability check, not by something else
+    assert _snapshot(tmp) == before
+
+
+@pytest.mark.slow  # a local ray instance takes 10-20 s to start
+def test_typed_error_in_a_ray_cell_is_one_line(tmp_path, capsys):
+    ray = pytest.importorskip("ray")
+    spec = tmp_path / "infeasible.toml"  # valid spec; the budget fails inside the worker
+    spec.write_text('seeds = [0]\n[[scenarios]]\nname = "cpl-pricing"\n'
+                    'mechanisms = ["bisection"]\nparams = {clients = 4, budget = -1e6}\n')
+    try:
+        code = main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--executor", "ray",
+                     "--workers", "1"])
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fedmarket: error: budget: "), err
+    assert "RayTaskError" not in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,8 +22,10 @@ def run(args) -> int:
     from ..report import write_report
     from ..sweep import Store
 
-    Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
+    # where the report goes is checked first: even a read-only opening of the store leaves
+    # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
+    Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
     if args.verdict_examples < 0:
         from mechanisms.errors import MarketInputError
 

@@ -3,7 +3,14 @@ resumable sweep; rerun to continue) and write docs/reproduction.md from the resu
 
 from __future__ import annotations
 
-from .common import add_command, add_quiet, console
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    progress_reporter,
+    writable_file,
+    writable_folder,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -32,6 +39,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--no-run", dest="no_run", action="store_true",
                    help="only write the page from the cells already in the store")
     add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -42,24 +50,19 @@ def run(args) -> int:
     from ..sweep import expand, run_sweep
 
     cells = expand(spec(args.setting, args.seeds))
+    # every output checked before the first cell runs (a run takes hours)
+    page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
+    writable_folder("--out", args.out)
+    writable_file("--docs" if args.docs else "--out", page)
     if not args.no_run:
-        con = console()
         kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads,
               "reuse_stale": args.reuse_stale, "recompute_stale": args.recompute_stale}
-        if con is not None and not args.quiet:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            with Progress("[progress.description]{task.description}", BarColumn(),
-                          MofNCompleteColumn(), TimeRemainingColumn(), console=con) as bar:
-                task = bar.add_task("cells", total=len(cells))
-                stats = run_sweep(cells, args.out, **kw,
-                                  progress=lambda d, t: bar.update(task, completed=d))
-        else:
-            stats = run_sweep(cells, args.out, **kw)
+        with progress_reporter("reproduce cells", quiet=args.quiet,
+                               every=args.progress_every) as progress:
+            stats = run_sweep(cells, args.out, **kw, progress=progress)
         if not args.quiet:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")
-    page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
     write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds)
     if not args.quiet:
         print(f"wrote {page}")
