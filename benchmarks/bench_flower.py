@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _timing import best_of
+
 from learning.config import TrainConfig
+from learning.flower.loopback import flwr_floors
 
 ROUNDS = 5
 CFG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=ROUNDS, steps=50, batch=32,
@@ -88,10 +93,26 @@ def main(argv=None) -> None:
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
     for name, sec in rows:
         print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")
-    print("   a deployment round also pays Flower 1.42's fixed polling (an idle SuperNode "
-          "every 3 s, its SuperExec every 1 s; the ServerApp here polls replies every 0.1 s) "
-          "and a flwr-clientapp process per message; the workers remove only the node's own "
-          "start-up (imports, data, model)")
+    floor = 0.0
+    print("Flower 1.42's fixed cost on a deployment round's critical path:")
+    for f in flwr_floors():
+        print(f"   {f['seconds']:5.2f} s  {f['what']} ({f['where'] or 'not in this flwr'})")
+        floor += f["seconds"] if f["where"] else 0.0
+    start = clientapp_start()
+    floor += start
+    print(f"   {start:5.2f} s  a flwr-clientapp process per message: its imports alone, best of "
+          f"3, one process on an idle CPU (it exits after one message, "
+          f"flwr/supernode/runtime/run_clientapp.py)")
+    print(f"   {floor:5.2f} s  in all: {floor / base:.1f}x the in-process round before any "
+          f"work (the ServerApp polls replies every 0.1 s, the SuperExec every 0.1 s)")
+
+
+def clientapp_start() -> float:
+    """Seconds a fresh Python takes to import what flwr-clientapp imports (best of 3)."""
+    code = "import flwr.supernode.cli.flwr_clientapp, flwr.supernode.runtime.run_clientapp"
+    bare, _ = best_of(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+    full, _ = best_of(lambda: subprocess.run([sys.executable, "-c", code], check=True))
+    return full - bare
 
 
 if __name__ == "__main__":

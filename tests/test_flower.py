@@ -444,3 +444,19 @@ def test_howto_commands_use_flags_the_installed_flwr_has():
         for name, conn in table["superlink"].items():
             if isinstance(conn, dict):
                 assert set(conn) <= allowed and "address" in conn, name
+
+
+def test_the_fixed_waits_the_docs_quantify_are_where_they_say(monkeypatch):
+    from pathlib import Path
+
+    from learning.flower import loopback
+
+    floors = loopback.flwr_floors()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "howto-flower.md").read_text()
+    assert len(floors) == 2
+    for f in floors:
+        assert f["where"] is not None and f["where"] in text, f
+    # a wait this flwr does not have is reported as absent, not placed somewhere
+    monkeypatch.setattr(loopback, "FLWR_FLOORS", (("flwr.supernode.start_client_internal",
+                                                   "time.sleep(42)", "no such wait", 42.0),))
+    assert loopback.flwr_floors()[0]["where"] is None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 
 from flwr.app import (
     ArrayRecord,
@@ -98,7 +97,11 @@ def _train_config(context: Context, default):
 
 # ------------------------------------------------------------------------------ node side
 def _client(op: str, msg: Message, context: Context, default) -> Message:
-    """Unpack the message, do the node's work here or in its warm worker, pack the reply."""
+    """Unpack the message, do the node's work here or in its warm worker, pack the reply.
+
+    With a worker this process imports nothing beyond flwr: Flower 1.42 starts it afresh for
+    every message and loads the app from the run's unpacked FAB, uncompiled, so importing
+    fedmarket's config here (scipy, pandas) cost seconds per message on a busy host."""
     content = msg.content
     arrays = content["arrays"].to_numpy_ndarrays() if "arrays" in content else None
     own = context.state.get("own")
@@ -267,8 +270,8 @@ def make_apps(cfg=None, out: str | None = None, on_result=None):
     in an in-process simulation)."""
     server, client = ServerApp(), ClientApp()
 
-    def config():
-        return cfg if cfg is not None else _default_config()
+    def config():  # None: the app's default (built where the work is done, see client.py)
+        return cfg
 
     @server.main()
     def _main(grid: Grid, context: Context) -> None:
@@ -289,14 +292,6 @@ def make_apps(cfg=None, out: str | None = None, on_result=None):
         return _client_evaluate(msg, context, config())
 
     return server, client
-
-
-@lru_cache(maxsize=1)
-def _default_config():
-    from ..config import TrainConfig
-
-    return TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=2, steps=20,
-                       batch=32, lr=0.05, beta=0.5)
 
 
 # the apps `flwr run` loads (configured by [tool.flwr.app.config]); loading them is cheap

@@ -13,10 +13,15 @@ model and tensors; torch runs ``torch-threads`` threads (node config, default 1)
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["config_fields", "train_config", "work"]
+__all__ = ["DEFAULT_CONFIG", "config_fields", "default_config", "train_config", "work"]
+
+# the app's own defaults (a small demo), overridden by the run config
+DEFAULT_CONFIG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=2, steps=20,
+                      batch=32, lr=0.05, beta=0.5)
 
 _MODELS: dict = {}
 
@@ -29,11 +34,21 @@ def config_fields(cls, run_config) -> dict:
     return {name: v for name, v in pairs if name in known}
 
 
-def train_config(run_config: dict, default):
-    """The run's TrainConfig: ``default`` with the run config's fields (hyphens or
-    underscores) applied."""
+@lru_cache(maxsize=1)
+def default_config():
+    """The app's default TrainConfig (:data:`DEFAULT_CONFIG`)."""
     from ..config import TrainConfig
 
+    return TrainConfig(**DEFAULT_CONFIG)
+
+
+def train_config(run_config: dict, default=None):
+    """The run's TrainConfig: ``default`` (None: :func:`default_config`) with the run
+    config's fields (hyphens or underscores) applied."""
+    from ..config import TrainConfig
+
+    if default is None:
+        default = default_config()
     changes = config_fields(TrainConfig, run_config)
     return replace(default, **changes) if changes else default
 
@@ -156,7 +171,7 @@ OPS = {"train": _train, "query": _query, "evaluate": _evaluate}
 
 def work(request: dict) -> dict:
     """One message's work: ``request`` has op ("train", "query", "evaluate"), run_config,
-    node_config, default (TrainConfig), conf (the message's config), arrays (list of arrays
-    or None) and own (the node's model from its last round, or None). Returns a dict with
-    metrics, and optionally arrays and own."""
+    node_config, default (a TrainConfig, or None for the app's default), conf (the message's
+    config), arrays (list of arrays or None) and own (the node's model from its last round,
+    or None). Returns a dict with metrics, and optionally arrays and own."""
     return OPS[request["op"]](request)

@@ -9,7 +9,9 @@ by its id, and every wait is bounded::
         summary = fed.run({"algorithm": "ipfl", "rounds": 2})
 
 ``workers=True`` starts a warm node worker (:mod:`learning.flower.worker`) next to each
-SuperNode and names it in the node's config.
+SuperNode and names it in the node's config. ``task_poll`` sets how often each SuperNode's
+SuperExec asks for a ClientApp task to start (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's
+default 1 s; here 0.1 s).
 """
 
 from __future__ import annotations
@@ -23,7 +25,39 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["Loopback", "free_port", "toml_value"]
+__all__ = ["FLWR_FLOORS", "Loopback", "flwr_floors", "free_port", "toml_value"]
+
+
+# Flower 1.42's fixed waits on a deployment round's critical path (module, source line, what):
+# the SuperNode sleeps 3 s whenever a pull finds no message, which is always the case right
+# after it replied (the server waits for every node before it sends the next round), and it
+# looks for the ClientApp's reply every 0.5 s.
+FLWR_FLOORS = (
+    ("flwr.supernode.start_client_internal", "time.sleep(3)",
+     "an idle SuperNode pulls from the SuperLink every 3 s", 3.0),
+    ("flwr.supernode.start_client_internal", "time.sleep(0.5)",
+     "a SuperNode looks for its ClientApp's reply every 0.5 s (0.25 s on average)", 0.25),
+)
+
+
+def flwr_floors() -> list[dict]:
+    """Where the installed flwr hard-codes the waits of :data:`FLWR_FLOORS`: one dict per wait
+    (``where`` = file:line of its first occurrence, None if this flwr no longer has it;
+    ``what``; ``seconds`` a round spends in it on its critical path)."""
+    import importlib.util
+
+    out = []
+    for module, code, what, seconds in FLWR_FLOORS:
+        spec = importlib.util.find_spec(module)
+        where = None
+        if spec is not None and spec.origin:
+            lines = Path(spec.origin).read_text().splitlines()
+            hit = next((i for i, line in enumerate(lines, 1) if line.strip() == code), None)
+            if hit is not None:
+                parts = Path(spec.origin).parts
+                where = f"{'/'.join(parts[parts.index('flwr'):])}:{hit}"
+        out.append({"where": where, "what": what, "seconds": seconds})
+    return out
 
 
 def free_port() -> int:
@@ -64,7 +98,7 @@ class Loopback:
     to this Python)."""
 
     def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, bin_dir=None,
-                 start_timeout: float = 60.0):
+                 start_timeout: float = 60.0, task_poll: float = 0.1):
         self.app_dir = Path(app_dir).resolve()
         self.workdir = Path(workdir).resolve()
         n = nodes if isinstance(nodes, int) else len(nodes)
@@ -79,7 +113,8 @@ class Loopback:
                     "PYTHONPATH": os.pathsep.join(
                         [str(self.app_dir)] + ([os.environ["PYTHONPATH"]]
                                                if os.environ.get("PYTHONPATH") else [])),
-                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+                    "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(float(task_poll))}
 
     # ------------------------------------------------------------------ processes
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:

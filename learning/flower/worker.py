@@ -66,7 +66,9 @@ def serve(address: str, max_requests: int | None = None, log=None) -> None:
                 conn.send(reply)
             served += 1
             if log is not None:
-                log(f"{time.strftime('%H:%M:%S')} {request.get('op')} "
+                now = time.time()
+                stamp = f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now % 1 * 1e3):03d}"
+                log(f"{stamp} {request.get('op')} "
                     f"{(request.get('conf') or {}).get('server-round', '')} "
                     f"{time.perf_counter() - t0:.3f} s")
 
