@@ -100,9 +100,9 @@ def main(argv=None) -> None:
         floor += f["seconds"] if f["where"] else 0.0
     start = clientapp_start()
     floor += start
-    print(f"   {start:5.2f} s  a flwr-clientapp process per message: its imports alone, best of "
-          f"3, one process on an idle CPU (it exits after one message, "
-          f"flwr/supernode/runtime/run_clientapp.py)")
+    print(f"   {start:5.2f} s  a flwr-clientapp process per message (it exits after one, "
+          f"flwr/supernode/runtime/run_clientapp.py): its imports alone, one process at a "
+          f"time, best of 3 on this host now")
     print(f"   {floor:5.2f} s  in all: {floor / base:.1f}x the in-process round before any "
           f"work (the ServerApp polls replies every 0.1 s, the SuperExec every 0.1 s)")
 

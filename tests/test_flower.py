@@ -262,6 +262,12 @@ def test_node_with_its_own_data_file(tmp_path):
     state = node_state(spec, CFG)
     assert state.N_true == 40 and len(state.y_own_test) == 5  # 80 / 10 / 10
     assert state.report()["N"] == 40.0 and state.report()["c"] == 0.5
+    assert len(state.y_val) == 5 and "true_c" not in state.report()  # truthful: no truth sent
+    liar = node_state(NodeSpec.from_config({"partition-id": 2, "data-path": str(path),
+                                            "c": 0.5, "true-c": 2.0, "K": 1e4,
+                                            "true-K": 3e4, "N": 400}, 4), CFG)
+    assert liar.truth() == {"true_N": 40.0, "true_c": 2.0, "true_K": 3e4}
+    assert {k: liar.report()[k] for k in ("N", "c", "K")} == {"N": 400.0, "c": 0.5, "K": 1e4}
     with pytest.raises(NodeConfigError, match="c: is missing"):
         node_state(NodeSpec.from_config({"partition-id": 2, "data-path": str(path)}, 4), CFG)
     with pytest.raises(NodeConfigError, match="data-path"):
@@ -275,6 +281,7 @@ def test_node_with_its_own_data_file(tmp_path):
     pytest.param({"partition-id": 0, "num-partitions": 3}, "num-partitions", id="m-differs"),
     pytest.param({"partition-id": 0, "c": -1.0}, "c", id="negative-c"),
     pytest.param({"partition-id": 0, "N": float("nan")}, "N", id="nan-N"),
+    pytest.param({"partition-id": 0, "true-K": -1.0}, "true-K", id="negative-true-K"),
     pytest.param({"partition-id": 0, "partitioner": "hf"}, "partitioner", id="partitioner"),
     pytest.param({"partition-id": 0, "parition-id": 1}, "parition-id", id="unknown-key"),
 ])
@@ -460,3 +467,62 @@ def test_the_fixed_waits_the_docs_quantify_are_where_they_say(monkeypatch):
     monkeypatch.setattr(loopback, "FLWR_FLOORS", (("flwr.supernode.start_client_internal",
                                                    "time.sleep(42)", "no such wait", 42.0),))
     assert loopback.flwr_floors()[0]["where"] is None
+
+
+def _liar(**changes):
+    # client 1 reports 3x its data (seed 2): the others' utilities turn negative in some rounds
+    return replace(CFG, seed=2, liar=1, liar_N=3.0, liar_c=0.2, **changes)
+
+
+def test_a_liars_accounting_uses_its_truth_and_the_market_only_its_report(tmp_path):
+    from mechanisms import ipfl
+
+    cfg = _liar()
+    res = _serve(FakeGrid(cfg), cfg, tmp_path)
+    ref = run(cfg)
+    for t in (1, 2):  # payments on the report, utilities realised with the truth: as in process
+        rows = sorted((r["pid"], r["payment"], r["utility"]) for r in res["ledger"]
+                      if r["round"] == t)
+        want = ref.frame[ref.frame["round"] == t]
+        np.testing.assert_allclose([r[1] for r in rows], want.payment, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose([r[2] for r in rows], want.utility, rtol=1e-5, atol=1e-6)
+    run_dir = tmp_path / "run-7"
+    config = json.loads((run_dir / "config.json").read_text())
+    told = {r["pid"]: {k for k in r["report"] if k.startswith("true_")}
+            for r in config["registrations"]}
+    assert told == {0: set(), 1: {"true_N", "true_c"}, 2: set(), 3: set()}
+    # known-bad accounting: utilities from the liar's report alone differ from the ledger's
+    rec = json.loads((run_dir / "rounds" / "round-0001.json").read_text())
+    r = rec["reports"]
+    naive = ipfl.clear(ipfl.Market(N=r["N"], c=r["c"], K=r["K"], lam=rec["lam"]),
+                       np.asarray(rec["distances"]), rule=rec["rule"])
+    np.testing.assert_allclose(naive.payments, rec["outcome"]["payments"], rtol=1e-12)
+    assert abs(naive.utilities[1] - rec["outcome"]["utilities"][1]) > 1e-3
+    checks = recheck(run_dir)
+    assert checks["ok"].all() and (checks["check"] == "ipfl utilities").sum() == cfg.rounds
+    # a tampered truth fails the utilities check and nothing else
+    rec["truth"]["N"][1] *= 2
+    (run_dir / "rounds" / "round-0001.json").write_text(json.dumps(rec))
+    bad = recheck(run_dir, 1)
+    assert set(bad[~bad["ok"]]["check"]) == {"ipfl utilities"}
+
+
+def test_a_quitter_keeps_its_best_model_by_validation_accuracy(tmp_path):
+    cfg = _liar(rounds=4, allow_quit=True)
+    res = _serve(FakeGrid(cfg), cfg, tmp_path)
+    ref = run(cfg)
+    f = ref.frame
+    quitters = sorted(f[(f["round"] == cfg.rounds - 1) & ~f["active"]].client)
+    # Flower also clears a market on the last uploads (round R), which the learner does not
+    kept = {int(p): k for p, k in res["kept"].items()}
+    assert [p for p in res["quit"] if kept[p]["quit_round"] < cfg.rounds] == quitters
+    # some quitter's best model is not its last one, so keeping the last would fail below
+    assert any(kept[p]["round"] < kept[p]["quit_round"] for p in quitters)
+    for p in quitters:  # the best of its uploads (in-process rounds before it quit) by its
+        # own validation accuracy: Flower round t uploads what in-process round t - 1 trains
+        vals = f[(f.client == p) & (f["round"] < kept[p]["quit_round"])].acc_val.to_numpy()
+        assert kept[p]["acc_val"] == pytest.approx(vals.max(), abs=1e-9)
+        assert kept[p]["round"] == 1 + int(np.argmax(vals))
+    last = f[f["round"] == cfg.rounds - 1]
+    np.testing.assert_allclose(res["acc_own"], last.acc_own, atol=1e-6)
+    np.testing.assert_allclose(res["acc_personalised"], last.acc_personalised, atol=1e-6)

@@ -42,8 +42,8 @@ def holdout(indices: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def demo_partition(cfg, pid: int, partitioner: str = "fedmarket") -> dict:
-    """Client ``pid``'s share of the run's named data set, and the type the in-process learner
-    draws for it (c, K, v; its true c)."""
+    """Client ``pid``'s share of the run's named data set (train, validation, own test split)
+    and the type the in-process learner draws for it (c, K, v; its true c and K)."""
     from ..session import Session
 
     r = Session(cfg)
@@ -52,16 +52,19 @@ def demo_partition(cfg, pid: int, partitioner: str = "fedmarket") -> dict:
         from .datasets import flwr_partition
 
         part = flwr_partition(cfg, d.y_train, pid)
-        train, _, own = holdout(part, np.random.default_rng([cfg.seed, pid]))
+        train, val, own = holdout(part, np.random.default_rng([cfg.seed, pid]))
     else:
-        train, own = r.train_parts[pid], r.test_parts[pid]
+        train, val, own = r.train_parts[pid], r.val_parts[pid], r.test_parts[pid]
     mk = r.market
     return {"x_train": d.x_train[train], "y_train": d.y_train[train],
+            "x_val": d.x_train[val], "y_val": d.y_train[val],
             "x_own_test": d.x_train[own], "y_own_test": d.y_train[own],
             "x_test": d.x_test, "y_test": d.y_test, "classes": int(d.classes),
-            "c": r.client_type(pid)["c"], "K": r.client_type(pid)["K"],
-            "v": float(r.cpl_v[pid]),
-            "true_c": float(mk.true_c[pid])}
+            # the run's liar reports N x liar_N (of its own partition's N)
+            "N": float(len(train)) * (cfg.liar_N if pid == cfg.liar else 1.0),
+            "c": r.client_type(pid)["c"],
+            "K": r.client_type(pid)["K"], "v": float(r.cpl_v[pid]),
+            "true_c": float(mk.true_c[pid]), "true_K": float(mk.true_K[pid])}
 
 
 def initial_model(cfg, input_shape: tuple, classes: int):

@@ -224,7 +224,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
         seconds = time.perf_counter() - t0
         shapes_ = strategy.shapes
         finals = {p: flat_to_record(strategy.personal[p], shapes_) for p in strategy.personal}
-        summary.update({"ledger": strategy.ledger, "quit": sorted(strategy.quit)})
+        summary.update({"ledger": strategy.ledger, "quit": sorted(strategy.quit),
+                        "kept": {str(p): v for p, v in sorted(strategy.kept.items())}})
         flats = dict(strategy.personal)
     else:
         strategy = CplStrategy(registry=registry, c=cfg.cpl_c, budget=cfg.cpl_budget,

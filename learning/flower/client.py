@@ -127,7 +127,23 @@ def _train(request) -> dict:
     trained = train_lockstep(model, _params(start, template), X, Y, batches, sgd,
                              _params(received, template), np.array([prox]))
     arrays = [v[0].detach().numpy() for v in trained.values()]
+    metrics["acc-val"] = _validate(model, trained, state)
     return {"arrays": arrays, "metrics": metrics, "own": arrays}
+
+
+def _validate(model, params, state) -> float:
+    """Accuracy of the freshly trained model on the node's own validation split (what the
+    in-process learner's ``Session.validate`` computes; -1 without a validation split): the
+    server keeps each node's best upload by it, which a node that quits keeps."""
+    if len(state.y_val) == 0:
+        return -1.0
+    import torch
+
+    from ..evaluate import accuracy_on_parts
+
+    acc = accuracy_on_parts(model, params, torch.as_tensor(state.x_val),
+                            torch.as_tensor(state.y_val), [np.arange(len(state.y_val))])[0]
+    return float(np.nan_to_num(acc, nan=-1.0))
 
 
 def _query(request) -> dict:

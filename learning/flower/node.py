@@ -13,10 +13,15 @@ A SuperNode's node config (``flower-supernode --node-config "..."``) names
   (the node's own batch stream; default the run's);
 * its type: N is counted from its data; ``c``, ``K`` and ``v`` (CPL's valuation) are its own
   and reported to the server. ``N`` in the node config overrides the *reported* N (a liar),
-  ``true-c`` the true sharing cost behind a reported ``c``. A demo node that names no c, K, v
-  reports the draw the in-process learner gives its client id.
+  ``true-c`` and ``true-K`` are the true cost and gain scale behind a reported ``c`` and ``K``.
+  A demo node that names no c, K, v reports the draw the in-process learner gives its client
+  id (a liar's report when the run config names one: ``liar``, ``liar-N``, ``liar-c``).
 
-Nothing here is sent to the server except :meth:`NodeState.report`. Everything a node loads is
+Nothing here is sent to the server except :meth:`NodeState.report`. A liar (a node whose
+report differs from its truth) also tells the server its true values, for the experiment's
+accounting only: the market is cleared and priced on the reports alone, and the utilities in
+the ledger are the realised ones (true N in the gain, true K its scale, true c the cost), as
+in :class:`mechanisms.ipfl.Market`. Everything a node loads is
 cached per process (a warm ClientApp trains without rebuilding anything), and a demo partition
 can also be cached on disk (``cache-dir``) for deployments, where every message starts a fresh
 ClientApp process.
@@ -52,6 +57,7 @@ class NodeSpec:
     K: float | None = None
     v: float | None = None
     true_c: float | None = None
+    true_K: float | None = None
     seed: int | None = None
     torch_threads: int = 1
     cache_dir: str | None = None
@@ -68,10 +74,11 @@ class NodeSpec:
             value = getattr(self, name)
             if value is not None and not value >= 0:
                 raise NodeConfigError(name.replace("_", "-"), f"is {value!r}; must be >= 0")
-        for name in ("K", "v"):
+        for name in ("K", "v", "true_K"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value >= 0):
-                raise NodeConfigError(name, f"is {value!r}; must be finite and >= 0")
+                raise NodeConfigError(name.replace("_", "-"), f"is {value!r}; must be finite "
+                                                              "and >= 0")
         if self.torch_threads < 1:
             raise NodeConfigError("torch-threads", f"is {self.torch_threads}; must be >= 1")
         if self.partitioner not in ("fedmarket", "flwr-datasets"):
@@ -97,7 +104,7 @@ class NodeSpec:
         try:
             values["partition_id"] = int(values["partition_id"])
             values["num_partitions"] = int(values.get("num_partitions", clients))
-            for name in ("N", "c", "K", "v", "true_c"):
+            for name in ("N", "c", "K", "v", "true_c", "true_K"):
                 if name in values:
                     values[name] = float(values[name])
             for name in ("seed", "torch_threads"):
@@ -113,12 +120,14 @@ class NodeSpec:
 
 @dataclass(frozen=True, eq=False)
 class NodeState:
-    """A node's data (train part, own held-out test part, optional reference test set) and
-    its type."""
+    """A node's data (train part, validation part, own held-out test part, optional reference
+    test set) and its type."""
 
     spec: NodeSpec
     x_train: np.ndarray
     y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
     x_own_test: np.ndarray
     y_own_test: np.ndarray
     x_test: np.ndarray | None
@@ -128,18 +137,34 @@ class NodeState:
     K: float
     v: float
     true_c: float
+    true_K: float
+    N_reported: float | None = None  # a demo liar's reported N (the node config's N wins)
 
     @property
     def N_true(self) -> int:
         """N, counted from the node's own training data."""
         return len(self.y_train)
 
+    @property
+    def N_report(self) -> float:
+        if self.spec.N is not None:
+            return float(self.spec.N)
+        return float(self.N_reported if self.N_reported is not None else self.N_true)
+
+    def truth(self) -> dict:
+        """The true values behind a liar's report (``true_N``, ``true_c``, ``true_K``; only
+        those that differ from the report): the experiment's accounting, never the market's
+        input."""
+        pairs = (("N", self.N_report, float(self.N_true)), ("c", self.c, self.true_c),
+                 ("K", self.K, self.true_K))
+        return {f"true_{k}": true for k, said, true in pairs if said != true}
+
     def report(self) -> dict:
-        """The only thing the server learns: the client's id and its reported type."""
-        N = self.spec.N if self.spec.N is not None else float(self.N_true)
-        return {"pid": self.spec.partition_id, "N": float(N), "c": self.c, "K": self.K,
+        """The only thing the server learns: the client's id, its reported type and, from a
+        liar, its truth (:meth:`truth`)."""
+        return {"pid": self.spec.partition_id, "N": self.N_report, "c": self.c, "K": self.K,
                 "v": self.v, "shape": [int(k) for k in self.x_train.shape[1:]],
-                "classes": self.classes}
+                "classes": self.classes, **self.truth()}
 
     @property
     def label_dist(self) -> np.ndarray:
@@ -147,6 +172,7 @@ class NodeState:
 
 
 _CACHE: dict = {}
+_CACHE_FORMAT = 2  # bumped when a cached demo partition's keys change (2: validation, liars)
 
 
 def node_state(spec: NodeSpec, cfg) -> NodeState:
@@ -168,14 +194,18 @@ def _load(spec: NodeSpec, cfg) -> NodeState:
     K = spec.K if spec.K is not None else parts.pop("K", None)
     v = spec.v if spec.v is not None else parts.pop("v", 0.0)
     true_c = spec.true_c if spec.true_c is not None else parts.pop("true_c", c)
+    true_K = spec.true_K if spec.true_K is not None else parts.pop("true_K", K)
+    N_reported = parts.pop("N", None)
     for name, value in (("c", c), ("K", K)):
         if value is None:
             raise NodeConfigError(name, f"is missing: a node with its own data (data-path) "
                                         f"reports its own {name}; add {name}=... to its "
                                         f"node config")
-    for k in ("c", "K", "v", "true_c"):
+    for k in ("c", "K", "v", "true_c", "true_K"):
         parts.pop(k, None)
     return NodeState(spec=spec, c=float(c), K=float(K), v=float(v), true_c=float(true_c),
+                     true_K=float(true_K),
+                     N_reported=None if N_reported is None else float(N_reported),
                      **parts)
 
 
@@ -198,23 +228,25 @@ def _own_data(spec: NodeSpec, cfg) -> dict:
     from .adapter import holdout
 
     seed = spec.seed if spec.seed is not None else cfg.seed
-    train, _, own = holdout(np.arange(len(y)), np.random.default_rng([seed, spec.partition_id]))
+    train, val, own = holdout(np.arange(len(y)), np.random.default_rng([seed,
+                                                                         spec.partition_id]))
     classes = int(max(y.max(), -1 if y_test is None else y_test.max())) + 1
-    return {"x_train": x[train], "y_train": y[train], "x_own_test": x[own],
+    return {"x_train": x[train], "y_train": y[train], "x_val": x[val], "y_val": y[val],
+            "x_own_test": x[own],
             "y_own_test": y[own], "x_test": x_test, "y_test": y_test, "classes": classes}
 
 
 def _demo_cached(spec: NodeSpec, cfg) -> dict:
     if spec.cache_dir is None:
         return _demo(spec, cfg)
-    name = hashlib.sha256(json.dumps([asdict(spec), asdict(cfg)], sort_keys=True,
+    name = hashlib.sha256(json.dumps([_CACHE_FORMAT, asdict(spec), asdict(cfg)], sort_keys=True,
                                      default=str).encode()).hexdigest()[:20]
     path = Path(spec.cache_dir, f"node-{spec.partition_id}-{name}.npz")
     if path.is_file():
         with np.load(path) as z:
             out = {k: z[k] for k in z.files}
         out["classes"] = int(out["classes"])
-        for k in ("c", "K", "v", "true_c"):
+        for k in ("c", "K", "v", "true_c", "true_K", "N"):
             out[k] = float(out[k])
         return out
     out = _demo(spec, cfg)

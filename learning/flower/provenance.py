@@ -77,7 +77,8 @@ def _rounds(run: Path, which: int | None):
 def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
     """Replay the recorded rounds of a finished run; a DataFrame with one row per (round,
     check): ``ok`` and a ``detail``. Checks: iPFL - the clearing (adjacency, payments) from the
-    recorded reports and distances, budget balance, and with saved uploads their digests and
+    recorded reports and distances, the utilities (with a liar's recorded truth), budget
+    balance, and with saved uploads their digests and
     the distances; CPL - the prices and q from the recorded reports, and with saved uploads the
     digests and the unbiased aggregate's digest."""
     import pandas as pd
@@ -120,14 +121,19 @@ def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
         if rec["algorithm"] == "ipfl" and "outcome" in rec:
             r = rec["reports"]
             D = np.asarray(rec["distances"], dtype=float)
+            true = rec.get("truth", {})  # a liar's truth: utilities only, never the clearing
             market = ipfl.Market(N=np.asarray(r["N"]), c=np.asarray(r["c"], dtype=float),
-                                 K=np.asarray(r["K"]), lam=rec["lam"])
+                                 K=np.asarray(r["K"]), lam=rec["lam"],
+                                 true_N=true.get("N"), true_c=true.get("c"),
+                                 true_K=true.get("K"))
             out = ipfl.clear(market, D, rule=rec["rule"])
             want = rec["outcome"]
             same_adj = np.array_equal(out.adjacency.astype(int), np.asarray(want["adjacency"]))
             same_pay = np.allclose(out.payments, want["payments"], rtol=1e-9, atol=atol)
             add(t, "ipfl clearing", same_adj and same_pay,
                 f"{int(out.adjacency.sum())} trades among {len(rec['participants'])}")
+            same_u = np.allclose(out.utilities, want["utilities"], rtol=1e-9, atol=atol)
+            add(t, "ipfl utilities", same_u, "realised: true N, c, K" if true else "reported")
             total = float(np.sum(want["payments"]))
             add(t, "payments sum to zero", abs(total) <= atol * max(1.0, np.abs(
                 want["payments"]).max()), f"sum {total:.3g}")

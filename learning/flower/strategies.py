@@ -12,8 +12,10 @@ ServerApp with the client's own id and the reason, and recorded in ``rejected``.
   reply, compute each node's prox-centre (Eq. 8), and send every node its own centre and bill
   in a fresh RecordDict. Round 1 is local training (Box 1's round 0); its uploads clear the
   first market. With ``allow_quit`` (off by default, as in the authors' runs), a node whose
-  round utility is negative quits and is not contacted again. The payments of the nodes that
-  took part sum to zero every round.
+  round utility is negative quits and is not contacted again; it keeps its best model so far
+  by its own validation accuracy (each node reports ``acc-val`` with its upload; the server
+  keeps each node's best upload), as the in-process learner's quitters do. The payments of
+  the nodes that took part sum to zero every round.
 * :class:`CplStrategy` - asks the registered nodes for their gradient norm at the initial
   model, solves the pricing game with :mod:`mechanisms.cpl` on the reports, sends every node
   its own price and q, lets each node decide to participate by its own Bernoulli(q) draw (no
@@ -138,6 +140,12 @@ def _check_report(m: dict) -> dict:
     for k in ("K", "v"):
         if not (np.isfinite(rep[k]) and rep[k] >= 0):
             raise ValueError(f"reported {k}={rep[k]}; must be finite and >= 0")
+    for k in ("N", "c", "K"):  # a liar's truth, for the accounting only
+        if f"true_{k}" in m:
+            true = float(m[f"true_{k}"])
+            if not (true >= 0 and (k == "c" or np.isfinite(true))) or (k == "N" and true == 0):
+                raise ValueError(f"true_{k}={true} is not a valid {k}")
+            rep[f"true_{k}"] = true
     rep["shape"] = json.dumps([int(k) for k in m.get("shape", [])])
     rep["classes"] = int(m.get("classes", 0))
     return rep
@@ -262,6 +270,12 @@ class Registry:
     def reports(self, pids) -> dict[str, np.ndarray]:
         return {k: np.array([self.members[p].report[k] for p in pids]) for k in TYPE_KEYS}
 
+    def truths(self, pids) -> dict[str, np.ndarray]:
+        """The true N, c, K of ``pids`` for the accounting: a liar's stated truth, everyone
+        else's report."""
+        return {k: np.array([self.members[p].report.get(f"true_{k}", self.members[p].report[k])
+                             for p in pids]) for k in ("N", "c", "K")}
+
 
 class _Base(Strategy):
     def __init__(self, registry: Registry, recorder: Callable | None, timeout: float):
@@ -323,6 +337,8 @@ class IpflStrategy(_Base):
         self.centres: dict[int, np.ndarray] = {}
         self.personal: dict[int, np.ndarray] = {}
         self.quit: set[int] = set()
+        self.best: dict[int, tuple[float, np.ndarray, int]] = {}  # pid -> (val acc, model, round)
+        self.kept: dict[int, dict] = {}  # quitter -> its model's round and val accuracy
         self.ledger: list[dict] = []
         self.outcomes: dict[int, ipfl.Outcome] = {}
         self.inputs: dict[int, tuple] = {}  # round -> (pids, uploads, N, c, K)
@@ -373,12 +389,20 @@ class IpflStrategy(_Base):
                 self.registry.reject(server_round, pid, node, f"error: {msg.error.reason}")
                 continue
             try:
-                said = int(metrics_of(msg)["pid"])
+                metrics = metrics_of(msg)
+                said = int(metrics["pid"])
                 if said != pid:
                     raise ValueError(f"replied as partition-id {said}, registered as {pid}")
                 good[pid] = record_to_flat(msg.content["arrays"], self.shapes)[0]
             except (KeyError, ValueError, TypeError) as exc:
                 self.registry.reject(server_round, pid, node, f"invalid reply: {exc}")
+                continue
+            # the node's best model by its own validation accuracy (a quitter keeps it); a
+            # reply without one counts as -1, so such a node keeps its first upload
+            val = float(metrics.get("acc-val", -1.0))
+            val = -1.0 if not np.isfinite(val) else val
+            if pid not in self.best or val > self.best[pid][0]:
+                self.best[pid] = (val, good[pid], server_round)
         return good
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]):
@@ -397,15 +421,19 @@ class IpflStrategy(_Base):
             return None, MetricRecord({"participants": len(pids)})
         X = np.stack([good[p] for p in pids])
         rep = self.registry.reports(pids)
+        true = self.registry.truths(pids)
         N, c, K = rep["N"], rep["c"], rep["K"]
         from ..algorithms.ipfl import market_round
 
-        market = ipfl.Market(N=N, c=c, K=K, lam=self.lam)
+        # selection and payments on the reports; utilities with the truth (liars)
+        market = ipfl.Market(N=N, c=c, K=K, lam=self.lam, true_N=true["N"], true_c=true["c"],
+                             true_K=true["K"])
         out, centres = market_round(market, X, eta=self.eta, metric=self.metric,
                                     rule=self.rule, reference=self.reference)
         self.outcomes[server_round] = out
         self.inputs[server_round] = (pids, X, N, c, K)
         D = ipfl.pairwise_distances(X, self.metric, reference=self.reference)  # recorded
+        quitters: list[int] = []
         for k, pid in enumerate(pids):
             self.centres[pid] = centres[k]
             self.ledger.append({"round": server_round, "pid": pid,
@@ -415,16 +443,24 @@ class IpflStrategy(_Base):
                                 "gain": float(out.gains[k])})
             if self.allow_quit and out.utilities[k] < -1e-9:
                 self.quit.add(pid)
-                log(INFO, "round %s: client %s quits (round utility %.4g < 0)", server_round,
-                    pid, out.utilities[k])
+                quitters.append(pid)
+                val, model, kept_round = self.best[pid]
+                self.personal[pid] = model  # its best model so far, not its last
+                self.kept[pid] = {"round": kept_round, "acc_val": val,
+                                  "quit_round": server_round}
+                log(INFO, "round %s: client %s quits (round utility %.4g < 0) and keeps its "
+                    "model of round %s (validation accuracy %.4g)", server_round, pid,
+                    out.utilities[k], kept_round, val)
         record.update({
             "reports": {k: v.tolist() for k, v in rep.items()},
+            "truth": {k: v.tolist() for k, v in true.items()},
             "distances": D.tolist(),
             "outcome": {"adjacency": out.adjacency.astype(int).tolist(),
                         "payments": out.payments.tolist(),
                         "utilities": out.utilities.tolist(), "gains": out.gains.tolist(),
                         "budget_residual": float(out.budget_residual)},
             "centre_digests": {str(p): digest(self.centres[p]) for p in pids},
+            "quit": {str(p): self.kept[p] for p in quitters},
         })
         self._record(server_round, record, {p: good[p] for p in pids})
         return None, MetricRecord({"participants": len(pids),
