@@ -481,20 +481,22 @@ def _bench_costs(folder: Path) -> list[str]:
     lines = ["## What a reproduction costs: lockstep vs sequential", "",
              f"Measured by `python benchmarks/bench_learning.py --costs {_rel(path)}` "
              f"({b['when']}, {b['threads']} math thread, {b['cpus']} CPUs shared with other "
-             f"jobs): wall seconds per round of each Fig. 2 algorithm on Fashion-MNIST with "
+             f"jobs): CPU seconds of the one-thread process (other jobs do not inflate it; "
+             "on an idle machine it is the wall time) per round of each Fig. 2 algorithm "
+             "on Fashion-MNIST with "
              f"{st['model']} in this page's reduced setting ({st['clients']} clients, "
              f"{st['steps']} local steps of batch {st['batch']}, {st['test_subsample']:,} test "
              "images, evaluation every round), the best of the rounds after the first, "
              "training all clients at once (lockstep, vmap) and one after the other "
-             "(sequential), side by side in one run; the evaluation share is of a lockstep "
-             "round.", "",
+             "(sequential), side by side in one run; the evaluation share is one round's "
+             "evaluation (test sets and validation splits) over a lockstep round.", "",
              _md(pd.DataFrame(b["rows"]).assign(**{
                  "evaluation share": lambda d: d["evaluation share"].map("{:.0%}".format)})),
              ""]
     if ev:
         loop = ev.get("loop over clients")
         lines += ["Evaluation of the 10 clients' models in the same run (global test subsample "
-                  "and own splits), best of 3: "
+                  "and own splits), CPU seconds, best of 3: "
                   + "; ".join(f"{k} {v:.3f} s" + (f" ({loop / v:.1f}x the loop)" if loop
                                                    else "") for k, v in ev.items()) + ".", ""]
     return lines
