@@ -70,6 +70,9 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
              "params": {"partition": "niid", **learn}},
             *({"name": "fig4", "params": {"attack": ATTACK_GRID, **learn}, "seeds": [s]}
               for s in seeds),
+            # Table 2 with training: truthful (x1) and lying about cost or data
+            {"name": "liars-learning", "params": {"liar_c": [1.0, 2.0, 5.0, 10.0], **learn}},
+            {"name": "liars-learning", "params": {"liar_N": [0.1, 0.5, 10.0], **learn}},
         ],
     }
 

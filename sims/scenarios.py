@@ -361,6 +361,10 @@ def _registry():
                                                   "attack": "gaussian"}),
                  ("ipfl",), _learning, "Fig. 5 with training: the inclusive market with its "
                  "attacker active"),
+        Scenario("liars-learning", "learning",
+                 _learning_config("published", **{**REDUCED, "lam": 2.0, "liar": 0}),
+                 ("ipfl",), _learning, "Table 2 with training: client 0 reports its cost "
+                 "x liar_c or its data x liar_N (1 = truthful); its true utility"),
         Scenario("ipfl-lambda", "learning", _learning_config("published", **REDUCED),
                  ("ipfl", "local"), _learning, "iPFL against Local as lambda grows"),
         Scenario("lia-vs-oracle", "learning",

@@ -108,3 +108,28 @@ def test_report_keeps_swept_parameters_apart_and_exports_rounds(tmp_path):
     assert len(rounds) == 8 * 2 * 4  # every cell, round and client
     assert (tmp_path / "ipfl-learning_0.5.svg").exists()
     assert "client spread" in md.read_text()
+
+
+def test_liars_with_training_compare_the_liar_with_its_truthful_self():
+    from sims.claims import claims
+
+    def frame(lie_pays: bool):
+        rows = []
+        for seed in range(3):
+            for col, f in (("param_liar_c", 1.0), ("param_liar_c", 5.0), ("param_liar_N", 0.1)):
+                lying = f != 1.0
+                for client in range(3):
+                    u = 100.0 + seed + (5.0 if lying and lie_pays else -20.0 if lying else 0)
+                    rows.append({"seed": seed, "client": client, "round": 0, "param_liar": 0,
+                                 "utility": u if client == 0 else 50.0,
+                                 "param_liar_c": f if col == "param_liar_c" else np.nan,
+                                 "param_liar_N": f if col == "param_liar_N" else np.nan})
+        return pd.DataFrame(rows)
+
+    honest = next(c for c in claims({"liars-learning": frame(False)})
+              if c.name == "Table 2, liars with training")
+    assert honest.verdict == "reproduced" and len(honest.table) == 2
+    assert honest.table["gain from lying"].str.startswith("-20.0").all()
+    paying = next(c for c in claims({"liars-learning": frame(True)})
+              if c.name == "Table 2, liars with training")
+    assert paying.verdict == "not reproduced"  # the known-bad case: lying pays
