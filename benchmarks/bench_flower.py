@@ -7,7 +7,10 @@ Every side runs R = 5 rounds; a round's cost is the time between the ends of con
 rounds 1 -> 2 -> 3 -> 4 (set-up, start-up and the final evaluation fall outside; the
 in-process learner evaluates only in rounds 0 and R-1, so no evaluation falls inside either).
 In process: the runner's progress callbacks; Flower: the times the ServerApp writes each
-round's provenance file. Usage: python benchmarks/bench_flower.py [--skip-cold]
+round's provenance file. It then prints the waits Flower 1.42 hard-codes on a deployment
+round's critical path (located in the installed flwr) and the imports of one flwr-clientapp
+process (one per message), measured on this host: the floor under a deployment round.
+Usage: python benchmarks/bench_flower.py [--skip-cold]
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A real deployment on 127.0.0.1: a SuperLink and four SuperNodes (each with a warm worker)
 as processes on free ports, iPFL then CPL for two rounds, one node killed mid-run. Asserts the
 ledger, the ServerApp's WARNING line naming the client, and the offline re-check. Everything
-the test started is stopped by process id (Loopback.stop), every wait is bounded."""
+the test started, and every process flwr started below it, is stopped by process id
+(Loopback.stop), every wait is bounded."""
 
 import time
 from pathlib import Path
@@ -64,4 +65,6 @@ def test_deployment_on_loopback_survives_a_killed_node(tmp_path):
         checks = recheck(cpl["run_dir"])
         assert checks["ok"].all() and "cpl aggregate" in set(checks["check"])
         started = list(fed.procs.values())
+        below = set(fed.seen) - {p.pid for p in started}  # flwr's own: SuperExecs, apps
     assert len(started) == 9 and all(p.poll() is not None for p in started)  # all stopped
+    assert len(below) >= 5 and fed.survivors() == []  # and everything they started

@@ -79,6 +79,19 @@ def _pairs(config: dict) -> str:
     return " ".join(f"{k}={toml_value(v)}" for k, v in config.items())
 
 
+def _proc_table() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, state, start time) of every process, from /proc (empty elsewhere)."""
+    out = {}
+    for entry in Path("/proc").glob("[0-9]*") if Path("/proc/self/stat").exists() else ():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
+        out[int(entry.name)] = (int(fields[1]), fields[0], fields[19])
+    return out
+
+
 def _wait_port(port: int, deadline: float, proc) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -108,6 +121,7 @@ class Loopback:
         self.bin = Path(bin_dir) if bin_dir else Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
         self.procs: dict[str, subprocess.Popen] = {}
+        self.seen: dict[int, str] = {}  # every process started here or below: pid -> start time
         self.env = {**os.environ, "FLWR_HOME": str(self.home),
                     "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
                     "PYTHONPATH": os.pathsep.join(
@@ -176,9 +190,41 @@ class Loopback:
                 pass
             proc.wait(grace)
 
-    def stop(self) -> None:
+    def _track(self) -> None:
+        """Remember every live descendant of the processes started here (flwr starts the
+        SuperLink's SuperExec and the ServerApps in sessions of their own)."""
+        table = _proc_table()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = [p.pid for p in self.procs.values()]
+        while todo:
+            pid = todo.pop()
+            if pid in table and table[pid][1] != "Z":
+                self.seen.setdefault(pid, table[pid][2])
+            todo.extend(children.get(pid, ()))
+
+    def survivors(self) -> list[int]:
+        """Processes started here or below that are still alive (not zombies)."""
+        table = _proc_table()
+        return sorted(p for p, t in self.seen.items()
+                      if p in table and table[p][2] == t and table[p][1] != "Z")
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop every process started here (SIGTERM to each process group, SIGKILL after
+        ``grace``), then wait up to ``grace`` for their descendants and kill any left, by
+        process id."""
+        self._track()
         for name in [n for n in self.procs if n != "superlink"] + ["superlink"]:
-            self._stop(name)
+            self._stop(name, grace=grace)
+        deadline = time.monotonic() + grace
+        while self.survivors() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in self.survivors():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def __enter__(self) -> Loopback:
         try:
@@ -204,6 +250,7 @@ class Loopback:
         if run_config:
             args += ["--run-config", _pairs(run_config)]
         text = self.flwr(*args)
+        self._track()
         return int(json.loads(text[text.index("{"):])["run-id"])
 
     def wait(self, run_dir: Path, timeout: float) -> dict:
@@ -211,6 +258,7 @@ class Loopback:
         deadline = time.monotonic() + timeout
         path = Path(run_dir) / "result.json"
         while time.monotonic() < deadline:
+            self._track()
             if path.is_file():
                 return json.loads(path.read_text())
             if self.procs["superlink"].poll() is not None:
