@@ -37,6 +37,7 @@ _REALS = (("beta", 0, None, True), ("beta_in", 0, None, True), ("lr", 0, 100, Tr
           ("pfedgraph_alpha", 0, None, True), ("pfedgraph_lam", None, None, False),
           ("ditto_lam", 0, None, False), ("fedamp_lam", 0, None, False),
           ("fedamp_sigma", 0, None, False), ("fedamp_self", 0, 1, False),
+          ("fedamp_alpha", 0, 1, True), ("fedamp_dsigma", 0, None, False),
           ("cfl_eps1", 0, None, False), ("cfl_eps2", 0, None, False),
           ("cpl_budget", 0, None, True),
           ("cpl_c", 0, None, False), ("cpl_v_mean", 0, None, False),
@@ -85,6 +86,12 @@ class TrainConfig:
     fedamp_lam: float = 0.01  # FedAMP proximal weight toward the attentive model u_i
     fedamp_sigma: float = 10.0  # attention ~ exp(sigma * cos)
     fedamp_self: float = 0.3  # weight of the client's own model in u_i
+    # "heuristic": HeurFedAMP's cosine softmax above (what the iPFL authors' code runs);
+    # "paper": FedAMP's attention-inducing function A(x) = 1 - exp(-x / dsigma) on squared
+    # distances, xi_ij = alpha_k A'(||w_i - w_j||^2) (learning.algorithms.fedamp)
+    fedamp_attention: str = "heuristic"
+    fedamp_alpha: float = 0.7  # alpha_k in units of dsigma / (m - 1) (1: the largest step)
+    fedamp_dsigma: float = 0.0  # sigma of A (0: the round's median squared distance)
     cfl_eps1: float = 2.0  # CFL: split a cluster when its mean update norm < eps1 ...
     cfl_eps2: float = 2.5  # ... and its largest update norm > eps2
     fedfomo_M: int = 6  # FedFomo: models sent to each client per round
@@ -126,7 +133,8 @@ class TrainConfig:
                    "metric": ("l2sq", "cosine"), "rule": ipfl.RULES,
                    "lia_mode": ("central", "p2p"), "dataset": DATASETS,
                    "partition": PARTITIONS, "attacker_placement": ("random", "last"),
-                   "thresholds": ipfl.MODES, "sampling": ("replacement", "epochs")}
+                   "thresholds": ipfl.MODES, "sampling": ("replacement", "epochs"),
+                   "fedamp_attention": ("heuristic", "paper")}
         err = TrainInputError
         for name, allowed in choices.items():
             as_choice(name, getattr(self, name), allowed, error=err)

@@ -67,6 +67,24 @@ def test_fedamp_attention_prefers_similar_clients():
     assert flat[0, 1] == pytest.approx(flat[0, 2])
 
 
+def test_fedamp_paper_attention_follows_the_attention_inducing_function():
+    from learning.algorithms.fedamp import attention_paper
+
+    d2 = np.array([[0, 1, 9, 100], [1, 0, 4, 100], [9, 4, 0, 100], [100, 100, 100, 0.0]])
+    W = attention_paper(d2, alpha=0.7, sigma=5.0)
+    np.testing.assert_allclose(W.sum(1), 1)
+    assert (np.diag(W) >= 0.3 - 1e-12).all()
+    # xi_ij = alpha_k A'(d2) with A(x) = 1 - exp(-x / sigma), alpha_k = 0.7 sigma / 3
+    np.testing.assert_allclose(W[0, 1], 0.7 * 5.0 / 3 * np.exp(-1 / 5.0) / 5.0)
+    assert W[0, 1] > W[0, 2] > W[0, 3]  # closer clients weigh more
+    assert W[0, 3] < 1e-8 and W[3, 3] > 1 - 1e-8  # a far client (an attacker) is isolated
+    # sigma = 0: the median squared distance; the known-bad variant, plain (not squared)
+    # distances in A, gives other weights
+    med = attention_paper(d2, alpha=0.7)
+    np.testing.assert_allclose(med, attention_paper(d2, 0.7, float(np.median(d2[d2 > 0]))))
+    assert not np.allclose(W, attention_paper(np.sqrt(d2), alpha=0.7, sigma=5.0))
+
+
 def test_fedfomo_weights_keep_only_models_that_help():
     L_old = np.array([1.0, 1.0])
     L = np.array([[0.8, 0.5], [2.0, 0.9]])  # client 0: both help; client 1: only itself
@@ -99,7 +117,9 @@ def test_cfl_splits_into_clusters_and_differs_from_fedavg_and_local():
 
 
 @pytest.mark.parametrize(("algorithm", "kw"), [
-    ("fedamp", {"fedamp_lam": 1.0}), ("fedfomo", {}), ("pfedgraph", {}), ("ditto", {})])
+    ("fedamp", {"fedamp_lam": 1.0}),
+    ("fedamp", {"fedamp_lam": 1.0, "fedamp_attention": "paper"}),
+    ("fedfomo", {}), ("pfedgraph", {}), ("ditto", {})])
 def test_personalised_baselines_sit_between_fedavg_and_local(algorithm, kw):
     """(FedAMP at the authors' lam = 0.01 barely pulls: it is nearly Local, like iPFL at
     lambda = 0.001; the test uses lam = 1 to see the mechanism.)"""
