@@ -40,9 +40,10 @@ from mechanisms.gains import SqrtGain
 
 from . import ipfl_properties as P
 from .checker import Counterexample, Report, SubjectError, _name, _verdict, evaluate_once
+from .regret import MisreportBatch, regret_arrays
 
 __all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "check_batch", "cpl_sampler",
-           "ipfl_sampler", "settle_batch"]
+           "ipfl_sampler", "misreports_batch", "settle_batch"]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
 CHUNK = 4096  # instances drawn and evaluated per step
@@ -370,6 +371,7 @@ class MarketArrays:
     true_N: np.ndarray
     true_c: np.ndarray
     gain: SqrtGain = _SQRT
+    true_K: np.ndarray | None = None  # None: K as reported
 
     @property
     def m(self) -> int:
@@ -395,7 +397,8 @@ def _checked(kind: str, fn, out, shapes) -> np.ndarray:
     return arr
 
 
-def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper") -> dict:
+def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
+                 true_K=None) -> dict:
     """Clear a batch of markets (arrays with a leading batch dimension) with a built-in rule
     ("box2", "local", "exact") or a rule marked :func:`over_arrays`, the paper's prices and
     the paper's payments (or payments marked :func:`over_arrays`); returns adjacency,
@@ -403,13 +406,14 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper")
     B, m = N.shape
     true_N = N if true_N is None else true_N
     true_c = c if true_c is None else true_c
+    true_K = K if true_K is None else true_K
     ratio = N[:, None, :] / N[:, :, None]
     P = c[:, None, :] + lam[:, None, None] * ratio * D
     eye = np.eye(m, dtype=bool)
     P = np.where(eye, np.inf, P)
     T = _SQRT.thresholds(P, N[:, None, :], K[:, :, None], N[:, :, None])
     T = np.where((K[:, :, None] == 0) | eye, 0.0, T)
-    arrays = MarketArrays(N, c, K, lam, true_N, true_c)
+    arrays = MarketArrays(N, c, K, lam, true_N, true_c, true_K=true_K)
     if callable(rule):
         A = _checked("rule", rule, rule(arrays, D, T, P), ((B, m, m),))
         if A[:, eye].any():
@@ -432,7 +436,7 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper")
         R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
         p = R.sum(axis=2) - R.sum(axis=1)
     # Eq. 3 with the true N and c
-    G = _g(np.einsum("bij,bj->bi", A.astype(float), true_N), K, true_N)
+    G = _g(np.einsum("bij,bj->bi", A.astype(float), true_N), true_K, true_N)
     sold = A.sum(axis=1)
     C = np.where(sold > 0, true_c * np.where(sold > 0, sold, 1), 0.0)
     return {"A": A, "p": p, "U": G - C - p, "P": P}
@@ -531,6 +535,46 @@ def _no_deficit(settle, a):
     return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
 
 
+def misreports_batch(settle, a: dict, dimension: str, direction: str,
+                     **search) -> MisreportBatch:
+    """The best misreport of ``a["client"]``'s ``dimension`` in ``direction`` for every
+    market of the batch ``a`` (arrays as :meth:`IpflSampler.arrays`), cleared with
+    ``settle`` (a :func:`settle_batch`-like function): :func:`proofs.regret.regret_arrays`
+    over B x (grid + refinement) markets per call."""
+    i = a["client"]
+    B = a["N"].shape[0]
+    truth_all = a[dimension]
+    truth = _rows(truth_all, i)
+    ok = np.isfinite(truth_all) & (truth_all > 0)
+    count = ok.sum(axis=1)
+    reference = np.where(count > 0, np.where(ok, truth_all, 0.0).sum(axis=1)
+                         / np.maximum(count, 1), 1.0)
+    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+
+    def utilities(values):
+        k = values.shape[1]
+        rep = {d: np.repeat(a[d], k, axis=0) for d in ("N", "c", "K")}
+        truth_rep = dict(rep)
+        rep[dimension] = _with(rep[dimension], np.repeat(i, k), values.ravel())
+        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(a["lam"], k),
+                   np.repeat(a["D"], k, axis=0), true_N=truth_rep["N"],
+                   true_c=truth_rep["c"], true_K=truth_rep["K"])
+        return _rows(s["U"], np.repeat(i, k)).reshape(B, k)
+
+    found = regret_arrays(utilities, truth, reference, _rows(honest["U"], i), direction,
+                          **search)
+    return found, honest
+
+
+def _regret(dimension: str, direction: str):
+    def evaluate(settle, a):
+        found, honest = misreports_batch(settle, a, dimension, direction)
+        gain = found.lying_utility - found.honest_utility
+        return _excess(gain, _TOL * _scale(honest))
+
+    return evaluate
+
+
 # key -> (the scalar violation function it reproduces, the bulk evaluator); a property whose
 # violation is another function (redefined, or your own under the same key) is never
 # evaluated in bulk
@@ -545,6 +589,10 @@ BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
     "thm3_lam0": (P.thm3_isolation, _thm3),
     "permutation": (P.permutation_equivariance, _permutation),
     "permutation_ties": (P.permutation_equivariance, _permutation),
+    **{key: (P.IPFL_PROPERTIES[key].violation, _regret(fn.dimension, fn.direction))
+       for key in ("thm2", "truthful_N_over", "truthful_N_under", "truthful_c_under",
+                   "truthful_K_over", "truthful_K_under")
+       for fn in [P.IPFL_PROPERTIES[key].violation]},
 }
 
 
@@ -562,8 +610,9 @@ def _batch_rule(subject):
     if not (money == "paper" or getattr(money, "over_arrays", False)):
         return None
 
-    def settle(N, c, K, lam, D, true_N=None, true_c=None):
-        return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money)
+    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
+        return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money,
+                            true_K=true_K)
 
     return settle
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mechanisms import ipfl
 
 from .checker import Property, excess
-from .regret import regret_search
+from .regret import Misreport, regret_search
 from .strategies import ipfl_instances, misreports
 
 __all__ = [
@@ -195,9 +195,32 @@ _SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
 
 
 def best_misreport(subject, case, dimension: str, direction: str, *, first: bool = False):
-    """(the regret search of :mod:`proofs.regret` on a case whose client lies, the truthful
-    outcome). ``first``: stop at the first profitable lie beyond the tolerance."""
+    """(the best misreport found, the truthful outcome).
+
+    A subject the batch engine clears in bulk (built-in or :func:`proofs.batch.over_arrays`
+    rules, the paper's prices, sqrt gain) is searched by the vectorised search
+    :func:`proofs.regret.regret_arrays` (the same search the batch engine runs, so both
+    engines agree on every instance); any other subject by the scalar
+    :func:`proofs.regret.regret_search`, where ``first`` stops at the first profitable lie
+    beyond the tolerance."""
+    import time
+
     honest = _settle(subject, case)
+    inner = getattr(subject, "_subject", subject)
+    mk = case.market
+    from .batch import _batch_rule, misreports_batch
+
+    settle = _batch_rule(inner)
+    if settle is not None and type(mk.gain) is ipfl.SqrtGain and mk.truthful:
+        t0 = time.perf_counter()
+        a = {"N": mk.N[None], "c": mk.c[None], "K": mk.K[None], "lam": np.array([mk.lam]),
+             "D": np.asarray(case.D, dtype=float)[None], "client": np.array([case.client])}
+        found, _ = misreports_batch(settle, a, dimension, direction)
+        truth = float(getattr(mk, f"true_{dimension}")[case.client])
+        return Misreport(case.client, dimension, direction, float(found.factor[0]), truth,
+                         float(found.report[0]), float(honest.utilities[case.client]),
+                         float(found.lying_utility[0]), found.evaluations,
+                         time.perf_counter() - t0), honest
     stop = _TOL * _scale(honest) if first else None
     return regret_search(subject.settle, case.market, case.D, case.client, dimension,
                          direction, honest=honest, stop_above=stop,
