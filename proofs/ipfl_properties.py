@@ -4,6 +4,7 @@ preconditions built into its instance strategy, and the variants with a precondi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,8 +123,16 @@ def individual_rationality(subject, case):
 
 
 def local_optimality(subject, case):
+    """(single flips that lower phi_i (Eq. 11), search score). The score is how close the
+    best single flip comes to lowering phi_i (minus the smallest relative margin of
+    :func:`mechanisms.ipfl.eq11_margins`, clipped to [-1, 1]), so Hypothesis' targeted phase
+    climbs towards markets where one flip pays."""
     s = _settle(subject, case)
-    return float(len(ipfl.eq11_violations(case.market, s.prices, s.adjacency)))
+    mk, P, A = case.market, s.prices, s.adjacency
+    count = float(len(ipfl.eq11_violations(mk, P, A)))
+    margins = ipfl.eq11_margins(mk, P, A)
+    closest = float(np.nanmin(margins)) if mk.m > 1 else math.inf
+    return count, 10.0 * count + float(np.clip(-closest, -1.0, 1.0))
 
 
 def _overstate_c(case):

@@ -49,7 +49,17 @@ from .rules import (
     share_all,
     vcg_payments,
 )
-from .selection import EXACT_METHODS, NODE_LIMIT, RULES, box2, eq11_violations, exact, local, phi
+from .selection import (
+    EXACT_METHODS,
+    NODE_LIMIT,
+    RULES,
+    box2,
+    eq11_margins,
+    eq11_violations,
+    exact,
+    local,
+    phi,
+)
 from .thresholds import MODES, thresholds
 
 __all__ = [
@@ -74,6 +84,7 @@ __all__ = [
     "cost_plus",
     "cost_plus_prices",
     "cost_plus_remittances",
+    "eq11_margins",
     "eq11_violations",
     "exact",
     "gains",

@@ -34,6 +34,7 @@ __all__ = [
     "RULES",
     "ExactSelection",
     "box2",
+    "eq11_margins",
     "eq11_violations",
     "exact",
     "local",
@@ -89,12 +90,10 @@ def phi(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
     return cost - market.gain.value(bought, market.K, market.N)
 
 
-def eq11_violations(market: Market, P: np.ndarray, A: np.ndarray, rtol: float = 1e-9):
-    """Pairs (i, j) breaking Eq. 11: flipping a_ij strictly lowers phi_i.
-
-    Returns an int array of shape (k, 2). Pure sellers (K_i = 0) are exempt: they never buy.
-    A change counts only when it beats float noise (relative tolerance ``rtol``).
-    """
+def eq11_margins(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """(m, m) relative change of phi_i when a_ij alone is flipped: (phi after - phi now) /
+    (|g_i| + |P_ij|). Negative: the flip lowers phi_i (Eq. 11 broken when below float
+    noise). Pure sellers' rows (K_i = 0, they never buy) and the diagonal are +inf."""
     A = np.asarray(A, dtype=bool)
     N, K = market.N, market.K
     n = A @ N
@@ -106,9 +105,21 @@ def eq11_violations(market: Market, P: np.ndarray, A: np.ndarray, rtol: float = 
         dcost = np.where(A, -P, P)
         delta = dcost - dgain  # phi after the flip minus phi now
     scale = np.abs(base)[:, None] + np.where(np.isfinite(P), np.abs(P), 0.0)
-    bad = (delta < -rtol * np.maximum(scale, 1e-12)) & (K[:, None] > 0)
-    np.fill_diagonal(bad, False)
-    return np.argwhere(bad)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = delta / np.maximum(scale, 1e-12)
+    out = np.where(K[:, None] > 0, out, np.inf)
+    np.fill_diagonal(out, np.inf)
+    return out
+
+
+def eq11_violations(market: Market, P: np.ndarray, A: np.ndarray, rtol: float = 1e-9):
+    """Pairs (i, j) breaking Eq. 11: flipping a_ij strictly lowers phi_i.
+
+    Returns an int array of shape (k, 2). Pure sellers (K_i = 0) are exempt: they never buy.
+    A change counts only when it beats float noise (relative tolerance ``rtol``; see
+    :func:`eq11_margins`).
+    """
+    return np.argwhere(eq11_margins(market, P, A) < -rtol)
 
 
 # ----------------------------------------------------------------------------------------
