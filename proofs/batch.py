@@ -235,6 +235,40 @@ class CplSampler(Sampler):
         self.min_m, self.max_m = min_n, max_n
         self.large_v, self.budget, self.positive_budget = large_v, budget, positive_budget
 
+    def games(self, d: Draws) -> cpl.GameBatch:
+        """The games of ``d`` as one :class:`mechanisms.cpl.GameBatch` (the same games as
+        :meth:`cases`, built with array operations)."""
+        u, g = d.client, d.glob
+        B, n = d.size, d.m
+        a = 0.05 + 0.95 * u[..., 0]
+        G = 0.5 + 19.5 * u[..., 1]
+        c = 0.1 + 9.9 * u[..., 2]
+        v_hi = 1e6 if self.large_v else 100.0
+        v = np.where(u[..., 3] < 0.5, 0.0, u[..., 4] * v_hi)
+        q_min = np.array([0.01, 0.05, 0.1])[np.minimum((g[:, 0] * 3).astype(int), 2)]
+        q_max = np.where((g[:, 1] < 0.5)[:, None], q_min[:, None] + u[..., 5]
+                         * (1.0 - q_min[:, None]), (q_min + g[:, 2] * (1.0 - q_min))[:, None])
+        alpha = 0.1 + 2.9 * g[:, 3]
+        R = (10 + np.minimum((g[:, 4] * 491).astype(int), 490)).astype(float)
+        games = cpl.GameBatch(a, G, c, v, q_max, np.zeros(B), alpha, R, q_min)
+        if self.positive_budget:
+            cost = np.sum(2.0 * c * q_max**2, axis=1)
+            value = np.sum(v * games.K / q_max, axis=1)
+            shrink = value >= 0.5 * cost
+            with np.errstate(invalid="ignore", divide="ignore"):
+                v = np.where(shrink[:, None], v * (0.5 * cost / value)[:, None], v)
+            games = cpl.GameBatch(a, G, c, v, q_max, np.zeros(B), alpha, R, q_min)
+        lo = games.spend(np.broadcast_to(q_min[:, None], (B, n)))
+        hi = games.spend(q_max)
+        if self.positive_budget:
+            lo = np.maximum(lo, 0.0)
+        frac = 0.01 + 0.98 * g[:, 5]
+        binding = np.full(B, self.budget == "binding") | ((self.budget == "any")
+                                                          & (g[:, 6] < 0.5))
+        inside = binding & (hi - lo > 1e-9 * np.maximum(1.0, np.abs(hi)))
+        budget = np.where(inside, lo + frac * (hi - lo), hi + frac * (np.abs(hi) + 1.0))
+        return cpl.GameBatch(a, G, c, v, q_max, budget, alpha, R, q_min)
+
     def cases(self, d: Draws) -> list:
         from .cpl_properties import CplCase
 
@@ -617,13 +651,128 @@ def _batch_rule(subject):
     return settle
 
 
+# ------------------------------------------------------------------------ CPL in bulk
+
+_POSTED = {"uniform": lambda g: np.ones_like(g.a), "weighted": lambda g: g.a,
+           "gradient": lambda g: g.a * g.G}
+
+
+def _cpl_batch_subject(subject):
+    """("solver", solve) or ("pricing", prices-of-games) when ``subject`` can be evaluated
+    on a :class:`mechanisms.cpl.GameBatch`: the bisection solver without options, or a
+    built-in posted price (uniform, weighted, gradient); None otherwise."""
+    from .subjects import CplPricingRule, CplSolver
+
+    if isinstance(subject, CplSolver) and subject.method == "bisection" \
+            and not dict(subject.options):
+        return "solver", cpl.solve_batch
+    if isinstance(subject, CplPricingRule) and isinstance(subject.rule, str) \
+            and subject.rule in _POSTED:
+        shape = _POSTED[subject.rule]
+        return "pricing", lambda g: cpl.posted_pricing_batch(g, shape(g)).prices
+    return None
+
+
+def _interior_b(g, q):
+    return (q > g.q_min[:, None] * (1 + 1e-9)) & (q < g.q_max * (1 - 1e-9))
+
+
+def _cpl_se(kind, solve, g):
+    eq = solve(g)
+    resid = np.max(np.abs(g.best_response(eq.prices) - eq.q) / eq.q, axis=1)
+    slack_gap = np.max(np.abs(eq.q - g.q_max), axis=1)
+    inner = _interior_b(g, eq.q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(eq.slack, 1.0, 1.0 / eq.multiplier)[:, None]
+        share = 4 * g.c * eq.q**3 / g.K + g.v
+        kkt = np.max(np.where(inner, np.abs(share - mu), 0.0), axis=1) / mu[:, 0]
+        alt = g.K / (2 * eq.q**2) * (mu - 3 * g.v)
+        scale = 1.0 + np.max(np.abs(eq.prices), axis=1)
+        price = np.max(np.where(inner, np.abs(alt - eq.prices), 0.0), axis=1) / scale
+    binding = np.maximum.reduce([kkt, price, eq.budget_residual])
+    worst = np.maximum(resid, np.where(eq.slack, slack_gap, binding))
+    return _excess(worst, 1e-7), np.ones(g.size, bool)
+
+
+def _cpl_signs(interior_only):
+    def evaluate(kind, solve, g):
+        eq = solve(g)
+        vt = eq.v_threshold[:, None]
+        with np.errstate(invalid="ignore"):
+            sel = np.abs(g.v - vt) > 1e-6 * vt
+        P = eq.prices
+        sel &= np.abs(P) > 1e-9 * (1 + np.abs(P).max(axis=1, keepdims=True))
+        if interior_only:
+            sel &= _interior_b(g, eq.q)
+        count = np.sum(sel & ((P > 0) != (g.v < vt)), axis=1).astype(float)
+        return np.where(eq.slack, 0.0, count), ~eq.slack
+
+    return evaluate
+
+
+def _cpl_beats(floor_precondition):
+    def evaluate(kind, solve, g):
+        positive = g.budget > 0
+        safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
+                             g.alpha, g.R, g.q_min)
+        worst = np.full(g.size, -np.inf)
+        compared = np.zeros(g.size, bool)
+        eq = solve(safe)
+        for shape in (np.ones_like(g.a), g.a):
+            base = cpl.posted_pricing_batch(safe, shape)
+            use = positive.copy()
+            if floor_precondition:
+                use &= ~(base.q <= g.q_min[:, None] * (1 + 1e-12)).any(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gap = (eq.objective - base.objective) / base.objective
+            worst = np.where(use, np.maximum(worst, gap), worst)
+            compared |= use
+        return np.where(compared, _excess(worst, 1e-9), 0.0), compared
+
+    return evaluate
+
+
+def _cpl_budget(kind, solve, g):
+    if kind == "solver":
+        eq = solve(g)
+        spent = eq.spent
+    else:
+        P = solve(g)
+        spent = np.sum(P * g.best_response(P), axis=1)
+    return (_excess((spent - g.budget) / np.maximum(1.0, np.abs(g.budget)), 1e-9),
+            np.ones(g.size, bool))
+
+
+def _cpl_evaluators():
+    from . import cpl_properties as C
+
+    return {
+        "cpl_se_identities": (C.se_identities, _cpl_se, ("solver",)),
+        "cpl_threshold": (C.threshold_interior, _cpl_signs(True), ("solver",)),
+        "cpl_threshold_all": (C.threshold_all, _cpl_signs(False), ("solver",)),
+        "cpl_beats_baselines": (C.beats_baselines, _cpl_beats(True), ("solver",)),
+        "cpl_beats_baselines_any": (C.beats_baselines_any, _cpl_beats(False), ("solver",)),
+        "cpl_budget_feasible": (C.budget_feasible, _cpl_budget, ("solver", "pricing")),
+    }
+
+
 def vectorised(prop, subject) -> Callable | None:
-    """A function ``draws -> violations`` when the pair can be evaluated in bulk."""
+    """A function ``draws -> violations`` (or ``(violations, effective)``) when the pair can
+    be evaluated in bulk."""
     from .registry import PROPERTIES
 
+    if PROPERTIES.get(prop.key) is not prop:
+        return None
+    if prop.key in CPL_SPECS:
+        scalar, fn, kinds = _cpl_evaluators()[prop.key]
+        found = _cpl_batch_subject(subject)
+        if found is None or found[0] not in kinds or prop.violation is not scalar:
+            return None
+        kind, solve = found
+        sampler = cpl_sampler(prop.key)
+        return lambda d: fn(kind, solve, sampler.games(d))
     settle = _batch_rule(subject)
-    if settle is None or PROPERTIES.get(prop.key) is not prop \
-            or prop.key not in BATCH_EVALUATORS:
+    if settle is None or prop.key not in BATCH_EVALUATORS:
         return None
     scalar, fn = BATCH_EVALUATORS[prop.key]
     if prop.violation is not scalar:
@@ -721,23 +870,27 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
             viol = None
             if bulk is not None:
                 try:
-                    viol = np.asarray(bulk(d), dtype=float)
+                    out = bulk(d)
+                    viol = ((np.asarray(out[0], dtype=float), np.asarray(out[1], dtype=bool))
+                            if isinstance(out, tuple) else np.asarray(out, dtype=float))
                 except Exception:  # a rule raised on the batch: find the instance one by one
                     viol = None
             if viol is not None:
+                eff = np.ones(d.size, bool)
+                if isinstance(viol, tuple):
+                    viol, eff = viol
+                viol = np.where(eff, np.asarray(viol, dtype=float), 0.0)
                 bad = np.flatnonzero(~(viol <= tolerance))
-                seen = viol[: int(bad[0]) + 1] if bad.size else viol
+                upto = int(bad[0]) + 1 if bad.size else d.size
+                seen = viol[:upto][eff[:upto]]
                 seen = seen[np.isfinite(seen)]
                 if seen.size:
                     largest.note(float(seen.max()))
+                drawn += upto
+                effective += int(eff[:upto].sum())
                 if bad.size:
-                    k = int(bad[0])
-                    drawn += k + 1
-                    effective += k + 1
-                    fail = d.one(k)
+                    fail = d.one(int(bad[0]))
                     break
-                drawn += d.size
-                effective += d.size
                 continue
             cases = sampler.cases(d)
             for k, case in enumerate(cases):

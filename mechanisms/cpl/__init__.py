@@ -11,6 +11,7 @@ inverse price P(q) = 2 c q - v K / q^2      :func:`mechanisms.cpl.game.inverse_p
 budget sum P q                              :func:`mechanisms.cpl.game.spend`
 KKT q(mu), Problem P1'                      :func:`mechanisms.cpl.equilibrium.q_of_mu`
 solvers                                     :func:`mechanisms.cpl.equilibrium.solve`
+many games at once (vectorised)             :func:`mechanisms.cpl.batch.solve_batch`
 baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
 budget-calibrated posted price              :func:`posted_pricing`
 any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`
@@ -21,6 +22,7 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 """
 
 from .aggregation import unbiased_aggregate
+from .batch import BatchEquilibrium, GameBatch, posted_pricing_batch, solve_batch
 from .equilibrium import (
     LINESEARCH_BUDGET_RTOL,
     METHODS,
@@ -44,9 +46,11 @@ __all__ = [
     "LINESEARCH_BUDGET_RTOL",
     "METHODS",
     "PRICING_RULES",
+    "BatchEquilibrium",
     "BudgetInfeasible",
     "Equilibrium",
     "Game",
+    "GameBatch",
     "SolverFailed",
     "apply_pricing",
     "best_response",
@@ -56,8 +60,10 @@ __all__ = [
     "gradient_pricing",
     "inverse_price",
     "posted_pricing",
+    "posted_pricing_batch",
     "q_of_mu",
     "solve",
+    "solve_batch",
     "spend",
     "spend_scale",
     "unbiased_aggregate",

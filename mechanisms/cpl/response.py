@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MarketInputError
 from .game import Game, check_game
 
-__all__ = ["best_response", "best_response_v0", "unconstrained_response"]
+__all__ = ["best_response", "best_response_v0", "positive_root", "unconstrained_response"]
 
 
 def unconstrained_response(game: Game, prices) -> np.ndarray:
@@ -35,7 +35,13 @@ def unconstrained_response(game: Game, prices) -> np.ndarray:
         raise MarketInputError("prices", f"has shape {P.shape}, expected ({game.n},)")
     if not np.isfinite(P).all():
         raise MarketInputError("prices", "must be finite")
-    c, vK = game.c, game.v * game.K
+    return positive_root(P, game.c, game.v * game.K)
+
+
+def positive_root(P, c, vK) -> np.ndarray:
+    """The positive root of 2 c q^3 - P q^2 - v K = 0, elementwise over arrays of any shape
+    (the clients of one game, or a batch of games: see :mod:`mechanisms.cpl.batch`)."""
+    P, c, vK = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (P, c, vK)))
     q = np.maximum(P, 0.0) / (2.0 * c)  # v K = 0: the root is max(P, 0) / (2c) exactly
     live = vK > 0
     if live.any():

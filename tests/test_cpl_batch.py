@@ -1,0 +1,98 @@
+"""The vectorised CPL solver and posted prices agree with the scalar ones, game by game."""
+
+import numpy as np
+import pytest
+
+from mechanisms import cpl
+from mechanisms.errors import MarketInputError
+from proofs.batch import CPL_SPECS, cpl_sampler
+
+RTOL = 1e-9  # relative agreement of q and prices with the scalar functions
+
+
+def _batches(key, size, seed=0):
+    sampler = cpl_sampler(key)
+    for d in sampler.draw(np.random.default_rng(seed), size):
+        yield sampler.games(d), [c.game for c in sampler.cases(d)]
+
+
+@pytest.mark.parametrize("key", ["cpl_se_identities", "cpl_beats_baselines"])
+def test_solve_batch_agrees_with_the_scalar_bisection(key):
+    checked = 0
+    for batch, games in _batches(key, 400):
+        eq = cpl.solve_batch(batch)
+        for k, g in enumerate(games):
+            one = cpl.solve(g)
+            assert eq.slack[k] == (one.status == "slack")
+            np.testing.assert_allclose(eq.q[k], one.q, rtol=RTOL)
+            scale = np.abs(one.prices).max()
+            np.testing.assert_allclose(eq.prices[k], one.prices, rtol=0, atol=RTOL * scale)
+            assert eq.objective[k] == pytest.approx(one.objective, rel=RTOL)
+            if one.status != "slack":
+                assert eq.multiplier[k] == pytest.approx(one.multiplier, rel=RTOL)
+                assert eq.budget_residual[k] < 1e-9
+            checked += 1
+    assert checked == 400
+
+
+@pytest.mark.parametrize(("shape", "scalar"), [("uniform", cpl.uniform_pricing),
+                                               ("weighted", cpl.weighted_pricing),
+                                               ("gradient", cpl.gradient_pricing)])
+def test_posted_pricing_batch_agrees_with_the_scalar_calibration(shape, scalar):
+    for batch, games in _batches("cpl_budget_feasible", 200, seed=1):
+        s = {"uniform": np.ones_like(batch.a), "weighted": batch.a,
+             "gradient": batch.a * batch.G}[shape]
+        out = cpl.posted_pricing_batch(batch, s)
+        for k, g in enumerate(games):
+            one = scalar(g)
+            np.testing.assert_allclose(out.prices[k], one.prices, rtol=RTOL)
+            np.testing.assert_allclose(out.q[k], one.q, rtol=RTOL)
+
+
+def test_game_batch_round_trips_and_rejects_mixed_sizes():
+    g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 2, 3], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
+    batch = cpl.GameBatch.from_games([g, g.replace(budget=2.0)])
+    assert batch.size == 2 and batch.n == 3 and batch.game(1).budget == 2.0
+    np.testing.assert_array_equal(batch.game(0).K, g.K)
+    with pytest.raises(MarketInputError, match="same number of clients"):
+        cpl.GameBatch.from_games([g, cpl.Game(a=[1.0], G=[1], c=[1], v=[0], budget=1.0)])
+    with pytest.raises(cpl.BudgetInfeasible, match="game 0"):
+        cpl.solve_batch(cpl.GameBatch.from_games([g.replace(budget=-1e9)]))
+
+
+@pytest.mark.parametrize("key", sorted(CPL_SPECS))
+def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):
+    """The bulk evaluation of each CPL property (proofs.batch) gives, on every draw, the
+    same violation and the same effective flag as the scalar property on the subject."""
+    from proofs import PROPERTIES, SUBJECTS
+    from proofs.batch import vectorised
+    from proofs.checker import evaluate_once
+
+    subjects = ["cpl-bisection"] + (["cpl-uniform", "cpl-weighted", "cpl-gradient"]
+                                    if key == "cpl_budget_feasible" else [])
+    sampler = cpl_sampler(key)
+    for name in subjects:
+        bulk = vectorised(PROPERTIES[key], SUBJECTS[name])
+        assert bulk is not None
+        for d in sampler.draw(np.random.default_rng(2), 120):
+            viol, eff = bulk(d)
+            for k, case in enumerate(sampler.cases(d)):
+                amount, _, effective = evaluate_once(SUBJECTS[name], PROPERTIES[key], case)
+                effective = amount is not None and effective
+                assert bool(eff[k]) == effective, (name, k)
+                if effective:
+                    assert (viol[k] > 0) == (amount > 0), (name, k, viol[k], amount)
+
+
+def test_the_cpl_precondition_counterexamples_are_found_in_bulk():
+    from proofs import PROPERTIES, SUBJECTS, check
+
+    for key in ("cpl_threshold_all", "cpl_beats_baselines_any"):
+        r = check(SUBJECTS["cpl-bisection"], PROPERTIES[key], max_examples=20_000,
+                  engine="batch")
+        assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)", key
+        assert r.counterexample.rerun() > 0
+    r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=5000,
+              engine="batch")
+    assert r.verdict == "holds" and r.extra["mode"] == "batch (vectorised)"
+    assert r.effective < r.examples  # slack games are drawn, and not counted as checked
