@@ -431,18 +431,25 @@ def _checked(kind: str, fn, out, shapes) -> np.ndarray:
     return arr
 
 
+BULK_RULES = ("box2", "local", "exact", "share-all")
+BULK_PAYMENTS = ("paper", "cost-plus", "none")
+BULK_PRICES = ("paper", "cost-plus")
+
+
 def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
-                 true_K=None) -> dict:
+                 true_K=None, prices="paper") -> dict:
     """Clear a batch of markets (arrays with a leading batch dimension) with a built-in rule
-    ("box2", "local", "exact") or a rule marked :func:`over_arrays`, the paper's prices and
-    the paper's payments (or payments marked :func:`over_arrays`); returns adjacency,
-    payments, utilities and prices."""
+    (:data:`BULK_RULES`) or a rule marked :func:`over_arrays`, built-in prices
+    (:data:`BULK_PRICES`: Eq. 10, or the cost-plus posted price) and built-in payments
+    (:data:`BULK_PAYMENTS`: Eqs. 12-13, cost-plus remittances, none) or payments marked
+    :func:`over_arrays`; returns adjacency, payments, utilities and prices."""
     B, m = N.shape
     true_N = N if true_N is None else true_N
     true_c = c if true_c is None else true_c
     true_K = K if true_K is None else true_K
     ratio = N[:, None, :] / N[:, :, None]
-    P = c[:, None, :] + lam[:, None, None] * ratio * D
+    posted = c if prices == "paper" else (1.0 + ipfl.rules.COST_PLUS_MARKUP) * c
+    P = posted[:, None, :] + lam[:, None, None] * ratio * D
     eye = np.eye(m, dtype=bool)
     P = np.where(eye, np.inf, P)
     T = _SQRT.thresholds(P, N[:, None, :], K[:, :, None], N[:, :, None])
@@ -457,11 +464,18 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
         A = ipfl.box2(T, N)
     elif rule == "local":
         A = ipfl.local(T, N)
+    elif rule == "share-all":  # mechanisms.ipfl.rules.share_all
+        A = (K[:, :, None] > 0) & np.isfinite(c)[:, None, :] & ~eye
     else:
         A = _exact_batch(N, K, P, T)
     if callable(money):
         out = _checked("payments", money, money(arrays, A, D), ((B, m, m), (B, m)))
         p = out.sum(axis=2) - out.sum(axis=1) if out.ndim == 3 else out
+    elif money == "none":
+        p = np.zeros((B, m))
+    elif money == "cost-plus":  # each buyer pays each seller its posted price
+        R = np.where(A, posted[:, None, :], 0.0)
+        p = R.sum(axis=2) - R.sum(axis=1)
     else:  # Eq. 12 on bought pairs, Eq. 13
         n = np.einsum("bij,bj->bi", A.astype(float), N)
         with np.errstate(invalid="ignore"):
@@ -630,23 +644,29 @@ BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
+def _named(spec, names) -> bool:
+    return isinstance(spec, str) and spec in names
+
+
 def _batch_rule(subject):
     """A settle-batch function when ``subject`` can be cleared in bulk: built-in selection
     or a selection rule marked :func:`over_arrays`, with the paper's prices and the paper's
     payments or payments marked :func:`over_arrays`."""
     from .subjects import IpflMechanism
 
-    if not isinstance(subject, IpflMechanism) or subject.prices != "paper":
+    if not isinstance(subject, IpflMechanism) or not _named(subject.prices, BULK_PRICES):
         return None
-    rule, money = subject.rule, subject.money
-    if not (rule in ("box2", "local", "exact") or getattr(rule, "over_arrays", False)):
+    rule, money, prices = subject.rule, subject.money, subject.prices
+    if rule is ipfl.rules.share_all:
+        rule = "share-all"
+    if not (_named(rule, BULK_RULES) or getattr(rule, "over_arrays", False)):
         return None
-    if not (money == "paper" or getattr(money, "over_arrays", False)):
+    if not (_named(money, BULK_PAYMENTS) or getattr(money, "over_arrays", False)):
         return None
 
     def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
         return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money,
-                            true_K=true_K)
+                            true_K=true_K, prices=prices)
 
     return settle
 

@@ -233,3 +233,36 @@ def test_the_bulk_regret_search_finds_every_lie_the_scalar_search_finds(rule):
                     assert bulk.regret[k] > tol
                     assert bulk.regret[k] >= 0.5 * one.regret
     assert found >= 5  # the sample holds profitable lies to compare
+
+
+@pytest.mark.parametrize("name", ["cost-plus", "share-all"])
+def test_reference_rules_cleared_in_bulk_match_the_scalar_clearing(name):
+    """cost-plus (posted price and remittances) and share-all (take every model, no money)
+    are cleared in bulk; instance by instance they give the subject's own outcome."""
+    from proofs.batch import _batch_rule
+
+    settle = _batch_rule(SUBJECTS[name])
+    assert settle is not None
+    sampler = IpflSampler(IpflSpec(liar="any"))
+    checked = 0
+    for d in sampler.draw(np.random.default_rng(3), 300):
+        a = sampler.arrays(d)
+        c = a["c"].copy()
+        c[np.arange(d.size), a["client"]] *= a["factor"]  # a liar: reported c, true c kept
+        bulk = settle(a["N"], c, a["K"], a["lam"], a["D"], true_c=a["c"])
+        for k in range(d.size):
+            mk = ipfl.Market(N=a["N"][k], c=c[k], K=a["K"][k], lam=float(a["lam"][k]),
+                             true_c=a["c"][k])
+            out = SUBJECTS[name].settle(mk, a["D"][k])
+            assert np.array_equal(bulk["A"][k], out.adjacency)
+            np.testing.assert_allclose(bulk["p"][k], out.payments, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(bulk["U"][k], out.utilities, rtol=1e-9, atol=1e-9)
+            checked += 1
+    assert checked == 300
+    assert _batch_rule(SUBJECTS["vcg"]) is None and _batch_rule(SUBJECTS["shapley"]) is None
+
+
+def test_cost_plus_is_rejected_on_thm2_in_bulk():
+    r = check(SUBJECTS["cost-plus"], PROPERTIES["thm2"], max_examples=20_000, engine="batch")
+    assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
+    assert r.counterexample.rerun() > 0
