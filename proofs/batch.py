@@ -859,8 +859,12 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
 
 
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
-                chunk: int = CHUNK, time_limit: float | None = None) -> Report:
+                chunk: int = CHUNK, time_limit: float | None = None,
+                bulk: bool = True) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
+
+    ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
+    could be evaluated in bulk (benchmarks/bench_checker.py compares the two).
 
     ``time_limit`` (seconds): stop drawing once it has passed; the report then counts what
     was drawn and checked (``extra["stopped"]`` says why), never the requested budget.
@@ -872,7 +876,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     sampler = sampler_for(prop)
     if sampler is None:
         return _check_hypothesis(subject, prop, max_examples, seed, tolerance, None)
-    bulk = vectorised(prop, subject)
+    bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     drawn = effective = 0

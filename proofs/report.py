@@ -58,6 +58,8 @@ def frame(results) -> pd.DataFrame:
             if report.subject in SUBJECTS else None
         row["declared"] = {True: "holds", False: "fails", None: "-"}[declared]
         row["as_declared"] = ok
+        if report.engine == "batch" and report.extra.get("mode") == "batch (per instance)":
+            row["engine"] = "batch, per instance"
         rows.append(row)
     cols = ["property", "reference", "preconditions", "subject", "declared", "verdict",
             "as_declared", "engine", "drawn", "effective", "seconds", "counterexample"]
@@ -86,8 +88,9 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         f"not to hold, whose search may draw up to {FALSIFY_FACTOR}x the target), "
         "`effective` those on which the property evaluated the subject; "
         "a claim with effective < 0.5 x drawn would read \"vacuous\". `engine` says which "
-        "engine produced the row (\"batch\" rows of CPL properties evaluate numpy draws one "
-        "instance at a time).", "",
+        "engine produced the row (\"batch\": numpy draws cleared and evaluated in bulk; "
+        "\"batch, per instance\": numpy draws evaluated one instance at a time, for "
+        "subjects the bulk clearing does not cover: vcg, shapley, global optimality).", "",
     ]
     if short:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
