@@ -460,7 +460,7 @@ def test_the_fixed_waits_the_docs_quantify_are_where_they_say(monkeypatch):
 
     floors = loopback.flwr_floors()
     text = (Path(__file__).resolve().parents[1] / "docs" / "howto-flower.md").read_text()
-    assert len(floors) == 2
+    assert len(floors) == 3
     for f in floors:
         assert f["where"] is not None and f["where"] in text, f
     # a wait this flwr does not have is reported as absent, not placed somewhere

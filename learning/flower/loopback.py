@@ -37,13 +37,18 @@ FLWR_FLOORS = (
      "an idle SuperNode pulls from the SuperLink every 3 s", 3.0),
     ("flwr.supernode.start_client_internal", "time.sleep(0.5)",
      "a SuperNode looks for its ClientApp's reply every 0.5 s (0.25 s on average)", 0.25),
+    # not a wait: the flwr-clientapp entry point (one process per message) imports the whole
+    # SuperNode package; its cost is the host's, measured by benchmarks/bench_flower.py
+    ("flwr.supernode.cli", "from .flower_supernode import flower_supernode",
+     "every flwr-clientapp process imports the whole SuperNode", None),
 )
 
 
 def flwr_floors() -> list[dict]:
     """Where the installed flwr hard-codes the waits of :data:`FLWR_FLOORS`: one dict per wait
     (``where`` = file:line of its first occurrence, None if this flwr no longer has it;
-    ``what``; ``seconds`` a round spends in it on its critical path)."""
+    ``what``; ``seconds`` a round spends in it on its critical path, None where the host
+    decides)."""
     import importlib.util
 
     out = []
