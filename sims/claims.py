@@ -158,10 +158,12 @@ def _fig2(frames, scenario, setup) -> list[Claim]:
                   f"({'>' if acc_ok else '<='} -{COMPARABLE}); utility "
                   f"{'the highest' if util_ok else 'not the highest'}: its CI starts at "
                   f"{u_lo:.1f} ({'>' if util_ok else '<='} 0)")
+        used = sorted(runs.seed.unique())
         out.append(Claim(
             f"Fig. 2, {part} ({name})", FIG2,
             f"iPFL minus best baseline: best accuracy {fmt(dacc, bounds=DACC)}, utility per "
-            f"client {fmt(dutil, 1)}", setup, verdict, reason, seed_table(runs)))
+            f"client {fmt(dutil, 1)} (seeds with every algorithm run: "
+            f"{', '.join(map(str, used))})", setup, verdict, reason, seed_table(runs)))
     return out
 
 
