@@ -48,8 +48,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_checker.py
 
 # The nightly run: the suite under Hypothesis' nightly profile, then the theorem report with
-# the batch engine at 10^6 effective examples per declared property (per-instance rows --
-# CPL, exact global optimality -- take hours on two cores).
+# the batch engine at 10^6 effective examples per declared property (the rows still checked
+# one instance at a time -- vcg, shapley, exact global optimality -- take hours on two cores;
+# the regret searches in bulk a few minutes each).
 nightly: $(STAMP)
 	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest -q
 	$(VENV)/bin/fedmarket prove --engine batch --examples 1000000 --exhaustive --markdown docs/reference-theorems.md
