@@ -83,7 +83,10 @@ def _keys(where: str, table, allowed) -> None:
 
 
 def _seeds(where: str, value) -> list[int]:
-    values = value if isinstance(value, list) else [value]
+    if not isinstance(value, list):  # `seeds = 5`: seed 5, or five seeds? ask, not guess
+        raise SpecError(where, f"is {value!r}; give a list: seeds = [{value!r}] for that one "
+                               "seed, seeds = [0, 1, 2] for several")
+    values = value
     if not values:
         raise SpecError(where, "is empty; list at least one seed")
     seeds = []

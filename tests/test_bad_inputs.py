@@ -173,6 +173,8 @@ API = [
      ProblemTooLarge, "eps0"),
     ("solve-eps0-nan", lambda: cpl.solve(game(), "cvxpy-linesearch", eps0=NAN),
      MarketInputError, "eps0"),
+    ("solve-xtol-negative", lambda: cpl.solve(game(), xtol=-1.0), MarketInputError, "xtol"),
+    ("solve-xtol-nan", lambda: cpl.solve(game(), xtol=NAN), MarketInputError, "xtol"),
     ("solve-points-one", lambda: cpl.solve(game(), "cvxpy-linesearch", points=1),
      MarketInputError, "points"),
     ("solve-linesearch-too-long", lambda: cpl.solve(cpl.Game(
@@ -330,6 +332,7 @@ def _files(tmp: Path):
     (inp / "mech.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\n'
                                    'mechanism = ["uniform"]\n')
     (inp / "seed.toml").write_text('seeds = [-1]\n[[scenarios]]\nname = "cpl-pricing"\n')
+    (inp / "seedint.toml").write_text('seeds = 5\n[[scenarios]]\nname = "cpl-pricing"\n')
     (inp / "unknown.toml").write_text('[[scenarios]]\nname = "nope"\n')
     (inp / "broken.toml").write_text("[[scenarios]\n")
     (inp / "latin1.toml").write_bytes(b'name = "\xe9"\n')
@@ -393,6 +396,7 @@ CLI = [
     ("sweep-parms-typo", ["sweep", "{inp}/parms.toml"], "parms"),
     ("sweep-mechanism-typo", ["sweep", "{inp}/mech.toml"], "mechanism"),
     ("sweep-seed-neg", ["sweep", "{inp}/seed.toml"], "seeds[0]"),
+    ("sweep-seeds-scalar", ["sweep", "{inp}/seedint.toml"], "seeds"),
     ("sweep-unknown-scenario", ["sweep", "{inp}/unknown.toml"], "scenarios[0].name"),
     ("sweep-broken-toml", ["sweep", "{inp}/broken.toml"], "spec"),
     ("sweep-not-utf8", ["sweep", "{inp}/latin1.toml"], "spec"),
@@ -733,6 +737,27 @@ def test_pure_buyers_never_sell_in_baseline_ledgers():
     mk = ipfl.Market(N=[100.0, 200.0, 300.0], c=[1.0, INF, 1.0], K=[1e3, 1e3, 1e3])
     u = ipfl.baseline_utilities(mk, np.ones((3, 3)))
     assert np.isfinite(u).all()  # FedAvg-style weights on a c = inf client: no -inf
+
+
+def test_best_response_to_a_price_near_minus_the_float_range_is_the_floor():
+    # Newton's 2 b x overflowed at P = -1e308 and the iterate stayed at its start: q was
+    # s = cbrt(v K / 2c) (0.061 here) instead of the tiny root, clipped to q_min
+    g = game(v=[1.0, 1.0])
+    q = cpl.unconstrained_response(g, [-1e308, -1e99])
+    s = np.cbrt(g.v * g.K / (2 * g.c))
+    np.testing.assert_allclose(q, s / np.sqrt([1e308, 1e99] / (2 * g.c * s)), rtol=1e-12)
+    assert cpl.best_response(g, [-1e308, 1e308]).tolist() == [g.q_min, 1.0]
+
+
+def test_prices_past_the_float_range_are_infinite_not_nan():
+    # lam (N_j / N_i) d_ij past 1.8e308 is an infinite price (nobody buys), with no
+    # overflow warning; d = 0 adds nothing even when lam (N_j / N_i) alone overflows
+    mk = ipfl.Market(N=[1.0, 10.0], c=[0.1, 0.2], K=[1.0, 1.0], lam=1e308)
+    P = mk.prices([[0.0, 1.0], [1.0, 0.0]])
+    assert P[0, 1] == INF and P[1, 0] == pytest.approx(1e307)
+    assert mk.prices(np.zeros((2, 2)))[0, 1] == 0.2
+    out = ipfl.clear(mk, [[0.0, 1.0], [1.0, 0.0]])
+    assert not out.adjacency.any() and (out.utilities == 0).all()
 
 
 def test_iterative_exact_selection_has_no_recursion_limit():

@@ -176,6 +176,7 @@ def _degenerate(game: Game, method: str):
 
 
 def _bisection(game: Game, xtol: float = 0.0):
+    xtol = as_real("xtol", xtol, lo=0)
     t0 = time.perf_counter()
     top = _check_feasible(game)
     if top <= game.budget:

@@ -51,9 +51,13 @@ def positive_root(P, c, vK) -> np.ndarray:
         with np.errstate(over="ignore"):
             b = P[live] / (2.0 * c[live] * s)
         huge = b > 1e100  # x = b + 1/b^2 + ...: the root is P/(2c) to double precision
+        # b < -1e100: x^2 (x - b) = 1 gives x = 1/sqrt(x - b) = 1/sqrt(-b) to double
+        # precision (x/|b| < 1e-150); Newton's 2 b x would overflow near -1e308 and stall at 1
+        deep = b < -1e100
         x = np.maximum(b, 0.0) + 1.0  # g(x) >= 0 here; g increasing and convex on [root, x]
         x[huge] = 0.0
-        todo = ~huge
+        x[deep] = 1.0 / np.sqrt(-b[deep])
+        todo = ~(huge | deep)
         for _ in range(200):
             if not todo.any():
                 break

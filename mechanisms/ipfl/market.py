@@ -108,6 +108,8 @@ class Market:
         """
         D = np.asarray(D, dtype=np.float64)
         ratio = self.N[None, :] / self.N[:, None]
-        P = self.c[None, :] + self.lam * ratio * D  # D is finite, so inf cost stays inf
+        with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
+            share = np.where((D == 0) | (self.lam == 0), 0.0, self.lam * ratio * D)
+        P = self.c[None, :] + share  # D and lam are finite, so inf cost stays inf
         np.fill_diagonal(P, np.inf)
         return P
