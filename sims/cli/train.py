@@ -10,7 +10,14 @@ import argparse
 import json
 from dataclasses import fields
 
-from .common import add_command, add_quiet, console, print_table, writable_folder
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    print_table,
+    progress_reporter,
+    writable_folder,
+)
 
 __all__ = ["OPTIONS", "add_parser", "run"]
 
@@ -117,6 +124,7 @@ def add_parser(sub, full: bool = False) -> None:
                    help="train clients one by one (the reference path) instead of in lockstep")
     p.add_argument("--out", default="results/train", help="folder for Parquet, JSON and PNG")
     add_quiet(p)
+    add_progress(p)
 
 
 def run(args) -> int:
@@ -137,17 +145,11 @@ def run(args) -> int:
     configs = [TrainConfig(**{**common, "algorithm": a}) for a in args.algorithm]
     out = writable_folder("--out", args.out)
     results, written = [], []
-    con = console()
     for cfg in configs:
         algorithm = cfg.algorithm
-        if con is not None and not args.quiet:
-            from rich.progress import Progress
-
-            with Progress(console=con, transient=True) as bar:
-                task = bar.add_task(f"{algorithm}: rounds", total=cfg.rounds)
-                res = train(cfg, progress=lambda d, t, task=task: bar.update(task, completed=d))
-        else:
-            res = train(cfg)
+        with progress_reporter(f"{algorithm}: rounds", quiet=args.quiet,
+                               every=args.progress_every) as progress:
+            res = train(cfg, progress=progress)
         results.append(res)
         table, side = write_table(res.frame, out / f"{algorithm}.parquet", res.provenance())
         written += [table, side]
