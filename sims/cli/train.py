@@ -58,6 +58,11 @@ OPTIONS = (
     ("fedamp_lam", "FedAMP proximal weight toward the attentive model"),
     ("fedamp_sigma", "FedAMP attention exp(sigma * cos)"),
     ("fedamp_self", "FedAMP weight of the client's own model"),
+    ("fedamp_attention", "FedAMP attention: heuristic (HeurFedAMP, cosine softmax; the iPFL "
+                         "authors' runs) or paper (1 - exp(-x/sigma) of squared distances)"),
+    ("fedamp_alpha", "FedAMP (paper attention): step alpha_k in units of sigma / (m - 1)"),
+    ("fedamp_dsigma", "FedAMP (paper attention): sigma of A (0: the round's median squared "
+                      "distance)"),
     ("cfl_eps1", "CFL: split when the cluster's mean update norm is below eps1"),
     ("cfl_eps2", "CFL: ... and its largest update norm is above eps2"),
     ("fedfomo_M", "FedFomo: models sent to each client per round"),
