@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import cpl, paper
-from mechanisms.errors import as_int, as_real, as_seed
+from mechanisms.errors import MarketInputError, as_int, as_real, as_seed
 
 __all__ = ["CplBenchmark", "budget_sweep", "compare_pricing"]
 
@@ -69,24 +69,39 @@ class CplBenchmark:
 
 
 SCHEMES: dict[str, Callable] = {
-    "bisection": lambda g, pts: cpl.solve(g, "bisection"),
-    "cvxpy": lambda g, pts: cpl.solve(g, "cvxpy"),
-    "cvxpy-linesearch": lambda g, pts: cpl.solve(g, "cvxpy-linesearch", points=pts),
-    "uniform": lambda g, pts: cpl.uniform_pricing(g),
-    "weighted": lambda g, pts: cpl.weighted_pricing(g),
-    "gradient": lambda g, pts: cpl.gradient_pricing(g),
+    "bisection": lambda g, pts, progress=None: cpl.solve(g, "bisection"),
+    "cvxpy": lambda g, pts, progress=None: cpl.solve(g, "cvxpy"),
+    "cvxpy-linesearch": lambda g, pts, progress=None: cpl.solve(
+        g, "cvxpy-linesearch", points=pts, progress=progress),
+    "uniform": lambda g, pts, progress=None: cpl.uniform_pricing(g),
+    "weighted": lambda g, pts, progress=None: cpl.weighted_pricing(g),
+    "gradient": lambda g, pts, progress=None: cpl.gradient_pricing(g),
 }
 
 
 def compare_pricing(game: cpl.Game, *, points: int = 400, schemes=None,
-                    progress: Callable[[str], None] | None = None):
-    """Solve ``game`` with every scheme; returns (table, {name: Equilibrium})."""
+                    progress: Callable[[str, int, int], None] | None = None):
+    """Solve ``game`` with every scheme; returns (table, {name: Equilibrium}).
+
+    The cvxpy methods' guards (size, line-search grid) are checked before the first scheme
+    runs. ``progress(scheme, done, total)``: (scheme, 0, 1) as each scheme starts, and per
+    grid point of the line search (one cvxpy solve each, the long part at large n).
+    """
+    schemes = list(schemes or SCHEMES)
+    for name in schemes:
+        if name not in SCHEMES:
+            raise MarketInputError("schemes", f"unknown {name!r}; choose from "
+                                              f"{list(SCHEMES)}")
+        if name in cpl.METHODS:
+            cpl.check_solve(game, name, **({"points": points} if name == "cvxpy-linesearch"
+                                           else {}))
     rows, results = [], {}
-    for name in schemes or SCHEMES:
+    for name in schemes:
         if progress is not None:
-            progress(name)
+            progress(name, 0, 1)
         t0 = time.perf_counter()
-        eq = SCHEMES[name](game, points)
+        eq = SCHEMES[name](game, points, progress=None if progress is None else (
+            lambda d, t, name=name: progress(name, d, t)))
         wall = time.perf_counter() - t0
         results[name] = eq
         rows.append({

@@ -173,6 +173,11 @@ API = [
      ProblemTooLarge, "eps0"),
     ("solve-eps0-nan", lambda: cpl.solve(game(), "cvxpy-linesearch", eps0=NAN),
      MarketInputError, "eps0"),
+    ("solve-progress-not-callable", lambda: cpl.solve(game(), "cvxpy-linesearch",
+                                                      progress=5), MarketInputError, "progress"),
+    ("check-solve-linesearch-too-long", lambda: cpl.check_solve(cpl.Game(
+        a=np.ones(2000), G=np.ones(2000), c=np.full(2000, 5.0), v=np.zeros(2000),
+        budget=100.0), "cvxpy-linesearch", points=400), ProblemTooLarge, "points"),
     ("solve-xtol-negative", lambda: cpl.solve(game(), xtol=-1.0), MarketInputError, "xtol"),
     ("solve-xtol-nan", lambda: cpl.solve(game(), xtol=NAN), MarketInputError, "xtol"),
     ("solve-points-one", lambda: cpl.solve(game(), "cvxpy-linesearch", points=1),
@@ -376,6 +381,9 @@ CLI = [
     ("cpl-seed-neg", ["cpl", "--seed", "-1"], "seed"),
     ("cpl-out-under-file", ["cpl", "--out", UNDER_FILE], "--out"),
     ("cpl-G-overflow", ["cpl", "--G", "1e300"], "G"),
+    # refused before bisection and cvxpy run (the line search's guard used to be met last)
+    ("cpl-linesearch-too-long", ["cpl", "--clients", "2000", "--budget", "1000", "--out",
+                                 "{tmp}/c"], "points"),
     # clear
     ("clear-missing", ["clear", "{inp}/nope.json"], "market_file"),
     ("clear-directory", ["clear", "{inp}/dir.json"], "market_file"),

@@ -117,3 +117,25 @@ def test_clear_reports_the_time_limit_and_the_proven_gap(tmp_path, capsys):
     assert main(["clear", str(f), "--rule", "exact", "--exact-time-limit", "-1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "exact_time_limit" in err
+
+
+def test_line_search_reports_each_grid_point():
+    from mechanisms import cpl
+    from sims.cpl_game import CplBenchmark
+
+    calls = []
+    eq = cpl.solve(CplBenchmark(clients=6).game(), "cvxpy-linesearch", points=5,
+                   progress=lambda d, t: calls.append((d, t)))
+    assert eq.info["grid_points"] == 5
+    assert calls == [(0, 5), (1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+
+
+def test_cpl_command_shows_line_search_progress(tmp_path, capsys):
+    assert main(["cpl", "--clients", "6", "--points", "5", "--out", str(tmp_path / "c"),
+                 "--progress-every", "0", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""  # --quiet: nothing
+    assert main(["cpl", "--clients", "6", "--points", "5", "--out", str(tmp_path / "d"),
+                 "--progress-every", "0"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [ln.split(",")[0] for ln in err] == [
+        f"cpl line search: grid points: {k}/5 ({20 * k} %)" for k in range(1, 6)]

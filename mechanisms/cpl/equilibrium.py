@@ -34,6 +34,7 @@ __all__ = [
     "Equilibrium",
     "SolverFailed",
     "apply_pricing",
+    "check_solve",
     "gradient_pricing",
     "posted_pricing",
     "q_of_mu",
@@ -143,7 +144,7 @@ def _check_feasible(game: Game):
 
 
 OPTIONS = {"bisection": ("xtol",), "cvxpy": ("solver",),
-           "cvxpy-linesearch": ("points", "eps0", "solver")}
+           "cvxpy-linesearch": ("points", "eps0", "solver", "progress")}
 CVXPY_MAX_N = 100_000  # clients; beyond, the conic solvers need tens of GB and minutes
 # grid points x clients of one line search (one cvxpy solve per point). A solve costs about
 # 2e-4 s per client on a loaded 2-core machine (measured with cpl.solve(CplBenchmark(
@@ -297,14 +298,9 @@ def _cvxpy(game: Game, solver: str | None = None):
                    solver=prob.solver_stats.solver_name, multiplier=lam)
 
 
-def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
-                solver: str | None = None):
-    import cvxpy as cp
-
-    t0 = time.perf_counter()
-    top = _check_feasible(game)
-    if top <= game.budget:
-        return _finish(game, "cvxpy-linesearch", "slack", game.q_max.copy(), np.inf, t0)
+def _linesearch_grid(game: Game, points: int | None = 400, eps0: float | None = None,
+                     **_ignored) -> np.ndarray:
+    """The line search's grid of M values, refused (ProblemTooLarge) over its work guard."""
     lo = float(np.sum(game.c * game.q_min**2))
     hi = float(np.sum(game.c * game.q_max**2))
     if eps0 is not None:
@@ -319,11 +315,24 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
                                      f"of {game.n} clients, over its guard of "
                                      f"{LINESEARCH_MAX_WORK:,} grid points x clients; use fewer "
                                      "points or method='bisection' (exact)")
-    grid = np.arange(lo, hi + eps0, eps0) if eps0 is not None else np.linspace(lo, hi, count)
+    return np.arange(lo, hi + eps0, eps0) if eps0 is not None else np.linspace(lo, hi, count)
+
+
+def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
+                solver: str | None = None, progress=None):
+    import cvxpy as cp
+
+    t0 = time.perf_counter()
+    top = _check_feasible(game)
+    if top <= game.budget:
+        return _finish(game, "cvxpy-linesearch", "slack", game.q_max.copy(), np.inf, t0)
+    grid = _linesearch_grid(game, points, eps0)
     prob, y, _, M = _cvxpy_problem(game, linesearch=True)
     best = (np.inf, None, None)
     statuses: dict = {}
-    for value in grid:
+    for k, value in enumerate(grid):
+        if progress is not None:
+            progress(k, grid.size)
         M.value = float(value)
         try:
             prob.solve(solver=solver)  # the paper's method with the solver's defaults
@@ -339,6 +348,8 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
             statuses["over_budget"] = statuses.get("over_budget", 0) + 1
             continue  # the solver's tolerance let it overspend: not a feasible price vector
         best = (prob.value, yv, float(value))
+    if progress is not None:
+        progress(grid.size, grid.size)
     if best[1] is None:
         raise SolverFailed("cvxpy-linesearch", f"no grid point solved within the budget "
                                                f"({statuses}); try more points or "
@@ -352,20 +363,9 @@ def _linesearch(game: Game, points: int | None = 400, eps0: float | None = None,
                          "statuses": statuses})
 
 
-def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
-    """The Stackelberg equilibrium: the server's optimal q, and the prices that induce it.
-
-    Options: ``points`` or ``eps0`` (grid of the line search; default 400 points), ``solver``
-    (a cvxpy solver name for the cvxpy methods).
-
-    >>> from mechanisms import cpl
-    >>> g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 1, 1], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
-    >>> eq = cpl.solve(g)
-    >>> eq.status, round(eq.spent, 12)
-    ('optimal', 1.0)
-    >>> bool(np.allclose(cpl.best_response(g, eq.prices), eq.q))
-    True
-    """
+def check_solve(game: Game, method: str = "bisection", **options) -> None:
+    """Every check :func:`solve` makes before it solves (method, options, solver, the size
+    guards), so that a caller solving several ways refuses before the first one runs."""
     check_game(game)
     if method not in METHODS:
         raise MarketInputError("method", f"unknown method {method!r}; choose one of {METHODS}")
@@ -376,10 +376,34 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
     if options.get("solver") is not None and options["solver"] not in _installed_solvers():
         raise MarketInputError("solver", f"unknown or not installed {options['solver']!r}; "
                                          f"installed: {_installed_solvers()}")
+    if options.get("progress") is not None and not callable(options["progress"]):
+        raise MarketInputError("progress", f"must be a function (done, total), got "
+                                           f"{options['progress']!r}")
     if method != "bisection" and game.n > CVXPY_MAX_N:
         raise ProblemTooLarge("game", f"{game.n} clients is beyond the {CVXPY_MAX_N:,} the "
                                       f"cvxpy methods take; use method='bisection' (exact, "
                                       "O(n) per step)")
+    if method == "cvxpy-linesearch":
+        _linesearch_grid(game, **options)
+
+
+def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
+    """The Stackelberg equilibrium: the server's optimal q, and the prices that induce it.
+
+    Options: ``points`` or ``eps0`` (grid of the line search; default 400 points), ``solver``
+    (a cvxpy solver name for the cvxpy methods), ``progress(done, total)`` (the line search,
+    per grid point: one cvxpy solve each). :func:`check_solve` makes the same checks without
+    solving.
+
+    >>> from mechanisms import cpl
+    >>> g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 1, 1], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
+    >>> eq = cpl.solve(g)
+    >>> eq.status, round(eq.spent, 12)
+    ('optimal', 1.0)
+    >>> bool(np.allclose(cpl.best_response(g, eq.prices), eq.q))
+    True
+    """
+    check_solve(game, method, **options)
     if not (game.K > 0).any():
         return _degenerate(game, method)
     if method == "bisection":

@@ -6,7 +6,14 @@ from dataclasses import fields
 
 from ..cpl_game import CplBenchmark
 from ..errors import SpecError
-from .common import add_command, add_quiet, console, print_table, writable_folder
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    print_table,
+    progress_reporter,
+    writable_folder,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -32,6 +39,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--seed", type=int, default=d["seed"], help="random seed")
     p.add_argument("--out", default="results/cpl", help="folder for CSV, JSON and PNG")
     add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -59,13 +67,12 @@ def run(args) -> int:
         if not (count == int(count) and 1 <= count <= 10_000):
             raise SpecError("--sweep", f"COUNT is {count}; must be an integer in [1, 10000]")
     out = writable_folder("--out", args.out)
-    con = console()
-    if con is not None and not args.quiet:
-        with con.status("solving") as status:
-            table, results = compare_pricing(
-                game, points=args.points, progress=lambda n: status.update(f"solving: {n}"))
-    else:
-        table, results = compare_pricing(game, points=args.points)
+    with progress_reporter("cpl line search: grid points", quiet=args.quiet,
+                           every=args.progress_every) as progress:
+        table, results = compare_pricing(
+            game, points=args.points,
+            progress=None if progress is None else (
+                lambda name, d, t: progress(d, t) if name == "cvxpy-linesearch" else None))
     write_table(table, out / "comparison.csv", bench.provenance())
     eq = results["bisection"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
