@@ -283,7 +283,10 @@ class Store:
                                       f"version (columns {columns}); use another folder")
         if self.mode == "w":
             # WAL + NORMAL: a committed cell survives the process being killed (kill -9);
-            # only a power cut can lose the last commits, which a rerun then recomputes
+            # only a power cut can lose the last commits, which a rerun then recomputes.
+            # WAL also lets a report read while the sweep writes. (Set on every opening:
+            # close() leaves a finished store in rollback mode.)
+            self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
 
     def verify(self) -> int:
@@ -341,6 +344,9 @@ class Store:
             self.db.commit()
             try:  # fold the WAL into the file: a finished store is one self-contained file
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # and leave WAL mode, so that a read-only opening (a report) needs no -shm
+                # and -wal files beside it (fails harmlessly while a reader has it open)
+                self.db.execute("PRAGMA journal_mode=DELETE")
             except sqlite3.DatabaseError:
                 pass
         self.db.close()

@@ -709,6 +709,29 @@ def test_store_corruption_tampering_and_stale_cells(tmp_path):
         run_sweep(expand(FAST), out3)
 
 
+def test_reading_a_finished_store_writes_nothing_beside_it(tmp_path):
+    # a finished store leaves WAL mode, so a read-only opening (a report) needs no -shm and
+    # -wal files; a new sweep into it takes WAL up again
+    import hashlib
+
+    out = tmp_path / "s"
+    run_sweep(expand(FAST), out)
+
+    def state():
+        return sorted(p.name for p in out.iterdir()), hashlib.sha1(
+            (out / "store.sqlite").read_bytes()).hexdigest()
+
+    before = state()
+    assert before[0] == ["store.lock", "store.sqlite"]
+    s = Store(out, mode="r")
+    assert len(s.frame()) > 0 and s.verify() == len(expand(FAST))
+    s.close()
+    assert state() == before
+    w = Store(out)
+    assert w.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    w.close()
+
+
 def test_typed_errors_cross_the_process_executor(tmp_path):
     # a cell whose config is refused inside the worker reaches the parent as itself
     from sims.sweep import Cell
