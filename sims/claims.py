@@ -530,7 +530,9 @@ def _bench_costs(folder: Path) -> list[str]:
              "(sequential), side by side in one run; the evaluation share is one round's "
              "evaluation (test sets and validation splits) over a lockstep round.", "",
              _md(pd.DataFrame(b["rows"]).assign(**{
-                 "evaluation share": lambda d: d["evaluation share"].map("{:.0%}".format)})),
+                 "evaluation share": lambda d: d["evaluation share"].map("{:.0%}".format)})
+                 [["algorithm", "lockstep s/round", "sequential s/round",
+                   "sequential / lockstep", "evaluation share"]]),
              ""]
     if ev:
         loop = ev.get("loop over clients")
