@@ -244,7 +244,8 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
     table = seed_table(runs, ["mechanism", *keys])
     if "ari" in df:
         ari = df.groupby(["mechanism", *keys, "seed"]).ari.first().groupby(
-            ["mechanism", *keys]).agg(lambda v: "{:.3f} [{:.3f}, {:.3f}]".format(*ci95(v)[:3]))
+            ["mechanism", *keys]).agg(
+                lambda v: "{:.3f} [{:.3f}, {:.3f}]".format(*ci95(v, (-1.0, 1.0))[:3]))
         table = table.merge(ari.rename("ARI vs true groups").reset_index(), how="left")
     doc.table(table, name)
     groups = runs.groupby(keys) if keys else [((), runs)]
