@@ -54,6 +54,9 @@ def test_game_batch_round_trips_and_rejects_mixed_sizes():
     batch = cpl.GameBatch.from_games([g, g.replace(budget=2.0)])
     assert batch.size == 2 and batch.n == 3 and batch.game(1).budget == 2.0
     np.testing.assert_array_equal(batch.game(0).K, g.K)
+    # K_n = alpha a_n^2 G_n^2 / R, row by row (the batch's own K, not the games' it rebuilds)
+    np.testing.assert_allclose(batch.K[1], [g.alpha * a**2 * G**2 / g.R
+                                            for a, G in zip(g.a, g.G, strict=True)], rtol=1e-15)
     with pytest.raises(MarketInputError, match="same number of clients"):
         cpl.GameBatch.from_games([g, cpl.Game(a=[1.0], G=[1], c=[1], v=[0], budget=1.0)])
     with pytest.raises(cpl.BudgetInfeasible, match="game 0"):

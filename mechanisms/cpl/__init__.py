@@ -40,7 +40,7 @@ from .equilibrium import (
     uniform_pricing,
     weighted_pricing,
 )
-from .game import Game, bound, client_utilities, inverse_price, spend
+from .game import Game, bound, bound_coefficient, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0, unconstrained_response
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "best_response",
     "best_response_v0",
     "bound",
+    "bound_coefficient",
     "check_solve",
     "client_utilities",
     "gradient_pricing",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MarketInputError
-from .game import Game
+from .game import Game, bound_coefficient
 from .response import positive_root
 
 __all__ = ["BatchEquilibrium", "GameBatch", "posted_pricing_batch", "solve_batch"]
@@ -85,7 +85,7 @@ class GameBatch:
 
     @property
     def K(self) -> np.ndarray:
-        return self.alpha[:, None] * self.a**2 * self.G**2 / self.R[:, None]
+        return bound_coefficient(self.alpha[:, None], self.a, self.G, self.R[:, None])
 
     def game(self, k: int) -> Game:
         return Game(a=self.a[k], G=self.G[k], c=self.c[k], v=self.v[k],

@@ -13,7 +13,15 @@ import numpy as np
 from .. import paper
 from ..errors import MarketInputError, as_vector
 
-__all__ = ["Game", "bound", "check_game", "client_utilities", "inverse_price", "spend"]
+__all__ = ["Game", "bound", "bound_coefficient", "check_game", "client_utilities", "inverse_price",
+           "spend"]
+
+
+def bound_coefficient(alpha, a, G, R):
+    """K_n = alpha a_n^2 G_n^2 / R, the weight of client n in the convergence bound (spec cpl.md).
+
+    Broadcasts, so a batch of games passes alpha and R as columns."""
+    return alpha * a**2 * G**2 / R
 
 
 def _ro(a) -> np.ndarray:
@@ -89,7 +97,7 @@ class Game:
                 a = a / a.max()
             a = a / a.sum()
         with np.errstate(over="ignore", invalid="ignore"):
-            K = self.alpha * a**2 * G**2 / self.R
+            K = bound_coefficient(self.alpha, a, G, self.R)
         if not np.isfinite(K).all():
             k = int(np.flatnonzero(~np.isfinite(K))[0])
             raise MarketInputError("G", f"entry {k} is {G[k]!r}: K = alpha a^2 G^2 / R "
@@ -104,7 +112,7 @@ class Game:
     @property
     def K(self) -> np.ndarray:
         """K_n = alpha a_n^2 G_n^2 / R."""
-        return self.alpha * self.a**2 * self.G**2 / self.R
+        return bound_coefficient(self.alpha, self.a, self.G, self.R)
 
     def replace(self, **changes) -> Game:
         fields = {k: getattr(self, k) for k in
