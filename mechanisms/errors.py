@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "SolverFailed",
-           "as_choice", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
+           "as_choice", "as_floats", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
            "check_size"]
 
 # the largest array one call may allocate (bytes) before it refuses: a guard, not a budget
@@ -113,6 +113,28 @@ def _describe(values: np.ndarray, bad: np.ndarray) -> str:
     return f"entry {where} is {float(values[tuple(idx)])!r}"
 
 
+def as_floats(field: str, values) -> np.ndarray:
+    """``values`` as float64; strings and booleans are refused, not parsed ("100" or True
+    would otherwise pass numpy's conversion as 100.0 or 1.0)."""
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+    kind = raw.dtype.kind
+    if kind == "O":
+        flat = raw.ravel()
+        odd = [v for v in flat if isinstance(v, str | bytes | bool | np.bool_)]
+        if odd:
+            raise MarketInputError(field, f"holds {odd[0]!r}; must be numbers")
+    elif kind in "USVb":
+        what = "booleans" if kind == "b" else "text"
+        raise MarketInputError(field, f"must be numbers, got {what}: {values!r}")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+
+
 def as_vector(
     field: str,
     values,
@@ -126,10 +148,7 @@ def as_vector(
 
     ``allow_inf`` admits +inf (e.g. c_i = inf for a pure buyer); NaN and -inf never pass.
     """
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+    arr = as_floats(field, values)
     if arr.ndim != 1:
         raise MarketInputError(field, f"must be one-dimensional, got shape {arr.shape}")
     if m is not None and arr.shape[0] != m:
@@ -152,10 +171,7 @@ def as_vector(
 
 def as_matrix(field: str, values, m: int, *, allow_negative: bool = False) -> np.ndarray:
     """Validate an (m, m) pairwise matrix with a zero diagonal (e.g. distances d_ij)."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+    arr = as_floats(field, values)
     if arr.shape != (m, m):
         raise MarketInputError(field, f"has shape {arr.shape}, expected ({m}, {m}) for {m} clients")
     bad = ~np.isfinite(arr)

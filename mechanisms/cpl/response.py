@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MarketInputError
+from ..errors import MarketInputError, as_floats
 from .game import Game, check_game
 
 __all__ = ["best_response", "best_response_v0", "positive_root", "unconstrained_response"]
@@ -27,10 +27,7 @@ def unconstrained_response(game: Game, prices) -> np.ndarray:
     [root, x_u], so the iterates fall monotonically onto the root.
     """
     check_game(game)
-    try:
-        P = np.asarray(prices, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError("prices", f"must be numbers, got {prices!r}") from exc
+    P = as_floats("prices", prices)
     if P.shape != (game.n,):
         raise MarketInputError("prices", f"has shape {P.shape}, expected ({game.n},)")
     if not np.isfinite(P).all():

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MarketInputError, as_matrix, as_vector
+from ..errors import as_matrix, as_real, as_vector
 from ..gains import Gain, LogGain, PowerGain, SqrtGain, as_gain
 
 __all__ = ["Market"]
@@ -54,12 +54,7 @@ class Market:
         m = N.shape[0]
         c = as_vector("c", self.c, m=m, nonnegative=True, allow_inf=True)
         K = as_vector("K", self.K, m=m, nonnegative=True)
-        try:
-            lam = float(self.lam)
-        except (TypeError, ValueError) as exc:
-            raise MarketInputError("lam", f"must be a number, got {self.lam!r}") from exc
-        if not np.isfinite(lam) or lam < 0:
-            raise MarketInputError("lam", f"is {self.lam!r}; must be finite and >= 0")
+        lam = as_real("lam", self.lam, lo=0)
         true_N = N if self.true_N is None else as_vector("true_N", self.true_N, m=m, positive=True)
         true_c = (
             c
