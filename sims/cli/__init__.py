@@ -5,7 +5,7 @@
     fedmarket train --algorithm ipfl fedavg --dataset digits --rounds 10 [--out DIR]
     fedmarket sweep [SPEC.toml | --preset demo] [--executor processes] [--report]
     fedmarket report RESULTS
-    fedmarket reproduce [--setting reduced|full] [--seeds 0 1 2] [--out results/reproduce]
+    fedmarket reproduce [--setting reduced|digits|full] [--seeds 0 1 2] [--out results/reproduce]
     fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
     fedmarket recheck results/flower/run-RUNID [--round 2] [--csv out.csv]
