@@ -452,13 +452,15 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
 
     store = Store(store_folder, mode="r")
     try:
-        frames = {s: store.frame(s) for s in store.cells().scenario.unique()}
+        index = store.cells()
+        frames = {s: store.frame(s) for s in index.scenario.unique()}
     finally:
         store.close()
     if keys is not None:
         frames = {s: f[f.cell.isin(set(keys))].reset_index(drop=True)
                   for s, f in frames.items() if "cell" in f}
         frames = {s: f for s, f in frames.items() if not f.empty}
+        index = index[index.key.isin(set(keys))]
     page = Path(page)
     page.parent.mkdir(parents=True, exist_ok=True)
     cl = claims(frames)
@@ -471,6 +473,9 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
         "rerun to continue; `--no-run` rewrites this page "
         "from the stored cells). Numbers are the mean and Student's t 95 % interval over "
         "seeds, each seed one run; the spread over clients is shown separately and labelled. "
+        f"The {len(index)} cells used were computed by {index.code.nunique()} version(s) of "
+        "the code (the store's `code` column; `--recompute-stale` recomputes older cells "
+        "under the current code). "
         "'Best acc' is each client's best personalised test accuracy over the rounds, as the "
         "iPFL authors report it; 'last-round acc' is the last round's. Intervals of an "
         "accuracy are clipped to [0, 1], of a difference of accuracies to [-1, 1] (the "
