@@ -15,10 +15,10 @@
    time this one-thread process's CPU (time.process_time), which other jobs on a shared
    machine do not inflate; on an idle machine it equals the wall time. ``--costs FILE``
    runs only this part and writes it as JSON, which docs/reproduction.md shows
-   (``fedmarket reproduce --no-run`` reads ``costs.json`` in the store folder).
+   (``fedmarket reproduce --no-run`` reads ``reproduction_costs.json`` next to the page).
 
 Usage: python benchmarks/bench_learning.py
-       python benchmarks/bench_learning.py --costs results/reproduce/costs.json
+       python benchmarks/bench_learning.py --costs docs/reproduction_costs.json
 """
 
 from __future__ import annotations

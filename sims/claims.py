@@ -507,17 +507,19 @@ def write_page(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
                   "Wall seconds per algorithm-round in the cells above (lockstep training; a "
                   "shared, loaded machine, so read the ratios rather than the absolutes):", "",
                   _md(cost), ""]
-    lines += _bench_costs(Path(store_folder))
+    lines += _bench_costs(page.parent / COSTS)
     page.write_text("\n".join(lines) + "\n")
     return page
 
 
-def _bench_costs(folder: Path) -> list[str]:
-    """The benchmark of a reproduction's cost (benchmarks/bench_learning.py --costs), when
-    it wrote ``costs.json`` into the store folder."""
+COSTS = "reproduction_costs.json"  # next to the page: the cost benchmark's figures
+
+
+def _bench_costs(path: Path) -> list[str]:
+    """The benchmark of a reproduction's cost (benchmarks/bench_learning.py --costs FILE),
+    when it wrote FILE next to the page (``COSTS``)."""
     import json
 
-    path = folder / "costs.json"
     if not path.is_file():
         return []
     b = json.loads(path.read_text())

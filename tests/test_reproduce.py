@@ -75,7 +75,7 @@ def test_page_from_a_small_store(tmp_path):
     assert "lockstep vs sequential" not in text  # no benchmark file, no section
     import json
 
-    (tmp_path / "costs.json").write_text(json.dumps({
+    (tmp_path / "reproduction_costs.json").write_text(json.dumps({
         "command": "x", "when": "now", "threads": 1, "cpus": 2,
         "setting": {"model": "simplecnn-mnist", "clients": 10, "steps": 10, "batch": 64,
                     "test_subsample": 1000},
