@@ -40,7 +40,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from mechanisms import cpl, ipfl
+from mechanisms import cpl, ipfl, paper
 
 __all__ = ["CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry", "digest",
            "flat_to_record", "metrics_of", "record_to_flat"]
@@ -326,7 +326,7 @@ class _Base(Strategy):
 class IpflStrategy(_Base):
     """iPFL on a Flower federation (see the module docstring)."""
 
-    def __init__(self, *, registry: Registry, lam: float, eta: float = 5.0,
+    def __init__(self, *, registry: Registry, lam: float, eta: float = paper.IPFL_ETA,
                  metric: str = "cosine", rule: str = "local",
                  reference: np.ndarray | None = None, recorder: Callable | None = None,
                  timeout: float = 3600, allow_quit: bool = False):
@@ -471,8 +471,9 @@ class IpflStrategy(_Base):
 class CplStrategy(_Base):
     """CPL on a Flower federation (see the module docstring)."""
 
-    def __init__(self, *, registry: Registry, c: float = 5.0, budget: float = 15.0,
-                 alpha: float = 1.82, rounds: int = 10, q_min: float = 0.01,
+    def __init__(self, *, registry: Registry, c: float = paper.CPL_C,
+                 budget: float = paper.CPL_BUDGET, alpha: float = paper.CPL_ALPHA,
+                 rounds: int = 10, q_min: float = paper.CPL_Q_MIN,
                  pricing: str = "equilibrium", recorder: Callable | None = None,
                  timeout: float = 3600):
         super().__init__(registry, recorder, timeout)
