@@ -139,3 +139,17 @@ def test_cpl_command_shows_line_search_progress(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert [ln.split(",")[0] for ln in err] == [
         f"cpl line search: grid points: {k}/5 ({20 * k} %)" for k in range(1, 6)]
+
+
+def test_prove_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
+    """A long theorem report (the nightly runs for hours) says how far it is in a log file."""
+    args = ["prove", "--subject", "local", "--property", "budget_balance", "--property",
+            "individual_rationality", "--engine", "batch", "--examples", "2000",
+            "--progress-every", "0"]
+    assert main(args) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("prove checks: 2/2 (100 %), ")
+    assert [int(ln.split()[2].split("/")[0]) for ln in err] == list(range(3 - len(err), 3))
+    assert main([*args, "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out == ""

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from mechanisms.errors import MarketInputError
 
-from .common import add_command, add_quiet, console, print_table, writable_file
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    console,
+    print_table,
+    progress_reporter,
+    writable_file,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -29,6 +38,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--markdown", type=Path, default=None,
                    help="write the report here (default: print only)")
     add_quiet(p)
+    add_progress(p)
     p.set_defaults(func=run)
 
 
@@ -56,16 +66,27 @@ def run(args) -> int:
                                                f"declares {key!r}; subjects that do: {owners}")
     if args.markdown:
         writable_file("--markdown", args.markdown)
+    kw = dict(examples=args.examples, seed=args.seed, subjects=args.subject,
+              properties=args.property, exhaustive=args.exhaustive, **opts)
     con = console()
-    if con is not None and not args.quiet:
+    if con is not None and not args.quiet and sys.stderr.isatty():
         with con.status("checking") as status:
-            results = run_report(examples=args.examples, seed=args.seed,
-                                 subjects=args.subject, properties=args.property,
-                                 exhaustive=args.exhaustive, **opts,
+            results = run_report(**kw,
                                  progress=lambda s, k: status.update(f"checking {k} on {s}"))
-    else:
-        results = run_report(examples=args.examples, seed=args.seed, subjects=args.subject,
-                             properties=args.property, exhaustive=args.exhaustive, **opts)
+    else:  # a log file or CI: a line now and then (checks started of all to run)
+        total = sum(key in (args.property or [key]) for s in chosen
+                    for key in SUBJECTS[s].declares)
+        started = []
+        with progress_reporter("prove checks", quiet=args.quiet,
+                               every=args.progress_every) as progress:
+            def step(sname, key):
+                if progress is not None:
+                    progress(len(started), total)
+                started.append((sname, key))
+
+            results = run_report(**kw, progress=step)
+            if progress is not None:
+                progress(total, total)
     df = frame(results)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
