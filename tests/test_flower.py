@@ -527,26 +527,3 @@ def test_a_quitter_keeps_its_best_model_by_validation_accuracy(tmp_path):
     np.testing.assert_allclose(res["acc_own"], last.acc_own, atol=1e-6)
     np.testing.assert_allclose(res["acc_personalised"], last.acc_personalised, atol=1e-6)
 
-
-@pytest.mark.parametrize("cls, arg, constant", [
-    ("IpflStrategy", "eta", "IPFL_ETA"),
-    ("CplStrategy", "c", "CPL_C"),
-    ("CplStrategy", "budget", "CPL_BUDGET"),
-    ("CplStrategy", "alpha", "CPL_ALPHA"),
-    ("CplStrategy", "q_min", "CPL_Q_MIN"),
-])
-def test_strategy_defaults_come_from_the_papers_settings(cls, arg, constant):
-    """The strategies' paper defaults are written as ``paper.CONSTANT`` (one copy, like the
-    configs' in test_sims_market), not repeated as numbers."""
-    import ast
-    import inspect
-    import textwrap
-
-    from learning.flower import strategies
-    from mechanisms import paper
-
-    init = getattr(strategies, cls).__init__
-    assert inspect.signature(init).parameters[arg].default == getattr(paper, constant)
-    fn = ast.parse(textwrap.dedent(inspect.getsource(init))).body[0]
-    defaults = dict(zip([a.arg for a in fn.args.kwonlyargs], fn.args.kw_defaults, strict=True))
-    assert ast.unparse(defaults[arg]) == f"paper.{constant}"

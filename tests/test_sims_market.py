@@ -176,10 +176,16 @@ def test_cli_train_missing_data_dir(tmp_path, capsys):
     ("sims.cpl_game:CplBenchmark", "q_min", "CPL_Q_MIN"),
     ("mechanisms.cpl:Game", "alpha", "CPL_ALPHA"),
     ("mechanisms.cpl:Game", "R", "CPL_R"),
+    ("learning.flower.strategies:IpflStrategy", "eta", "IPFL_ETA"),
+    ("learning.flower.strategies:CplStrategy", "c", "CPL_C"),
+    ("learning.flower.strategies:CplStrategy", "budget", "CPL_BUDGET"),
+    ("learning.flower.strategies:CplStrategy", "alpha", "CPL_ALPHA"),
+    ("learning.flower.strategies:CplStrategy", "q_min", "CPL_Q_MIN"),
 ])
 def test_paper_defaults_have_one_source(config, field, constant):
-    """Each config's default is written as ``paper.CONSTANT`` in its class body (not a copy
-    of the number), and equals it."""
+    """Each config's default (a dataclass field, or a keyword of a Flower strategy's
+    ``__init__``) is written as ``paper.CONSTANT`` in its source (not a copy of the number),
+    and equals it."""
     import ast
     import dataclasses
     import importlib
@@ -189,10 +195,18 @@ def test_paper_defaults_have_one_source(config, field, constant):
     from mechanisms import paper
 
     module_name, cls_name = config.split(":")
+    if module_name.startswith("learning.flower"):
+        pytest.importorskip("flwr")
     cls = getattr(importlib.import_module(module_name), cls_name)
-    default = {f.name: f.default for f in dataclasses.fields(cls)}[field]
+    if dataclasses.is_dataclass(cls):
+        default = {f.name: f.default for f in dataclasses.fields(cls)}[field]
+        body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+        (value,) = [s.value for s in body if isinstance(s, ast.AnnAssign)
+                    and isinstance(s.target, ast.Name) and s.target.id == field]
+    else:
+        default = inspect.signature(cls.__init__).parameters[field].default
+        fn = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__))).body[0]
+        value = dict(zip([a.arg for a in fn.args.kwonlyargs], fn.args.kw_defaults,
+                         strict=True))[field]
     assert default == getattr(paper, constant)
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    (value,) = [s.value for s in body if isinstance(s, ast.AnnAssign)
-                and isinstance(s.target, ast.Name) and s.target.id == field]
     assert ast.unparse(value) == f"paper.{constant}"
