@@ -6,7 +6,8 @@ examples per second of each engine on the same property and subject, and the rat
 property. Timings are best of ``--repeat`` warm runs; verdicts are printed next to them.
 
 Second table: the rows the batch engine evaluated one instance at a time before they were
-vectorised (regret searches, CPL, the reference rules cost-plus and share-all): the same
+vectorised (regret searches, CPL, the reference rules cost-plus, share-all, vcg and
+shapley, global optimality): the same
 engine and numpy draws, per instance vs in bulk (``proofs.batch.check_batch(bulk=False)``).
 
 Usage: python benchmarks/bench_checker.py [--hypothesis 300] [--batch 100000] [--repeat 3]
@@ -32,7 +33,9 @@ BULK_PAIRS = [("box2", "thm2"), ("local", "thm2"), ("exact", "thm2"),
               ("cpl-bisection", "cpl_beats_baselines"),
               ("cpl-bisection", "cpl_budget_feasible"), ("cpl-uniform", "cpl_budget_feasible"),
               ("cpl-weighted", "cpl_budget_feasible"), ("cpl-gradient", "cpl_budget_feasible"),
-              ("cost-plus", "individual_rationality"), ("share-all", "budget_balance")]
+              ("cost-plus", "individual_rationality"), ("share-all", "budget_balance"),
+              ("vcg", "individual_rationality"), ("vcg", "thm2"),
+              ("shapley", "individual_rationality"), ("exact", "global_optimality")]
 
 
 def bulk_rate(subject, key, n, bulk, repeat):

@@ -17,8 +17,10 @@ tend to live. The documented distribution, per property, is :data:`IPFL_SPECS` /
 prices) and the properties in :data:`BATCH_EVALUATORS`, the whole batch is cleared at once:
 thresholds through the gain's broadcasting root finder, selection through the same greedy
 scan :func:`mechanisms.ipfl.selection.local` uses (leading batch dimensions), "exact" by
-vectorised enumeration, money by Eqs. 12-13 and Eq. 3 over arrays. Every other
-(subject, property) pair is evaluated instance by instance on the same numpy draws.
+vectorised enumeration, money by Eqs. 12-13 (or the reference rules: cost-plus, vcg's Clarke
+pivot and the Shapley split, both by enumerating every buyer's 2^m subsets) and Eq. 3 over
+arrays; Eq. 10's global optimum by the same enumeration. Every other (subject, property)
+pair is evaluated instance by instance on the same numpy draws.
 
 **Shrinking.** The first violating instance is re-checked with the scalar property (the
 subject itself), then shrunk: delete clients, then set each coordinate to a simpler value,
@@ -379,6 +381,77 @@ def _exact_batch(N, K, P, T):
     return A
 
 
+BULK_SUBSET_MAX_M = 12  # vcg / shapley / global optimality in bulk enumerate 2^m subsets
+
+
+def _subset_masks(m: int) -> np.ndarray:
+    """(2^m, m) bool: row s holds the clients of subset s (bit j of s set = j in it)."""
+    return ((np.arange(1 << m)[:, None] >> np.arange(m)[None, :]) & 1).astype(bool)
+
+
+def _phi_subsets(N, K, P) -> np.ndarray:
+    """phi_b(S) of Eq. 10 for every buyer b and every subset S of the clients, all markets
+    at once: (B, m, 2^m), +inf where S holds a seller b cannot buy (infinite price: a pure
+    buyer, or b itself)."""
+    m = N.shape[1]
+    masks = _subset_masks(m).astype(float)
+    finite = np.isfinite(P)
+    cost = np.einsum("sj,bij->bis", masks, np.where(finite, P, 0.0))
+    blocked = np.einsum("sj,bij->bis", masks, (~finite).astype(float)) > 0
+    gain = _g((N @ masks.T)[:, None, :], K[:, :, None], N[:, :, None])
+    return np.where(blocked, np.inf, cost - gain)
+
+
+def _phi_of(N, K, P, A) -> np.ndarray:
+    """phi_b(a_b) (B, m) of the chosen rows (mechanisms.ipfl.selection.phi over arrays)."""
+    bought = np.einsum("bij,bj->bi", A.astype(float), N)
+    return np.where(A, P, 0.0).sum(axis=2) - _g(bought, K, N)
+
+
+def _vcg_batch(N, c, K, P, A) -> np.ndarray:
+    """Mirror of :func:`mechanisms.ipfl.rules.vcg_payments` over arrays: p_i = W*_{-i} -
+    [W(A) - v_i(A)]. Each buyer's problem is separate, so W*_{-i} is, per buyer b != i, the
+    best phi_b over the subsets without i (exactly what the exact selection re-solves)."""
+    m = N.shape[1]
+    phi = _phi_subsets(N, K, P)
+    masks = _subset_masks(m)
+    best_without = np.stack([phi[:, :, ~masks[:, i]].min(axis=-1) for i in range(m)],
+                            axis=-1)  # (B, buyer b, excluded i)
+    value = np.where(K[:, :, None] > 0, -best_without, 0.0)  # a buyer with K = 0 buys nothing
+    w_minus = value.sum(axis=1) - np.diagonal(value, axis1=1, axis2=2)
+    W = -_phi_of(N, K, P, A).sum(axis=1)
+    sold = A.sum(axis=1)
+    own = _g(np.einsum("bij,bj->bi", A.astype(float), N), K, N) - np.where(
+        sold > 0, c * np.where(sold > 0, sold, 1), 0.0)
+    return w_minus - (W[:, None] - own)
+
+
+def _shapley_batch(N, K, lam, D, A) -> np.ndarray:
+    """Mirror of :func:`mechanisms.ipfl.rules.shapley_remittances` over arrays: r_ij = Sh_j -
+    lam (N_j/N_i) d_ij, the Shapley value of j in buyer i's game v(T) = g_i(sum_T N_j) over
+    the sellers it bought from, by enumeration of the 2^m coalitions."""
+    m = N.shape[1]
+    masks = _subset_masks(m)
+    ids = np.arange(1 << m)
+    gT = _g((N @ masks.T.astype(float))[:, None, :], K[:, :, None], N[:, :, None])
+    code = (A * (1 << np.arange(m))).sum(axis=-1)  # (B, m): the sellers each buyer bought
+    inside = (ids[None, None, :] & ~code[..., None]) == 0  # coalition within them
+    k = A.sum(axis=-1)[..., None]
+    card = masks.sum(axis=1)
+    from scipy.special import comb
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = 1.0 / (k * comb(k - 1, card))  # |T|! (k - |T| - 1)! / k!
+    share = np.zeros(A.shape)
+    for j in range(m):
+        out = (ids & (1 << j)) == 0
+        with np.errstate(invalid="ignore"):
+            marginal = gT[..., ids | (1 << j)] - gT
+            share[..., j] = np.where(inside & out, w * marginal, 0.0).sum(axis=-1)
+    ratio = N[:, None, :] / N[:, :, None]
+    return np.where(A, share - lam[:, None, None] * ratio * D, 0.0)
+
+
 def over_arrays(fn: Callable) -> Callable:
     """Mark a rule of your own as written over arrays, so the batch engine may call it on a
     whole batch at once.
@@ -432,7 +505,7 @@ def _checked(kind: str, fn, out, shapes) -> np.ndarray:
 
 
 BULK_RULES = ("box2", "local", "exact", "share-all")
-BULK_PAYMENTS = ("paper", "cost-plus", "none")
+BULK_PAYMENTS = ("paper", "cost-plus", "none", "vcg", "shapley")
 BULK_PRICES = ("paper", "cost-plus")
 
 
@@ -444,6 +517,12 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
     (:data:`BULK_PAYMENTS`: Eqs. 12-13, cost-plus remittances, none) or payments marked
     :func:`over_arrays`; returns adjacency, payments, utilities and prices."""
     B, m = N.shape
+    if money in ("vcg", "shapley") and m > BULK_SUBSET_MAX_M:
+        raise ipfl.MarketInputError("payments", f"{money} in bulk enumerates 2^m subsets; "
+                                                f"m is {m}, at most {BULK_SUBSET_MAX_M}")
+    if money == "vcg" and prices != "paper":
+        raise ipfl.MarketInputError("payments", "vcg is defined on the paper's prices "
+                                                "(Eq. 10); prices must be 'paper'")
     true_N = N if true_N is None else true_N
     true_c = c if true_c is None else true_c
     true_K = K if true_K is None else true_K
@@ -473,6 +552,11 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
         p = out.sum(axis=2) - out.sum(axis=1) if out.ndim == 3 else out
     elif money == "none":
         p = np.zeros((B, m))
+    elif money == "vcg":
+        p = _vcg_batch(N, c, K, P, A)
+    elif money == "shapley":
+        R = _shapley_batch(N, K, lam, D, A)
+        p = R.sum(axis=2) - R.sum(axis=1)
     elif money == "cost-plus":  # each buyer pays each seller its posted price
         R = np.where(A, posted[:, None, :], 0.0)
         p = R.sum(axis=2) - R.sum(axis=1)
@@ -578,6 +662,16 @@ def _permutation(settle, a):
     return mismatched + _excess(gap, 1e-7 * _scale(base))
 
 
+def _global(settle, a):
+    """Mirror of :func:`proofs.ipfl_properties.global_optimality`: how far some buyer's
+    phi_i is above the best over all subsets of the sellers it can buy from."""
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    N, K, P, A = a["N"], a["K"], s["P"], s["A"]
+    best = np.minimum(0.0, _phi_subsets(N, K, P)[..., 1:].min(axis=-1))  # the empty set: 0
+    gap = np.where(K > 0, _phi_of(N, K, P, A) - best, 0.0)
+    return _excess(np.maximum(gap.max(axis=1), 0.0), _TOL * _scale(s))
+
+
 def _no_deficit(settle, a):
     s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
@@ -632,6 +726,7 @@ BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
     "individual_rationality": (P.individual_rationality, _ir),
     "ir_negative_distances": (P.individual_rationality, _ir),
     "local_optimality": (P.local_optimality, _eq11),
+    "global_optimality": (P.global_optimality, _global),
     "lemma1": (P.lemma1_monotone_sales, _lemma1),
     "thm3": (P.thm3_isolation, _thm3),
     "thm3_lam0": (P.thm3_isolation, _thm3),
@@ -659,6 +754,11 @@ def _batch_rule(subject):
     rule, money, prices = subject.rule, subject.money, subject.prices
     if rule is ipfl.rules.share_all:
         rule = "share-all"
+    for name in ("vcg", "shapley"):  # the reference payment rules, by name or as functions
+        if money is ipfl.rules.PAYMENT_RULES[name]:
+            money = name
+    if money == "vcg" and prices != "paper":
+        return None
     if not (_named(rule, BULK_RULES) or getattr(rule, "over_arrays", False)):
         return None
     if not (_named(money, BULK_PAYMENTS) or getattr(money, "over_arrays", False)):
