@@ -43,6 +43,7 @@ from mechanisms.gains import SqrtGain
 from . import ipfl_properties as P
 from .checker import Counterexample, Report, SubjectError, _name, _verdict, evaluate_once
 from .regret import MisreportBatch, regret_arrays
+from .strategies import CPL_FLOOR_RTOL
 
 __all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "check_batch", "cpl_sampler",
            "ipfl_sampler", "misreports_batch", "settle_batch"]
@@ -229,13 +230,28 @@ def ipfl_sampler(key: str) -> IpflSampler:
 # CPL: client fields a, G, c, v-is-zero, v, q_max; globals q_min, per-client, q_max, alpha, R,
 # frac, binding coin
 class CplSampler(Sampler):
+    """The games of :func:`proofs.strategies.cpl_games` with the same keyword arguments
+    (its docstring documents the distribution, the budget's included)."""
+
     n_client = 6
     n_glob = 7
 
     def __init__(self, *, min_n=1, max_n=12, large_v=False, budget="binding",
-                 positive_budget=False):
+                 positive_budget=False, baselines_off_floor=False):
         self.min_m, self.max_m = min_n, max_n
         self.large_v, self.budget, self.positive_budget = large_v, budget, positive_budget
+        self.baselines_off_floor = baselines_off_floor
+
+    def _q_max_units(self, d: Draws):
+        """q_max's lower end and the uniforms behind it (per client, common). With
+        ``baselines_off_floor`` the lower end is q_min (1 + CPL_FLOOR_RTOL) and the uniforms
+        are read from the top, so q_max > that end (u < 1; the simplest value is q_max = 1):
+        a box [q_min, q_min] holds its client on the floor at any price (as the strategy)."""
+        uq, gq = d.client[..., 5], d.glob[:, 2]
+        q_min = np.array([0.01, 0.05, 0.1])[np.minimum((d.glob[:, 0] * 3).astype(int), 2)]
+        if self.baselines_off_floor:
+            return q_min * (1 + CPL_FLOOR_RTOL), 1.0 - uq, 1.0 - gq
+        return q_min, uq, gq
 
     def games(self, d: Draws) -> cpl.GameBatch:
         """The games of ``d`` as one :class:`mechanisms.cpl.GameBatch` (the same games as
@@ -248,8 +264,9 @@ class CplSampler(Sampler):
         v_hi = 1e6 if self.large_v else 100.0
         v = np.where(u[..., 3] < 0.5, 0.0, u[..., 4] * v_hi)
         q_min = np.array([0.01, 0.05, 0.1])[np.minimum((g[:, 0] * 3).astype(int), 2)]
-        q_max = np.where((g[:, 1] < 0.5)[:, None], q_min[:, None] + u[..., 5]
-                         * (1.0 - q_min[:, None]), (q_min + g[:, 2] * (1.0 - q_min))[:, None])
+        q_lo, uq, gq = self._q_max_units(d)
+        q_max = np.where((g[:, 1] < 0.5)[:, None], q_lo[:, None] + uq * (1.0 - q_lo[:, None]),
+                         (q_lo + gq * (1.0 - q_lo))[:, None])
         alpha = 0.1 + 2.9 * g[:, 3]
         R = (10 + np.minimum((g[:, 4] * 491).astype(int), 490)).astype(float)
         games = cpl.GameBatch(a, G, c, v, q_max, np.zeros(B), alpha, R, q_min)
@@ -264,17 +281,23 @@ class CplSampler(Sampler):
         hi = games.spend(q_max)
         if self.positive_budget:
             lo = np.maximum(lo, 0.0)
+        if self.baselines_off_floor:
+            off = q_min * (1 + CPL_FLOOR_RTOL)
+            lo = np.maximum.reduce([lo, cpl.posted_floor_spend(games, np.ones_like(a), off),
+                                    cpl.posted_floor_spend(games, games.a, off)])
         frac = 0.01 + 0.98 * g[:, 5]
         binding = np.full(B, self.budget == "binding") | ((self.budget == "any")
                                                           & (g[:, 6] < 0.5))
         inside = binding & (hi - lo > 1e-9 * np.maximum(1.0, np.abs(hi)))
-        budget = np.where(inside, lo + frac * (hi - lo), hi + frac * (np.abs(hi) + 1.0))
+        top = np.maximum(hi, lo)
+        budget = np.where(inside, lo + frac * (hi - lo), top + frac * (np.abs(top) + 1.0))
         return cpl.GameBatch(a, G, c, v, q_max, budget, alpha, R, q_min)
 
     def cases(self, d: Draws) -> list:
         from .cpl_properties import CplCase
 
         u, g = d.client, d.glob
+        q_lo, uq, gq = self._q_max_units(d)
         out = []
         for k in range(d.size):
             uk, gk = u[k], g[k]
@@ -286,9 +309,9 @@ class CplSampler(Sampler):
             v = np.where(uk[:, 3] < 0.5, 0.0, uk[:, 4] * v_hi)
             q_min = (0.01, 0.05, 0.1)[min(int(gk[0] * 3), 2)]
             if gk[1] < 0.5:
-                q_max = q_min + uk[:, 5] * (1.0 - q_min)
+                q_max = q_lo[k] + uq[k] * (1.0 - q_lo[k])
             else:
-                q_max = q_min + gk[2] * (1.0 - q_min)
+                q_max = q_lo[k] + gq[k] * (1.0 - q_lo[k])
             game = cpl.Game(a=a, G=G, c=c, v=v, budget=0.0, alpha=0.1 + 2.9 * gk[3],
                             R=int(10 + min(int(gk[4] * 491), 490)), q_min=q_min, q_max=q_max)
             if self.positive_budget:
@@ -301,12 +324,17 @@ class CplSampler(Sampler):
             hi = cpl.spend(game, game.q_max)
             if self.positive_budget:
                 lo = max(lo, 0.0)
+            if self.baselines_off_floor:
+                batch = cpl.GameBatch.from_games([game])
+                lo = max(lo, *(float(cpl.posted_floor_spend(batch, shape, q_lo[k])[0])
+                               for shape in (np.ones(n), game.a)))
             frac = 0.01 + 0.98 * gk[5]
             binding = self.budget == "binding" or (self.budget == "any" and gk[6] < 0.5)
             if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
                 B = lo + frac * (hi - lo)
             else:
-                B = hi + frac * (abs(hi) + 1.0)
+                top = max(hi, lo)
+                B = top + frac * (abs(top) + 1.0)
             out.append(CplCase(game.replace(budget=B)))
         return out
 
@@ -318,7 +346,7 @@ CPL_SPECS = {
     "cpl_se_identities": {"large_v": True, "budget": "any"},
     "cpl_threshold": {"large_v": True},
     "cpl_threshold_all": {"large_v": True, "max_n": 3},
-    "cpl_beats_baselines": {"positive_budget": True},
+    "cpl_beats_baselines": {"positive_budget": True, "baselines_off_floor": True},
     "cpl_beats_baselines_any": {"max_n": 4, "positive_budget": True},
     "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
 }
@@ -842,9 +870,11 @@ def _cpl_beats(floor_precondition):
             base = cpl.posted_pricing_batch(safe, shape)
             use = positive.copy()
             if floor_precondition:
-                use &= ~(base.q <= g.q_min[:, None] * (1 + 1e-12)).any(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                gap = (eq.objective - base.objective) / base.objective
+                use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):  # as _relative_gap
+                gap = np.where(base.objective > 0,
+                               (eq.objective - base.objective) / base.objective,
+                               np.where(eq.objective > base.objective, np.inf, 0.0))
             worst = np.where(use, np.maximum(worst, gap), worst)
             compared |= use
         return np.where(compared, _excess(worst, 1e-9), 0.0), compared

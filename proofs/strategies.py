@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from mechanisms import ipfl
 
 __all__ = [
+    "CPL_FLOOR_RTOL",
     "cpl_games",
     "distance_matrices",
     "ipfl_instances",
@@ -21,6 +22,9 @@ __all__ = [
 ]
 
 _finite = {"allow_nan": False, "allow_infinity": False}
+
+CPL_FLOOR_RTOL = 1e-12
+"""A CPL response q_n <= q_min (1 + CPL_FLOOR_RTOL) counts as on the q_min floor."""
 
 
 @st.composite
@@ -109,7 +113,8 @@ def permutations(m: int):
 
 @st.composite
 def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
-              large_v: bool = False, budget: str = "binding", positive_budget: bool = False):
+              large_v: bool = False, budget: str = "binding", positive_budget: bool = False,
+              baselines_off_floor: bool = False):
     """A CPL game (:class:`mechanisms.cpl.Game`).
 
     n : number of clients (default: drawn in [min_n, max_n]).
@@ -120,6 +125,15 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
     positive_budget : B > 0 (with "binding": between max(0, q_min spend) and the q_max spend;
         when valuations make the q_max spend negative they are scaled down until it is
         positive, so the precondition is built in rather than filtered).
+    baselines_off_floor : q_max_n > q_min (1 + CPL_FLOOR_RTOL) (a box [q_min, q_min] holds its
+        client on the floor at any price), and B above the spend at which the uniform and the
+        weighted posted price lift every client above that level
+        (:func:`mechanisms.cpl.posted_floor_spend`, the larger of the two), so both baselines
+        leave no client on the floor: the
+        beats-baselines precondition, built in. With "binding" B is drawn between that spend
+        and the q_max spend; where that window is empty (a posted price lifting the last client
+        off the floor already saturates others at q_max and outspends the q_max spend), no
+        budget is both binding and off the floor, and B is drawn above both (a slack budget).
     """
     from mechanisms import cpl
 
@@ -135,10 +149,13 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
                       min_size=n, max_size=n))
     q_min = draw(st.sampled_from([0.01, 0.05, 0.1]))
     per_client = draw(st.booleans())
+    off = q_min * (1 + CPL_FLOOR_RTOL)  # above it: off the floor
+    q_box = st.floats(off, 1.0, exclude_min=True, **_finite) if baselines_off_floor \
+        else st.floats(q_min, 1.0, **_finite)
     if per_client:
-        q_max = draw(st.lists(st.floats(q_min, 1.0, **_finite), min_size=n, max_size=n))
+        q_max = draw(st.lists(q_box, min_size=n, max_size=n))
     else:
-        q_max = draw(st.floats(q_min, 1.0, **_finite))
+        q_max = draw(q_box)
     game = cpl.Game(a=a, G=G, c=c, v=v, budget=0.0, alpha=draw(st.floats(0.1, 3.0)),
                     R=draw(st.integers(10, 500)), q_min=q_min, q_max=q_max)
     if positive_budget:
@@ -151,10 +168,15 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
     hi = cpl.spend(game, game.q_max)
     if positive_budget:
         lo = max(lo, 0.0)
+    if baselines_off_floor:
+        batch = cpl.GameBatch.from_games([game])
+        lo = max(lo, *(float(cpl.posted_floor_spend(batch, shape, off)[0])
+                       for shape in (np.ones(n), game.a)))
     frac = draw(st.floats(0.01, 0.99))
     binding = budget == "binding" or (budget == "any" and draw(st.booleans()))
     if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
         B = lo + frac * (hi - lo)
     else:
-        B = hi + frac * (abs(hi) + 1.0)
+        top = max(hi, lo)  # hi, unless baselines_off_floor found no binding budget
+        B = top + frac * (abs(top) + 1.0)
     return game.replace(budget=B)

@@ -14,6 +14,7 @@ solvers                                     :func:`mechanisms.cpl.equilibrium.so
 many games at once (vectorised)             :func:`mechanisms.cpl.batch.solve_batch`
 baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
 budget-calibrated posted price              :func:`posted_pricing`
+posted price: least budget off the floor    :func:`mechanisms.cpl.batch.posted_floor_spend`
 any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`
 =========================================  ==============================================
 
@@ -22,7 +23,13 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 """
 
 from .aggregation import unbiased_aggregate
-from .batch import BatchEquilibrium, GameBatch, posted_pricing_batch, solve_batch
+from .batch import (
+    BatchEquilibrium,
+    GameBatch,
+    posted_floor_spend,
+    posted_pricing_batch,
+    solve_batch,
+)
 from .equilibrium import (
     LINESEARCH_BUDGET_RTOL,
     METHODS,
@@ -62,6 +69,7 @@ __all__ = [
     "client_utilities",
     "gradient_pricing",
     "inverse_price",
+    "posted_floor_spend",
     "posted_pricing",
     "posted_pricing_batch",
     "q_of_mu",

@@ -28,7 +28,8 @@ from ..errors import MarketInputError
 from .game import Game, bound_coefficient
 from .response import positive_root
 
-__all__ = ["BatchEquilibrium", "GameBatch", "posted_pricing_batch", "solve_batch"]
+__all__ = ["BatchEquilibrium", "GameBatch", "posted_floor_spend", "posted_pricing_batch",
+           "solve_batch"]
 
 _EPS = np.finfo(float).eps
 
@@ -262,3 +263,28 @@ def posted_pricing_batch(games: GameBatch, shape) -> BatchEquilibrium:
                             slack=np.zeros(games.size, bool), objective=games.bound(q),
                             spent=spent, budget_residual=np.abs(spent - games.budget)
                             / np.maximum(np.abs(games.budget), 1.0))
+
+
+def posted_floor_spend(games: GameBatch, shape, level=None) -> np.ndarray:
+    """Per game, the spend of the posted price P = p * shape at the least scale p >= 0 at
+    which every client's unconstrained best response reaches ``level`` (default the q_min
+    floor; a scalar or one per game); (B,).
+
+    Client n's unconstrained response to P_n increases with P_n and equals q at the inverse
+    price P_n(q) = 2 c_n q - v_n K_n / q^2, so the least such scale is
+    p* = max(0, max_n P_n(level) / shape_n) (inf if a client with shape_n = 0 needs a
+    positive price). The spend sum p s_n q_n(p s_n) increases with p, so a posted price
+    calibrated to any budget B above this spend puts every client whose q_max_n exceeds
+    ``level`` strictly above it, and one calibrated to a budget at or below it leaves some
+    client at or below it."""
+    shape = np.broadcast_to(np.asarray(shape, dtype=float), (games.size, games.n))
+    level = games.q_min if level is None else np.broadcast_to(np.asarray(level, float),
+                                                              (games.size,))
+    need = games.inverse_price(np.broadcast_to(level[:, None], shape.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(need <= 0, 0.0, np.where(shape > 0, need / shape, np.inf))
+    p = np.max(per, axis=1)
+    with np.errstate(invalid="ignore"):
+        P = p[:, None] * shape
+        return np.where(np.isfinite(p), np.sum(P * games.best_response(np.where(
+            np.isfinite(P), P, 0.0)), axis=1), np.inf)
