@@ -127,7 +127,7 @@ def test_vectorised_grid_gives_the_scalar_search():
     from proofs.ipfl_properties import grid_batch
 
     rng = np.random.default_rng(1)
-    for name in ("box2", "local"):
+    for name in ("box2", "local", "shapley"):  # shapley: the Shapley split in bulk
         m = 5
         mk = ipfl.Market(N=rng.integers(20, 2000, m), c=rng.uniform(0, 3, m),
                          K=rng.uniform(1e3, 1e6, m), lam=1.0)
@@ -143,7 +143,6 @@ def test_vectorised_grid_gives_the_scalar_search():
                 b = regret_search(SUBJECTS[name].settle, mk, D, 2, dim, way, batch=batch)
                 assert a.factor == b.factor and a.regret == pytest.approx(b.regret, abs=1e-9)
         assert grid_batch(SUBJECTS[name], case, "K") is None  # no separate true K in bulk
-    assert grid_batch(SUBJECTS["shapley"], case, "N") is None  # not a bulk rule
     assert grid_batch(SUBJECTS["exact"], case, "N") is None  # bulk enumeration is slower
 
 
