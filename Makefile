@@ -50,10 +50,10 @@ bench: $(STAMP)
 # The nightly run: the suite under Hypothesis' nightly profile, then the theorem report with
 # the batch engine at 10^6 effective examples per declared property (the rows still checked
 # one instance at a time -- vcg, shapley, exact global optimality -- take hours on two cores;
-# the regret searches in bulk a few minutes each).
+# the regret searches in bulk a few minutes each). --jobs 2: two rows at a time, one per core.
 nightly: $(STAMP)
 	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest -q
-	$(VENV)/bin/fedmarket prove --engine batch --examples 1000000 --exhaustive --markdown docs/reference-theorems.md
+	$(VENV)/bin/fedmarket prove --engine batch --examples 1000000 --exhaustive --jobs 2 --markdown docs/reference-theorems.md
 
 # Regenerate the theorem report in docs/ (batch engine, 10^5 per property, <= 60 s per row).
 report: $(STAMP)

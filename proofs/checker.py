@@ -73,8 +73,11 @@ class CheckerInputError(ValueError):
     """Bad argument to the checker. ``field`` names the argument."""
 
     def __init__(self, field: str, message: str):
-        self.field = field
+        self.field, self.message = field, message
         super().__init__(f"{field}: {message}")
+
+    def __reduce__(self):  # pickles as itself (a row checked in a worker process raises it)
+        return (type(self), (self.field, self.message))
 
 
 class SubjectError(RuntimeError):
@@ -83,6 +86,9 @@ class SubjectError(RuntimeError):
     def __init__(self, subject: str, method: str, exc: BaseException):
         self.subject, self.method, self.original = subject, method, exc
         super().__init__(f"{subject}.{method} raised {type(exc).__name__}: {exc}")
+
+    def __reduce__(self):  # pickles as itself (a row checked in a worker process raises it)
+        return (type(self), (self.subject, self.method, self.original))
 
 
 def excess(amount: float, tolerance: float = 0.0) -> float:
@@ -165,6 +171,16 @@ class Property:
 
     def __repr__(self):
         return f"Property({self.key!r})"
+
+    def __reduce_ex__(self, protocol):
+        # a built-in property travels by its key: its callables are lambdas, which do not
+        # pickle, and the key rebuilds the very object (so Counterexample.code() still names
+        # it PROPERTIES[key]); your own property pickles field by field
+        from .registry import PROPERTIES, registered
+
+        if PROPERTIES.get(self.key) is self:
+            return registered, ("property", self.key)
+        return super().__reduce_ex__(protocol)
 
     def evaluate(self, subject, instance) -> tuple[float, float] | None:
         """(violation, search score), or None when the instance was not checked. NaN

@@ -10,7 +10,7 @@ from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
-__all__ = ["PROPERTIES", "SUBJECTS", "check_declared"]
+__all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 
 PROPERTIES = {**IPFL_PROPERTIES, **CPL_PROPERTIES}
 
@@ -43,6 +43,17 @@ SUBJECTS = {
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True})
        for rule in cpl.PRICING_RULES},
 }
+
+
+def registered(kind: str, name: str):
+    """The built-in ``"property"`` or ``"subject"`` of that name: how both pickle (a report
+    checked in a worker process comes back naming the very objects of this registry)."""
+    table = {"property": PROPERTIES, "subject": SUBJECTS}.get(kind)
+    if table is None:
+        raise CheckerInputError("kind", f"is {kind!r}; allowed: 'property', 'subject'")
+    if name not in table:
+        raise CheckerInputError(kind, f"unknown {name!r}; choose from {list(table)}")
+    return table[name]
 
 
 def check_declared(subject, key, **kwargs):

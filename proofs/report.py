@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import numbers
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any
 
 import pandas as pd
 
-from .checker import Report, check_exhaustive
+from .checker import CheckerInputError, Report, check_exhaustive
 from .contract import FALSIFY_FACTOR, contract_check
 from .ipfl_properties import tiny_markets
 from .registry import PROPERTIES, SUBJECTS
 
-__all__ = ["TINY_GRID", "frame", "header", "markdown", "run_report"]
+__all__ = ["TINY_GRID", "check_row", "frame", "header", "in_parallel", "markdown", "run_report",
+           "single_threaded_children"]
 
 # the grid of the exhaustive pass: 3 clients, every combination of these types and distances
 TINY_GRID = {"m": 3, "N": (100.0, 400.0), "c": (0.5, float("inf")), "K": (0.0, 5e4),
@@ -23,31 +30,103 @@ EXHAUSTIVE = ("budget_balance", "individual_rationality", "local_optimality",
 
 def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | None = None,
                properties: Iterable[str] | None = None, exhaustive: bool = False,
-               engine: str = "hypothesis", time_limit: float | None = None,
+               engine: str = "hypothesis", time_limit: float | None = None, jobs: int = 1,
                progress: Callable[[str, str], None] | None = None) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
     ``engine`` "hypothesis" or "batch"; ``time_limit`` (batch only) caps each row's seconds
-    (the row then reports what it checked)."""
-    out = []
+    (the row then reports what it checked). ``jobs`` > 1 checks the rows in that many worker
+    processes (started fresh, single-threaded math libraries); the rows come back in the
+    same order with the same counts and verdicts as with ``jobs=1`` (each row is seeded by
+    ``seed``; only ``seconds`` differ, and what a ``time_limit`` cuts off). A row's error is
+    raised here as it is serially. ``progress(subject, property)`` is called as each row
+    (with its exhaustive companion) is done, in the order they finish."""
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
+        raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
     wanted = set(properties) if properties else None
-    for sname in subjects or SUBJECTS:
-        subject = SUBJECTS[sname]
-        for key, declared in subject.declares.items():
-            if wanted is not None and key not in wanted:
-                continue
-            if progress is not None:
-                progress(sname, key)
-            kw = {"time_limit": time_limit} if engine == "batch" else {}
-            result = contract_check(subject, PROPERTIES[key], declared, max_examples=examples,
-                                    seed=seed, engine=engine, **kw)
-            out.append((result.report, result.as_declared))
-            if exhaustive and key in EXHAUSTIVE:
-                # a claimed property must hold on every grid market; a property known to fail
-                # may still hold on the small grid (its counterexamples can need more clients)
-                rep = check_exhaustive(subject, PROPERTIES[key], tiny_markets(**TINY_GRID))
-                out.append((rep, rep.holds if declared else True))
+    tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive)
+             for sname in (subjects or SUBJECTS) for key in SUBJECTS[sname].declares
+             if wanted is None or key in wanted]
+    rows: list = [None] * len(tasks)
+
+    def done(i, got):
+        rows[i] = got
+        if progress is not None:
+            progress(tasks[i][0], tasks[i][1])
+
+    if jobs == 1 or len(tasks) < 2:
+        for i, task in enumerate(tasks):
+            done(i, check_row(*task))
+    else:
+        in_parallel(check_row, tasks, jobs, done)
+    return [row for got in rows for row in got]
+
+
+def check_row(sname: str, key: str, examples: int, seed: int, engine: str,
+              time_limit: float | None, exhaustive: bool) -> list[tuple[Report, bool]]:
+    """One row of the report, by names (what a worker process receives): the check of
+    property ``key`` of subject ``sname`` as declared, plus its exhaustive companion."""
+    subject, prop = SUBJECTS[sname], PROPERTIES[key]
+    declared = subject.declares[key]
+    kw = {"time_limit": time_limit} if engine == "batch" else {}
+    result = contract_check(subject, prop, declared, max_examples=examples, seed=seed,
+                            engine=engine, **kw)
+    out = [(result.report, result.as_declared)]
+    if exhaustive and key in EXHAUSTIVE:
+        # a claimed property must hold on every grid market; a property known to fail may
+        # still hold on the small grid (its counterexamples can need more clients)
+        rep = check_exhaustive(subject, prop, tiny_markets(**TINY_GRID))
+        out.append((rep, rep.holds if declared else True))
     return out
+
+
+# the math libraries' thread counts, read when each library loads (torch: at import)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+@contextmanager
+def single_threaded_children():
+    """Worker processes started inside this block run their math libraries on one thread
+    each (``jobs`` workers on ``jobs`` cores, not jobs x cores threads): the variables are set
+    in this process's environment, which a fresh (spawned) process inherits before it loads
+    numpy or torch, and restored afterwards."""
+    saved = {var: os.environ.get(var) for var in THREAD_VARIABLES}
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
+def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
+                done: Callable[[int, Any], None]) -> None:
+    """``done(i, fn(*tasks[i]))`` for every task, computed in ``jobs`` fresh worker processes
+    (spawned, not forked: the caller may hold threads or torch), called as each finishes.
+
+    The first error a task raises is raised here, after the tasks not yet started are
+    cancelled and the running ones stopped (a row can take hours); a worker that dies
+    (killed, out of memory) raises ``BrokenProcessPool`` here instead of hanging."""
+    ctx = multiprocessing.get_context("spawn")
+    with single_threaded_children(), \
+            ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+        futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
+        try:
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+        except BaseException:
+            if hasattr(pool, "terminate_workers"):  # Python >= 3.14
+                pool.terminate_workers()
+            else:  # older Pythons: cancel what waits, end the workers still running a task
+                running = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in running:
+                    proc.terminate()
+            raise
 
 
 def frame(results) -> pd.DataFrame:
@@ -67,21 +146,30 @@ def frame(results) -> pd.DataFrame:
 
 
 def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
-           results) -> str:
-    """The report's preamble: how it was made, and whether every claim got its budget."""
+           results, *, jobs: int = 1, wall_seconds: float | None = None) -> str:
+    """The report's preamble: how it was made, and whether every claim got its budget.
+
+    ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
+    elapsed time (the rows' own seconds add up to more than it when they ran in parallel)."""
     cmd = f"fedmarket prove --engine {engine} --examples {examples} --seed {seed}"
     if time_limit is not None:
         cmd += f" --time-limit {time_limit:g}"
     if exhaustive:
         cmd += " --exhaustive"
+    if jobs > 1:
+        cmd += f" --jobs {jobs}"
     cmd += " --markdown docs/reference-theorems.md"
     claims = [r for r, _ in results if r.engine != "exhaustive"
               and r.verdict in ("holds", "vacuous")]
     short = [r for r in claims if r.effective < examples]
     total = sum(r.seconds for r, _ in results)
+    took = f"{total:.0f} s of checking summed over the rows"
+    if wall_seconds is not None:
+        took += (f", {wall_seconds:.0f} s wall time with "
+                 + (f"{jobs} worker processes" if jobs > 1 else "one process"))
     lines = [
         "# Theorem report", "",
-        f"Generated by `{cmd}` ({total:.0f} s of checking on the machine that ran it).", "",
+        f"Generated by `{cmd}` ({took}, on the machine that ran it).", "",
         f"Target: {examples:,} examples per declared property, engine `{engine}` "
         f"(seed {seed}){', plus the exhaustive tiny-market grid' if exhaustive else ''}. "
         "`drawn` counts instances drawn (up to the first failure for a property declared "

@@ -25,8 +25,21 @@ def _importable(f) -> tuple[str, str] | None:
     return f"from {mod} import {qual}", qual
 
 
+class _Registered:
+    """Pickles a built-in subject (one of ``proofs.SUBJECTS``) by its name, so a report
+    checked in a worker process comes back naming the registry's own object; any other
+    subject pickles field by field (its rules must then be importable functions)."""
+
+    def __reduce_ex__(self, protocol):
+        from .registry import SUBJECTS, registered
+
+        if SUBJECTS.get(self.name) is self:
+            return registered, ("subject", self.name)
+        return super().__reduce_ex__(protocol)
+
+
 @dataclass(frozen=True, eq=False)
-class IpflMechanism:
+class IpflMechanism(_Registered):
     """An iPFL-style mechanism: a selection rule, a payment rule and a price rule.
 
     rule : "box2" | "local" | "exact", or your own ``rule(market, D, thresholds, prices) ->
@@ -84,7 +97,7 @@ class IpflMechanism:
 
 
 @dataclass(frozen=True, eq=False)
-class CplSolver:
+class CplSolver(_Registered):
     """A CPL equilibrium solver by name (see :func:`mechanisms.cpl.solve`)."""
 
     family: ClassVar[str] = "cpl"
@@ -99,7 +112,7 @@ class CplSolver:
 
 
 @dataclass(frozen=True, eq=False)
-class CplPricingRule:
+class CplPricingRule(_Registered):
     """Any CPL pricing rule as a subject: ``rule(game) -> prices`` ((n,) P_n), a built-in
     name of :data:`mechanisms.cpl.PRICING_RULES` ("uniform", "weighted", "gradient") or a
     "module:function" string. The clients answer with their exact best responses

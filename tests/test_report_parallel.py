@@ -1,0 +1,128 @@
+"""The theorem report's rows checked in worker processes (``run_report(jobs=...)``,
+``fedmarket prove --jobs``): the same rows, counts, verdicts and counterexamples as serially."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import os
+import pickle
+import time
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from proofs import PROPERTIES, SUBJECTS, CheckerInputError, SubjectError
+from proofs.report import THREAD_VARIABLES, in_parallel, run_report
+from sims.cli import main
+
+# iPFL and CPL rows, vectorised and per instance (vcg, global optimality), claims and known
+# failures (counterexamples as IpflCase, Misreport and CplCase instances), and an exhaustive
+# companion row; about a second of checking
+SMALL = dict(subjects=["local", "vcg", "cpl-bisection"],
+             properties=["lemma1", "global_optimality", "truthful_N_over",
+                         "ir_negative_distances", "cpl_threshold", "cpl_threshold_all"],
+             examples=150, seed=3, engine="batch", exhaustive=True)
+
+
+def _fields(report) -> dict:
+    out = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
+    out.pop("seconds")  # only times may differ (also the shrinker's, in extra)
+    out["extra"] = {k: v for k, v in out["extra"].items() if not k.endswith("seconds")}
+    ce = out.pop("counterexample")
+    out["counterexample"] = None if ce is None else (ce.code(), ce.violation, ce.engine)
+    return out
+
+
+def test_parallel_rows_are_the_serial_rows():
+    serial = run_report(**SMALL)
+    done = []
+    parallel = run_report(**SMALL, jobs=2, progress=lambda s, k: done.append((s, k)))
+    assert [_fields(r) | {"ok": ok} for r, ok in parallel] == \
+        [_fields(r) | {"ok": ok} for r, ok in serial]
+    rows = [(s, k) for s in SMALL["subjects"] for k in SUBJECTS[s].declares
+            if k in SMALL["properties"]]
+    assert sorted(done) == sorted(rows)  # one call per row, as it finished
+    assert len(serial) > len(rows)  # exhaustive companions included
+    verdicts = {r.verdict for r, _ in serial}
+    assert {"holds", "counterexample"} <= verdicts
+    # the reports came back naming the registry's own objects
+    for r, _ in parallel:
+        assert r.property is PROPERTIES[r.property.key]
+        if r.counterexample is not None:
+            assert r.counterexample.subject is SUBJECTS[r.subject]
+            assert r.counterexample.rerun() > 0  # and the instance still breaks it
+
+
+def test_reports_and_errors_pickle_as_themselves():
+    [(report, _)] = run_report(subjects=["box2"], properties=["local_optimality"],
+                               examples=300, engine="batch")
+    assert report.counterexample is not None
+    clone = pickle.loads(pickle.dumps(report))
+    assert _fields(clone) == _fields(report)
+    mine = dataclasses.replace(SUBJECTS["local"])  # not the registry's: pickles by fields
+    assert pickle.loads(pickle.dumps(mine)) is not SUBJECTS["local"]
+    err = pickle.loads(pickle.dumps(CheckerInputError("jobs", "is 0")))
+    assert (type(err), err.field, str(err)) == (CheckerInputError, "jobs", "jobs: is 0")
+    err = pickle.loads(pickle.dumps(SubjectError("mine", "settle", ValueError("nan"))))
+    assert (err.subject, err.method, str(err)) == ("mine", "settle",
+                                                   "mine.settle raised ValueError: nan")
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])
+def test_jobs_must_be_a_positive_integer(jobs):
+    with pytest.raises(CheckerInputError, match="jobs"):
+        run_report(subjects=["local"], properties=["budget_balance"], jobs=jobs)
+
+
+def test_a_row_error_reaches_the_caller_as_serially():
+    kw = dict(subjects=["local"], properties=["budget_balance", "no_deficit"],
+              engine="batch", time_limit=-1.0)  # refused inside the check, in the worker
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(CheckerInputError) as info:
+            run_report(**kw, jobs=jobs)
+        errors.append((type(info.value), info.value.field, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][1] == "time_limit"
+
+
+@pytest.mark.timeout(60)
+def test_a_dying_worker_raises_instead_of_hanging():
+    with pytest.raises(BrokenProcessPool):
+        in_parallel(os._exit, [(3,), (3,), (3,)], 2, lambda i, got: None)
+
+
+@pytest.mark.timeout(60)
+def test_an_error_stops_the_rows_still_running():
+    """A row can run for hours: the first error ends the others instead of waiting."""
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="invalid literal"):
+        in_parallel(operator.call, [(time.sleep, 300), (int, "x"), (time.sleep, 300)], 2,
+                    lambda i, got: None)
+    assert time.perf_counter() - t0 < 50
+
+
+def test_workers_start_single_threaded_and_the_caller_keeps_its_settings(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    got = {}
+    in_parallel(os.getenv, [(v,) for v in THREAD_VARIABLES], 2,
+                lambda i, value: got.update({THREAD_VARIABLES[i]: value}))
+    assert got == dict.fromkeys(THREAD_VARIABLES, "1")
+    assert os.environ["OMP_NUM_THREADS"] == "4" and "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+def test_cli_jobs_progress_and_header(tmp_path, capsys):
+    """--jobs 2: progress lines count rows done of all; the header states the summed row
+    seconds and the wall time, and its command line reproduces the run."""
+    md = tmp_path / "t.md"
+    args = ["prove", "--subject", "local", "--property", "budget_balance", "--property",
+            "individual_rationality", "--engine", "batch", "--examples", "500", "--jobs", "2",
+            "--progress-every", "0", "--markdown", str(md)]
+    assert main(args) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("prove checks: 2/2 (100 %), ")
+    head = md.read_text().split("\n\n")[1]
+    assert "`fedmarket prove --engine batch --examples 500 --seed 0 --jobs 2 --markdown" in head
+    assert "s of checking summed over the rows, " in head
+    assert "s wall time with 2 worker processes" in head
