@@ -16,9 +16,8 @@ from proofs import PROPERTIES, SUBJECTS, CheckerInputError, SubjectError
 from proofs.report import THREAD_VARIABLES, in_parallel, run_report
 from sims.cli import main
 
-# iPFL and CPL rows, vectorised and per instance (vcg, global optimality), claims and known
-# failures (counterexamples as IpflCase, Misreport and CplCase instances), and an exhaustive
-# companion row; about a second of checking
+# iPFL (paper and vcg payments) and CPL rows, claims and known failures (counterexamples as
+# IpflCase and CplCase instances), and an exhaustive companion row; about a second of checking
 SMALL = dict(subjects=["local", "vcg", "cpl-bisection"],
              properties=["lemma1", "global_optimality", "truthful_N_over",
                          "ir_negative_distances", "cpl_threshold", "cpl_threshold_all"],
