@@ -48,9 +48,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_checker.py
 
 # The nightly run: the suite under Hypothesis' nightly profile, then the theorem report with
-# the batch engine at 10^6 effective examples per declared property (the rows still checked
-# one instance at a time -- vcg, shapley, exact global optimality -- take hours on two cores;
-# the regret searches in bulk a few minutes each). --jobs 2: two rows at a time, one per core.
+# the batch engine at 10^6 effective examples per declared property (every built-in row is
+# evaluated in bulk; the regret searches and CPL rows take a minute or a few each).
+# --jobs 2: two rows at a time, one per core.
 nightly: $(STAMP)
 	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest -q
 	$(VENV)/bin/fedmarket prove --engine batch --examples 1000000 --exhaustive --jobs 2 --markdown docs/reference-theorems.md

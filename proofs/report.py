@@ -178,7 +178,8 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         "a claim with effective < 0.5 x drawn would read \"vacuous\". `engine` says which "
         "engine produced the row (\"batch\": numpy draws cleared and evaluated in bulk; "
         "\"batch, per instance\": numpy draws evaluated one instance at a time, for "
-        "subjects the bulk clearing does not cover: vcg, shapley, global optimality).", "",
+        "pairs the bulk clearing does not cover: other solvers, rules of your own not "
+        "written over arrays).", "",
     ]
     if short:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
