@@ -30,6 +30,7 @@ Preconditions are built into the transform, so every shrunk instance still meets
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +42,15 @@ from mechanisms import cpl, ipfl
 from mechanisms.gains import SqrtGain
 
 from . import ipfl_properties as P
-from .checker import Counterexample, Report, SubjectError, _name, _verdict, evaluate_once
+from .checker import (
+    VACUITY_THRESHOLD,
+    Counterexample,
+    Report,
+    SubjectError,
+    _name,
+    _verdict,
+    evaluate_once,
+)
 from .regret import MisreportBatch, regret_arrays
 from .strategies import CPL_FLOOR_RTOL
 
@@ -996,6 +1005,12 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
     could be evaluated in bulk (benchmarks/bench_checker.py compares the two).
 
+    ``max_examples`` is the number of EFFECTIVE examples to reach: instances are drawn until
+    that many were checked (preconditions met, subject evaluated), but at most
+    ``max_examples / VACUITY_THRESHOLD`` -- a property whose share stays below the threshold
+    reads "vacuous" anyway. A property with its preconditions built in draws exactly
+    ``max_examples``.
+
     ``time_limit`` (seconds): stop drawing once it has passed; the report then counts what
     was drawn and checked (``extra["stopped"]`` says why), never the requested budget.
 
@@ -1015,12 +1030,17 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
     stopped = "budget"
-    while drawn < max_examples and fail is None and error is None:
+    cap = math.ceil(max_examples / VACUITY_THRESHOLD)  # drawn: beyond it, vacuous anyway
+    while effective < max_examples and fail is None and error is None:
+        if drawn >= cap:
+            stopped = "draw cap"
+            break
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             stopped = "time limit"
             break
         step = chunk if bulk is not None else min(chunk, 256)
-        for d in sampler.draw(rng, min(step, max_examples - drawn)):
+        # never more than the effective examples still wanted: the count cannot overshoot
+        for d in sampler.draw(rng, min(step, max_examples - effective, cap - drawn)):
             viol = None
             if bulk is not None:
                 try:

@@ -413,7 +413,8 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : instances to draw; None takes the active Hypothesis profile's budget
-        (``HYPOTHESIS_PROFILE``, see :mod:`proofs.profiles`).
+        (``HYPOTHESIS_PROFILE``, see :mod:`proofs.profiles`). The batch engine draws until
+        that many were effective (checked), at most ``max_examples / VACUITY_THRESHOLD``.
     seed : fixes the randomness (None: random); the example database is off, so the same call
         gives the same report in any process.
     tolerance : a violation counts only above it (finite, >= 0).

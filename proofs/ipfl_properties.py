@@ -268,8 +268,12 @@ def _no_regret(dimension: str, direction: str):
     def violation(subject, case):
         found, honest = best_misreport(subject, case, dimension, direction, first=True)
         gain = found.lying_utility - found.honest_utility
-        score = gain if np.isfinite(gain) else 0.0  # the gain steers the search
-        return excess(gain, _TOL * _scale(honest)), score
+        tol = _TOL * _scale(honest)
+        # the gain steers the search; float noise within the tolerance (a truthful rule's
+        # "gains" of 1e-13) is no direction: Hypothesis' optimiser hill-climbed that noise for
+        # minutes (vcg, truthful_K_over: 852 examples in 225 s, 2,000 in 16 s without it)
+        score = gain if np.isfinite(gain) and abs(gain) > tol else 0.0
+        return excess(gain, tol), score
 
     violation.__name__ = f"regret_{dimension}_{direction}"
     violation.dimension, violation.direction = dimension, direction

@@ -181,14 +181,19 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         "pairs the bulk clearing does not cover: other solvers, rules of your own not "
         "written over arrays).", "",
     ]
-    if short:
+    if engine == "batch":
+        lines += ["The batch engine draws until a row has its target of effective examples "
+                  "(at most twice the target drawn), so `drawn` exceeds the target where some "
+                  "draws missed the preconditions.", ""]
+    if short and time_limit is not None:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
-                  f"{examples:,} effective examples** "
-                  + (f"(per-row time limit {time_limit:g} s on this shared 2-core machine); "
-                     if time_limit is not None else "; ")
-                  + "their rows give the real counts. The full run is one command away: "
-                  f"`fedmarket prove --engine {engine} --examples {examples}` without "
-                  "`--time-limit` (`make nightly`).", ""]
+                  f"{examples:,} effective examples** (per-row time limit {time_limit:g} s on "
+                  "this shared 2-core machine); their rows give the real counts. The full run "
+                  f"is one command away: `fedmarket prove --engine {engine} --examples "
+                  f"{examples}` without `--time-limit` (`make nightly`).", ""]
+    elif short:
+        lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
+                  f"{examples:,} effective examples**: their rows give the real counts.", ""]
     return "\n".join(lines) + "\n"
 
 

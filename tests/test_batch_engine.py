@@ -180,6 +180,38 @@ def test_batch_engine_is_reproducible():
     assert a.counterexample.code() == b.counterexample.code()
 
 
+def test_batch_engine_draws_until_the_target_of_effective_examples():
+    """max_examples is the effective count to reach: the threshold theorem skips games with
+    no interior client (about 5 %), so it draws more than it checks, and checks exactly the
+    target; a property with its preconditions built in draws exactly the target."""
+    r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=5000,
+              engine="batch")
+    assert r.verdict == "holds" and r.effective == 5000 < r.examples <= 10_000
+    r = check(SUBJECTS["local"], PROPERTIES["individual_rationality"], max_examples=5000,
+              engine="batch")
+    assert r.effective == r.examples == 5000
+
+
+def test_batch_engine_stops_a_mostly_unchecked_property_at_twice_the_target():
+    """A property checked on about 1 draw in 5 (two-client markets only) cannot reach its
+    target: the engine stops at twice the target drawn and the verdict reads vacuous."""
+    from proofs import Property
+
+    base = PROPERTIES["budget_balance"]
+
+    def two_clients_only(subject, case):
+        return base.violation(subject, case) if case.market.m == 2 else None
+
+    from proofs.batch import ipfl_sampler
+
+    mine = Property("mine", "mine", "-", "-", "-", "ipfl", base.instances, two_clients_only,
+                    sample=lambda: ipfl_sampler("budget_balance"))
+    r = check(SUBJECTS["local"], mine, max_examples=300, engine="batch")
+    assert r.engine == "batch" and r.extra["mode"] == "batch (per instance)"
+    assert r.examples == 600 and 0 < r.effective < 300
+    assert r.verdict == "vacuous" and r.extra["stopped"] == "draw cap"
+
+
 def test_time_limit_stops_the_batch_engine_and_the_report_says_so():
     r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=10**6,
               engine="batch", time_limit=0.5)
