@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
+from scipy.special import comb
 
 from mechanisms import cpl, ipfl
 from mechanisms.gains import SqrtGain
@@ -445,6 +446,14 @@ def _phi_of(N, K, P, A) -> np.ndarray:
     return np.where(A, P, 0.0).sum(axis=2) - _g(bought, K, N)
 
 
+def _value(A, N, c, K) -> np.ndarray:
+    """Eq. 3 before payments, (B, m): g_i(sum of the bought N_j) - c_i x (models sold, when
+    any)."""
+    sold = A.sum(axis=1)
+    return _g(np.einsum("bij,bj->bi", A.astype(float), N), K, N) - np.where(
+        sold > 0, c * np.where(sold > 0, sold, 1), 0.0)
+
+
 def _vcg_batch(N, c, K, P, A) -> np.ndarray:
     """Mirror of :func:`mechanisms.ipfl.rules.vcg_payments` over arrays: p_i = W*_{-i} -
     [W(A) - v_i(A)]. Each buyer's problem is separate, so W*_{-i} is, per buyer b != i, the
@@ -457,9 +466,7 @@ def _vcg_batch(N, c, K, P, A) -> np.ndarray:
     value = np.where(K[:, :, None] > 0, -best_without, 0.0)  # a buyer with K = 0 buys nothing
     w_minus = value.sum(axis=1) - np.diagonal(value, axis1=1, axis2=2)
     W = -_phi_of(N, K, P, A).sum(axis=1)
-    sold = A.sum(axis=1)
-    own = _g(np.einsum("bij,bj->bi", A.astype(float), N), K, N) - np.where(
-        sold > 0, c * np.where(sold > 0, sold, 1), 0.0)
+    own = _value(A, N, c, K)  # v_i(A) on the reports
     return w_minus - (W[:, None] - own)
 
 
@@ -475,8 +482,6 @@ def _shapley_batch(N, K, lam, D, A) -> np.ndarray:
     inside = (ids[None, None, :] & ~code[..., None]) == 0  # coalition within them
     k = A.sum(axis=-1)[..., None]
     card = masks.sum(axis=1)
-    from scipy.special import comb
-
     with np.errstate(divide="ignore", invalid="ignore"):
         w = 1.0 / (k * comb(k - 1, card))  # |T|! (k - |T| - 1)! / k!
     share = np.zeros(A.shape)
@@ -605,10 +610,7 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
         R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
         p = R.sum(axis=2) - R.sum(axis=1)
     # Eq. 3 with the true N and c
-    G = _g(np.einsum("bij,bj->bi", A.astype(float), true_N), true_K, true_N)
-    sold = A.sum(axis=1)
-    C = np.where(sold > 0, true_c * np.where(sold > 0, sold, 1), 0.0)
-    return {"A": A, "p": p, "U": G - C - p, "P": P}
+    return {"A": A, "p": p, "U": _value(A, true_N, true_c, true_K) - p, "P": P}
 
 
 def _scale(s):
