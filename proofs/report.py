@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from mechanisms.processes import die_with_parent, stop_pool
+
 from .checker import CheckerInputError, Report, check_exhaustive
 from .contract import FALSIFY_FACTOR, contract_check
 from .ipfl_properties import tiny_markets
@@ -110,22 +112,18 @@ def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
 
     The first error a task raises is raised here, after the tasks not yet started are
     cancelled and the running ones stopped (a row can take hours); a worker that dies
-    (killed, out of memory) raises ``BrokenProcessPool`` here instead of hanging."""
+    (killed, out of memory) raises ``BrokenProcessPool`` here instead of hanging. The workers
+    die with this process (kill -9, SIGTERM, SIGINT: :mod:`mechanisms.processes`)."""
     ctx = multiprocessing.get_context("spawn")
     with single_threaded_children(), \
-            ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+            ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
+                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
         try:
             for future in as_completed(futures):
                 done(futures[future], future.result())
         except BaseException:
-            if hasattr(pool, "terminate_workers"):  # Python >= 3.14
-                pool.terminate_workers()
-            else:  # older Pythons: cancel what waits, end the workers still running a task
-                running = list((getattr(pool, "_processes", None) or {}).values())
-                pool.shutdown(wait=False, cancel_futures=True)
-                for proc in running:
-                    proc.terminate()
+            stop_pool(pool)
             raise
 
 

@@ -22,7 +22,6 @@ import json
 import os
 import pickle
 import sqlite3
-import threading
 import time
 import tomllib
 import urllib.parse
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.errors import FedmarketError, MarketInputError, as_int, as_seed
+from mechanisms.processes import die_with_parent, stop_pool
 
 from .errors import SpecError, StoreError
 from .results import _jsonable, read_text, versions
@@ -384,19 +384,11 @@ class _FolderLock:
         self.fh.close()
 
 
-def _worker_init(threads: int) -> None:
-    """A process-pool worker: cap its threads, and exit when its parent dies (kill -9
-    included), so that a killed sweep leaves no orphans."""
+def _worker_init(parent: int, threads: int) -> None:
+    """A process-pool worker: exit when its parent dies (kill -9 included), so that a killed
+    sweep leaves no orphans, and cap its threads."""
+    die_with_parent(parent)
     limit_threads(threads)
-    parent = os.getppid()
-
-    def watch():
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _versions_blob() -> str:
@@ -497,10 +489,14 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, p
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
-                                     initargs=(threads,)) as pool:
-                futures = [pool.submit(run_cell, c) for c in todo]
-                for f in as_completed(futures):
-                    finish(*f.result())
+                                     initargs=(os.getpid(), threads)) as pool:
+                try:
+                    futures = [pool.submit(run_cell, c) for c in todo]
+                    for f in as_completed(futures):
+                        finish(*f.result())
+                except BaseException:  # an error or Ctrl-C: stop now, not after every cell
+                    stop_pool(pool)
+                    raise
         else:
             try:
                 import ray

@@ -672,6 +672,92 @@ def test_store_faults_kill_lock_orphans_resume(tmp_path, monkeypatch):
     store.close()
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, their children, ...)."""
+    out, todo = [], [pid]
+    while todo:
+        kids = [k for k in _children(todo.pop()) if _alive(k)]
+        out += kids
+        todo += kids
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _kill_and_watch(argv, cwd, sig, ready, timeout=90.0):
+    """Start ``fedmarket ARGV`` in ``cwd``, wait until ``ready(descendants)`` holds, send
+    ``sig`` to the command only (not its process group), and return the pids that were
+    running beneath it and those still alive 10 s later. The command itself must end
+    within 5 s."""
+    proc = subprocess.Popen([sys.executable, "-m", "sims.cli", *argv], cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    try:
+        deadline = time.time() + timeout
+        kids = []
+        while time.time() < deadline:
+            kids = _descendants(proc.pid)
+            if ready(kids):
+                break
+            assert proc.poll() is None, f"the command ended early ({proc.returncode})"
+            time.sleep(0.05)
+        assert ready(kids), f"the workers never started: {[_cmdline(k) for k in kids]}"
+        time.sleep(0.5)  # let the workers reach their tasks
+        kids = _descendants(proc.pid)
+        proc.send_signal(sig)
+        proc.wait(timeout=5)  # at once: not after the queued tasks (Ctrl-C included)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(k) for k in kids):
+            time.sleep(0.1)
+        return kids, [k for k in kids if _alive(k)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["kill-9", "sigterm", "sigint"])
+def test_prove_jobs_leaves_no_orphans(tmp_path, sig):
+    # two spawned row workers plus multiprocessing's resource tracker, each checked by pid
+    def ready(kids):
+        cmds = [_cmdline(k) for k in kids]
+        return sum("spawn_main" in c for c in cmds) >= 2 and \
+            any("resource_tracker" in c for c in cmds)
+
+    kids, left = _kill_and_watch(["prove", "--jobs", "2", "--subject", "local",
+                                  "--examples", "1000000", "--quiet"], tmp_path, sig, ready)
+    assert len(kids) >= 3
+    assert not left, f"orphans after {sig.name}: {[_cmdline(k) for k in left]}"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_sweep_pool_dies_with_sigterm_and_sigint(tmp_path, sig):
+    (tmp_path / "slow.toml").write_text(SLOW_SPEC)
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    kids, left = _kill_and_watch(["sweep", "slow.toml", "--out", "store", "--executor",
+                                  "processes", "--workers", "2", "--quiet"], tmp_path, sig,
+                                 lambda kids: len(kids) >= 2)
+    assert len(kids) >= 2 and not left, f"orphans after {sig.name}"
+    store = Store(tmp_path / "store", mode="r")  # what was committed is intact
+    store.verify()
+    store.close()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_reproduce_pool_dies_with_kill_9(tmp_path):
+    kids, left = _kill_and_watch(["reproduce", "--setting", "digits", "--seeds", "0",
+                                  "--out", "rep", "--workers", "2", "--quiet"], tmp_path,
+                                 signal.SIGKILL, lambda kids: len(kids) >= 2)
+    assert len(kids) >= 2 and not left, "orphaned reproduce workers"
+
+
 def test_store_corruption_tampering_and_stale_cells(tmp_path):
     out = tmp_path / "s"
     run_sweep(expand(FAST), out)

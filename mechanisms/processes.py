@@ -1,0 +1,90 @@
+"""Processes that die with their parent: the one mechanism every pool and child process the
+toolkit starts uses (the sweep's and ``reproduce``'s process pool, ``prove --jobs``, child
+programs), so that killing a command (kill -9, SIGTERM, SIGINT) leaves no orphans.
+
+* :func:`die_with_parent` runs in the child (a pool's ``initializer``): on Linux the kernel
+  sends it SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); everywhere a daemon
+  thread also watches the parent's pid and exits when it changes (the fallback, and a cover
+  for a parent that died before the child got this far).
+* :func:`kill_with_parent` is the same for a program started with :mod:`subprocess`
+  (``preexec_fn``): PR_SET_PDEATHSIG survives ``exec``.
+* :func:`stop_pool` ends a ``ProcessPoolExecutor`` now (an error or Ctrl-C in the parent):
+  waiting tasks are cancelled and running workers terminated, instead of ``shutdown``
+  waiting for every queued task to finish.
+
+Once a pool's workers are gone, the multiprocessing resource tracker (started for spawned
+pools) reads end-of-file on its pipe and exits by itself.
+
+Caveat of PR_SET_PDEATHSIG: the signal comes when the *thread* that started the child ends;
+start pools from a thread that outlives them (the main thread, as every command does).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+__all__ = ["die_with_parent", "kill_with_parent", "stop_pool"]
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _death_signal() -> bool:
+    """Ask the kernel for SIGKILL when the parent dies (Linux); False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no libc prctl (musl variants, sandboxes)
+        return False
+
+
+def die_with_parent(parent: int, poll: float = 0.5) -> None:
+    """Make this process exit when process ``parent`` (its parent's pid, as the parent saw
+    it: ``os.getpid()`` passed in ``initargs``) dies, by kill -9 included. Call it first
+    thing in a pool worker's initializer."""
+    _death_signal()
+    if os.getppid() != parent:  # the parent died before we asked (reparented already)
+        os._exit(1)
+
+    def watch():
+        while True:
+            time.sleep(poll)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def kill_with_parent():
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the started program gets SIGKILL when
+    the process that started it dies (Linux; elsewhere it does nothing)::
+
+        subprocess.Popen(argv, preexec_fn=kill_with_parent())
+    """
+    parent = os.getpid()
+
+    def preexec():  # runs in the forked child, before exec: no threads, no imports
+        _death_signal()
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def stop_pool(pool) -> None:
+    """End a ``concurrent.futures.ProcessPoolExecutor`` now: cancel the tasks not started,
+    terminate the workers running one (a task can take hours)."""
+    if hasattr(pool, "terminate_workers"):  # Python >= 3.14
+        pool.terminate_workers()
+        return
+    running = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in running:
+        proc.terminate()
