@@ -1,0 +1,217 @@
+"""Objectives measured in bulk: a payment rule (with the selection fixed) cleared on many
+markets at once, with every client's best misreport searched in every type dimension.
+
+Everything here goes through the checker's bulk clearing (:func:`proofs.batch.settle_batch`,
+:func:`proofs.batch.misreports_batch`, :func:`proofs.batch.over_arrays` and the checker's
+market sampler :func:`proofs.batch.ipfl_sampler`); this module holds no equation of the
+mechanism. The imports below are the one place that names that path.
+
+**Markets.** :func:`draw_markets` draws from the checker's distribution of the regret
+properties (``ipfl_sampler("thm2")``: types, distances, lam, market sizes and the liar, as
+documented in :mod:`proofs.batch`); :func:`markets_from` takes one market of your own (every
+client in turn is the liar). A :class:`Markets` is fixed once drawn, so every rule is
+measured on the same markets (common random numbers).
+
+**Measures** (per market, then summarised): the liar's regret per type dimension (N, c, K)
+and direction (over, under) found by the checker's vectorised misreport search, in utility
+units and relative to the rule's utility level (the mean over markets of the mean |U_j| of the
+truthful outcome: "regret at most 1 % of utility");
+individual rationality (the smallest utility, violated below -1e-9 x the checker's scale);
+the operator's balance sum_i p_i (surplus > 0, deficit < 0); welfare sum_i (U_i + p_i)
+(true values; payments cancel); participation (share of clients that trade).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mechanisms import ipfl
+from proofs.batch import ipfl_sampler, misreports_batch, over_arrays, settle_batch
+from proofs.regret import DIMENSIONS, DIRECTIONS
+
+from .errors import DesignInputError
+
+__all__ = ["COMBOS", "REFERENCES", "Evaluation", "Markets", "Mechanism", "draw_markets",
+           "evaluate", "markets_from", "over_arrays"]
+
+COMBOS = tuple((d, s) for d in DIMENSIONS for s in DIRECTIONS)  # (dimension, direction)
+TOL = 1e-9  # relative tolerance of the checker's iPFL properties
+SCALE_FLOOR = 1e-9  # a market whose clients all have |U| = 0 gets this utility scale
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """What is cleared: a selection rule, a payment rule and a price rule, each a built-in
+    name of the bulk clearing or a function marked over_arrays."""
+
+    name: str
+    rule: str | Callable = "local"
+    payments: str | Callable = "paper"
+    prices: str = "paper"
+
+    def settle(self, N, c, K, lam, D, true_N=None, true_c=None, true_K=None) -> dict:
+        return settle_batch(self.rule, N, c, K, lam, D, true_N=true_N, true_c=true_c,
+                            money=self.payments, true_K=true_K, prices=self.prices)
+
+
+# the reference rules, each with the selection and prices it is meant for
+REFERENCES = {
+    "paper": Mechanism("paper", "local", "paper"),
+    "vcg": Mechanism("vcg", "exact", "vcg"),
+    "shapley": Mechanism("shapley", "local", "shapley"),
+    "cost-plus": Mechanism("cost-plus", "local", "cost-plus", "cost-plus"),
+    "share-all": Mechanism("share-all", "share-all", "none"),
+}
+
+
+@dataclass(frozen=True)
+class Markets:
+    """Fixed markets as arrays, grouped by size: each group a dict with N, c, K (B, m), lam
+    (B,), D (B, m, m) and the liar ``client`` (B,). ``source`` says where they came from."""
+
+    groups: tuple
+    source: str
+    seed: int | None = None
+
+    @property
+    def size(self) -> int:
+        return int(sum(g["N"].shape[0] for g in self.groups))
+
+    def sizes(self) -> tuple[int, int]:
+        ms = [g["N"].shape[1] for g in self.groups]
+        return min(ms), max(ms)
+
+
+def draw_markets(n: int, seed: int, *, key: str = "thm2") -> Markets:
+    """``n`` markets from the checker's distribution of property ``key`` (the regret
+    properties' by default), seeded."""
+    if not (isinstance(n, int | np.integer) and n >= 1):
+        raise DesignInputError("markets", f"is {n!r}; must be an integer >= 1")
+    sampler = ipfl_sampler(key)
+    rng = np.random.default_rng(seed)
+    groups = []
+    for d in sampler.draw(rng, int(n)):
+        a = sampler.arrays(d)
+        if a["client"] is None:
+            raise DesignInputError("key", f"{key!r} draws no liar; use a regret property")
+        g = {k: np.array(a[k]) for k in ("N", "c", "K", "lam", "D", "client")}
+        for v in g.values():
+            v.setflags(write=False)
+        groups.append(g)
+    return Markets(tuple(groups), f"checker distribution ({key}), seed {seed}", seed)
+
+
+def markets_from(market: ipfl.Market, D, source: str = "market file") -> Markets:
+    """One market of your own, with every client in turn the liar (m copies)."""
+    if not market.truthful:
+        raise DesignInputError("market", "has true types differing from the reports; give "
+                                         "the truthful market")
+    m = market.m
+    g = {"N": np.tile(market.N, (m, 1)), "c": np.tile(market.c, (m, 1)),
+         "K": np.tile(market.K, (m, 1)), "lam": np.full(m, float(market.lam)),
+         "D": np.tile(np.asarray(D, dtype=float), (m, 1, 1)), "client": np.arange(m)}
+    for v in g.values():
+        v.setflags(write=False)
+    return Markets((g,), source)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The measures of one mechanism on fixed markets: ``per_market`` (tidy, one row per
+    market), ``summary`` (one dict of scalars), ``clearings`` (markets cleared, misreports
+    included) and ``seconds``."""
+
+    name: str
+    per_market: pd.DataFrame
+    summary: dict
+    clearings: int
+    seconds: float
+
+    @property
+    def throughput(self) -> float:
+        """Markets cleared per second (truthful and misreported)."""
+        return self.clearings / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _rows(x, i):
+    return x[np.arange(x.shape[0]), i]
+
+
+def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
+             search: dict | None = None, name: str | None = None) -> Evaluation:
+    """Measure ``mech`` (a :class:`Mechanism`, or a payment rule over arrays, cleared with
+    the local selection at the paper's prices) on ``markets``. ``combos``: the (dimension,
+    direction) pairs searched; ``search``: options of :func:`proofs.regret.regret_arrays`
+    (span, grid, starts, iters)."""
+    if not isinstance(mech, Mechanism):
+        if not getattr(mech, "over_arrays", False):
+            raise DesignInputError("payments", "a payment rule to evaluate in bulk must be "
+                                               "marked over_arrays")
+        mech = Mechanism(name or ipfl.rules.rule_name(mech), "local", mech)
+    for combo in combos:
+        if tuple(combo) not in COMBOS:
+            raise DesignInputError("combos", f"{combo!r} not in {COMBOS}")
+    t0 = time.perf_counter()
+    frames, clearings = [], 0
+    for g in markets.groups:
+        s = mech.settle(g["N"], g["c"], g["K"], g["lam"], g["D"])
+        U, p, A = s["U"], s["p"], s["A"]
+        B, m = U.shape
+        clearings += B
+        ustale = np.abs(U).mean(axis=1)
+        tol = TOL * (1.0 + np.abs(U).max(axis=1) + np.abs(p).max(axis=1))
+        trades = A.any(axis=2) | A.any(axis=1)
+        cols = {"m": np.full(B, m), "utility_scale": ustale,
+                "min_utility": U.min(axis=1),
+                "ir_violated": U.min(axis=1) < -tol,
+                "ir_violation": np.maximum(0.0, -U.min(axis=1)),
+                "balance": p.sum(axis=1),
+                "welfare": U.sum(axis=1) + p.sum(axis=1),
+                "participation": trades.mean(axis=1)}
+        for dim, way in combos:
+            found, _ = misreports_batch(mech.settle, dict(g), dim, way, **(search or {}))
+            clearings += B * (found.evaluations - 1)
+            gain = found.lying_utility - found.honest_utility
+            gain = np.where(np.isnan(gain), np.inf, gain)  # NaN is a failure
+            regret = np.where(gain > tol, gain, 0.0)
+            cols[f"regret_{dim}_{way}"] = regret
+        frames.append(pd.DataFrame(cols))
+    per = pd.concat(frames, ignore_index=True)
+    seconds = time.perf_counter() - t0
+    return Evaluation(mech.name, per, summarise(per, combos), clearings, seconds)
+
+
+def summarise(per: pd.DataFrame, combos=COMBOS) -> dict:
+    """The scalars of a per-market table: mean/max regret (absolute, and relative to the
+    utility level) per dimension and direction, their worst over the combos, IR, balance,
+    welfare."""
+    level = max(float(per["utility_scale"].mean()), SCALE_FLOOR)
+    out = {"markets": len(per), "utility_level": level}
+    for dim, way in combos:
+        r = per[f"regret_{dim}_{way}"]
+        out[f"mean_regret_{dim}_{way}"] = float(r.mean())
+        out[f"max_regret_{dim}_{way}"] = float(r.max())
+        out[f"mean_rel_regret_{dim}_{way}"] = float(r.mean()) / level
+        out[f"max_rel_regret_{dim}_{way}"] = float(r.max()) / level
+        out[f"share_regret_{dim}_{way}"] = float((r > 0).mean())
+    keys = [f"{d}_{w}" for d, w in combos]
+    out["worst_mean_rel_regret"] = max(out[f"mean_rel_regret_{k}"] for k in keys)
+    out["worst_max_rel_regret"] = max(out[f"max_rel_regret_{k}"] for k in keys)
+    out["worst_max_regret"] = max(out[f"max_regret_{k}"] for k in keys)
+    out["ir_rate"] = float(per["ir_violated"].mean())
+    out["ir_mean_violation"] = float(per["ir_violation"].mean())
+    out["ir_max_violation"] = float(per["ir_violation"].max())
+    out["ir_rel_violation"] = out["ir_mean_violation"] / level
+    bal = per["balance"]
+    out["mean_balance"] = float(bal.mean())
+    out["deficit_rate"] = float((bal < -TOL * (1 + per["utility_scale"])).mean())
+    out["mean_rel_deficit"] = float(np.maximum(0.0, -bal).mean()) / level
+    out["mean_rel_imbalance"] = float(np.abs(bal).mean()) / level
+    out["mean_welfare"] = float(per["welfare"].mean())
+    out["participation"] = float(per["participation"].mean())
+    return out

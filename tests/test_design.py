@@ -1,0 +1,224 @@
+"""The design module: its rule space contains the shipped rules, its measures come from the
+checker's bulk clearing and can fail, goals read as stated, the search is seeded and
+resumable, designed rules load by file and by "module:function"."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from mechanisms import ipfl
+from sims.design import (
+    REFERENCES,
+    DesignInputError,
+    LinearSpace,
+    Mechanism,
+    UserSpace,
+    draw_markets,
+    evaluate,
+    linear_rule,
+    load_rule,
+    markets_from,
+    save_rule,
+)
+from sims.design.objective import Goal, parse_goal
+from sims.design.search import SearchConfig, design
+
+MARKET = ipfl.Market(N=[400, 500, 600, 300], c=[0.5, 1.0, 0.0, np.inf],
+                     K=[5e4, 3e4, 0.0, 8e4], lam=2.0)
+D = np.array([[0, .1, .3, .2], [.1, 0, .2, .4], [.3, .2, 0, .1], [.2, .4, .1, 0]])
+
+
+@pytest.fixture(scope="module")
+def markets():
+    return draw_markets(120, seed=11)
+
+
+@pytest.mark.parametrize(("weights", "payments", "prices"), [
+    pytest.param({"marginal": 1.0, "distance": 1.0}, "paper", "paper", id="paper"),
+    pytest.param({"cost": 1.25}, "cost-plus", "paper", id="cost-plus"),
+    pytest.param({}, "none", "paper", id="none"),
+])
+def test_family_contains_the_shipped_rules(weights, payments, prices):
+    """The family's points clear exactly as the shipped rules in ipfl.clear (the real
+    mechanism), on a market with a pure buyer and a pure seller."""
+    space = LinearSpace()
+    rule = space.rule(space.point(**weights))
+    ours = ipfl.clear(MARKET, D, "local", payments=rule, prices=prices)
+    ref = ipfl.clear(MARKET, D, "local", payments=payments, prices=prices)
+    assert ours.adjacency.any()
+    np.testing.assert_allclose(ours.payments, ref.payments, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.utilities, ref.utilities, rtol=1e-12, atol=1e-12)
+
+
+def test_a_wrong_point_is_not_the_paper_rule():
+    """Known-bad variant of the test above: the distance term's sign flipped differs."""
+    rule = linear_rule({"marginal": 1.0, "distance": -1.0})
+    ours = ipfl.clear(MARKET, D, "local", payments=rule)
+    ref = ipfl.clear(MARKET, D, "local", payments="paper")
+    assert not np.allclose(ours.payments, ref.payments)
+
+
+def test_unbalanced_rule_pays_the_difference():
+    """Buyer pays the seller's cost, seller receives Eq. 12's remittance: the operator pays
+    the difference, a deficit."""
+    space = LinearSpace(balanced=False)
+    rule = space.rule(space.named_points()["cost paid, marginal received"])
+    out = ipfl.clear(MARKET, D, "local", payments=rule)
+    A = out.adjacency
+    R = ipfl.remittances(MARKET, A, D)
+    cost = np.where(A, np.where(np.isfinite(MARKET.c), MARKET.c, 0.0)[None, :], 0.0)
+    assert out.payments.sum() == pytest.approx(cost.sum() - R.sum(), rel=1e-9)
+    assert out.payments.sum() < 0
+
+
+def test_measures_match_the_checker_bulk_path(markets):
+    """The family's paper point and the shipped paper rule give the same measures on the
+    same markets (one clearing path); VCG shows no K or c regret but a deficit."""
+    space = LinearSpace()
+    ours = evaluate(space.rule(space.point(marginal=1, distance=1)), markets)
+    ref = evaluate(REFERENCES["paper"], markets)
+    for key, value in ref.summary.items():
+        assert ours.summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+    assert ref.summary["max_regret_K_under"] > 0  # the paper's known K-understatement profit
+    assert ref.summary["ir_rate"] == 0 and abs(ref.summary["mean_balance"]) < 1e-9
+    vcg = evaluate(REFERENCES["vcg"], markets, combos=(("K", "under"), ("c", "under")))
+    assert vcg.summary["max_regret_K_under"] == 0 and vcg.summary["max_regret_c_under"] == 0
+    assert vcg.summary["deficit_rate"] > 0
+    assert ours.clearings > 10 * markets.size
+
+
+def test_measures_can_fail(markets):
+    """Known-bad rules: paying sellers twice the marginal breaks IR for buyers; a rule
+    charging everyone a fee per trade to the operator shows a surplus, not balance."""
+    bad = linear_rule({"marginal": 2.0, "distance": 1.0})
+    s = evaluate(bad, markets, combos=(("K", "under"),)).summary
+    assert s["ir_rate"] > 0 and s["ir_max_violation"] > 0
+    fee = linear_rule({"marginal": 1.0, "distance": 1.0, "fee": 1.0},
+                      {"marginal": 1.0, "distance": 1.0})
+    s = evaluate(fee, markets, combos=(("K", "under"),)).summary
+    assert s["mean_balance"] > 0 and s["mean_rel_imbalance"] > 0
+
+
+def test_market_file_every_client_lies():
+    mk = markets_from(MARKET, D)
+    assert mk.size == MARKET.m
+    s = evaluate(REFERENCES["paper"], mk).summary
+    assert s["markets"] == 4 and np.isfinite(s["worst_max_regret"])
+    with pytest.raises(DesignInputError, match="market"):
+        markets_from(MARKET.replace(c=[0.6, 1.0, 0.0, np.inf], true_c=MARKET.c), D)
+
+
+def test_goal_phrases_and_errors():
+    g = parse_goal("IR, budget balance, minimise max regret over c K under")
+    assert g.ir and g.budget == "balanced" and g.combos == (("c", "under"), ("K", "under"))
+    assert parse_goal("no deficit, deficit <= 5%").max_deficit == pytest.approx(0.05)
+    with pytest.raises(DesignInputError, match="goal"):
+        parse_goal("IR, make it fair")
+    with pytest.raises(DesignInputError, match="budget"):
+        Goal(budget="sometimes")
+
+
+def test_goal_penalises_what_it_should():
+    g = parse_goal("IR, budget balance, minimise mean regret")
+    base = {f"mean_rel_regret_{d}_{w}": 0.1 for d, w in g.combos}
+    ok = {**base, "ir_rate": 0.0, "ir_rel_violation": 0.0, "mean_rel_imbalance": 0.0,
+          "deficit_rate": 0.0, "mean_rel_deficit": 0.0}
+    assert g.feasible(ok) and g.score(ok) == pytest.approx(0.1)
+    bad = {**ok, "ir_rate": 0.01, "ir_rel_violation": 0.001}
+    assert not g.feasible(bad) and g.score(bad) > 10
+    leaky = {**ok, "mean_rel_imbalance": 0.02}
+    assert not g.feasible(leaky)
+
+
+def test_search_seeded_and_resumable(tmp_path):
+    """Two generations straight, or one then a resume from the state file: same result."""
+    space = LinearSpace(features=("marginal", "cost"), bounds={"marginal": (0, 1.5),
+                                                                "cost": (0, 2)})
+    goal = parse_goal("IR, budget balance, minimise mean regret over K")
+    mk = draw_markets(16, seed=5)
+    seen = []
+    full = design(space, goal, SearchConfig(generations=2, popsize=3, seed=1), markets=mk,
+                  progress=seen.append)
+    assert [s["generation"] for s in seen] == [1, 2]
+    state = tmp_path / "state.json"
+    with pytest.raises(_Interrupted):
+        design(space, goal, SearchConfig(generations=2, popsize=3, seed=1), markets=mk,
+               state=state, progress=_interrupt)
+    assert json.loads(state.read_text())["generation"] == 1
+    resumed = design(space, goal, SearchConfig(generations=2, popsize=3, seed=1),
+                     markets=mk, state=state)
+    np.testing.assert_array_equal(resumed.theta, full.theta)
+    assert resumed.score == full.score and resumed.generations == 2
+    assert full.archive.shape[0] == full.evaluations
+    other = tmp_path / "other.json"
+    other.write_text(state.read_text().replace('"seed": 1', '"seed": 2'))
+    with pytest.raises(DesignInputError, match="different search"):
+        design(space, goal, SearchConfig(generations=2, popsize=3, seed=1), markets=mk,
+               state=other)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt(info):
+    raise _Interrupted
+
+
+def test_saved_rule_loads_by_file_and_by_name(tmp_path, monkeypatch):
+    space = LinearSpace()
+    theta = space.point(marginal=0.7, cost=0.3, distance=1.0)
+    path = save_rule(tmp_path / "designed_rule.json", space, theta, name="designed")
+    rule = load_rule(path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("designed_rule", None)
+    a = ipfl.clear(MARKET, D, "local", payments=rule).payments
+    b = ipfl.clear(MARKET, D, "local", payments="designed_rule:payments").payments
+    c = ipfl.clear(MARKET, D, "local", payments=space.rule(theta)).payments
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    doc = json.loads(path.read_text())
+    assert doc["theta"]["cost"] == 0.3
+    doc["theta"].pop("cost")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DesignInputError, match="theta"):
+        load_rule(path)
+
+
+def test_user_space(tmp_path, monkeypatch):
+    (tmp_path / "myspace.py").write_text(
+        "import numpy as np\nfrom proofs.batch import over_arrays\n\n"
+        "def make(theta):\n"
+        "    @over_arrays\n"
+        "    def pay(market, A, D):\n"
+        "        c = np.where(np.isfinite(market.c), market.c, 0.0)\n"
+        "        return np.where(A, theta[0] * c[..., None, :], 0.0)\n"
+        "    return pay\n\n"
+        "def unmarked(theta):\n"
+        "    return lambda market, A, D: np.zeros(np.shape(A))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = UserSpace("myspace:make", bounds=((0.0, 2.0),))
+    s = evaluate(space.rule([1.25]), draw_markets(30, seed=2), combos=(("c", "over"),))
+    assert s.summary["markets"] == 30
+    with pytest.raises(DesignInputError, match="over_arrays"):
+        UserSpace("myspace:unmarked", bounds=((0.0, 1.0),)).rule([0.5])
+    with pytest.raises(ValueError, match="space"):
+        UserSpace("myspace:nothing", bounds=((0.0, 1.0),))
+
+
+def test_bad_inputs_name_the_field():
+    with pytest.raises(DesignInputError, match="features"):
+        LinearSpace(features=("marginal", "charisma"))
+    with pytest.raises(DesignInputError, match="theta"):
+        LinearSpace().rule([1.0, 2.0])
+    with pytest.raises(DesignInputError, match="theta"):
+        LinearSpace().rule([np.nan, 0, 0, 0])
+    with pytest.raises(DesignInputError, match="markets"):
+        draw_markets(0, seed=0)
+    with pytest.raises(DesignInputError, match="generations"):
+        SearchConfig(generations=0)
+    with pytest.raises(DesignInputError, match="over_arrays"):
+        evaluate(lambda market, A, D: np.zeros(np.shape(A)), draw_markets(2, seed=0))
+    assert isinstance(Mechanism("x").payments, str)
