@@ -222,3 +222,55 @@ def test_bad_inputs_name_the_field():
     with pytest.raises(DesignInputError, match="over_arrays"):
         evaluate(lambda market, A, D: np.zeros(np.shape(A)), draw_markets(2, seed=0))
     assert isinstance(Mechanism("x").payments, str)
+
+
+def test_pareto_and_corner():
+    import pandas as pd
+
+    from sims.design.frontier import corner, pareto
+
+    assert pareto(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])).tolist() == \
+        [True, True, False, True]
+    table = pd.DataFrame({"rule": ["a", "b", "c"], "regret": [0.5, 0.0, 0.02],
+                          "mean_rel_deficit": [0.0, 0.3, 0.0], "ir_rate": [0.0, 0.0, 0.1]})
+    text = corner(table, regret=0.0)
+    assert text.startswith("not reached") and "a (regret 0.5)" in text and "b (deficit 30" in text
+    assert corner(table, ir=False, regret=0.05).startswith("reached") and "c" in \
+        corner(table, ir=False, regret=0.05)
+
+
+def test_frontier_places_the_references(tmp_path):
+    from sims.design.frontier import frontier_table, plot_frontier, write_frontier
+
+    space = LinearSpace()
+    goal = parse_goal("IR, budget balance, minimise max regret over K under")
+    table = frontier_table(space, [space.point(cost=1.0)], draw_markets(25, seed=9),
+                           goal=goal, names=["mine"])
+    assert table["rule"].tolist() == ["mine", "paper", "vcg", "shapley", "cost-plus",
+                                      "share-all"]
+    row = table.set_index("rule")
+    assert row.loc["vcg", "mean_rel_deficit"] > 0 and row.loc["share-all", "ir_rate"] > 0
+    assert row.loc["paper", "max_regret_K_under"] > 0 == row.loc["vcg", "max_regret_K_under"]
+    csv, side = write_frontier(table, tmp_path, {"seed": 9})
+    assert json.loads(side.read_text())["seed"] == 9 and csv.exists()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = plot_frontier(table)
+    assert ax.get_xlabel().startswith("operator")
+
+
+def test_certify_refuses_training_markets_and_reports_verdicts():
+    from sims.design.certify import certify
+
+    with pytest.raises(DesignInputError, match="held-out"):
+        certify("x", "paper", seed=3, training_seed=3, examples=10)
+    paper = linear_rule({"marginal": 1.0, "distance": 1.0}, name="paper-point")
+    df = certify("paper-point", paper, seed=7, training_seed=0, examples=400,
+                 properties=("budget_balance", "truthful_K_under"),
+                 estimates={"mean_rel_imbalance": 0.0, "max_regret_K_under": 1.0})
+    v = df.set_index("property")["verdict"]
+    assert v["budget_balance"] == "holds"  # balanced by construction
+    assert v["truthful_K_under"] == "counterexample"  # the paper's known profit
+    assert (df["mode"] == "batch (vectorised)").all()  # the bulk path, not one by one
+    assert df.set_index("property").loc["truthful_K_under", "search_estimate"] == 1.0

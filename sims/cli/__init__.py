@@ -9,6 +9,7 @@
     fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
     fedmarket recheck results/flower/run-RUNID [--round 2] [--csv out.csv]
+    fedmarket design [--goal "IR, budget balance, minimise max regret"] [--out results/design]
 
 Each module (``sims.cli.market``, ``sims.cli.cpl``, ...) defines ``add_parser(sub)`` and
 ``run(args) -> int``. Misuse (a bad input, an unreadable or unwritable file, a broken store)
@@ -27,7 +28,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 DESCRIPTION = ("Incentive mechanisms for federated-learning model markets: run, sweep, "
                "check and report.")
 COMMANDS = ("market", "cpl", "prove", "train", "sweep", "report", "clear", "recheck",
-            "reproduce")
+            "reproduce", "design")
 
 
 def build_parser(argv=None) -> Parser:

@@ -1,0 +1,203 @@
+"""``fedmarket design``: search a space of iPFL payment rules for the best trade-off, place it
+on the regret / deficit / welfare frontier beside the reference rules, and certify it with the
+property checker on held-out markets."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    print_table,
+    progress_reporter,
+    writable_folder,
+)
+
+__all__ = ["add_parser", "run"]
+
+DEFAULT_GOAL = "IR, budget balance, minimise max regret over N c K both ways"
+
+
+def add_parser(sub, full: bool = False) -> None:
+    p = add_command(sub, "design", "search payment rules for the best trade-off and certify "
+                                   "the result")
+    p.add_argument("--goal", default=DEFAULT_GOAL,
+                   help="constraints and objective as phrases, e.g. 'IR, no deficit, "
+                        "regret <= 1%%' (see sims.design.objective)")
+    p.add_argument("--space", default="balanced",
+                   help="balanced | unbalanced (the linear family; balanced = remittances) "
+                        "or module:function taking a parameter vector (give --bounds)")
+    p.add_argument("--features", nargs="+", default=None,
+                   help="linear family: the features to weight (marginal average cost "
+                        "distance fee)")
+    p.add_argument("--bounds", nargs="+", default=None, metavar="LO:HI",
+                   help="linear family: feature=LO:HI; your own space: LO:HI per parameter")
+    p.add_argument("--markets", type=int, default=1000,
+                   help="training markets drawn from the checker's distribution")
+    p.add_argument("--market-file", type=Path, default=None,
+                   help="train on this market (JSON as for 'fedmarket clear'), every client "
+                        "in turn the liar, instead of drawn markets")
+    p.add_argument("--seed", type=int, default=0, help="training markets' and search's seed")
+    p.add_argument("--generations", type=int, default=20, help="differential evolution")
+    p.add_argument("--popsize", type=int, default=5,
+                   help="population = popsize x parameters (at least 5)")
+    p.add_argument("--state", type=Path, default=None,
+                   help="resume from / write the search state to this JSON file")
+    p.add_argument("--heldout-seed", type=int, default=None,
+                   help="seed of the held-out markets and of the checker (default: seed + "
+                        "1000); must differ from --seed")
+    p.add_argument("--heldout-markets", type=int, default=2000,
+                   help="held-out markets on which the frontier is measured")
+    p.add_argument("--frontier-size", type=int, default=10,
+                   help="searched rules placed on the frontier (training Pareto set)")
+    p.add_argument("--certify-examples", type=int, default=100_000,
+                   help="effective examples per property when certifying (0: skip)")
+    p.add_argument("--out", type=Path, default=Path("results/design"), help="output folder")
+    add_quiet(p)
+    add_progress(p)
+    p.set_defaults(func=run)
+
+
+def _space(args):
+    from sims.design import DesignInputError, LinearSpace, UserSpace
+    from sims.design.space import _DEFAULT_BOUNDS as DEFAULTS
+
+    def pair(text, field):
+        lo, sep, hi = text.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            return float(lo), float(hi)
+        except ValueError:
+            raise DesignInputError(field, f"is {text!r}; write LO:HI") from None
+
+    if args.space in ("balanced", "unbalanced"):
+        features = tuple(args.features or ("marginal", "average", "cost", "distance"))
+        bounds = dict(DEFAULTS)
+        if "fee" in features and bounds["fee"] == (0.0, 0.0):
+            bounds["fee"] = (-1.0, 1.0)
+        for item in args.bounds or []:
+            name, sep, rng = item.partition("=")
+            if not sep:
+                raise DesignInputError("--bounds", f"is {item!r}; write feature=LO:HI")
+            bounds[name] = pair(rng, f"--bounds {name}")
+        return LinearSpace(features, args.space == "balanced", bounds)
+    if ":" not in args.space:
+        raise DesignInputError("--space", f"is {args.space!r}; balanced, unbalanced or "
+                                          "module:function")
+    if args.features:
+        raise DesignInputError("--features", "only for the linear family")
+    return UserSpace(args.space, tuple(pair(b, "--bounds") for b in args.bounds or []))
+
+
+def run(args) -> int:
+    from sims.design import DesignInputError, draw_markets, load_rule, markets_from, save_rule
+    from sims.design.certify import certify
+    from sims.design.frontier import (
+        corner,
+        frontier_table,
+        pareto,
+        plot_frontier,
+        write_frontier,
+    )
+    from sims.design.objective import parse_goal
+    from sims.design.search import SearchConfig, design
+
+    from ..results import versions
+
+    t0 = time.perf_counter()
+    space = _space(args)
+    goal = parse_goal(args.goal)
+    config = SearchConfig(markets=args.markets, seed=args.seed, generations=args.generations,
+                          popsize=args.popsize)
+    heldout = args.seed + 1000 if args.heldout_seed is None else args.heldout_seed
+    if heldout == args.seed:
+        raise DesignInputError("--heldout-seed", f"is {heldout}, the training seed; held-out "
+                                                 "markets need another")
+    for name in ("heldout_markets", "frontier_size"):
+        if getattr(args, name) < 1:
+            raise DesignInputError(f"--{name.replace('_', '-')}", "must be >= 1")
+    if args.certify_examples < 0:
+        raise DesignInputError("--certify-examples", "must be >= 0 (0: skip)")
+    out = writable_folder("--out", args.out)
+    markets = None
+    if args.market_file is not None:
+        from .clear import load_market_file
+
+        market, D = load_market_file(args.market_file)
+        markets = markets_from(market, D, source=str(args.market_file))
+
+    with progress_reporter("design: generations", quiet=args.quiet,
+                           every=args.progress_every) as bar:
+        result = design(space, goal, config, markets=markets, state=args.state,
+                        progress=None if bar is None else
+                        (lambda info: bar(info["generation"], info["generations"])))
+    rule_path = save_rule(out / "designed_rule.json", space, result.theta, name="designed",
+                          extra={"goal": result.goal, "training": result.markets,
+                                 "score": result.score, "feasible": result.feasible})
+
+    # the frontier on held-out markets: the training Pareto set of the search's candidates
+    arc = result.archive
+    front = arc[pareto(arc[["score", "mean_rel_deficit"]].to_numpy())]
+    front = front.sort_values("score").head(args.frontier_size - 1)
+    thetas = [result.theta] + [r[list(space.names)].to_numpy(float) for _, r in
+                               front.iterrows()]
+    names = ["designed"] + [f"candidate {k}" for k in range(1, len(thetas))]
+    test = draw_markets(args.heldout_markets, heldout)
+    with progress_reporter("frontier: rules measured", quiet=args.quiet,
+                           every=args.progress_every) as bar:
+        table = frontier_table(space, thetas, test, goal=goal, names=names, progress=bar)
+    statements = [corner(table, ir=True, max_deficit=0.0, regret=0.0),
+                  corner(table, ir=True, max_deficit=0.0, regret=0.01)]
+    provenance = {"command": "fedmarket design", "goal": result.goal,
+                  "space": space.to_json(), "search": vars(config) | {"mutation":
+                                                                      list(config.mutation)},
+                  "training": result.markets, "heldout": test.source,
+                  "heldout_seed": heldout, "corners": statements,
+                  "generations": result.generations, "evaluations": result.evaluations,
+                  "search_seconds": result.seconds, "versions": versions()}
+    write_frontier(table, out, provenance)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = plot_frontier(table)
+    ax.set_title(f"{test.size} held-out markets (seed {heldout})")
+    ax.figure.tight_layout()
+    ax.figure.savefig(out / "frontier.png", dpi=120)
+
+    cert = None
+    if args.certify_examples:
+        with progress_reporter("certify: properties", quiet=args.quiet,
+                               every=args.progress_every) as bar:
+            # the exported file, loaded back: what is certified is what was saved
+            cert = certify("designed", load_rule(rule_path), seed=heldout,
+                           training_seed=args.seed, examples=args.certify_examples,
+                           estimates=result.summary, progress=bar)
+        cert.to_csv(out / "certification.csv", index=False)
+    (out / "design.json").write_text(json.dumps(
+        {**{k: v for k, v in provenance.items() if k != "versions"},
+         "params": result.params, "score": result.score, "feasible": result.feasible,
+         "rule_file": rule_path.name, "seconds": time.perf_counter() - t0},
+        indent=2, default=str) + "\n")
+    if args.quiet:
+        return 0
+    print(f"designed rule ({result.goal}): "
+          + ", ".join(f"{k} {v:.4g}" for k, v in result.params.items())
+          + f"; training score {result.score:.4g} "
+          + ("(feasible)" if result.feasible else "(INFEASIBLE)"))
+    cols = ["rule", "kind", "regret", "worst_max_regret", "ir_rate", "mean_balance",
+            "mean_welfare", "feasible", "on_frontier"]
+    print_table(table[cols], f"frontier on {test.source}")
+    for s in statements:
+        print("corner:", s)
+    if cert is not None:
+        print_table(cert[["property", "verdict", "effective", "largest_violation",
+                          "search_estimate"]], f"certification on held-out seed {heldout} "
+                                               f"({args.certify_examples} effective each)")
+    print(f"wrote {out}/ (designed_rule.json/.py, frontier.csv/.json/.png, design.json"
+          f"{', certification.csv' if cert is not None else ''})")
+    return 0

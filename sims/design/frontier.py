@@ -1,0 +1,134 @@
+"""The frontier: the trade-off between regret, the operator's deficit and welfare, as a tidy
+table (one row per rule) and a figure, with the reference rules placed on it.
+
+:func:`frontier_table` measures the search's candidates and the reference rules on the SAME
+markets and marks the rows no other row beats on all four of (regret, deficit, -welfare,
+IR violation rate) (Pareto). :func:`corner` states, for a corner of the trade-off (for
+example "IR, no deficit, zero regret"), whether a measured rule reaches it, and if not,
+the closest one found.
+Within the linear family the selection is fixed, so under truthful reports every member has
+the same welfare; only the reference rules (their own selections) move it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .evaluate import REFERENCES, Markets, evaluate
+from .objective import Goal
+
+__all__ = ["corner", "frontier_table", "pareto", "plot_frontier", "write_frontier"]
+
+_KEEP = ("worst_max_regret", "worst_max_rel_regret", "worst_mean_rel_regret", "ir_rate",
+         "mean_balance", "mean_rel_deficit", "deficit_rate", "mean_welfare", "participation",
+         "utility_level")
+
+
+def pareto(values: np.ndarray) -> np.ndarray:
+    """(n,) bool: rows of ``values`` (n, k) (lower is better in every column) that no other
+    row weakly beats everywhere and strictly somewhere.
+
+    >>> pareto(np.array([[1, 1], [2, 0], [2, 2]])).tolist()
+    [True, True, False]
+    """
+    v = np.asarray(values, dtype=float)
+    le = (v[:, None, :] <= v[None, :, :]).all(axis=2)
+    lt = (v[:, None, :] < v[None, :, :]).any(axis=2)
+    dominated = (le & lt).any(axis=0)  # some row j beats row i: le[j, i] & lt[j, i]
+    return ~dominated
+
+
+def frontier_table(space, thetas, markets: Markets, *, goal: Goal, references=REFERENCES,
+                   names=None, search: dict | None = None, progress=None) -> pd.DataFrame:
+    """Measure each parameter vector of ``thetas`` (rules of ``space``) and each reference
+    rule on ``markets``; one row per rule: its name, kind ("searched" / "reference"), its
+    parameters (JSON), the regret per dimension and direction, IR, balance, deficit,
+    welfare, whether it meets ``goal``'s constraints, and ``on_frontier``."""
+    rows = []
+    thetas = [np.asarray(t, dtype=float) for t in thetas]
+    names = list(names) if names is not None else [f"candidate {k}" for k in range(len(thetas))]
+    jobs = [(n, "searched", space.rule(t, name=n), t) for n, t in zip(names, thetas,
+                                                                        strict=True)]
+    jobs += [(n, "reference", mech, None) for n, mech in references.items()]
+    for k, (name, kind, mech, theta) in enumerate(jobs):
+        ev = evaluate(mech, markets, search=search, name=name)
+        row = {"rule": name, "kind": kind,
+               "params": "" if theta is None else json.dumps(
+                   dict(zip(space.names, np.round(theta, 6).tolist(), strict=True))),
+               **{f"max_regret_{d}_{w}": ev.summary[f"max_regret_{d}_{w}"]
+                  for d, w in goal.combos},
+               **{key: ev.summary[key] for key in _KEEP},
+               "regret": goal.regret(ev.summary), "feasible": goal.feasible(ev.summary),
+               "seconds": ev.seconds, "clearings": ev.clearings}
+        rows.append(row)
+        if progress is not None:
+            progress(k + 1, len(jobs))
+    df = pd.DataFrame(rows)
+    df["on_frontier"] = pareto(np.column_stack([df["regret"], df["mean_rel_deficit"],
+                                                -df["mean_welfare"], df["ir_rate"]]))
+    return df
+
+
+def corner(table: pd.DataFrame, *, ir: bool = True, max_deficit: float = 0.0,
+           regret: float = 0.0) -> str:
+    """Is the corner "IR (when asked), mean relative deficit <= max_deficit, regret <=
+    regret" reached by a measured rule? If not, name the closest (the least regret among the
+    rules meeting the other two, and the least deficit among those meeting the regret)."""
+    ok_ir = table["ir_rate"] == 0 if ir else np.ones(len(table), bool)
+    budget = table["mean_rel_deficit"] <= max_deficit
+    low = table["regret"] <= regret
+    want = (f"{'IR, ' if ir else ''}deficit <= {100 * max_deficit:g}% of utility, regret <= "
+            f"{100 * regret:g}%")
+    hit = table[ok_ir & budget & low]
+    if len(hit):
+        best = hit.sort_values("regret").iloc[0]
+        return f"reached ({want}): {best['rule']} (regret {best['regret']:.4g})"
+    parts = [f"not reached by any measured rule ({want})"]
+    near = table[ok_ir & budget]
+    if len(near):
+        b = near.sort_values("regret").iloc[0]
+        parts.append(f"least regret within the budget: {b['rule']} (regret {b['regret']:.4g})")
+    near = table[ok_ir & low]
+    if len(near):
+        b = near.sort_values("mean_rel_deficit").iloc[0]
+        parts.append(f"least deficit within the regret: {b['rule']} (deficit "
+                     f"{100 * b['mean_rel_deficit']:.4g}% of utility)")
+    return "; ".join(parts)
+
+
+def plot_frontier(table: pd.DataFrame, ax=None, *, label_references: bool = True):
+    """Regret (relative, the goal's statistic) against the operator's mean relative deficit,
+    coloured by welfare; frontier rows ringed, reference rules labelled. Returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6, 4.2))
+    searched = table[table["kind"] == "searched"]
+    refs = table[table["kind"] == "reference"]
+    sc = ax.scatter(100 * searched["mean_rel_deficit"], 100 * searched["regret"],
+                    c=searched["mean_welfare"], cmap="viridis", s=18, label="searched")
+    ax.scatter(100 * refs["mean_rel_deficit"], 100 * refs["regret"], marker="s", s=40,
+               c="#C44E52", label="reference rules")
+    front = table[table["on_frontier"]]
+    ax.scatter(100 * front["mean_rel_deficit"], 100 * front["regret"], s=90,
+               facecolors="none", edgecolors="k", label="frontier")
+    if label_references:
+        for row in refs.itertuples():
+            ax.annotate(row.rule, (100 * row.mean_rel_deficit, 100 * row.regret),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("operator's mean deficit (% of the utility level)")
+    ax.set_ylabel("regret (% of the utility level)")
+    ax.figure.colorbar(sc, ax=ax, label="mean welfare")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def write_frontier(table: pd.DataFrame, folder, provenance: dict) -> tuple[Path, Path]:
+    """frontier.csv and its JSON sidecar (provenance: settings, seeds, versions)."""
+    from ..results import write_table
+
+    return write_table(table, Path(folder) / "frontier.csv", provenance)
