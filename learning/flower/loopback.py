@@ -12,17 +12,34 @@ by its id, and every wait is bounded::
 SuperNode and names it in the node's config. ``task_poll`` sets how often each SuperNode's
 SuperExec asks for a ClientApp task to start (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's
 default 1 s; here 0.1 s).
+
+The federation dies with the process that started it, however that process ends:
+
+* :meth:`Loopback.stop` (``with`` block, ``KeyboardInterrupt`` from SIGINT) and interpreter
+  exit (``atexit``) stop every process it started and everything flwr started below them;
+* SIGTERM or SIGHUP: a handler (installed from the main thread where the signal's disposition
+  is the default) stops every live Loopback, then lets the signal end the process as it would
+  have;
+* SIGKILL, where no handler runs: a reaper (:mod:`learning.flower.reaper`, in a session of its
+  own) holds a pipe from this process and, when it closes, stops every process group the
+  Loopback told it of; on Linux the processes started from the main thread also get
+  ``PR_SET_PDEATHSIG`` (SIGTERM when their parent thread dies).
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import ctypes.util
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from pathlib import Path
 
 __all__ = ["FLWR_FLOORS", "Loopback", "flwr_floors", "free_port", "toml_value"]
@@ -97,6 +114,69 @@ def _proc_table() -> dict[int, tuple[int, str, str]]:
     return out
 
 
+# ------------------------------------------------------------------ dying with the parent
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # Loopbacks started and not stopped yet
+_HANDLED: dict[int, object] = {}  # signal -> the disposition our handler replaced
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+_libc = None
+if sys.platform.startswith("linux"):
+    try:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:  # pragma: no cover
+        _libc = None
+
+
+def _die_with_parent():
+    """A ``preexec_fn``: the child gets SIGTERM when the thread that started it dies (Linux);
+    None where that is not available, or off the main thread (the signal follows the thread,
+    not the process)."""
+    if _libc is None or threading.current_thread() is not threading.main_thread():
+        return None
+    parent = os.getpid()
+
+    def preexec():
+        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _stop_all() -> None:
+    for fed in list(_LIVE):
+        try:
+            fed.stop(grace=2.0)
+        except Exception:
+            pass
+
+
+def _on_signal(sig, frame) -> None:
+    """SIGTERM/SIGHUP while a Loopback runs: stop the federations, then let the signal do what
+    it did before."""
+    _stop_all()
+    previous = _HANDLED.get(sig, signal.SIG_DFL)
+    signal.signal(sig, previous)
+    if callable(previous):
+        previous(sig, frame)
+    elif previous == signal.SIG_DFL:
+        os.kill(os.getpid(), sig)
+
+
+def _install_handlers() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        current = signal.getsignal(sig)
+        if current is _on_signal:
+            continue
+        if current == signal.SIG_DFL:  # never take over a handler the program set itself
+            _HANDLED[sig] = current
+            signal.signal(sig, _on_signal)
+
+
+atexit.register(_stop_all)
+
+
 def _wait_port(port: int, deadline: float, proc) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -139,14 +219,34 @@ class Loopback:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                cwd=self.workdir, start_new_session=True)
+                                cwd=self.workdir, start_new_session=True,
+                                preexec_fn=_die_with_parent())
         log.close()
         self.procs[name] = proc
+        self._tell(f"+{proc.pid}")  # its own session: its process group is its pid
         return proc
+
+    def _tell(self, line: str) -> None:
+        """A line to the reaper (``+pgid``, ``-pgid``, ``done``); nothing if it is gone."""
+        reaper = getattr(self, "reaper", None)
+        if reaper is None or reaper.stdin is None or reaper.stdin.closed:
+            return
+        try:
+            reaper.stdin.write(f"{line}\n")
+            reaper.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
 
     def start(self) -> Loopback:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        _install_handlers()
+        self.groups: set[int] = set()
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-m", "learning.flower.reaper"], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=self.env,
+            cwd=self.workdir, start_new_session=True)
+        _LIVE.add(self)
         self.port = free_port()
         (self.home / "config.toml").write_text(
             '[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
@@ -158,6 +258,7 @@ class Loopback:
         _wait_port(self.port, deadline, link)
         for i in range(len(self.node_configs)):
             self.start_node(i)
+        self._track()  # the SuperLink's SuperExec (a session of its own)
         return self
 
     def start_node(self, i: int) -> None:
@@ -194,10 +295,13 @@ class Loopback:
             except ProcessLookupError:
                 pass
             proc.wait(grace)
+        if name not in ("superlink",):  # a stopped node's group is gone; forget it
+            self._tell(f"-{proc.pid}")
 
     def _track(self) -> None:
         """Remember every live descendant of the processes started here (flwr starts the
-        SuperLink's SuperExec and the ServerApps in sessions of their own)."""
+        SuperLink's SuperExec and the ServerApps in sessions of their own) and tell the reaper
+        of every process group among them."""
         table = _proc_table()
         children: dict[int, list[int]] = {}
         for pid, (ppid, _, _) in table.items():
@@ -207,7 +311,20 @@ class Loopback:
             pid = todo.pop()
             if pid in table and table[pid][1] != "Z":
                 self.seen.setdefault(pid, table[pid][2])
+                try:
+                    group = os.getpgid(pid)
+                except OSError:
+                    group = None
+                if group is not None and group not in self.groups:
+                    self.groups.add(group)
+                    self._tell(f"+{group}")
             todo.extend(children.get(pid, ()))
+
+    def processes(self) -> dict[int, str]:
+        """Every process started here or below so far (pid -> its start time in clock ticks
+        since boot, which tells a pid reused later apart)."""
+        self._track()
+        return dict(self.seen)
 
     def survivors(self) -> list[int]:
         """Processes started here or below that are still alive (not zombies)."""
@@ -218,7 +335,9 @@ class Loopback:
     def stop(self, grace: float = 5.0) -> None:
         """Stop every process started here (SIGTERM to each process group, SIGKILL after
         ``grace``), then wait up to ``grace`` for their descendants and kill any left, by
-        process id."""
+        process id. Safe to call again."""
+        if not hasattr(self, "groups"):  # never started
+            return
         self._track()
         for name in [n for n in self.procs if n != "superlink"] + ["superlink"]:
             self._stop(name, grace=grace)
@@ -230,6 +349,21 @@ class Loopback:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        reaper = getattr(self, "reaper", None)
+        if reaper is not None:
+            self._tell("done")
+            if reaper.stdin is not None:
+                try:
+                    reaper.stdin.close()
+                except OSError:
+                    pass
+            try:
+                reaper.wait(grace)
+            except subprocess.TimeoutExpired:
+                reaper.kill()
+                reaper.wait(grace)
+            self.reaper = None
+        _LIVE.discard(self)
 
     def __enter__(self) -> Loopback:
         try:
@@ -244,7 +378,8 @@ class Loopback:
     # ------------------------------------------------------------------ runs
     def flwr(self, *args: str, timeout: float = 120.0) -> str:
         out = subprocess.run([str(self.bin / "flwr"), *args], env=self.env, cwd=self.app_dir,
-                             capture_output=True, text=True, timeout=timeout)
+                             capture_output=True, text=True, timeout=timeout,
+                             preexec_fn=_die_with_parent())
         if out.returncode != 0:
             raise RuntimeError(f"flwr {' '.join(args)} failed: {out.stderr or out.stdout}")
         return out.stdout
