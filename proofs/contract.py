@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from .checker import CheckerInputError, Property, Report, check
 
 __all__ = ["FALSIFY_FACTOR", "ContractResult", "assert_contract", "check_contract", "resolve"]
@@ -51,34 +53,73 @@ class ContractResult:
         return s
 
 
+def _declared(where: str, key, value) -> bool:
+    """A declaration's value: True (claimed) or False (known not to hold), nothing else
+    (``bool('no')`` is True and ``bool(None)`` False: a typo would flip the claim)."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise CheckerInputError(where, f"{key}: declared must be True (claimed) or False (known "
+                                   f"not to hold), got {value!r}")
+
+
 def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
     """(property, declared) for every declaration of ``subject`` plus ``extra``.
 
     ``extra``: a mapping ``Property -> bool`` or pairs ``(Property, bool)``; a key in
     ``subject.declares`` that is not a built-in property must come with its Property here.
+    ``subject`` must be a checker subject (:class:`~proofs.IpflMechanism`,
+    :class:`~proofs.CplSolver`, :class:`~proofs.CplPricingRule`) whose ``declares`` is a
+    mapping ``property key -> True | False``; a subject that declares nothing (and no
+    ``extra``) is a mistake, not a pass: :class:`CheckerInputError` for each.
     """
     from .registry import PROPERTIES
 
+    if getattr(subject, "family", None) not in ("ipfl", "cpl") or \
+            not hasattr(subject, "declares"):
+        raise CheckerInputError("subject", f"is {_short(subject)} ({type(subject).__name__});"
+                                           " give a checker subject: proofs.IpflMechanism, "
+                                           "proofs.CplSolver or proofs.CplPricingRule")
+    declares = subject.declares
+    if not isinstance(declares, Mapping):
+        raise CheckerInputError("declares", f"is {_short(declares)} "
+                                            f"({type(declares).__name__}); give a mapping "
+                                            "property key -> True | False, e.g. "
+                                            "{'budget_balance': True}")
     pairs: list[tuple[Property, bool]] = []
+    if extra is not None and not isinstance(extra, Mapping | list | tuple):
+        raise CheckerInputError("extra", f"is {_short(extra)}; give a mapping Property -> "
+                                         "True | False or (Property, bool) pairs")
     items = extra.items() if isinstance(extra, Mapping) else (extra or ())
     given = {}
-    for prop, declared in items:
+    for item in items:
+        if not isinstance(extra, Mapping) and (not isinstance(item, tuple | list)
+                                               or len(item) != 2):
+            raise CheckerInputError("extra", f"holds {_short(item)}; give (Property, bool) "
+                                             "pairs")
+        prop, declared = item
         if not isinstance(prop, Property):
             raise CheckerInputError("extra", f"keys must be proofs.Property objects, got "
                                              f"{type(prop).__name__}")
-        if not isinstance(declared, bool):
-            raise CheckerInputError("extra", f"{prop.key}: declared must be True or False, "
-                                             f"got {declared!r}")
-        given[prop.key] = (prop, declared)
-    for key, declared in dict(getattr(subject, "declares", {})).items():
+        given[prop.key] = (prop, _declared("extra", prop.key, declared))
+    for key, declared in declares.items():
         if key in given:
             continue
         if key not in PROPERTIES:
             raise CheckerInputError("declares", f"unknown property {key!r}; pass your own "
                                                 "Property in extra=")
-        pairs.append((PROPERTIES[key], bool(declared)))
+        pairs.append((PROPERTIES[key], _declared("declares", key, declared)))
     pairs.extend(given.values())
+    if not pairs:
+        raise CheckerInputError("declares", f"subject {getattr(subject, 'name', '?')!r} "
+                                            "declares no property, so there is nothing to "
+                                            "check (an empty contract is not a pass); give "
+                                            "declares={key: True | False} or extra=")
     return pairs
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_contract(subject, extra=None, *, max_examples: int | None = None, seed: int = 0,

@@ -28,6 +28,9 @@ from learning.config import TrainConfig, TrainInputError
 from mechanisms import cpl, ipfl, lia
 from mechanisms.distances import pairwise_distances
 from mechanisms.errors import FedmarketError, MarketInputError, ProblemTooLarge
+from proofs import CplSolver, IpflMechanism, assert_contract, check_contract
+from proofs.checker import CheckerInputError
+from proofs.registry import PROPERTIES
 from sims.cli import main
 from sims.cpl_game import CplBenchmark
 from sims.errors import SpecError, StoreError
@@ -298,6 +301,31 @@ API = [
     ("store-mode", lambda: Store("/nonexistent-i14", mode="a"), MarketInputError, "mode"),
     ("store-read-missing", lambda: Store("/nonexistent-i14", mode="r"), StoreError,
      "results"),
+    # ---- contract checks that would pass on nothing
+    *[(f"contract-{fn.__name__}-{label}", (lambda fn=fn, s=s: fn(s, max_examples=1)),
+       CheckerInputError, field)
+      for fn in (check_contract, assert_contract)
+      for label, s, field in [
+          ("none", None, "subject"), ("string", "local", "subject"),
+          ("dict", {"budget_balance": True}, "subject"),
+          ("declares-nothing", IpflMechanism("mine", "local"), "declares"),
+          ("declares-nothing-cpl", CplSolver("mine"), "declares"),
+          ("declares-list", IpflMechanism("mine", "local", declares=["budget_balance"]),
+           "declares"),
+          ("declares-no", IpflMechanism("mine", "local", declares={"budget_balance": "no"}),
+           "declares"),
+          ("declares-none", IpflMechanism("mine", "local",
+                                          declares={"budget_balance": None}), "declares"),
+          ("declares-one", IpflMechanism("mine", "local", declares={"budget_balance": 1}),
+           "declares")]],
+    ("contract-extra-not-bool", lambda: check_contract(
+        IpflMechanism("mine", "local"), {PROPERTIES["budget_balance"]: "yes"}),
+     CheckerInputError, "extra"),
+    ("contract-extra-string", lambda: check_contract(IpflMechanism("mine", "local"), "x"),
+     CheckerInputError, "extra"),
+    ("contract-extra-bad-pairs", lambda: check_contract(IpflMechanism("mine", "local"),
+                                                        [PROPERTIES["budget_balance"]]),
+     CheckerInputError, "extra"),
 ]
 
 
