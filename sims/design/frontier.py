@@ -28,6 +28,9 @@ _KEEP = ("worst_max_regret", "worst_max_rel_regret", "worst_mean_rel_regret", "i
          "utility_level")
 
 
+_EPS = 1e-9
+
+
 def pareto(values: np.ndarray) -> np.ndarray:
     """(n,) bool: rows of ``values`` (n, k) (lower is better in every column) that no other
     row weakly beats everywhere and strictly somewhere.
@@ -79,8 +82,8 @@ def corner(table: pd.DataFrame, *, ir: bool = True, max_deficit: float = 0.0,
     regret" reached by a measured rule? If not, name the closest (the least regret among the
     rules meeting the other two, and the least deficit among those meeting the regret)."""
     ok_ir = table["ir_rate"] == 0 if ir else np.ones(len(table), bool)
-    budget = table["mean_rel_deficit"] <= max_deficit
-    low = table["regret"] <= regret
+    budget = table["mean_rel_deficit"] <= max_deficit + _EPS  # balanced rules: float noise
+    low = table["regret"] <= regret + _EPS
     want = (f"{'IR, ' if ir else ''}deficit <= {100 * max_deficit:g}% of utility, regret <= "
             f"{100 * regret:g}%")
     hit = table[ok_ir & budget & low]

@@ -23,6 +23,9 @@ family (checked against the shipped rules by tests/test_design.py):
 * the paper's rule (Eq. 12): marginal 1, distance 1;
 * cost-plus remittances at the paper's prices: cost 1.25;
 * no payments (``"none"``): all weights 0;
+* the seller's cost paid (``"cost"``: cost 1, cost-plus with markup 0) and the Eq. 10 price
+  paid (``"price"``: cost 1, distance -1: the buyer pays c_j + lam (N_j/N_i) d_ij, all of it
+  to the seller);
 * "cost paid, marginal received" (unbalanced): the buyer pays the seller's cost c_j, the
   seller receives Eq. 12's remittance; the operator pays the difference (a deficit wherever
   the marginal exceeds the price, as Eq. 11 makes it).
@@ -56,7 +59,7 @@ __all__ = ["FEATURES", "LinearSpace", "UserSpace", "linear_rule", "load_rule", "
 
 FEATURES = ("marginal", "average", "cost", "distance", "fee")
 _DEFAULT_BOUNDS = {"marginal": (0.0, 1.5), "average": (0.0, 1.5), "cost": (0.0, 2.0),
-                   "distance": (0.0, 1.5), "fee": (0.0, 0.0)}
+                   "distance": (-1.5, 1.5), "fee": (0.0, 0.0)}
 
 
 def pair_features(market, A, D) -> dict[str, np.ndarray]:
@@ -197,7 +200,7 @@ class LinearSpace:
         """The rules of the module docstring that lie in this space (within its features and
         bounds): the search starts from them."""
         pts = {"paper": {"marginal": 1.0, "distance": 1.0}, "cost-plus": {"cost": 1.25},
-               "none": {}}
+               "cost": {"cost": 1.0}, "price": {"cost": 1.0, "distance": -1.0}, "none": {}}
         unbalanced = {"cost paid, marginal received": {
             "buyer": {"cost": 1.0}, "seller": {"marginal": 1.0, "distance": 1.0}}}
         out = {}
