@@ -172,8 +172,10 @@ PUBLISHED_DIFFERENCES = (
                           "we draw U(K/2, K) and U(C/2, C) so clients differ"),
     ("partition_cap", True, "NIID-Bench's cap: a client stops receiving classes at N/m "
                             "samples; without it sizes range widely (274 to 13,000)"),
-    ("normalise", True, "inputs standardised by mean and std (their transforms); ours in "
-                        "[0, 1]. Their random-crop augmentation is not reproduced"),
+    ("normalise", True, "inputs standardised as their transforms do (Fashion-MNIST: "
+                        "(x - 0.5) / 0.5; other data: the training set's mean and std); ours "
+                        "in [0, 1]. Their training augmentation (random crop with padding 4 "
+                        "and horizontal flip) is not reproduced"),
     ("holdout", False, "they train on the whole partition (their validation is the global "
                        "test set); we hold out 10 % validation and 10 % own test"),
     ("sampling", "epochs", "a shuffling DataLoader (passes without replacement); ours "

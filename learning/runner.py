@@ -48,6 +48,10 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) ->
         })
         if "participated" in extra:
             frame["participated"] = extra["participated"]
+        if "clusters" in extra:  # CFL's and pFedLIA's cluster of each client this round
+            frame["cluster"] = np.asarray(extra["clusters"], dtype=int)
+        if "update_norm" in extra:  # CFL: ||dW_i||, which its split rule compares with eps2
+            frame["update_norm"] = np.asarray(extra["update_norm"], dtype=float)
         rows.append(frame)
         if progress is not None:
             progress(t + 1, cfg.rounds)

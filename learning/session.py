@@ -126,14 +126,18 @@ class Session:
         self.best_params = self.params0
 
     def _prepare(self, data, stream):
-        """Input standardisation (``normalise``, by the full training set's statistics) and the
-        global test and training subsamples (``test_subsample``, ``train_subsample``)."""
+        """Input standardisation (``normalise``: Fashion-MNIST as the authors' transforms,
+        (x - 0.5) / 0.5; other data sets by the full training set's per-channel mean and std)
+        and the global test and training subsamples (``test_subsample``, ``train_subsample``)."""
         cfg = self.cfg
         changes = {}
         if cfg.normalise:
             axes = (0, *range(2, data.x_train.ndim))
-            mean = data.x_train.mean(axis=axes, keepdims=True)
-            std = data.x_train.std(axis=axes, keepdims=True) + 1e-8
+            if cfg.dataset == "fashion-mnist":
+                mean, std = 0.5, 0.5
+            else:
+                mean = data.x_train.mean(axis=axes, keepdims=True)
+                std = data.x_train.std(axis=axes, keepdims=True) + 1e-8
             changes["x_train"] = ((data.x_train - mean) / std).astype(np.float32)
             changes["x_test"] = ((data.x_test - mean) / std).astype(np.float32)
         g = np.random.default_rng(stream)
@@ -151,9 +155,10 @@ class Session:
 
     def _economics(self, rng):
         """Roles and types (mechanisms.roles). In the inclusive market (Fig. 5) attackers have
-        K = c = 0. Among traders (Fig. 4) an attacker is a trader whose uploads are attacked;
-        a ``same`` or ``gaussian`` attacker is a free rider: it keeps K, reports its drawn
-        cost while its true cost is 0, and does not train."""
+        K = c = 0. Among traders (Fig. 4) an attacker is a client whose uploads are attacked,
+        with gain scale K = 0 and cost c = 0, reported and true, under every attack (the
+        authors' ``attack_ratio`` clients): its utility is its net payment. A ``same`` or
+        ``gaussian`` attacker also does not train (its upload replaces its model anyway)."""
         cfg, m = self.cfg, self.clients
         if cfg.roles == "inclusive":
             roles = roles_mod.inclusive_roles(3, 4, 4, m - 11)
@@ -173,8 +178,11 @@ class Session:
         free = cfg.attack != "none" and roles_mod.attacker_is_free_rider(cfg.attack)
         self.free_riders = is_attacker & free & (cfg.roles != "inclusive")
         self.trains = ~self.free_riders
+        if cfg.roles != "inclusive":
+            K = np.where(is_attacker, 0.0, K)
+            c = np.where(is_attacker, 0.0, c)
         N_rep, c_rep = self.N_true.copy(), c.copy()
-        c_true = np.where(self.free_riders, 0.0, c)
+        c_true = c.copy()
         if cfg.liar >= 0:
             N_rep[cfg.liar] *= cfg.liar_N
             c_rep[cfg.liar] *= cfg.liar_c

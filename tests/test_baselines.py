@@ -102,18 +102,38 @@ def test_cfl_bipartition_separates_two_directions():
     assert {tuple(a), tuple(b)} == {(0, 1), (2, 3)}
 
 
+def _cfl_with_starts(n, **kw):
+    """CFL for n rounds; also each training's starting models (what the clusters' update
+    gave: CFL scores the trained models, before the update)."""
+    s = Session(TrainConfig(algorithm="cfl", **{**GROUPS, **kw}))
+    starts, train = [], s.train
+
+    def recording(params, *a, **k):
+        starts.append(_flat(params))
+        return train(params, *a, **k)
+    s.train = recording
+    gen = REGISTRY["cfl"].rounds(s)
+    out = [next(gen) for _ in range(n)]
+    next(gen)  # round n's training starts from round n - 1's update
+    return s, out, starts
+
+
 def test_cfl_splits_into_clusters_and_differs_from_fedavg_and_local():
-    _, out = _rounds("cfl", 3, cfl_eps1=1e9, cfl_eps2=0.0)  # split whenever it can
+    s, out, starts = _cfl_with_starts(3, cfl_eps1=1e9, cfl_eps2=0.0)  # split when it can
     labels = out[-1].extra["clusters"]
     assert labels.max() >= 1  # more than one cluster
-    f = _flat(out[-1].params)
+    assert s.extras["cfl_splits"] and len(s.extras["cfl_norms"]) == 4  # splits recorded
+    f = starts[3]  # the models after round 2's update: one per cluster
     for k in np.unique(labels):
         members = np.flatnonzero(labels == k)
         assert torch.allclose(f[members], f[members[0]].expand(len(members), -1))
-    # the known-bad variant: a split that never triggers is FedAvg's single model
-    _, never = _rounds("cfl", 3, cfl_eps1=0.0)
-    assert (never[-1].extra["clusters"] == 0).all()
-    assert _spread(never[-1].params) < 1e-6 < _spread(out[-1].params)
+    assert torch.cdist(f, f).max() > 1e-6  # and the clusters differ
+    # the known-bad variant: a split that never triggers is FedAvg's single model (unweighted)
+    s0, never, starts0 = _cfl_with_starts(3, cfl_eps1=0.0)
+    assert (never[-1].extra["clusters"] == 0).all() and s0.extras["cfl_splits"] == []
+    assert torch.cdist(starts0[3], starts0[3]).max() < 1e-6
+    # scored on the trained models, which differ from client to client
+    assert _spread(never[-1].params) > 1e-6
 
 
 @pytest.mark.parametrize(("algorithm", "kw"), [
@@ -149,12 +169,15 @@ def test_fig4_attackers_free_ride_at_a_random_client_and_persist():
     assert len(where) > 1  # a random client, not always the last
     s = Session(TrainConfig(**cfg, attack="gaussian"))
     a = s.attackers[0]
-    assert s.free_riders[a] and s.market.true_c[a] == 0 < s.market.c[a] and s.market.K[a] > 0
+    # as the authors' attack_ratio clients: no gain, no cost (reported and true)
+    assert s.free_riders[a] and s.market.true_c[a] == s.market.c[a] == s.market.K[a] == 0
+    honest = [i for i in range(6) if i != a]
+    assert (s.market.K[honest] > 0).all() and (s.market.c[honest] > 0).all()
     trained = s.train(s.params0)
     np.testing.assert_array_equal(_flat(trained)[a], _flat(s.params0)[a])  # no training
     sf = Session(TrainConfig(**cfg, attack="signflip"))
     b = sf.attackers[0]
-    assert not sf.free_riders.any() and sf.market.true_c[b] > 0
+    assert not sf.free_riders.any() and sf.market.true_c[b] == sf.market.K[b] == 0
     up = sf.uploads(sf.params0)
     kept = _flat(sf.persist(sf.params0, up))
     np.testing.assert_allclose(kept[b], -_flat(sf.params0)[b], atol=1e-6)  # persists

@@ -128,9 +128,9 @@ def _serve(grid, cfg, tmp_path=None, **run_config):
 def test_ipfl_equals_the_in_process_learner(tmp_path):
     res = _serve(FakeGrid(CFG), CFG, tmp_path)
     ref = run(CFG)
-    for t in (1, 2):  # the markets the in-process learner also cleared
+    for t in range(1, CFG.rounds + 1):  # Flower round t clears in-process round t - 1's uploads
         got = sorted((row["pid"], row["payment"]) for row in res["ledger"] if row["round"] == t)
-        want = ref.frame[ref.frame["round"] == t].payment.to_numpy()
+        want = ref.frame[ref.frame["round"] == t - 1].payment.to_numpy()
         np.testing.assert_allclose([p for _, p in got], want, rtol=1e-5, atol=1e-6)
     # the last training round's models are the learner's final models: same accuracies
     last = ref.frame[ref.frame["round"] == CFG.rounds - 1]
@@ -345,7 +345,8 @@ def test_flower_simulation_matches_the_in_process_learner(tmp_path):
     last = ref.frame[ref.frame["round"] == cfg.rounds - 1]
     np.testing.assert_allclose(res["acc_personalised"], last.acc_personalised, atol=1e-6)
     paid = [row["payment"] for row in res["ledger"] if row["round"] == 1]
-    np.testing.assert_allclose(paid, ref.frame[ref.frame["round"] == 1].payment, atol=1e-5)
+    # Flower round 1 clears the first uploads: in-process round 0
+    np.testing.assert_allclose(paid, ref.frame[ref.frame["round"] == 0].payment, atol=1e-5)
     assert recheck(res["run_dir"])["ok"].all()
 
 
@@ -480,10 +481,10 @@ def test_a_liars_accounting_uses_its_truth_and_the_market_only_its_report(tmp_pa
     cfg = _liar()
     res = _serve(FakeGrid(cfg), cfg, tmp_path)
     ref = run(cfg)
-    for t in (1, 2):  # payments on the report, utilities realised with the truth: as in process
+    for t in (1, 2, 3):  # payments on the report, utilities with the truth: as in process
         rows = sorted((r["pid"], r["payment"], r["utility"]) for r in res["ledger"]
                       if r["round"] == t)
-        want = ref.frame[ref.frame["round"] == t]
+        want = ref.frame[ref.frame["round"] == t - 1]  # Flower round t: in-process t - 1
         np.testing.assert_allclose([r[1] for r in rows], want.payment, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose([r[2] for r in rows], want.utility, rtol=1e-5, atol=1e-6)
     run_dir = tmp_path / "run-7"
@@ -513,7 +514,8 @@ def test_a_quitter_keeps_its_best_model_by_validation_accuracy(tmp_path):
     ref = run(cfg)
     f = ref.frame
     quitters = sorted(f[(f["round"] == cfg.rounds - 1) & ~f["active"]].client)
-    # Flower also clears a market on the last uploads (round R), which the learner does not
+    # a client that quits at the last market (Flower round R, in-process round R - 1) is
+    # inactive in neither run's frame
     kept = {int(p): k for p, k in res["kept"].items()}
     assert [p for p in res["quit"] if kept[p]["quit_round"] < cfg.rounds] == quitters
     # some quitter's best model is not its last one, so keeping the last would fail below

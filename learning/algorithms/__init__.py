@@ -16,8 +16,11 @@ from ..config import ATTACKS, TrainConfig, TrainResult
 from . import cfl, cpl, ditto, fedamp, fedavg, fedfomo, fedprox, ipfl, lia, local, pfedgraph
 from .pfedgraph import project_simplex
 
-__all__ = ["ALGORITHMS", "ATTACKS", "REGISTRY", "Algorithm", "TrainConfig", "TrainResult",
-           "project_simplex", "run"]
+__all__ = ["ALGORITHMS", "ATTACKS", "REGISTRY", "SCHEDULE", "Algorithm", "TrainConfig",
+           "TrainResult", "project_simplex", "run"]
+
+SCHEDULE = ("train", "evaluate", "aggregate")  # each round; R rounds = R trainings, R ledgers
+EVALUATES = ("trained", "aggregate")
 
 
 @dataclass(frozen=True)
@@ -42,21 +45,33 @@ class Algorithm:
     rounds: Callable[..., Iterator]
     family: str
     summary: str
+    evaluates: str = "trained"  # the models scored each round (see SCHEDULE)
+    trainings: int = 1  # local trainings per round (Ditto: its personal and global model)
+
+    def __post_init__(self):
+        if self.evaluates not in EVALUATES:
+            raise ValueError(f"evaluates is {self.evaluates!r}; choose one of {EVALUATES}")
+        if self.trainings < 1:
+            raise ValueError(f"trainings is {self.trainings}; must be >= 1")
 
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in [
     Algorithm("local", local.rounds, "none", "local training only"),
-    Algorithm("fedavg", fedavg.rounds, "baseline", "FedAvg, one global model"),
-    Algorithm("fedprox", fedprox.rounds, "baseline", "FedAvg with a proximal term"),
-    Algorithm("ditto", ditto.rounds, "baseline", "global model + personal models toward it"),
+    Algorithm("fedavg", fedavg.rounds, "baseline", "FedAvg, one global model", "aggregate"),
+    Algorithm("fedprox", fedprox.rounds, "baseline", "FedAvg with a proximal term",
+              "aggregate"),
+    Algorithm("ditto", ditto.rounds, "baseline", "global model + personal models toward it",
+              trainings=2),
     Algorithm("pfedgraph", pfedgraph.rounds, "baseline", "similarity-graph aggregation"),
     Algorithm("fedamp", fedamp.rounds, "baseline", "attentive message passing"),
     Algorithm("cfl", cfl.rounds, "baseline", "clustered FL by update similarity"),
     Algorithm("fedfomo", fedfomo.rounds, "baseline", "first-order model weighting"),
     Algorithm("ipfl", ipfl.rounds, "market", "iPFL: market clearing, payments, prox-centres"),
-    Algorithm("cpl", cpl.rounds, "pricing", "CPL: priced participation, unbiased FedAvg"),
-    Algorithm("lia", lia.rounds, "baseline", "pFedLIA: influence clustering"),
-    Algorithm("oracle", lia.oracle, "baseline", "FedAvg within the true clusters"),
+    Algorithm("cpl", cpl.rounds, "pricing", "CPL: priced participation, unbiased FedAvg",
+              "aggregate"),
+    Algorithm("lia", lia.rounds, "baseline", "pFedLIA: influence clustering", "aggregate"),
+    Algorithm("oracle", lia.oracle, "baseline", "FedAvg within the true clusters",
+              "aggregate"),
 ]}
 ALGORITHMS = tuple(REGISTRY)
 

@@ -7,6 +7,11 @@ is large (max ||dW_i|| > eps2: the members disagree) is split in two by complete
 clustering of the cosine similarities of the updates (the optimal bipartition of the paper,
 computed as the authors' code does). Each cluster's model then moves by its members' mean
 update. eps1 = 2.0, eps2 = 2.5 as in the authors' iPFL code (``cfl_eps1``, ``cfl_eps2``).
+
+Each round is scored on the trained models, before the clusters' update (as the authors do).
+The run records every split (``extras["cfl_splits"]``: round and the two groups) and each
+round's largest update norm (``extras["cfl_norms"]``; the frame's ``update_norm`` column per
+client): a run without a split is FedAvg with unweighted means, and the page says so.
 """
 
 from __future__ import annotations
@@ -37,16 +42,18 @@ def rounds(s: Session):
     params = s.params0
     while True:
         start = s.flatten(params).double()
-        dW = s.uploads(s.train(params)).double() - start
+        trained = s.train(params)
+        dW = s.uploads(trained).double() - start
         unit = dW / (dW.norm(dim=1, keepdim=True) + 1e-12)
         sim = (unit @ unit.T).numpy()
-        new = []
+        new, splits = [], []
         for idc in clusters:
             norms = dW[idc].norm(dim=1)
             mean_norm = float(dW[idc].mean(dim=0).norm())
             if mean_norm < cfg.cfl_eps1 and float(norms.max()) > cfg.cfl_eps2 and len(idc) > 2:
                 a, b = bipartition(sim[np.ix_(idc, idc)])
                 new += [idc[a], idc[b]]
+                splits.append([idc[a].tolist(), idc[b].tolist()])
             else:
                 new.append(idc)
         clusters = new
@@ -56,4 +63,8 @@ def rounds(s: Session):
             W[np.ix_(idc, idc)] = 1.0 / len(idc)
             labels[idc] = k
         params = s.stack((start + torch.as_tensor(W) @ dW).float())
-        yield Round(params, s.baseline_ledger(W), {"clusters": labels})
+        s.extras.setdefault("cfl_splits", []).extend(
+            {"round": len(s.extras.get("cfl_norms", [])), "groups": g} for g in splits)
+        s.extras.setdefault("cfl_norms", []).append(dW.norm(dim=1).max().item())
+        yield Round(trained, s.baseline_ledger(W), {"clusters": labels,
+                                                    "update_norm": dW.norm(dim=1).numpy()})

@@ -2,8 +2,8 @@
 
 Each round the server builds for every client i a personalised cloud model
 u_i = sum_j xi_ij theta_j whose weights attend to similar clients, and the client trains
-min F_i(theta) + (lam / 2) ||theta - u_i||^2 from its own model. Round 0 is plain local
-training. Two attentions (``fedamp_attention``):
+min F_i(theta) + (lam / 2) ||theta - u_i||^2 from its own model. Round 0 trains without the
+proximal term (no u_i yet). Two attentions (``fedamp_attention``):
 
 * ``"paper"``: FedAMP's own. With the attention-inducing function A(x) = 1 - exp(-x / sigma)
   (increasing and concave), the server's step U = W - alpha_k grad sum_{i<j} A(||w_i - w_j||^2)
@@ -63,11 +63,14 @@ def attention_paper(d2: np.ndarray, alpha: float, sigma: float = 0.0) -> np.ndar
 
 
 def rounds(s: Session):
+    """Each round: local training (round 0 plain, later rounds proximal toward u_i), evaluation
+    of the trained models, then the attention weights and the next cloud models u_i."""
     cfg, m = s.cfg, s.clients
-    params = s.train(s.params0)
+    params, u = s.params0, None
     while True:
-        up = s.uploads(params)
-        params = s.persist(params, up)
+        trained = s.train(params, centre=u, prox=None if u is None else np.full(m, cfg.fedamp_lam))
+        up = s.uploads(trained)
+        params = s.persist(trained, up)
         if cfg.fedamp_attention == "paper":
             W = attention_paper(ipfl.pairwise_distances(up.double().numpy(), "l2sq"),
                                 cfg.fedamp_alpha, cfg.fedamp_dsigma)
@@ -76,5 +79,4 @@ def rounds(s: Session):
                                                 reference=s.theta0)
             W = attention(cos, cfg.fedamp_sigma, cfg.fedamp_self)
         u = s.stack(s.aggregate(up, W))
-        params = s.train(params, centre=u, prox=np.full(m, cfg.fedamp_lam))
-        yield Round(params, s.baseline_ledger(W), {"graph": W})
+        yield Round(trained, s.baseline_ledger(W), {"graph": W})

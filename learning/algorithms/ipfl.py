@@ -1,5 +1,6 @@
-"""iPFL (Box 1): round 0 is local training; each later round uploads, distances, clearing,
-payments, prox-centres (Eq. 8) and proximal local training (Eq. 9).
+"""iPFL (Box 1): each round is local training (proximal toward the last prox-centres from
+the second round on, Eq. 9), then uploads, distances, clearing, payments and the next
+prox-centres (Eq. 8); the market clears after every training, the last included.
 
 :func:`market_round` is the server's part of one round, shared with the Flower strategy
 (:class:`learning.flower.strategies.IpflStrategy`).
@@ -50,25 +51,32 @@ def ledger(out: ipfl.Outcome) -> dict:
 
 
 def rounds(s: Session):
-    """With ``allow_quit``, a client whose round utility is negative quits: it keeps its best
-    model so far by its own validation accuracy and no longer trades or trains."""
+    """Each round: local training (round 0 from the initial model, later rounds proximal
+    toward the last clearing's prox-centres, Eq. 9), evaluation of the trained models, then
+    the market on their uploads: distances, clearing, payments and the next prox-centres
+    (Eq. 8). R rounds are R trainings and R clearings, the last included, as in the authors'
+    code. With ``allow_quit``, a client whose round utility is negative quits after that
+    round: it keeps its best model so far by its own validation accuracy (this round's
+    trained model included) and no longer trades or trains."""
     cfg, m = s.cfg, s.clients
-    params = s.train(s.params0)
+    params, centres = s.params0, None
     active = np.ones(m, dtype=bool)
-    yield Round(params, s.zero_ledger(), {"active": active.copy()})
     while True:
-        up_t = s.uploads(params)
-        params = s.persist(params, up_t)
-        up = up_t.double().numpy()
-        out, centres = market_round(s.market, up, eta=cfg.eta, metric=cfg.metric,
-                                    rule=cfg.rule, reference=s.theta0, active=active,
-                                    timings=s.timings, thresholds=cfg.thresholds)
+        trained = s.train(params, centre=None if centres is None else s.stack(centres),
+                          prox=None if centres is None else np.full(m, cfg.lam / cfg.eta),
+                          active=active)
+        up_t = s.uploads(trained)
+        params = s.persist(trained, up_t)
+        out, centres = market_round(s.market, up_t.double().numpy(), eta=cfg.eta,
+                                    metric=cfg.metric, rule=cfg.rule, reference=s.theta0,
+                                    active=active, timings=s.timings,
+                                    thresholds=cfg.thresholds)
+        trained_by = active.copy()
         if cfg.allow_quit:
             quit_now = active & (out.utilities < -1e-9)
             if quit_now.any():
+                s.validate(trained, active)  # this round's models count toward the best
                 params = s.keep_best(params, quit_now)
                 active &= ~quit_now
-        params = s.train(params, centre=s.stack(centres), prox=np.full(m, cfg.lam / cfg.eta),
-                         active=active)
-        yield Round(params, ledger(out), {"active": active.copy(),
-                                          "adjacency": out.adjacency})
+        yield Round(trained, ledger(out), {"active": trained_by,
+                                           "adjacency": out.adjacency})

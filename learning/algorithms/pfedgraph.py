@@ -38,15 +38,20 @@ def graph(p: np.ndarray, cos: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def rounds(s: Session):
+    """Each round: local training (round 0 from the initial model without the similarity term,
+    later rounds from theta_bar_i with it), evaluation of the trained models, then the graph
+    and the next aggregates theta_bar_i."""
     m = s.clients
-    params = s.train(s.params0)
     p = s.N_rep / s.N_rep.sum()
+    centre = None
     while True:
-        up = s.uploads(params)
+        if centre is None:
+            trained = s.train(s.params0)
+        else:
+            trained = s.train(centre, centre=centre, cos_weight=np.full(m, s.cfg.pfedgraph_lam))
+        up = s.uploads(trained)
         cos = 1.0 - ipfl.pairwise_distances(up.double().numpy(), "cosine", reference=s.theta0)
         np.fill_diagonal(cos, 1.0)
         A = graph(p, cos, s.cfg.pfedgraph_alpha)
         centre = s.stack(s.aggregate(up, A))
-        params = s.train(centre, centre=centre,
-                         cos_weight=np.full(m, s.cfg.pfedgraph_lam))
-        yield Round(params, s.baseline_ledger(A), {"graph": A})
+        yield Round(trained, s.baseline_ledger(A), {"graph": A})
