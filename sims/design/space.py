@@ -62,28 +62,34 @@ _DEFAULT_BOUNDS = {"marginal": (0.0, 1.5), "average": (0.0, 1.5), "cost": (0.0, 
                    "distance": (-1.5, 1.5), "fee": (0.0, 0.0)}
 
 
-def pair_features(market, A, D) -> dict[str, np.ndarray]:
-    """The per-pair features (..., m, m) of the trades in ``A`` (0 off the trades), from the
-    reported types; ``market`` is an :class:`mechanisms.ipfl.Market` or a batch of markets
-    over arrays (leading dimensions)."""
+def pair_features(market, A, D, keys=FEATURES) -> dict[str, np.ndarray]:
+    """The per-pair features ``keys`` (..., m, m) of the trades in ``A`` (0 off the trades),
+    from the reported types; ``market`` is an :class:`mechanisms.ipfl.Market` or a batch of
+    markets over arrays (leading dimensions)."""
     A = np.asarray(A, dtype=bool)
     N, c, K = (np.asarray(x, dtype=float) for x in (market.N, market.c, market.K))
-    lam = np.asarray(market.lam, dtype=float)[..., None, None]
     D = np.asarray(D, dtype=float)
-    n = np.einsum("...ij,...j->...i", A.astype(float), N)  # data bought by each buyer
-    g = market.gain.value
-    with np.errstate(invalid="ignore", divide="ignore"):
-        total = g(n, K, N)
-        rest = np.where(A, n[..., :, None] - N[..., None, :], 0.0)
-        marginal = total[..., :, None] - g(rest, K[..., :, None], N[..., :, None])
-    k = A.sum(axis=-1)
-    average = np.where(k > 0, total / np.maximum(k, 1), 0.0)[..., :, None]
-    cost = np.where(np.isfinite(c), c, 0.0)[..., None, :]
-    distance = -lam * (N[..., None, :] / N[..., :, None]) * D
-    one = np.ones(A.shape)
-    feats = {"marginal": marginal, "average": average, "cost": cost, "distance": distance,
-             "fee": one}
-    return {key: np.where(A, np.broadcast_to(v, A.shape), 0.0) for key, v in feats.items()}
+    out = {}
+    if "marginal" in keys or "average" in keys:
+        n = np.einsum("...ij,...j->...i", A.astype(float), N)  # data bought by each buyer
+        g = market.gain.value
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = g(n, K, N)
+            if "marginal" in keys:
+                rest = np.where(A, n[..., :, None] - N[..., None, :], 0.0)
+                out["marginal"] = total[..., :, None] - g(rest, K[..., :, None],
+                                                          N[..., :, None])
+        if "average" in keys:
+            k = A.sum(axis=-1)
+            out["average"] = np.where(k > 0, total / np.maximum(k, 1), 0.0)[..., :, None]
+    if "cost" in keys:
+        out["cost"] = np.where(np.isfinite(c), c, 0.0)[..., None, :]
+    if "distance" in keys:
+        lam = np.asarray(market.lam, dtype=float)[..., None, None]
+        out["distance"] = -lam * (N[..., None, :] / N[..., :, None]) * D
+    if "fee" in keys:
+        out["fee"] = np.ones(A.shape)
+    return {key: np.where(A, np.broadcast_to(out[key], A.shape), 0.0) for key in keys}
 
 
 def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
@@ -104,8 +110,11 @@ def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
     wb = _weights("buyer", buyer)
     ws = None if seller is None else _weights("seller", seller)
 
+    used = tuple(k for k in FEATURES if wb.get(k, 0.0) != 0.0
+                 or (ws is not None and ws.get(k, 0.0) != 0.0))
+
     def payments(market, A, D):
-        f = pair_features(market, A, D)
+        f = pair_features(market, A, D, used)
         out_b = sum(w * f[k] for k, w in wb.items() if w != 0.0)
         if ws is None:
             return out_b + np.zeros(np.shape(A))
