@@ -6,7 +6,8 @@ naming the offending value and what is allowed, so callers (and tests) can tell 
 from another without parsing the message. Each layer has its own subclass:
 
 * mechanisms: :class:`MarketInputError` (a ``ValueError``); :class:`ProblemTooLarge` when a
-  method would need more memory or time than it may take; :class:`SolverFailed` (a
+  method would need more memory or time than it may take; :class:`RuleFailed` when a rule of
+  the user's own raises; :class:`SolverFailed` (a
   ``RuntimeError``) when a numerical solver ends without an answer it can vouch for;
 * learning: ``learning.config.TrainInputError``;
 * sims: ``sims.errors.SpecError`` (sweep specs, input files, command-line values) and
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "SolverFailed",
+__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "RuleFailed", "SolverFailed",
            "as_choice", "as_floats", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
-           "check_size"]
+           "check_sellers", "check_size"]
 
 # the largest array one call may allocate (bytes) before it refuses: a guard, not a budget
 MAX_BYTES = 8 * 2**30
@@ -47,6 +48,12 @@ class MarketInputError(FedmarketError, ValueError):
 
 class ProblemTooLarge(MarketInputError):
     """A method refuses a problem it cannot finish within its memory or time guard."""
+
+
+class RuleFailed(MarketInputError):
+    """A rule of the user's own (a selection, payment, price or pricing rule) raised, or is
+    not a rule at all (``"os:getcwd"``); ``field`` names the kind of rule and the message
+    the rule and its own error (the original is chained as ``__cause__``)."""
 
 
 class SolverFailed(FedmarketError, RuntimeError):
@@ -114,25 +121,48 @@ def _describe(values: np.ndarray, bad: np.ndarray) -> str:
 
 
 def as_floats(field: str, values) -> np.ndarray:
-    """``values`` as float64; strings and booleans are refused, not parsed ("100" or True
-    would otherwise pass numpy's conversion as 100.0 or 1.0)."""
+    """``values`` as float64; strings, booleans and complex numbers are refused, not
+    converted ("100" or True would otherwise pass numpy's conversion as 100.0 or 1.0, and
+    1+2j as 1.0 with only a warning)."""
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as exc:  # ragged nesting
-        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+        raise MarketInputError(field, f"must be numeric, got {_short(values)}") from exc
     kind = raw.dtype.kind
     if kind == "O":
         flat = raw.ravel()
-        odd = [v for v in flat if isinstance(v, str | bytes | bool | np.bool_)]
+        odd = [v for v in flat if isinstance(v, str | bytes | bool | np.bool_ | complex
+                                             | np.complexfloating)]
         if odd:
-            raise MarketInputError(field, f"holds {odd[0]!r}; must be numbers")
+            real = " real" if isinstance(odd[0], complex | np.complexfloating) else ""
+            raise MarketInputError(field, f"holds {odd[0]!r}; must be{real} numbers")
     elif kind in "USVb":
         what = "booleans" if kind == "b" else "text"
-        raise MarketInputError(field, f"must be numbers, got {what}: {values!r}")
+        raise MarketInputError(field, f"must be numbers, got {what}: {_short(values)}")
+    elif kind == "c":
+        raise MarketInputError(field, f"must be real numbers, got complex: {_short(values)}")
     try:
         return np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise MarketInputError(field, f"must be numeric, got {values!r}") from exc
+        raise MarketInputError(field, f"must be numeric, got {_short(values)}") from exc
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_sellers(field: str, A, c, label: str = "the rule") -> None:
+    """Refuse a selection ``A`` ((m, m), a_ij = i buys j) that buys from a client that does
+    not sell (c_j = inf, a pure buyer): its utilities and welfare would be -inf. The error
+    names the first such pair."""
+    A = np.asarray(A, dtype=bool)
+    bad = A & np.isinf(np.asarray(c, dtype=np.float64))[None, :]
+    if bad.any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        raise MarketInputError(field, f"{label} has buyer {i} buy from client {j}, which does "
+                                      f"not sell (c_{j} = inf); {int(bad.sum())} such pair"
+                                      f"{'s' if bad.sum() > 1 else ''}")
 
 
 def as_vector(

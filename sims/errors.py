@@ -3,14 +3,17 @@
 * :class:`SpecError`: a sweep spec, an input file or a command-line value is wrong (the field
   names the key or option, e.g. ``scenarios[1].params.rounds`` or ``--out``);
 * :class:`StoreError`: a results store is corrupt, locked by another sweep, written by other
-  code, or not writable.
+  code, or not writable;
+* :class:`CellFailed`: a sweep cell failed for a reason that is not a typed input error (a
+  rule of the user's own raised): the message names the cell (scenario, mechanism, seed,
+  parameters) and the error.
 """
 
 from __future__ import annotations
 
 from mechanisms.errors import FedmarketError, MarketInputError
 
-__all__ = ["SpecError", "StoreError"]
+__all__ = ["CellFailed", "SpecError", "StoreError"]
 
 
 class SpecError(MarketInputError):
@@ -19,3 +22,7 @@ class SpecError(MarketInputError):
 
 class StoreError(FedmarketError):
     """A results store that cannot be trusted or used as asked."""
+
+
+class CellFailed(FedmarketError):
+    """A sweep cell raised something other than a typed input error (``field`` "cell")."""

@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechanisms.errors import FedmarketError, MarketInputError, as_int, as_seed
+from mechanisms.errors import FedmarketError, MarketInputError, RuleFailed, as_int, as_seed
+from mechanisms.lookup import describe
 from mechanisms.processes import die_with_parent, stop_pool
 
-from .errors import SpecError, StoreError
+from .errors import CellFailed, SpecError, StoreError
 from .results import _jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
@@ -175,12 +176,28 @@ def load_toml(path) -> dict:
         raise SpecError("spec", f"{path}: {exc}") from exc
 
 
+def describe_cell(cell: Cell) -> str:
+    """``scenario / mechanism / seed S (k=v, ...)``: how errors and messages name a cell."""
+    params = ", ".join(f"{k}={v!r}" for k, v in cell.params)
+    return f"{cell.scenario} / {cell.mechanism} / seed {cell.seed}" + (
+        f" ({params})" if params else "")
+
+
 def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
-    """Compute one cell (in any process); returns (key, rows, seconds)."""
+    """Compute one cell (in any process); returns (key, rows, seconds). A typed input error
+    passes as itself; a rule of the user's own that raises (or anything else unexpected) is a
+    :class:`CellFailed` naming the cell and the error."""
     t0 = time.perf_counter()
     sc = SCENARIOS[cell.scenario]
     cfg = sc.make_config(dict(cell.params), cell.seed)
-    df = sc.run(cfg, cell.mechanism, cell.seed).copy()
+    try:
+        df = sc.run(cfg, cell.mechanism, cell.seed).copy()
+    except RuleFailed as exc:
+        raise CellFailed("cell", f"{describe_cell(cell)}: {exc}") from exc
+    except FedmarketError:
+        raise
+    except Exception as exc:
+        raise CellFailed("cell", f"{describe_cell(cell)}: {describe(exc)}") from exc
     config_blob = json.dumps(_jsonable(asdict(cfg)), sort_keys=True, default=str)
     df.insert(0, "scenario", cell.scenario)
     df.insert(1, "mechanism", cell.mechanism)
@@ -522,6 +539,9 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, p
                         raise exc.cause from None
                     raise
                 finish(*result)
+    except CellFailed as exc:  # keep what finished; say so
+        raise CellFailed(exc.field, f"{exc.message} ({skipped + done} of {len(cells)} cells "
+                                    "are stored; rerun to resume once it is fixed)") from exc
     finally:
         store.close()
     wall = time.perf_counter() - t0

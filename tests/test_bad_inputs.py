@@ -27,7 +27,13 @@ import pytest
 from learning.config import TrainConfig, TrainInputError
 from mechanisms import cpl, ipfl, lia
 from mechanisms.distances import pairwise_distances
-from mechanisms.errors import FedmarketError, MarketInputError, ProblemTooLarge
+from mechanisms.errors import (
+    FedmarketError,
+    MarketInputError,
+    ProblemTooLarge,
+    RuleFailed,
+    check_sellers,
+)
 from proofs import CplSolver, IpflMechanism, assert_contract, check_contract
 from proofs.checker import CheckerInputError
 from proofs.registry import PROPERTIES
@@ -60,6 +66,11 @@ def nan_gain(x, K, N):
 
 
 SPEC_OK = {"name": "cpl-pricing", "mechanisms": ["bisection"], "params": {"clients": 4}}
+
+
+def _writes_into_game(g):
+    g.c[0] = 0.0  # the game's arrays are read-only: refused, the game unchanged
+    return np.ones(g.n)
 
 
 def spec(**top):
@@ -301,6 +312,51 @@ API = [
     ("store-mode", lambda: Store("/nonexistent-i14", mode="a"), MarketInputError, "mode"),
     ("store-read-missing", lambda: Store("/nonexistent-i14", mode="r"), StoreError,
      "results"),
+    # ---- complex numbers are refused, not cut to their real part
+    ("market-N-complex", lambda: market(N=[100 + 1j, 200, 300]), MarketInputError, "N"),
+    ("market-c-complex-object", lambda: market(c=[0.1, np.complex128(0.2), 0.3]),
+     MarketInputError, "c"),
+    ("market-lam-complex", lambda: market(lam=2j), MarketInputError, "lam"),
+    ("clear-D-complex", lambda: ipfl.clear(market(), D3 + 0j), MarketInputError, "D"),
+    ("game-a-complex", lambda: game(a=[0.5 + 1j, 0.5]), MarketInputError, "a"),
+    ("game-q-max-complex", lambda: game(q_max=[1 + 0j, 1]), MarketInputError, "q_max"),
+    ("game-budget-complex", lambda: game(budget=1 + 1j), MarketInputError, "budget"),
+    ("game-budget-text", lambda: game(budget="1"), MarketInputError, "budget"),
+    ("game-alpha-bool", lambda: game(alpha=True), MarketInputError, "alpha"),
+    ("response-complex", lambda: cpl.best_response(game(), [1 + 1j, 1.0]), MarketInputError,
+     "prices"),
+    ("posted-shape-complex", lambda: cpl.posted_pricing(game(), [1j, 1.0]), MarketInputError,
+     "shape"),
+    ("aggregate-complex", lambda: cpl.unbiased_aggregate([0.0], [[1j], [3.0]], [True, False],
+                                                        [0.5, 0.5], [0.5, 0.5]),
+     MarketInputError, "updates"),
+    # ---- a CPL pricing rule of the user's own: the same forms as ipfl.clear, outputs checked
+    ("pricing-none", lambda: cpl.apply_pricing(game(), None), MarketInputError, "pricing"),
+    ("pricing-number", lambda: cpl.apply_pricing(game(), 3), MarketInputError, "pricing"),
+    ("pricing-unknown-name", lambda: cpl.apply_pricing(game(), "cheapest"), MarketInputError,
+     "pricing"),
+    ("pricing-missing-module", lambda: cpl.apply_pricing(game(), "nomodule_xyz:f"),
+     MarketInputError, "pricing"),
+    ("pricing-os-getcwd", lambda: cpl.apply_pricing(game(), "os:getcwd"), RuleFailed,
+     "pricing"),
+    ("pricing-numpy-zeros", lambda: cpl.apply_pricing(game(), "numpy:zeros"), RuleFailed,
+     "pricing"),
+    ("pricing-raises", lambda: cpl.apply_pricing(game(), lambda g: 1 / 0), RuleFailed,
+     "pricing"),
+    ("pricing-writes-game", lambda: cpl.apply_pricing(game(), _writes_into_game), RuleFailed,
+     "pricing"),
+    ("pricing-returns-text", lambda: cpl.apply_pricing(game(), lambda g: ["1", "2"]),
+     MarketInputError, "pricing"),
+    ("pricing-returns-bools", lambda: cpl.apply_pricing(game(), lambda g: [True, True]),
+     MarketInputError, "pricing"),
+    ("pricing-returns-complex", lambda: cpl.apply_pricing(game(), lambda g: [1 + 1j, 1.0]),
+     MarketInputError, "pricing"),
+    ("pricing-returns-none", lambda: cpl.apply_pricing(game(), lambda g: None),
+     MarketInputError, "pricing"),
+    # ---- a selection that buys from a client that does not sell (c = inf)
+    ("selection-buys-from-pure-buyer", lambda: check_sellers(
+        "rule", [[0, 1, 0], [0, 0, 0], [0, 0, 0]], [0.1, INF, 0.3], "mine"), MarketInputError,
+     "rule"),
     # ---- contract checks that would pass on nothing
     *[(f"contract-{fn.__name__}-{label}", (lambda fn=fn, s=s: fn(s, max_examples=1)),
        CheckerInputError, field)
@@ -435,6 +491,15 @@ CLI = [
     ("clear-csv-under-file", ["clear", "{inp}/good.json", "--csv", UNDER_FILE], "--csv"),
     ("clear-csv-is-dir", ["clear", "{inp}/good.json", "--csv", "{inp}/dir.json"], "--csv"),
     ("clear-rule", ["clear", "{inp}/good.json", "--rule", "FOO"], "rule"),
+    # a rule of the user's own, found in the current folder, that raises or is no rule
+    ("clear-user-rule-raises", ["clear", "{inp}/good.json", "--rule", "userrules_i23:boom"],
+     "rule: userrules_i23:boom raised ZeroDivisionError"),
+    ("clear-user-payments-raise", ["clear", "{inp}/good.json", "--payments",
+                                   "userrules_i23:boom3"], "payments: userrules_i23:boom3"),
+    ("clear-rule-os-getcwd", ["clear", "{inp}/good.json", "--rule", "os:getcwd"],
+     "os:getcwd raised TypeError"),
+    ("clear-rule-numpy-zeros", ["clear", "{inp}/good.json", "--rule", "numpy:zeros"],
+     "numpy:zeros raised"),
     # sweep
     ("sweep-empty-spec", ["sweep", "{inp}/empty.toml"], "scenarios"),
     ("sweep-scenario-typo", ["sweep", "{inp}/typo.toml"], "scenario"),
@@ -500,9 +565,25 @@ CLI = [
 ]
 
 
+USER_RULES = textwrap.dedent("""
+    import numpy as np
+    def boom(market, D, T, P):
+        return 1 / 0
+    def boom3(market, A, D):
+        raise KeyError("no such client")
+    def top(market, D, T, P):
+        A = np.zeros(T.shape, dtype=bool)
+        A[0, 1] = True
+        return A
+""")
+
+
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     inp = _files(tmp_path)
+    (tmp_path / "userrules_i23.py").write_text(USER_RULES)  # found in the current folder
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # no __pycache__ beside it
+    monkeypatch.setattr(sys, "path", list(sys.path))  # main() puts the folder on sys.path
     monkeypatch.chdir(tmp_path)  # default --out folders land here, if anything is written
     return tmp_path, inp
 
@@ -527,6 +608,43 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(argv, needle, sandbox, cap
     assert needle in lines[0], lines[0]
     assert "Traceback" not in err
     assert _snapshot(tmp) == before  # nothing written, created or changed
+
+
+def test_clear_finds_a_rule_in_the_current_folder(sandbox, capsys):
+    tmp, inp = sandbox  # the current folder is tmp, which pytest's sys.path does not hold
+    assert main(["clear", str(inp / "good.json"), "--rule", "userrules_i23:top",
+                 "--csv", "o.csv"]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(tmp / "o.csv")
+    assert df.loc[0, "bought_from"] == "[1]" and "userrules_i23:top" in capsys.readouterr().out
+
+
+def test_a_raising_rule_in_a_sweep_names_the_cell_and_keeps_the_finished(sandbox, capsys):
+    tmp, _inp = sandbox
+    (tmp / "boom.toml").write_text(
+        'seeds = [0]\n[[scenarios]]\nname = "inclusive-market"\n'
+        'mechanisms = ["local", "userrules_i23:boom"]\nparams = {rounds = 1, n_params = 50}\n')
+    code = main(["sweep", "boom.toml", "--out", "s", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    line = err[0]
+    for part in ("inclusive-market / userrules_i23:boom / seed 0", "ZeroDivisionError",
+                 "1 of 2 cells are stored"):
+        assert part in line, line
+    store = Store(tmp / "s", mode="r")
+    assert set(store.cells().mechanism) == {"local"}  # the finished cell is kept
+    store.close()
+
+
+def test_a_cpl_pricing_rule_cannot_write_into_the_game():
+    g = game()
+    before = g.c.copy()
+    with pytest.raises(RuleFailed, match="read-only"):
+        cpl.apply_pricing(g, _writes_into_game)
+    assert (g.c == before).all()
+    assert cpl.apply_pricing(g, "uniform").prices.tolist() == \
+        cpl.apply_pricing(g, cpl.PRICING_RULES["uniform"]).prices.tolist()
 
 
 # ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MarketInputError
+from ..errors import MarketInputError, as_floats
 
 __all__ = ["unbiased_aggregate"]
 
@@ -21,11 +21,11 @@ def unbiased_aggregate(w, updates, participated, a, q) -> np.ndarray:
     >>> unbiased_aggregate([0.0], [[1.0], [3.0]], [True, False], [0.5, 0.5], [0.5, 0.5])
     array([1.])
     """
-    w = np.asarray(w, dtype=np.float64)
-    U = np.asarray(updates, dtype=np.float64)
+    w = as_floats("w", w)
+    U = as_floats("updates", updates)
     S = np.asarray(participated, dtype=bool)
-    a = np.asarray(a, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
+    a = as_floats("a", a)
+    q = as_floats("q", q)
     if U.shape != (a.size, w.size):
         raise MarketInputError("updates", f"has shape {U.shape}, expected ({a.size}, {w.size})")
     if S.shape != a.shape or q.shape != a.shape:

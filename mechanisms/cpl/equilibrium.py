@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq
 
-from ..errors import MarketInputError, ProblemTooLarge, SolverFailed, as_int, as_real
+from ..errors import (
+    MarketInputError,
+    ProblemTooLarge,
+    SolverFailed,
+    as_floats,
+    as_int,
+    as_real,
+)
+from ..lookup import call_rule, lookup
 from .game import Game, bound, check_game, client_utilities, inverse_price, spend
 from .response import best_response, best_response_v0
 
@@ -437,7 +445,7 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
     check_game(game)
     if responses not in RESPONSES:
         raise MarketInputError("responses", f"unknown {responses!r}; choose one of {RESPONSES}")
-    shape = np.asarray(shape, dtype=np.float64)
+    shape = as_floats("shape", shape)
     if shape.shape != (game.n,) or not np.isfinite(shape).all() or (shape < 0).any() \
             or not (shape > 0).any():
         raise MarketInputError("shape", f"must be {game.n} finite values >= 0, not all 0; "
@@ -488,28 +496,37 @@ def gradient_pricing(game: Game, responses: str = "exact") -> Equilibrium:
 
 
 def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
-    """Evaluate a pricing rule: ``rule(game) -> prices`` ((n,) finite P_n, what the server
-    pays client n per unit of participation; negative = the client pays). The clients answer
-    with their exact best responses; the outcome says whether the budget held (status
+    """Evaluate a pricing rule: ``rule(game) -> prices`` ((n,) finite real P_n, what the
+    server pays client n per unit of participation; negative = the client pays). The clients
+    answer with their exact best responses; the outcome says whether the budget held (status
     "optimal" when sum P q <= B up to rounding, else "over-budget").
+
+    ``rule`` is named as everywhere (:mod:`mechanisms.lookup`): a callable, a built-in name of
+    :data:`PRICING_RULES` ("uniform", "weighted", "gradient") or "module:function". The rule
+    sees the game's arrays read-only; prices that are text, booleans, complex, NaN or inf are
+    refused, and a rule that raises is a :class:`~mechanisms.errors.RuleFailed` naming it.
 
     >>> from mechanisms import cpl
     >>> g = cpl.Game(a=[0.5, 0.5], G=[1, 1], c=[5, 5], v=[0, 0], budget=1.0)
     >>> cpl.apply_pricing(g, lambda game: cpl.uniform_pricing(game).prices).status
     'optimal'
+    >>> cpl.apply_pricing(g, "uniform").method
+    'uniform'
     >>> cpl.apply_pricing(g, lambda game: np.full(game.n, 100.0)).status
     'over-budget'
     """
     if not isinstance(game, Game):
         raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
-    label = name or getattr(rule, "__name__", None) or "custom"
+    spec_name, fn = lookup("pricing", rule, PRICING_RULES)
+    label = name or (spec_name if isinstance(rule, str) else
+                     getattr(rule, "__name__", None) or "custom")
     t0 = time.perf_counter()
-    out = rule(game)
+    out = call_rule("pricing", label, fn, game)  # game's arrays are read-only (Game)
     try:
-        P = np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError("pricing", f"{label} returned {type(out).__name__}, not "
-                                          "numbers") from exc
+        P = as_floats("pricing", out)
+    except MarketInputError as exc:
+        raise MarketInputError("pricing", f"{label} returned {type(out).__name__}: "
+                                          f"{exc.message}") from None
     if P.shape != (game.n,):
         raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected "
                                           f"({game.n},)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import paper
-from ..errors import MarketInputError, as_vector
+from ..errors import MarketInputError, as_floats, as_vector
 
 __all__ = ["Game", "bound", "bound_coefficient", "check_game", "client_utilities", "inverse_price",
            "spend"]
@@ -65,10 +65,12 @@ class Game:
         c = as_vector("c", self.c, m=n, positive=True)
         v = as_vector("v", self.v, m=n, nonnegative=True)
         for name in ("budget", "alpha", "R", "q_min"):
+            bad = getattr(self, name)
+            if isinstance(bad, bool | str | bytes | complex | np.complexfloating):
+                raise MarketInputError(name, f"must be a real number, got {bad!r}")
             try:
-                val = float(getattr(self, name))
+                val = float(bad)
             except (TypeError, ValueError) as exc:
-                bad = getattr(self, name)
                 raise MarketInputError(name, f"must be a number, got {bad!r}") from exc
             if not np.isfinite(val):
                 raise MarketInputError(name, f"is {val!r}; must be finite")
@@ -80,7 +82,7 @@ class Game:
         if not 0 < self.q_min <= 1:
             raise MarketInputError("q_min", f"is {self.q_min!r}; must lie in (0, 1]")
         try:
-            q_max = np.broadcast_to(np.asarray(self.q_max, dtype=np.float64), (n,))
+            q_max = np.broadcast_to(as_floats("q_max", self.q_max), (n,))
         except (TypeError, ValueError) as exc:
             raise MarketInputError("q_max", f"must be a number or one per client ({n}), got "
                                             f"{self.q_max!r}") from exc

@@ -36,7 +36,6 @@ property key -> True claimed / False known not to hold) for the selection rule i
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -44,6 +43,7 @@ import numpy as np
 from scipy.special import comb
 
 from ..errors import MarketInputError
+from ..lookup import load_callable, rule_name
 from . import selection
 from .market import Market
 from .money import remittances as paper_remittances
@@ -266,28 +266,6 @@ PRICE_RULES: Mapping[str, Callable] = MappingProxyType({
 })
 _KINDS = {"rule": SELECTION_RULES, "payments": PAYMENT_RULES, "prices": PRICE_RULES}
 _SELECTION_FUNCTIONS = {"share-all": share_all}  # the others run inside ipfl.clear
-
-
-def load_callable(spec: str, field: str = "rule") -> Callable:
-    """Import ``"package.module:function"``; errors name ``field``."""
-    module, _, name = spec.partition(":")
-    if not module or not name:
-        raise MarketInputError(field, f"{spec!r}: a rule of your own is 'module:function'")
-    try:
-        obj = importlib.import_module(module)
-        for part in name.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise MarketInputError(field, f"cannot import {spec!r}: {exc}") from exc
-    if not callable(obj):
-        raise MarketInputError(field, f"{spec!r} is not callable")
-    return obj
-
-
-def rule_name(fn: Callable) -> str:
-    """A readable name for a rule of your own: "module:qualname"."""
-    mod = getattr(fn, "__module__", None) or "?"
-    return f"{mod}:{getattr(fn, '__qualname__', None) or getattr(fn, '__name__', repr(fn))}"
 
 
 def resolve(kind: str, spec) -> tuple[str, Callable | None]:

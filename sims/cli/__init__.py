@@ -11,6 +11,10 @@
     fedmarket recheck results/flower/run-RUNID [--round 2] [--csv out.csv]
     fedmarket design [--goal "IR, budget balance, minimise max regret"] [--out results/design]
 
+A rule of your own named ``module:function`` (``--rule``, ``--payments``, ``--prices``, sweep
+specs) is imported from the current folder first, then the installed packages (sweeps: the spec
+file's folder before the current one); one lookup rule everywhere (:mod:`mechanisms.lookup`).
+
 Each module (``sims.cli.market``, ``sims.cli.cpl``, ...) defines ``add_parser(sub)`` and
 ``run(args) -> int``. Misuse (a bad input, an unreadable or unwritable file, a broken store)
 is answered with one line on stderr and exit status 2; a traceback means a bug.
@@ -20,8 +24,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
-from .common import Parser, UsageError, run_guarded
+from .common import Parser, UsageError, run_guarded, user_modules
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -46,6 +51,7 @@ def build_parser(argv=None) -> Parser:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    user_modules(Path.cwd())
     try:
         args = build_parser(argv).parse_args(argv)
     except UsageError as exc:

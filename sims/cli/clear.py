@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from mechanisms import ipfl
+from mechanisms.lookup import guarded
 
 from ..errors import SpecError
 from ..results import read_text
@@ -28,7 +29,7 @@ def add_parser(sub, full: bool = False) -> None:
                         "true_K, gain")
     p.add_argument("--rule", default="local",
                    help="the sellers-selection rule: box2, local, exact, share-all or "
-                        "module:function")
+                        "module:function (found in the current folder or on sys.path)")
     p.add_argument("--payments", default="paper",
                    help="the payment rule: paper, vcg, shapley, cost-plus, none or "
                         "module:function")
@@ -102,7 +103,13 @@ def run(args) -> int:
     market, D = load_market_file(args.market_file)
     if args.csv:
         writable_file("--csv", args.csv)
-    options = dict(rule=args.rule, payments=args.payments, prices=args.prices,
+    # a rule of the user's own that raises is answered in one line naming it (RuleFailed)
+    rules = {}
+    for kind, spec in (("rule", args.rule), ("payments", args.payments),
+                       ("prices", args.prices)):
+        label, fn = ipfl.resolve(kind, spec)
+        rules[kind] = guarded(kind, label, fn) if ":" in spec else spec
+    options = dict(**rules,
                    thresholds=args.thresholds, exact_method=args.exact_method,
                    exact_node_limit=args.exact_node_limit,
                    exact_time_limit=args.exact_time_limit,

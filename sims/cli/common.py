@@ -16,7 +16,7 @@ from ..errors import SpecError
 
 __all__ = ["PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "UsageError",
            "add_command", "add_progress", "add_quiet", "console", "print_table",
-           "progress_reporter", "run_guarded", "writable_file", "writable_folder"]
+           "progress_reporter", "run_guarded", "user_modules", "writable_file", "writable_folder"]
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
@@ -215,6 +215,15 @@ def writable_file(option: str, path) -> Path:
         raise SpecError(option, f"{path} is read-only")
     writable_folder(option, path.parent if str(path.parent) else Path("."))
     return path
+
+
+def user_modules(folder) -> None:
+    """Let ``module:function`` rules be found in ``folder`` (first on ``sys.path``, as
+    ``python -m`` does for the current folder): the one lookup rule of every command."""
+    folder = str(Path(folder).resolve())
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
 
 
 def run_guarded(func, args) -> int:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ..errors import SpecError
 from ..sweep import EXECUTORS, PRESETS
-from .common import add_command, add_progress, add_quiet, progress_reporter, writable_folder
+from .common import (
+    add_command,
+    add_progress,
+    add_quiet,
+    progress_reporter,
+    user_modules,
+    writable_folder,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -43,7 +49,7 @@ def run(args) -> int:
         raise SpecError("spec", "give a TOML spec file or --preset (not both)")
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
-        sys.path.insert(0, str(Path(args.spec).resolve().parent))
+        user_modules(Path(args.spec).resolve().parent)
     cells = expand(spec)
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
