@@ -143,6 +143,9 @@ def as_floats(field: str, values) -> np.ndarray:
         raise MarketInputError(field, f"must be real numbers, got complex: {_short(values)}")
     try:
         return np.asarray(raw, dtype=np.float64)
+    except OverflowError as exc:  # a Python int past the float range (10**400)
+        raise MarketInputError(field, f"holds an integer too large for a float (over "
+                                      f"~1.8e308): {_short(values)}") from exc
     except (TypeError, ValueError) as exc:
         raise MarketInputError(field, f"must be numeric, got {_short(values)}") from exc
 

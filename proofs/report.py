@@ -36,18 +36,23 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
                progress: Callable[[str, str], None] | None = None) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
-    ``engine`` "hypothesis" or "batch"; ``time_limit`` (batch only) caps each row's seconds
-    (the row then reports what it checked). ``jobs`` > 1 checks the rows in that many worker
-    processes (started fresh, single-threaded math libraries); the rows come back in the
+    ``engine`` "hypothesis" or "batch"; ``time_limit`` (batch only: refused with the
+    Hypothesis engine) caps each row's seconds (the row then reports what it checked).
+    A subject or property listed twice is checked once. ``jobs`` > 1 checks the rows in that
+    many worker processes (started fresh, single-threaded math libraries); the rows come back in the
     same order with the same counts and verdicts as with ``jobs=1`` (each row is seeded by
     ``seed``; only ``seconds`` differ, and what a ``time_limit`` cuts off). A row's error is
     raised here as it is serially. ``progress(subject, property)`` is called as each row
     (with its exhaustive companion) is done, in the order they finish."""
     if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
         raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
+    if time_limit is not None and engine != "batch":
+        raise CheckerInputError("time_limit", f"is {time_limit!r}; only the batch engine takes "
+                                              "a time limit (the Hypothesis engine's budget is "
+                                              "examples)")
     wanted = set(properties) if properties else None
     tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive)
-             for sname in (subjects or SUBJECTS) for key in SUBJECTS[sname].declares
+             for sname in dict.fromkeys(subjects or SUBJECTS) for key in SUBJECTS[sname].declares
              if wanted is None or key in wanted]
     rows: list = [None] * len(tasks)
 

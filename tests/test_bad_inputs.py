@@ -438,6 +438,17 @@ def _files(tmp: Path):
                                     'params = {clients = 0}\n')
     (inp / "ok.toml").write_text('[[scenarios]]\nname = "cpl-pricing"\n'
                                  'mechanisms = ["uniform"]\nparams = {clients = 4}\n')
+    (inp / "nested.json").write_text("[" * 200_000 + "]" * 200_000)
+    (inp / "nested-N.json").write_text('{"N": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    (inp / "huge-int.json").write_text(json.dumps({**GOOD_MARKET, "N": [10**400, 200]}))
+    (inp / "nested.toml").write_text("x = " + "[" * 200_000 + "]" * 200_000 + "\n")
+    values = ", ".join(str(v + 1) for v in range(1000))
+    (inp / "huge-grid.toml").write_text(  # 10^9 cells: refused after counting, at once
+        f'seeds = [0]\n[[scenarios]]\nname = "cpl-pricing"\nmechanisms = ["bisection"]\n'
+        f"params = {{budget = [{values}], R = [{values}], clients = [{values}]}}\n")
+    (inp / "million-grid.toml").write_text(
+        'seeds = [0]\n[[scenarios]]\nname = "cpl-pricing"\nmechanisms = ["bisection"]\n'
+        f"params = {{budget = [{values}], R = [{values}]}}\n")
     (tmp / "emptystore").mkdir()
     corrupt = tmp / "corrupt"
     corrupt.mkdir()
@@ -539,6 +550,25 @@ CLI = [
                                  "--progress-every", "-1"], "--progress-every"),
     ("clear-exact-time-limit-nan", ["clear", "{inp}/good.json", "--rule", "exact",
                                     "--exact-time-limit", "nan"], "exact_time_limit"),
+    # bounded work: absurd sizes and nesting answered in one line
+    ("clear-nested-brackets", ["clear", "{inp}/nested.json"], "nests its values too deeply"),
+    ("clear-nested-N", ["clear", "{inp}/nested-N.json"], "market_file"),
+    ("clear-400-digit-int", ["clear", "{inp}/huge-int.json"], "N: holds an integer too large"),
+    ("sweep-nested-brackets", ["sweep", "{inp}/nested.toml"], "too deeply"),
+    ("sweep-grid-1e9", ["sweep", "{inp}/huge-grid.toml"], "1,000,000,000 cells"),
+    ("sweep-grid-1e6", ["sweep", "{inp}/million-grid.toml"], "--max-cells 1000000"),
+    ("sweep-max-cells-0", ["sweep", "{inp}/ok.toml", "--max-cells", "0"], "--max-cells"),
+    ("market-rounds-400-digits", ["market", "--rounds", "1" + "0" * 400], "out of range"),
+    ("market-seed-400-digits", ["market", "--seed", "9" * 400], "--seed"),
+    ("cpl-clients-400-digits", ["cpl", "--clients", "1" + "0" * 400], "--clients"),
+    ("prove-examples-400-digits", ["prove", "--examples", "1" + "0" * 400], "--examples"),
+    ("prove-examples-over-limit", ["prove", "--examples", str(10**12)], "examples"),
+    ("prove-time-limit-inf", ["prove", "--engine", "batch", "--time-limit", "inf"],
+     "time-limit"),
+    ("prove-time-limit-nan", ["prove", "--engine", "batch", "--time-limit", "nan"],
+     "time-limit"),
+    ("prove-time-limit-hypothesis", ["prove", "--time-limit", "5"], "--engine batch only"),
+    ("reproduce-seed-400-digits", ["reproduce", "--seeds", "1" + "0" * 400], "--seeds"),
     # prove
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
     ("prove-unknown-subject", ["prove", "--subject", "nobody"], "subject"),
@@ -635,6 +665,29 @@ def test_a_raising_rule_in_a_sweep_names_the_cell_and_keeps_the_finished(sandbox
     store = Store(tmp / "s", mode="r")
     assert set(store.cells().mechanism) == {"local"}  # the finished cell is kept
     store.close()
+
+
+def test_a_subject_named_twice_is_reported_once():
+    from proofs.report import run_report
+
+    rows = run_report(subjects=["local", "local"], properties=["budget_balance",
+                                                               "budget_balance"],
+                      examples=5, engine="batch")
+    assert len(rows) == 1
+
+
+def test_a_sweep_prints_its_cell_count_first(sandbox, capsys):
+    _tmp, inp = sandbox
+    assert main(["sweep", str(inp / "ok.toml"), "--out", "s"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "sweep: 1 cells in the grid", out
+    # a grid over the limit runs when asked (--max-cells), and is refused without
+    assert main(["sweep", str(inp / "ok.toml"), "--out", "s", "--max-cells", "1",
+                 "--quiet"]) == 0
+    cells = expand({"seeds": [0, 1], "scenarios": [dict(SPEC_OK)]}, max_cells=2)
+    assert len(cells) == 2
+    with pytest.raises(SpecError, match="2 cells, over the limit of 1"):
+        expand({"seeds": [0, 1], "scenarios": [dict(SPEC_OK)]}, max_cells=1)
 
 
 def test_a_cpl_pricing_rule_cannot_write_into_the_game():

@@ -14,6 +14,7 @@ from .common import (
     add_command,
     add_progress,
     add_quiet,
+    integer,
     print_table,
     progress_reporter,
     writable_file,
@@ -39,7 +40,7 @@ def add_parser(sub, full: bool = False) -> None:
                    help="exact gain thresholds, or the paper's published approximation")
     p.add_argument("--exact-method", choices=ipfl.EXACT_METHODS, default="auto",
                    help="how --rule exact searches each buyer's sellers")
-    p.add_argument("--exact-node-limit", type=int, default=ipfl.NODE_LIMIT,
+    p.add_argument("--exact-node-limit", type=integer, default=ipfl.NODE_LIMIT,
                    help="--rule exact: branch-and-bound nodes per buyer before it stops "
                         "with a proven gap")
     p.add_argument("--exact-time-limit", type=float, default=None, metavar="SECONDS",
@@ -63,6 +64,10 @@ def load_market_file(path: Path):
         spec = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecError("market_file", f"{path} is not valid JSON: {exc}") from exc
+    except RecursionError:  # 200,000 nested brackets
+        raise SpecError("market_file", f"{path} nests its values too deeply; a market file "
+                                       "holds numbers, lists of numbers (N, c, K) and a "
+                                       "list of lists (D)") from None
     if not isinstance(spec, dict):
         raise SpecError("market_file", "must hold a JSON object")
     missing = [k for k in ("N", "c", "K", "D") if k not in spec]

@@ -14,11 +14,28 @@ from mechanisms.errors import FedmarketError
 
 from ..errors import SpecError
 
-__all__ = ["PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "UsageError",
-           "add_command", "add_progress", "add_quiet", "console", "print_table",
+__all__ = ["INT_LIMIT", "PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "UsageError",
+           "add_command", "add_progress", "add_quiet", "console", "integer", "print_table",
            "progress_reporter", "run_guarded", "user_modules", "writable_file", "writable_folder"]
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
+
+
+INT_LIMIT = 2**63  # integer options lie in [-2**63, 2**63): a seed's range, numpy's int64
+
+
+def integer(text: str) -> int:
+    """argparse ``type`` of the integer options: refuses a number past the 64-bit range in
+    one line (a 400-digit ``--rounds`` would otherwise fail deep inside numpy)."""
+    shown = text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer value: {shown!r}") from None
+    if not -INT_LIMIT <= value < INT_LIMIT:
+        raise argparse.ArgumentTypeError(f"{shown} is out of range; integers here lie in "
+                                         "[-2**63, 2**63)")
+    return value
 
 
 class UsageError(Exception):

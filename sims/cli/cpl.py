@@ -10,6 +10,7 @@ from .common import (
     add_command,
     add_progress,
     add_quiet,
+    integer,
     print_table,
     progress_reporter,
     writable_folder,
@@ -21,22 +22,22 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub, full: bool = False) -> None:
     d = {f.name: f.default for f in fields(CplBenchmark)}
     p = add_command(sub, "cpl", "solve the CPL pricing game (Luo et al.) and compare")
-    p.add_argument("--clients", type=int, default=d["clients"], help="number of clients N")
+    p.add_argument("--clients", type=integer, default=d["clients"], help="number of clients N")
     p.add_argument("--c", type=float, default=d["c"], help="cost coefficient c_n")
     p.add_argument("--v-mean", type=float, default=d["v_mean"], help="mean of v_n ~ Exp")
     p.add_argument("--G", type=float, default=d["G"], help="gradient-norm bound G_n")
     p.add_argument("--budget", type=float, default=d["budget"], help="the server's budget B")
     p.add_argument("--alpha", type=float, default=d["alpha"], help="convergence-bound alpha")
-    p.add_argument("--R", type=int, default=d["R"], help="training rounds R in the bound")
+    p.add_argument("--R", type=integer, default=d["R"], help="training rounds R in the bound")
     p.add_argument("--q-min", type=float, default=d["q_min"],
                    help="lowest participation level")
     p.add_argument("--q-max", type=float, default=d["q_max"],
                    help="highest participation level")
-    p.add_argument("--points", type=int, default=400,
+    p.add_argument("--points", type=integer, default=400,
                    help="grid points of the cvxpy line search")
     p.add_argument("--sweep", type=float, nargs=3, metavar=("B_MIN", "B_MAX", "COUNT"),
                    help="also sweep the budget and plot the bound for the three schemes")
-    p.add_argument("--seed", type=int, default=d["seed"], help="random seed")
+    p.add_argument("--seed", type=integer, default=d["seed"], help="random seed")
     p.add_argument("--out", default="results/cpl", help="folder for CSV, JSON and PNG")
     add_quiet(p)
     add_progress(p)

@@ -12,6 +12,7 @@ from .common import (
     add_command,
     add_progress,
     add_quiet,
+    integer,
     print_table,
     progress_reporter,
     writable_folder,
@@ -23,7 +24,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub, full: bool = False) -> None:
     defaults = {f.name: f.default for f in fields(InclusiveMarket)}
     p = add_command(sub, "market", "run the paper's inclusive market (Fig. 5)")
-    p.add_argument("--rounds", type=int, default=defaults["rounds"], help="market rounds")
+    p.add_argument("--rounds", type=integer, default=defaults["rounds"], help="market rounds")
     p.add_argument("--rule", choices=ipfl.RULES, default=defaults["rule"],
                    help="the sellers-selection rule")
     p.add_argument("--thresholds", choices=ipfl.MODES, default=defaults["thresholds"],
@@ -34,7 +35,7 @@ def add_parser(sub, full: bool = False) -> None:
                    help="distance between uploaded parameters")
     p.add_argument("--lam", type=float, default=defaults["lam"],
                    help="lambda, the weight of the distance penalty (the paper's value)")
-    p.add_argument("--seed", type=int, default=defaults["seed"], help="random seed")
+    p.add_argument("--seed", type=integer, default=defaults["seed"], help="random seed")
     p.add_argument("--out", default="results/market", help="folder for CSV, JSON and PNG")
     add_quiet(p)
     add_progress(p)

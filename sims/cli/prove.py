@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -13,30 +14,33 @@ from .common import (
     add_progress,
     add_quiet,
     console,
+    integer,
     print_table,
     progress_reporter,
     writable_file,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["MAX_EXAMPLES", "add_parser", "run"]
+
+MAX_EXAMPLES = 10**9  # --examples per check: 10^6 is the nightly run's
 
 
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "prove", "check every declared property (the theorem report)")
-    p.add_argument("--examples", type=int, default=200, help="examples drawn per check")
+    p.add_argument("--examples", type=integer, default=200, help="examples drawn per check")
     p.add_argument("--engine", choices=("hypothesis", "batch"), default="hypothesis",
                    help="hypothesis (targeted search) or batch (numpy draws in bulk)")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="batch engine: at most this many seconds per row (rows report what "
-                        "they checked)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the example search")
+                   help="batch engine only: at most this many seconds per row (rows report "
+                        "what they checked); refused with the Hypothesis engine")
+    p.add_argument("--seed", type=integer, default=0, help="random seed of the example search")
     p.add_argument("--subject", action="append",
                    help="only this subject (repeatable; default: every subject)")
     p.add_argument("--property", action="append",
                    help="only this property (repeatable; default: every property)")
     p.add_argument("--exhaustive", action="store_true",
                    help="also check every 3-client market of a small type grid")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", type=integer, default=1, metavar="N",
                    help="check the rows in N worker processes (one row each at a time, "
                         "single-threaded; same rows and verdicts as 1, only seconds differ); "
                         "at most one per core helps")
@@ -58,13 +62,22 @@ def run(args) -> int:
         if key not in PROPERTIES:
             raise MarketInputError("property", f"unknown {key!r}; choose from "
                                                f"{list(PROPERTIES)}")
-    if args.examples < 1:
-        raise MarketInputError("examples", f"is {args.examples}; must be >= 1")
+    # a subject or property named twice is checked and reported once
+    args.subject = list(dict.fromkeys(args.subject)) if args.subject else None
+    args.property = list(dict.fromkeys(args.property)) if args.property else None
+    if not 1 <= args.examples <= MAX_EXAMPLES:
+        raise MarketInputError("examples", f"is {args.examples}; must lie in [1, "
+                                           f"{MAX_EXAMPLES:,}] per check")
     if args.jobs < 1:
         raise MarketInputError("--jobs", f"is {args.jobs}; must be an integer >= 1 (worker "
                                          "processes)")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise MarketInputError("time-limit", f"is {args.time_limit}; must be > 0 seconds")
+    if args.time_limit is not None and not 0 < args.time_limit < math.inf:
+        raise MarketInputError("time-limit", f"is {args.time_limit}; must be a finite number "
+                                             "of seconds > 0")
+    if args.time_limit is not None and args.engine != "batch":
+        raise MarketInputError("time-limit", "works with --engine batch only (the Hypothesis "
+                                             "engine's budget is --examples); drop it or add "
+                                             "--engine batch")
     opts = {"engine": args.engine, "time_limit": args.time_limit}
     chosen = args.subject or list(SUBJECTS)
     for key in args.property or []:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import add_command, print_table
+from .common import add_command, integer, print_table
 
 __all__ = ["add_parser", "run"]
 
@@ -16,7 +16,7 @@ def add_parser(sub, full: bool = False) -> None:
                     "see docs/howto-flower.md) from its recorded inputs; exit status 1 if "
                     "any check fails.")
     p.add_argument("run_dir", type=Path, help="the run's folder (holds config.json)")
-    p.add_argument("--round", type=int, default=None, dest="server_round",
+    p.add_argument("--round", type=integer, default=None, dest="server_round",
                    help="only this round (0: CPL's pricing; default: every round)")
     p.add_argument("--csv", type=Path, default=None,
                    help="also write the checks as CSV (default: print only)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_command, writable_folder
+from .common import add_command, integer, writable_folder
 
 __all__ = ["add_parser", "run"]
 
@@ -12,7 +12,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("results", help="the folder given to `fedmarket sweep --out`")
     p.add_argument("--out", default=None,
                    help="where to write the report (default: the results folder)")
-    p.add_argument("--verdict-examples", dest="verdict_examples", type=int, default=20,
+    p.add_argument("--verdict-examples", dest="verdict_examples", type=integer, default=20,
                    help="markets the property checker draws per mechanism and property for "
                         "the verdict tables (0: none)")
     p.set_defaults(func=run)

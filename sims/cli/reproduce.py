@@ -7,6 +7,7 @@ from .common import (
     add_command,
     add_progress,
     add_quiet,
+    integer,
     progress_reporter,
     writable_file,
     writable_folder,
@@ -25,13 +26,13 @@ def add_parser(sub, full: bool = False) -> None:
                    help="reduced (fits 2 cores: Fig. 2 on Fashion-MNIST, the rest on "
                         "digits), digits (every learning claim on digits) or full (the "
                         "paper's sizes)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+    p.add_argument("--seeds", type=integer, nargs="+", default=[0, 1, 2],
                    help="seeds of every cell")
     p.add_argument("--out", default="results/reproduce", help="the results store folder")
     p.add_argument("--executor", default="processes", choices=EXECUTORS,
                    help="where cells run")
-    p.add_argument("--workers", type=int, default=2, help="worker processes")
-    p.add_argument("--threads", type=int, default=1, help="math threads per worker")
+    p.add_argument("--workers", type=integer, default=2, help="worker processes")
+    p.add_argument("--threads", type=integer, default=1, help="math threads per worker")
     p.add_argument("--docs", default=None,
                    help="write the reproduction page here (default: OUT/reproduction.md)")
     p.add_argument("--reuse-stale", action="store_true",

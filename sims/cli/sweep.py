@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SpecError
-from ..sweep import EXECUTORS, PRESETS
+from ..sweep import EXECUTORS, MAX_CELLS, PRESETS
 from .common import (
     add_command,
     add_progress,
     add_quiet,
+    integer,
     progress_reporter,
     user_modules,
     writable_folder,
@@ -26,7 +27,7 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--out", default="results/sweep", help="the results store folder")
     p.add_argument("--executor", default="serial", choices=EXECUTORS,
                    help="where cells run")
-    p.add_argument("--workers", type=int, default=2,
+    p.add_argument("--workers", type=integer, default=2,
                    help="worker processes (processes and local ray executors)")
     p.add_argument("--ray-address", dest="ray_address", default=None,
                    help="address of a running ray cluster (default: start a local one)")
@@ -36,6 +37,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
+    p.add_argument("--max-cells", dest="max_cells", type=integer, default=MAX_CELLS,
+                   help="refuse a grid of more cells than this (counted before any is "
+                        "built; building alone takes about 0.2 ms a cell)")
     add_quiet(p)
     add_progress(p)
     p.set_defaults(func=run)
@@ -50,9 +54,16 @@ def run(args) -> int:
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
         user_modules(Path(args.spec).resolve().parent)
-    cells = expand(spec)
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
+    if args.max_cells < 1:
+        raise SpecError("--max-cells", f"is {args.max_cells}; must be >= 1")
+
+    def counted(n):  # the count comes first: building a large grid takes a while
+        if not args.quiet:
+            print(f"sweep: {n:,} cells in the grid", flush=True)
+
+    cells = expand(spec, max_cells=args.max_cells, counted=counted)
     writable_folder("--out", args.out)
     with progress_reporter("sweep cells", quiet=args.quiet,
                            every=args.progress_every) as progress:
