@@ -6,6 +6,11 @@ through the checker's clearing, and certify what the search returns on held-out 
   and no payments are points of it) and spaces of your own ("module:function");
 * :mod:`sims.design.evaluate`: markets (the checker's distribution or a file) and the
   measures (regret per type dimension and direction, IR, balance, welfare, participation);
+* :mod:`sims.design.objective`: goals as phrases ("IR, budget balance, regret <= 1%");
+* :mod:`sims.design.search`: seeded, resumable differential evolution (:func:`design`);
+* :mod:`sims.design.frontier`: the regret / deficit / welfare table and figure;
+* :mod:`sims.design.certify`: the checker's verdicts on held-out markets;
+* :mod:`sims.design.cpl_pricing`: CPL posted-price shapes against the equilibrium.
 """
 
 from .errors import DesignInputError

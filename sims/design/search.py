@@ -24,7 +24,7 @@ from .errors import DesignInputError
 from .evaluate import Markets, draw_markets, evaluate
 from .objective import Goal
 
-__all__ = ["DesignResult", "SearchConfig", "design"]
+__all__ = ["DesignResult", "SearchConfig", "design", "minimise"]
 
 
 @dataclass(frozen=True)
@@ -126,14 +126,31 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
     ``config.seed``). ``state``: a JSON file to resume from and write after each generation.
     ``progress(info)`` after each generation (info: generation, generations, best score,
     evaluations, seconds). ``search``: options of the misreport search."""
-    t0 = time.perf_counter()
     if markets is None:
         markets = draw_markets(config.markets, config.seed)
+
+    def measure(theta):
+        ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search)
+        return goal.score(ev.summary), goal.feasible(ev.summary), {
+            "seconds": ev.seconds, "clearings": ev.clearings, **ev.summary}
+
+    return minimise(space, measure, config, key=_state_key(space, goal, config, markets),
+                    goal=goal.describe(), source=markets.source, state=state,
+                    progress=progress)
+
+
+def minimise(space, measure: Callable, config: SearchConfig, *, key: dict, goal: str,
+             source: str, state: str | Path | None = None,
+             progress: Callable[[dict], None] | None = None) -> DesignResult:
+    """The search behind :func:`design` for any measure: ``measure(theta) -> (score,
+    feasible, summary dict)``, minimised over ``space``'s bounds by differential evolution
+    (seeded by ``config.seed``). ``key`` identifies the search in the state file (a state
+    written under another key is refused)."""
+    t0 = time.perf_counter()
     lo, hi = space.lower, space.upper
     free = hi > lo
     if not free.any():
         raise DesignInputError("bounds", "every parameter is fixed (lo == hi); nothing to search")
-    key = _state_key(space, goal, config, markets)
     rows: list[dict] = []
     done, population, energies = 0, None, None
     rng = np.random.default_rng(config.seed)
@@ -163,14 +180,13 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
         k = tuple(theta.tolist())
         if k in cache:  # a resumed search re-scores its population without clearing again
             return cache[k]
-        ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search)
-        score = goal.score(ev.summary)
+        score, feasible, summary = measure(theta)
+        score = float(score)
         if not np.isfinite(score):
             score = 1e300  # NaN or inf measures: the worst score, never a pass
         cache[k] = score
-        rows.append({"theta": theta.tolist(), "score": score,
-                     "feasible": goal.feasible(ev.summary), "seconds": ev.seconds,
-                     "clearings": ev.clearings, **ev.summary})
+        rows.append({"theta": theta.tolist(), "score": score, "feasible": bool(feasible),
+                     **summary})
         return score
 
     generation = [done]
@@ -209,12 +225,15 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
     theta = full(np.asarray(best_x, dtype=float))
     archive = pd.DataFrame(rows)
     match = archive[archive["theta"].apply(lambda t: np.allclose(t, theta, rtol=0, atol=0))]
-    summary = match.iloc[-1].drop(["theta", "score", "feasible", "seconds", "clearings"]) \
-        .to_dict() if len(match) else evaluate(space.rule(theta), markets,
-                                               combos=goal.combos, search=search).summary
+    if len(match):
+        summary = match.iloc[-1].drop(["theta", "score", "feasible"]).to_dict()
+        feasible = bool(match.iloc[-1]["feasible"])
+    else:
+        _, feasible, summary = measure(theta)
     theta_cols = pd.DataFrame(archive["theta"].tolist(), columns=list(space.names))
     archive = pd.concat([theta_cols, archive.drop(columns="theta")], axis=1)
+    summary.pop("seconds", None)
+    summary.pop("clearings", None)
     return DesignResult(theta, dict(zip(space.names, theta.tolist(), strict=True)), best,
-                        goal.feasible(summary), summary, archive, config, space.to_json(),
-                        goal.describe(), markets.source, generation[0], len(rows),
-                        time.perf_counter() - t0, stopped[0])
+                        feasible, summary, archive, config, space.to_json(), goal, source,
+                        generation[0], len(rows), time.perf_counter() - t0, stopped[0])
