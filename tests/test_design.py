@@ -126,8 +126,12 @@ def test_goal_penalises_what_it_should():
     ok = {**base, "ir_rate": 0.0, "ir_rel_violation": 0.0, "mean_rel_imbalance": 0.0,
           "deficit_rate": 0.0, "mean_rel_deficit": 0.0}
     assert g.feasible(ok) and g.score(ok) == pytest.approx(0.1)
-    bad = {**ok, "ir_rate": 0.01, "ir_rel_violation": 0.001}
-    assert not g.feasible(bad) and g.score(bad) > 10
+    bad = {**ok, "ir_rate": 0.001, "ir_rel_violation": 1e-6}
+    assert not g.feasible(bad) and g.score(bad) > 1e6  # feasibility first
+    worse = {**bad, "ir_rate": 0.01}
+    assert g.score(worse) > g.score(bad)  # steered towards smaller violations
+    big_regret = {**ok, **{f"mean_rel_regret_{d}_{w}": 1e5 for d, w in g.combos}}
+    assert g.score(big_regret) < g.score(bad)
     leaky = {**ok, "mean_rel_imbalance": 0.02}
     assert not g.feasible(leaky)
 

@@ -169,7 +169,7 @@ def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
         cols = {"m": np.full(B, m), "utility_scale": ustale,
                 "min_utility": U.min(axis=1),
                 "ir_violated": U.min(axis=1) < -tol,
-                "ir_violation": np.maximum(0.0, -U.min(axis=1)),
+                "ir_violation": np.where(U.min(axis=1) < -tol, -U.min(axis=1), 0.0),
                 "balance": p.sum(axis=1),
                 "welfare": U.sum(axis=1) + p.sum(axis=1),
                 "participation": trades.mean(axis=1)}

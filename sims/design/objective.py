@@ -18,9 +18,11 @@ Phrases (comma-separated, case-insensitive):
 =============================  ==============================================================
 
 The regret statistic is the worst over the chosen (dimension, direction) pairs of the max (or
-mean) regret, relative to the utility level (:mod:`sims.design.evaluate`). Each violated
-constraint adds ``penalty x`` its relative size, so a feasible rule always scores below an
-infeasible one of the same regret when ``penalty`` is large.
+mean) regret, relative to the utility level (:mod:`sims.design.evaluate`). Constraints come
+first (Deb's feasibility rule): an infeasible rule scores :data:`INFEASIBLE` plus ``penalty
+x`` its violations plus its objective, so every rule meeting the constraints on the
+training markets beats every rule that does not, and among infeasible rules the search is
+steered towards smaller violations.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .evaluate import COMBOS
 __all__ = ["Goal", "parse_goal"]
 
 BUDGETS = ("balanced", "no-deficit", "any")
+INFEASIBLE = 1e6  # added to the score of a rule that breaks a constraint
 _PCT = r"(\d+(?:\.\d+)?)\s*(%?)"
 
 
@@ -83,10 +86,12 @@ class Goal:
 
     def score(self, summary: dict) -> float:
         """What the search minimises: the regret statistic (or, with a regret cap, the mean
-        relative deficit) plus ``penalty`` x the sum of the violations."""
+        relative deficit); a rule breaking a constraint adds :data:`INFEASIBLE` and
+        ``penalty`` x the sum of its violations."""
         base = summary["mean_rel_deficit"] if self.regret_cap is not None \
             else self.regret(summary)
-        return float(base + self.penalty * sum(self.violations(summary).values()))
+        bad = sum(self.violations(summary).values())
+        return float(base + (INFEASIBLE + self.penalty * bad if bad > 0 else 0.0))
 
     def feasible(self, summary: dict) -> bool:
         return not any(v > 0 for v in self.violations(summary).values())
