@@ -34,7 +34,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import comb
@@ -48,10 +47,12 @@ from .checker import (
     Counterexample,
     Report,
     SubjectError,
+    Tally,
     _name,
-    _verdict,
+    evaluate_instance,
     evaluate_once,
 )
+from .checker import verdict as verdict_of
 from .regret import MisreportBatch, regret_arrays
 from .strategies import CPL_FLOOR_RTOL
 
@@ -674,15 +675,20 @@ def _lemma1(settle, a):
     lied = settle(a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
     i = a["client"]
     b = np.arange(len(i))
-    return (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
+    gained = (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
+    changed = (lied["A"][b, :, i] != honest["A"][b, :, i]).any(axis=1)
+    return gained, np.ones(len(i), bool), changed
 
 
 def _thm3(settle, a):
     i = a["client"]
     N_hat = _with(a["N"], i, _rows(a["N"], i) * 1e12)
     s = settle(N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
+    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     b = np.arange(len(i))
-    return s["A"][b, :, i].sum(axis=1).astype(float)
+    buyers = s["A"][b, :, i].sum(axis=1).astype(float)
+    sold = honest["A"][b, :, i].any(axis=1)
+    return buyers, np.ones(len(i), bool), sold | (buyers > 0)
 
 
 def _permutation(settle, a):
@@ -751,7 +757,9 @@ def _regret(dimension: str, direction: str):
     def evaluate(settle, a):
         found, honest = misreports_batch(settle, a, dimension, direction)
         gain = found.lying_utility - found.honest_utility
-        return _excess(gain, _TOL * _scale(honest))
+        tol = _TOL * _scale(honest)
+        amount = np.where(np.isinf(found.spread), np.inf, _excess(gain, tol))
+        return amount, np.ones(len(gain), bool), found.spread > tol
 
     return evaluate
 
@@ -790,6 +798,8 @@ def _batch_rule(subject):
 
     if not isinstance(subject, IpflMechanism) or not _named(subject.prices, BULK_PRICES):
         return None
+    if type(subject).settle is not IpflMechanism.settle:
+        return None  # a subclass clears its own way: evaluate what it does, one by one
     rule, money, prices = subject.rule, subject.money, subject.prices
     if rule is ipfl.rules.share_all:
         rule = "share-all"
@@ -822,6 +832,8 @@ def _cpl_batch_subject(subject):
     built-in posted price (uniform, weighted, gradient); None otherwise."""
     from .subjects import CplPricingRule, CplSolver
 
+    if type(subject).solve not in (CplSolver.solve, CplPricingRule.solve):
+        return None  # a subclass solves its own way: evaluate what it does, one by one
     if isinstance(subject, CplSolver) and subject.method == "bisection" \
             and not dict(subject.options):
         return "solver", cpl.solve_batch
@@ -850,7 +862,9 @@ def _cpl_se(kind, solve, g):
         price = np.max(np.where(inner, np.abs(alt - eq.prices), 0.0), axis=1) / scale
     binding = np.maximum.reduce([kkt, price, eq.budget_residual])
     worst = np.maximum(resid, np.where(eq.slack, slack_gap, binding))
-    return _excess(worst, 1e-7), np.ones(g.size, bool)
+    finite = (np.isfinite(eq.prices).all(axis=1) & np.isfinite(eq.q).all(axis=1)
+              & (eq.slack | (np.isfinite(eq.multiplier) & (eq.multiplier > 0))))
+    return np.where(finite, _excess(worst, 1e-7), np.inf), np.ones(g.size, bool)
 
 
 def _cpl_signs(interior_only):
@@ -864,12 +878,20 @@ def _cpl_signs(interior_only):
         if interior_only:
             sel &= _interior_b(g, eq.q)
         count = np.sum(sel & ((P > 0) != (g.v < vt)), axis=1).astype(float)
-        return np.where(eq.slack, 0.0, count), ~eq.slack
+        # NaN is a failure: non-finite prices or threshold (binding budgets only)
+        broken = ~(np.isfinite(P).all(axis=1) & np.isfinite(eq.v_threshold)
+                   & (eq.v_threshold > 0))
+        # discriminating: some client's sign was tested (away from the threshold, nonzero
+        # price, interior where required)
+        return (np.where(eq.slack, 0.0, np.where(broken, np.inf, count)), ~eq.slack,
+                sel.any(axis=1))
 
     return evaluate
 
 
 def _cpl_beats(floor_precondition):
+    from . import cpl_properties as C
+
     def evaluate(kind, solve, g):
         positive = g.budget > 0
         safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
@@ -877,15 +899,18 @@ def _cpl_beats(floor_precondition):
         worst = np.full(g.size, -np.inf)
         compared = np.zeros(g.size, bool)
         eq = solve(safe)
+        # the bound the prices buy, recomputed from the best responses (as the scalar check)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            bound = safe.bound(safe.best_response(eq.prices))
+        bound = np.where(np.isfinite(eq.prices).all(axis=1), bound, np.nan)
         for shape in (np.ones_like(g.a), g.a):
             base = cpl.posted_pricing_batch(safe, shape)
             use = positive.copy()
             if floor_precondition:
                 use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
             with np.errstate(invalid="ignore", divide="ignore"):  # as _relative_gap
-                gap = np.where(base.objective > 0,
-                               (eq.objective - base.objective) / base.objective,
-                               np.where(eq.objective > base.objective, np.inf, 0.0))
+                gap = (bound - base.objective) / np.maximum(
+                    base.objective, C.BOUND_FLOOR * safe.K.sum(axis=1))
             worst = np.where(use, np.maximum(worst, gap), worst)
             compared |= use
         return np.where(compared, _excess(worst, 1e-9), 0.0), compared
@@ -894,11 +919,9 @@ def _cpl_beats(floor_precondition):
 
 
 def _cpl_budget(kind, solve, g):
-    if kind == "solver":
-        eq = solve(g)
-        spent = eq.spent
-    else:
-        P = solve(g)
+    # the spend recomputed from the prices and the clients' best responses, for solvers too
+    P = solve(g).prices if kind == "solver" else solve(g)
+    with np.errstate(invalid="ignore"):
         spent = np.sum(P * g.best_response(P), axis=1)
     return (_excess((spent - g.budget) / np.maximum(1.0, np.abs(g.budget)), 1e-9),
             np.ones(g.size, bool))
@@ -949,10 +972,8 @@ def _fails(subject, prop, sampler, d: Draws, tolerance) -> float | None:
     try:
         case = sampler.cases(d)[0]
         amount, _, effective = evaluate_once(subject, prop, case)
-    except SubjectError:
+    except Exception:  # the subject raised, or the simplified draw is not a valid instance
         return None
-    except ValueError:
-        return None  # the simplified draw is not a valid instance
     if amount is None or not effective or not amount > tolerance:
         return None
     return amount
@@ -1018,7 +1039,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
 
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
     report's ``engine`` then says "hypothesis")."""
-    from .checker import _check_hypothesis, _Tally
+    from .checker import _check_hypothesis
 
     sampler = sampler_for(prop)
     if sampler is None:
@@ -1026,14 +1047,15 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    drawn = effective = 0
-    largest = _Tally()  # only its largest violation is used here
+    tally = Tally()
     fail = None
+    fail_amount = math.nan
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
     stopped = "budget"
     cap = math.ceil(max_examples / VACUITY_THRESHOLD)  # drawn: beyond it, vacuous anyway
-    while effective < max_examples and fail is None and error is None:
+    while tally.effective < max_examples and fail is None and error is None:
+        drawn, effective = tally.drawn, tally.effective
         if drawn >= cap:
             stopped = "draw cap"
             break
@@ -1047,66 +1069,84 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
             if bulk is not None:
                 try:
                     out = bulk(d)
-                    viol = ((np.asarray(out[0], dtype=float), np.asarray(out[1], dtype=bool))
-                            if isinstance(out, tuple) else np.asarray(out, dtype=float))
+                    if not isinstance(out, tuple):
+                        out = (out,)
+                    viol = np.asarray(out[0], dtype=float)
+                    eff = (np.asarray(out[1], dtype=bool) if len(out) > 1
+                           else np.ones(d.size, bool))
+                    disc = (np.asarray(out[2], dtype=bool) if len(out) > 2
+                            else np.ones(d.size, bool))
                 except Exception:  # a rule raised on the batch: find the instance one by one
                     viol = None
             if viol is not None:
-                eff = np.ones(d.size, bool)
-                if isinstance(viol, tuple):
-                    viol, eff = viol
-                viol = np.where(eff, np.asarray(viol, dtype=float), 0.0)
+                viol = np.where(eff, viol, 0.0)
                 bad = np.flatnonzero(~(viol <= tolerance))
+                disc = eff & (disc | ~(viol <= 0))  # a failing instance discriminates
                 upto = int(bad[0]) + 1 if bad.size else d.size
                 seen = viol[:upto][eff[:upto]]
                 seen = seen[np.isfinite(seen)]
                 if seen.size:
-                    largest.note(float(seen.max()))
-                drawn += upto
-                effective += int(eff[:upto].sum())
+                    tally.note(float(seen.max()))
+                tally.add(upto, int(eff[:upto].sum()), int(disc[:upto].sum()))
                 if bad.size:
                     fail = d.one(int(bad[0]))
+                    fail_amount = viol[int(bad[0])]
                     break
                 continue
             cases = sampler.cases(d)
             for k, case in enumerate(cases):
-                drawn += 1
                 try:
-                    amount, _, eff = evaluate_once(subject, prop, case)
-                except SubjectError as exc:
-                    effective += 1
+                    amount, _, eff, disc = evaluate_instance(subject, prop, case)
+                except Exception as exc:
+                    tally.add(1, 1, 1)
                     error, error_instance = str(exc), case
+                    if not isinstance(exc, SubjectError):
+                        error = (f"property {prop.key!r} raised {type(exc).__name__}: "
+                                 f"{exc}")
                     break
-                effective += int(amount is not None and eff)
-                largest.note(amount)
+                ok = amount is not None and eff
+                tally.add(1, int(ok), int(ok and disc))
+                tally.note(amount)
                 if amount is not None and amount > tolerance:
-                    fail = d.one(k)
+                    fail, fail_amount = d.one(k), amount
                     break
             if fail is not None or error is not None:
                 break
-    first_failure = drawn if (fail is not None or error is not None) else None
+    first_failure = tally.drawn if (fail is not None or error is not None) else None
     ce = None
     extra = {"mode": mode, "stopped": stopped}
     if error is not None:
         verdict = "error"
     elif fail is not None:
         amount = _fails(subject, prop, sampler, fail, tolerance)
-        if amount is None:  # the scalar re-check disagrees with the vectorised clearing
-            raise AssertionError(f"batch engine: {prop.key} on {_name(subject)} failed in bulk "
-                                 "but not when re-checked one instance at a time")
-        t1 = time.perf_counter()
-        small, calls = shrink(subject, prop, sampler, fail, tolerance)
-        extra.update(shrink_seconds=time.perf_counter() - t1, shrink_calls=calls)
-        case = sampler.cases(small)[0]
-        amount = prop.amount(subject, case)
-        largest.note(amount)
-        ce = Counterexample(instance=case, violation=amount, property=prop, subject=subject,
-                            engine="batch")
         verdict = "counterexample"
+        if amount is None:
+            # the subject cleared in bulk failed the property where the same instance
+            # cleared on its own did not: the bulk and one-market paths of the subject
+            # disagree, a failure of the subject (not of the checker); reported on the
+            # unshrunk instance with the bulk figure (rerun() evaluates the one-market path)
+            case = sampler.cases(fail)[0]
+            bulk_amount = float(fail_amount)
+            extra["inconsistent"] = (f"{_name(subject)} failed {prop.key} by {bulk_amount!r} "
+                                     "when cleared in bulk but not when this instance was "
+                                     "cleared on its own")
+            tally.note(bulk_amount)
+            ce = Counterexample(instance=case, violation=bulk_amount, property=prop,
+                                subject=subject, engine="batch")
+        else:
+            t1 = time.perf_counter()
+            small, calls = shrink(subject, prop, sampler, fail, tolerance)
+            extra.update(shrink_seconds=time.perf_counter() - t1, shrink_calls=calls)
+            case = sampler.cases(small)[0]
+            amount = prop.amount(subject, case)
+            tally.note(amount)
+            ce = Counterexample(instance=case, violation=amount, property=prop,
+                                subject=subject, engine="batch")
     else:
-        verdict = _verdict(False, SimpleNamespace(drawn=drawn, effective=effective))
-    return Report(property=prop, subject=_name(subject), verdict=verdict, examples=drawn,
-                  effective=effective, seconds=time.perf_counter() - t0,
-                  max_examples=max_examples, counterexample=ce, engine="batch",
-                  first_failure=first_failure, error=error, error_instance=error_instance,
-                  extra=extra, largest_violation=largest.largest)
+        verdict = verdict_of(False, tally)
+    return Report(property=prop, subject=_name(subject), verdict=verdict,
+                  examples=tally.drawn, effective=tally.effective,
+                  discriminating=tally.discriminating,
+                  seconds=time.perf_counter() - t0, max_examples=max_examples,
+                  counterexample=ce, engine="batch", first_failure=first_failure, error=error,
+                  error_instance=error_instance, extra=extra, largest_violation=tally.largest)

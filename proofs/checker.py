@@ -7,14 +7,22 @@ a ``violation(subject, instance)`` function that returns
 * ``0`` when the property holds on the instance, a positive amount when it fails (the amount
   also steers the search through ``hypothesis.target``); NaN counts as a failure, never a pass;
 * or a pair ``(violation, score)`` when another number should steer the search;
+* or a triple ``(violation, score, discriminating)``: ``discriminating`` False says the
+  instance could not have failed the property whatever the subject's answer (the misreport
+  changed nothing, the interesting branch of the precondition was not hit);
 * or ``None`` when the instance does not meet the preconditions and nothing was checked.
 
-**Evidence.** Every drawn example records whether it was *effective*: the violation function
-returned a number (preconditions met) AND called the subject (the checker hands the property
-a tracking wrapper of the subject and counts its method calls). A :class:`Report` carries both
-counts, ``examples`` (drawn) and ``effective`` (checked); when no counterexample turned up and
-fewer than :data:`VACUITY_THRESHOLD` of the drawn examples were checked, the verdict is
-``"vacuous"``, not ``"holds"``.
+**Evidence.** Every drawn example records whether it was *effective* -- the violation
+function returned a number (preconditions met) AND called the subject (the checker hands the
+property a tracking wrapper of the subject and counts its method calls) -- and whether it was
+*discriminating*: effective, and the property could have failed there (a failing instance
+always is). A :class:`Report` carries the three counts, ``examples`` (drawn), ``effective``
+and ``discriminating``; when no counterexample turned up and fewer than
+:data:`VACUITY_THRESHOLD` of the drawn examples were effective, the verdict is ``"vacuous"``,
+not ``"holds"``. The Hypothesis engine counts that share over the examples it drew without
+targeting (its targeted phase mutates the best-scoring, i.e. checkable, examples, which
+would inflate the share). The discriminating count is reported beside it (the vacuity rule
+does not read it yet: see docs/reference-proofs.md, "What effective means").
 
 **Errors.** An exception raised inside the subject (your rule, or the checker's validation of
 its output: shape, finite values, 0/1 adjacency) is an error *of the rule*: the verdict is
@@ -28,6 +36,7 @@ finds itself.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import time
@@ -51,13 +60,17 @@ __all__ = [
     "Property",
     "Report",
     "SubjectError",
+    "Tally",
     "check",
     "check_exhaustive",
+    "evaluate_instance",
+    "evaluate_once",
     "excess",
+    "verdict",
 ]
 
 FAMILIES = ("ipfl", "cpl")
-VERDICTS = ("holds", "counterexample", "vacuous", "unsatisfiable", "error")
+VERDICTS = ("holds", "counterexample", "inconclusive", "vacuous", "unsatisfiable", "error")
 
 # A "holds" verdict claims the evidence of its examples. Below half of the drawn examples
 # checked, the strategy spends most of the budget outside the preconditions: the drawn count
@@ -182,19 +195,32 @@ class Property:
             return registered, ("property", self.key)
         return super().__reduce_ex__(protocol)
 
-    def evaluate(self, subject, instance) -> tuple[float, float] | None:
-        """(violation, search score), or None when the instance was not checked. NaN
-        violations become ``inf``: a NaN is a failure, never a pass."""
+    def evaluate(self, subject, instance) -> tuple[float, float, bool] | None:
+        """(violation, search score, discriminating), or None when the instance was not
+        checked. NaN violations become ``inf``: a NaN is a failure, never a pass; a failing
+        instance is always discriminating."""
         out = self.violation(subject, instance)
         if out is None:
             return None
-        amount, score = out if isinstance(out, tuple) else (out, out)
+        discriminating = True
+        if isinstance(out, tuple):
+            if len(out) == 3:
+                amount, score, discriminating = out
+            elif len(out) == 2:
+                amount, score = out
+            else:
+                raise CheckerInputError("violation", f"{self.key}: returned a tuple of "
+                                                     f"{len(out)}; allowed: a number, "
+                                                     "(violation, score) or (violation, "
+                                                     "score, discriminating)")
+        else:
+            amount = score = out
         amount, score = float(amount), float(score)
         if math.isnan(amount):
             amount = math.inf
         if math.isnan(score):
             score = 0.0
-        return amount, score
+        return amount, score, bool(discriminating) or amount > 0
 
     def amount(self, subject, instance) -> float:
         """How badly the property fails on ``instance`` (0: it holds; NaN if not checked)."""
@@ -275,10 +301,15 @@ class Counterexample:
 class Report:
     """What one check found, and how much evidence it rests on.
 
-    verdict : "holds", "counterexample", "vacuous" (fewer than VACUITY_THRESHOLD of the
-        drawn examples checked), "unsatisfiable" or "error" (the subject raised).
+    verdict : "holds", "counterexample", "inconclusive" (no counterexample, but fewer
+        effective examples than the declared budget ``min_effective``: the batch engine
+        stopped by its time limit, say), "vacuous" (fewer than VACUITY_THRESHOLD of the
+        drawn examples effective), "unsatisfiable" or "error" (the subject raised).
     examples : instances drawn (up to the first failure; shrinking excluded).
     effective : of those, instances on which the property evaluated the subject.
+    discriminating : of the effective, instances on which the property could have failed
+        (the misreport changed the outcome, the interesting branch of the precondition was
+        hit; see the module doc).
     first_failure : 1-based index, among the drawn, of the first failing instance (None if
         none); it moves with the budget and the seed.
     engine : "hypothesis", "batch" or "exhaustive": which engine produced the verdict.
@@ -302,6 +333,11 @@ class Report:
     error_instance: Any = None
     extra: dict = field(default_factory=dict)
     largest_violation: float | None = None
+    discriminating: int | None = None  # None: as effective (a report built without it)
+
+    def __post_init__(self):
+        if self.discriminating is None:
+            object.__setattr__(self, "discriminating", self.effective)
 
     @property
     def holds(self) -> bool:
@@ -329,6 +365,7 @@ class Report:
             "verdict": self.verdict,
             "drawn": self.examples,
             "effective": self.effective,
+            "discriminating": self.discriminating,
             "engine": self.engine,
             "seconds": round(self.seconds, 2),
             "first_failure": self.first_failure,
@@ -366,12 +403,17 @@ def _validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
     return int(max_examples), tol
 
 
-class _Tally:
-    """Drawn and effective counts up to the first failure."""
+class Tally:
+    """Drawn, effective and discriminating counts up to the first failure (both engines
+    keep one); the drawn and effective counts of untargeted draws are kept apart (the
+    vacuity rule reads them, see :func:`verdict`)."""
 
     def __init__(self):
         self.drawn = 0
         self.effective = 0
+        self.discriminating = 0
+        self.untargeted_drawn = 0
+        self.untargeted_effective = 0
         self.first_failure: int | None = None
         self.largest: float | None = None
 
@@ -381,35 +423,75 @@ class _Tally:
                 self.largest is None or amount > self.largest):
             self.largest = float(amount)
 
-    def record(self, checked: bool, failed: bool):
+    def record(self, effective: bool, failed: bool, discriminating: bool | None = None,
+               targeted: bool = False):
         if self.first_failure is not None:
             return  # shrinking
+        discriminating = effective if discriminating is None else (effective
+                                                                   and discriminating)
         self.drawn += 1
-        self.effective += int(checked)
+        self.effective += int(effective)
+        self.discriminating += int(discriminating)
+        if not targeted:
+            self.untargeted_drawn += 1
+            self.untargeted_effective += int(effective)
         if failed:
             self.first_failure = self.drawn
+
+    def add(self, drawn: int, effective: int, discriminating: int) -> None:
+        """Counts of a batch evaluated at once (never targeted)."""
+        self.drawn += drawn
+        self.effective += effective
+        self.discriminating += discriminating
+        self.untargeted_drawn += drawn
+        self.untargeted_effective += effective
+
+
+_Tally = Tally  # kept name
+
+
+def evaluate_instance(subject, prop: Property, instance) -> tuple[float | None, float, bool,
+                                                                   bool]:
+    """(violation or None, score, effective, discriminating) of one instance; raises
+    SubjectError. ``effective``: preconditions met and the subject evaluated;
+    ``discriminating``: effective, and the property could have failed there."""
+    tracked = _Tracked(subject)
+    out = prop.evaluate(tracked, instance)
+    if out is None:
+        return None, 0.0, False, False
+    effective = tracked.calls > 0
+    return out[0], out[1], effective, effective and out[2]
 
 
 def evaluate_once(subject, prop: Property, instance) -> tuple[float | None, float, bool]:
     """(violation or None, score, effective) of one instance; raises SubjectError."""
-    tracked = _Tracked(subject)
-    out = prop.evaluate(tracked, instance)
-    if out is None:
-        return None, 0.0, False
-    return out[0], out[1], tracked.calls > 0
+    amount, score, effective, _ = evaluate_instance(subject, prop, instance)
+    return amount, score, effective
 
 
-def _verdict(found_failure: bool, tally: _Tally) -> str:
+def verdict(found_failure: bool, tally: Tally, min_effective: int | None = None) -> str:
+    """"counterexample", else "vacuous" when fewer than :data:`VACUITY_THRESHOLD` of the
+    untargeted draws were effective (none at all: vacuous), else "inconclusive" when fewer
+    than ``min_effective`` examples were effective (thin evidence never reads "holds"),
+    else "holds"."""
     if found_failure:
         return "counterexample"
-    if tally.effective == 0 or tally.effective < VACUITY_THRESHOLD * tally.drawn:
+    drawn, effective = tally.untargeted_drawn, tally.untargeted_effective
+    if drawn == 0:  # every draw targeted (cannot happen in practice): count them all
+        drawn, effective = tally.drawn, tally.effective
+    if tally.effective == 0 or effective < VACUITY_THRESHOLD * drawn:
         return "vacuous"
+    if min_effective is not None and tally.effective < min_effective:
+        return "inconclusive"
     return "holds"
+
+
+_verdict = verdict  # kept name
 
 
 def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
           tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
-          time_limit: float | None = None) -> Report:
+          time_limit: float | None = None, min_effective: int | None = None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : instances to draw; None takes the active Hypothesis profile's budget
@@ -423,24 +505,49 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         a numpy sampler falls back to Hypothesis, and the report's ``engine`` says so.
     time_limit : batch engine only: stop drawing after this many seconds (the report counts
         what was checked).
+    min_effective : the evidence a "holds" needs: with fewer effective examples and no
+        counterexample the verdict is "inconclusive". Default: ``max_examples`` for the batch
+        engine (it draws until that many were effective, so only a time limit stops it
+        short), none for the Hypothesis engine (its drawn examples include some outside the
+        preconditions; the vacuity rule applies).
     """
     max_examples, tolerance = _validate(subject, prop, max_examples, tolerance)
     if time_limit is not None and not (isinstance(time_limit, numbers.Real)
                                        and math.isfinite(time_limit) and time_limit > 0):
         raise CheckerInputError("time_limit", f"is {time_limit!r}; must be a finite number "
                                               "of seconds > 0, or None")
+    if min_effective is not None and (isinstance(min_effective, bool) or not isinstance(
+            min_effective, numbers.Integral) or min_effective < 0):
+        raise CheckerInputError("min_effective", f"is {min_effective!r}; must be an integer "
+                                                 ">= 0, or None")
     if engine == "batch":
         from .batch import check_batch
 
-        return check_batch(subject, prop, max_examples=max_examples, seed=seed,
-                           tolerance=tolerance, time_limit=time_limit)
-    if engine != "hypothesis":
+        report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
+                             tolerance=tolerance, time_limit=time_limit)
+        need = min_effective
+        if need is None and report.engine == "batch":  # not a Hypothesis fallback
+            need = max_examples
+    elif engine == "hypothesis":
+        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
+        need = min_effective
+    else:
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
-    return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
+    if report.verdict == "holds" and need is not None and report.effective < need:
+        report = dataclasses.replace(report, verdict="inconclusive",
+                                     extra={**report.extra, "min_effective": int(need)})
+    return report
 
 
 class _Failed(AssertionError):
     pass
+
+
+class _PropertyRaised(RuntimeError):
+    """The property's own code (not the subject) raised on an instance."""
+
+    def __init__(self, key: str, exc: BaseException):
+        super().__init__(f"property {key!r} raised {type(exc).__name__}: {exc}")
 
 
 @contextmanager
@@ -473,32 +580,86 @@ def _module_independent_draws():
         cache.cache.clear()
 
 
+_TARGETING = [False]  # True while Hypothesis runs a targeted (optimisation) pass
+
+
+@contextmanager
+def _targeted_passes_marked():
+    """Mark the examples Hypothesis draws in its targeted passes (``_TARGETING``), so that
+    the vacuity rule counts the untargeted draws only: the optimiser mutates the
+    best-scoring examples, i.e. checkable ones, and a property checkable on 0.1 % of the
+    draws read "holds, 152 of 300 checked". Yields whether the marking is in place (False
+    with a Hypothesis whose runner has no such pass: the caller then turns targeting off)."""
+    try:
+        from hypothesis.internal.conjecture.engine import ConjectureRunner
+
+        original = ConjectureRunner._run_optimise_pass
+    except (ImportError, AttributeError):  # pragma: no cover - other Hypothesis versions
+        yield False
+        return
+
+    def marked(self, *args, **kwargs):
+        _TARGETING[0] = True
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _TARGETING[0] = False
+
+    ConjectureRunner._run_optimise_pass = marked
+    try:
+        yield True
+    finally:
+        ConjectureRunner._run_optimise_pass = original
+        _TARGETING[0] = False
+
+
+_SCORE_CAP = 1e300  # Hypothesis' target() accepts finite scores only
+
+
+def _steer(score: float) -> float:
+    """A finite search score (an infinite violation -- a NaN counted as a failure -- steers
+    as the largest score instead of making Hypothesis raise InvalidArgument)."""
+    if math.isnan(score):
+        return 0.0
+    return max(-_SCORE_CAP, min(_SCORE_CAP, score))
+
+
 def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:
     found: list = []
     errors: list = []
-    tally = _Tally()
+    broken: list = []  # the property's own code raised (not the subject's)
+    tally = Tally()
+    marking = _targeted_passes_marked()
+    can_mark = marking.__enter__()
+    phases = [Phase.explicit, Phase.generate, Phase.target, Phase.shrink]
+    if not can_mark:  # pragma: no cover - targeting off rather than an inflated share
+        phases.remove(Phase.target)
 
     # the phases are fixed (a profile without shrinking must not turn it off silently);
     # the budget comes from the argument, resolved from the active profile by check()
     @settings(max_examples=max_examples, deadline=deadline, database=None,
               suppress_health_check=list(HealthCheck), derandomize=False,
-              phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink],
-              print_blob=False, report_multiple_bugs=False)
+              phases=phases, print_blob=False, report_multiple_bugs=False)
     @given(prop.instances())
     def search(instance):
+        targeted = _TARGETING[0]
         try:
-            amount, score, effective = evaluate_once(subject, prop, instance)
+            amount, score, effective, disc = evaluate_instance(subject, prop, instance)
         except SubjectError as exc:
             tally.record(True, True)
             errors.append((instance, exc))
             raise
+        except Exception as exc:
+            tally.record(True, True)
+            broken.append((instance, exc))
+            raise _PropertyRaised(prop.key, exc) from exc
         if amount is None:
-            tally.record(False, False)
+            tally.record(False, False, targeted=targeted)
             return
-        target(score, label="score")
+        target(_steer(score), label="score")
         tally.note(amount)
         failed = amount > tolerance
-        tally.record(effective, failed)
+        tally.record(effective, failed, disc, targeted=targeted)
         if failed:
             found.append((instance, amount))  # the last one is Hypothesis' shrunk instance
             raise _Failed(f"{prop.key} violated by {amount}")
@@ -510,26 +671,35 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
     try:
         with _module_independent_draws():
             search()
-        verdict = None
+        verdict_ = None
     except _Failed:
-        verdict = "counterexample"
+        verdict_ = "counterexample"
     except SubjectError as exc:
-        verdict, error = "error", str(exc)
+        verdict_, error = "error", str(exc)
         error_instance = errors[-1][0] if errors else None
+    except _PropertyRaised as exc:
+        verdict_, error = "error", str(exc)
+        error_instance = broken[-1][0] if broken else None
     except Unsatisfiable:
-        verdict = "unsatisfiable"
+        verdict_ = "unsatisfiable"
+    except Exception as exc:  # Hypothesis itself refused: still a verdict, never a crash
+        verdict_, error = "error", f"the Hypothesis engine raised {type(exc).__name__}: {exc}"
+    finally:
+        marking.__exit__(None, None, None)
     seconds = time.perf_counter() - t0
-    if verdict is None:
-        verdict = _verdict(False, tally)
+    if verdict_ is None:
+        verdict_ = verdict(False, tally)
     ce = None
-    if verdict == "counterexample" and found:
+    if verdict_ == "counterexample" and found:
         instance, amount = found[-1]
         ce = Counterexample(instance=instance, violation=amount, property=prop, subject=subject)
-    return Report(property=prop, subject=_name(subject), verdict=verdict,
+    extra = {"untargeted": (tally.untargeted_drawn, tally.untargeted_effective)}
+    return Report(property=prop, subject=_name(subject), verdict=verdict_,
                   examples=tally.drawn, effective=tally.effective, seconds=seconds,
                   max_examples=max_examples, counterexample=ce, engine="hypothesis",
                   first_failure=tally.first_failure, error=error,
-                  error_instance=error_instance, largest_violation=tally.largest)
+                  error_instance=error_instance, largest_violation=tally.largest,
+                  discriminating=tally.discriminating, extra=extra)
 
 
 def check_exhaustive(subject, prop: Property, instances: Iterable, *,
@@ -538,20 +708,22 @@ def check_exhaustive(subject, prop: Property, instances: Iterable, *,
     is the counterexample."""
     _, tolerance = _validate(subject, prop, 1, tolerance)
     t0 = time.perf_counter()
-    tally = _Tally()
+    tally = Tally()
     for instance in instances:
         try:
-            amount, _, effective = evaluate_once(subject, prop, instance)
-        except SubjectError as exc:
+            amount, _, effective, disc = evaluate_instance(subject, prop, instance)
+        except Exception as exc:
             tally.record(True, True)
+            msg = str(exc) if isinstance(exc, SubjectError) else str(_PropertyRaised(prop.key,
+                                                                                     exc))
             return Report(property=prop, subject=_name(subject), verdict="error",
                           examples=tally.drawn, effective=tally.effective,
                           seconds=time.perf_counter() - t0, max_examples=tally.drawn,
                           engine="exhaustive", first_failure=tally.first_failure,
-                          error=str(exc), error_instance=instance)
+                          error=msg, error_instance=instance, discriminating=tally.discriminating)
         failed = amount is not None and amount > tolerance
         tally.note(amount)
-        tally.record(amount is not None and effective, failed)
+        tally.record(amount is not None and effective, failed, disc)
         if failed:
             ce = Counterexample(instance=instance, violation=amount, property=prop,
                                 subject=subject, engine="exhaustive")
@@ -559,8 +731,10 @@ def check_exhaustive(subject, prop: Property, instances: Iterable, *,
                           examples=tally.drawn, effective=tally.effective,
                           seconds=time.perf_counter() - t0, max_examples=tally.drawn,
                           counterexample=ce, engine="exhaustive",
-                          first_failure=tally.first_failure, largest_violation=tally.largest)
-    return Report(property=prop, subject=_name(subject), verdict=_verdict(False, tally),
+                          first_failure=tally.first_failure, largest_violation=tally.largest,
+                          discriminating=tally.discriminating)
+    return Report(property=prop, subject=_name(subject), verdict=verdict(False, tally),
                   examples=tally.drawn, effective=tally.effective,
                   seconds=time.perf_counter() - t0, max_examples=tally.drawn,
-                  engine="exhaustive", largest_violation=tally.largest)
+                  engine="exhaustive", largest_violation=tally.largest,
+                  discriminating=tally.discriminating)

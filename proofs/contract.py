@@ -45,7 +45,8 @@ class ContractResult:
         r = self.report
         what = "claimed" if self.declared else "declared not to hold"
         s = (f"{r.subject}/{r.property.key} ({what}): {r.verdict}, {r.effective} of "
-             f"{r.examples} drawn examples checked, engine {r.engine}")
+             f"{r.examples} drawn examples checked ({r.discriminating} discriminating), "
+             f"engine {r.engine}")
         if r.error:
             s += f"\n  error: {r.error}"
         if r.counterexample is not None and self.declared:

@@ -49,14 +49,25 @@ def _interior(game, q):
     return (q > game.q_min * (1 + 1e-9)) & (q < game.q_max * (1 - 1e-9))
 
 
+def _finite_prices(game, eq) -> np.ndarray | None:
+    """The subject's prices as an (n,) array, or None when any is NaN or infinite (a failure
+    of every CPL property: nothing is computed from them)."""
+    P = np.asarray(eq.prices, dtype=float)
+    return P if P.shape == (game.n,) and np.isfinite(P).all() else None
+
+
 def se_identities(subject, case):
     g = case.game
     eq = subject.solve(g)
+    if _finite_prices(g, eq) is None or not np.isfinite(np.asarray(eq.q, dtype=float)).all():
+        return math.inf
     resid = [float(np.max(np.abs(cpl.best_response(g, eq.prices) - eq.q) / eq.q))]
     if eq.status == "slack":
         resid.append(float(np.max(np.abs(eq.q - g.q_max))))
     else:
         inner = _interior(g, eq.q)
+        if not (math.isfinite(eq.multiplier) and eq.multiplier > 0):
+            return math.inf  # a binding budget has a positive, finite multiplier
         mu = 1.0 / eq.multiplier
         share = 4 * g.c * eq.q**3 / g.K + g.v
         resid.append(float(np.max(np.abs(share[inner] - mu), initial=0.0)) / mu)
@@ -73,11 +84,14 @@ def _sign_mismatches(subject, case, interior_only):
     if eq.status == "slack":
         return None  # the theorem speaks of a binding budget
     vt = eq.v_threshold
+    if _finite_prices(g, eq) is None or not (math.isfinite(vt) and vt > 0):
+        return math.inf  # NaN is a failure: a binding budget has a finite threshold > 0
     sel = np.abs(g.v - vt) > 1e-6 * vt
     sel &= np.abs(eq.prices) > 1e-9 * (1 + np.abs(eq.prices).max())
     if interior_only:
         sel &= _interior(g, eq.q)
-    return float(np.sum((eq.prices[sel] > 0) != (g.v[sel] < vt)))
+    count = float(np.sum((eq.prices[sel] > 0) != (g.v[sel] < vt)))
+    return count, count, bool(sel.any())  # discriminating: some client's sign was tested
 
 
 def threshold_interior(subject, case):
@@ -101,16 +115,27 @@ def _beats_baselines(subject, case, floor_precondition):
     if not compared:
         return None  # every baseline put a client on the floor: nothing to compare
     eq = subject.solve(g)
-    worst = max(_relative_gap(eq.objective, b.objective) for b in compared)
+    P = _finite_prices(g, eq)
+    if P is None:
+        return math.inf
+    # the bound its prices buy, recomputed from the clients' best responses (not the
+    # subject's own report of its objective)
+    bound = cpl.bound(g, cpl.best_response(g, P))
+    worst = max(_relative_gap(bound, b.objective, float(np.sum(g.K))) for b in compared)
     return excess(worst, 1e-9)
 
 
-def _relative_gap(bound_eq, bound_base):
-    """(bound_eq - bound_base) / bound_base; a baseline at bound 0 (every client at q = 1,
-    possible with a slack budget) is matched only by an equilibrium at bound 0 too."""
-    if bound_base > 0:
-        return (bound_eq - bound_base) / bound_base
-    return math.inf if bound_eq > bound_base else 0.0
+def _relative_gap(bound_eq, bound_base, scale):
+    """(bound_eq - bound_base) / bound_base, relative to at least ``BOUND_FLOOR`` x
+    ``scale`` (sum_n K_n, the bound at q = 1/2): a baseline at bound 0 (every client at
+    q = 1, possible with a slack budget) is matched by an equilibrium at bound 0 up to the
+    rounding of K (1 - q)/q near q = 1 (1e-20 measured), not by an infinite gap."""
+    if math.isnan(bound_eq):
+        return math.inf
+    return (bound_eq - bound_base) / max(bound_base, BOUND_FLOOR * scale)
+
+
+BOUND_FLOOR = 1e-6
 
 
 def beats_baselines(subject, case):
@@ -125,7 +150,13 @@ def budget_feasible(subject, case):
     """The prices spend at most the budget: sum_n P_n q_n(P) <= B (relative excess)."""
     g = case.game
     eq = subject.solve(g)
-    return excess((eq.spent - g.budget) / max(1.0, abs(g.budget)), 1e-9)
+    P = _finite_prices(g, eq)
+    if P is None:
+        return math.inf
+    # the spend recomputed from the prices and the clients' best responses (not the
+    # subject's own report of what it spent)
+    spent = float(np.sum(P * cpl.best_response(g, P)))
+    return excess((spent - g.budget) / max(1.0, abs(g.budget)), 1e-9)
 
 
 CPL_PROPERTIES = {

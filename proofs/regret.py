@@ -70,6 +70,9 @@ class Misreport:
     regret : true utility gained over the truthful report (> 0: lying pays), 0 when nothing
         better than the truth was found.
     evaluations : how many markets were cleared; seconds : wall time of the search.
+    spread : the largest |U_i(lie) - U_i(truth)| over every misreport evaluated (0: no lie
+        the search tried changed the liar's utility, so the instance could not have shown a
+        regret).
     """
 
     client: int
@@ -82,6 +85,7 @@ class Misreport:
     lying_utility: float
     evaluations: int
     seconds: float
+    spread: float = 0.0
 
     @property
     def regret(self) -> float:
@@ -111,7 +115,9 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
     one profitable lie; the full search then reports the largest regret).
     ``batch``: optional ``batch(values) -> utilities``, client ``client``'s true utility for
     each reported value in ``values`` at once (a vectorised clearing of the whole grid, see
-    :func:`proofs.ipfl_properties.best_misreport`); the refinement stays scalar.
+    :func:`proofs.ipfl_properties.best_misreport`). When given, it evaluates every utility of
+    the search, the truthful one and the refinement's included: honest and lying utilities
+    always come from the same code (``settle`` and ``honest`` are then not used).
     """
     if direction not in DIRECTIONS:
         raise MarketInputError("direction", f"unknown {direction!r}; choose one of {DIRECTIONS}")
@@ -119,8 +125,12 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
         raise MarketInputError("span", "need span > 1, grid >= 1, starts >= 0, maxiter >= 1")
     t0 = time.perf_counter()
     truth = float(getattr(market, f"true_{dimension}")[client])
-    base = honest if honest is not None else settle(market, D)
-    u0 = float(base.utilities[client])
+    if batch is not None:
+        u0 = float(np.asarray(batch(np.array([float(getattr(market, dimension)[client])])),
+                              dtype=float)[0])
+    else:
+        base = honest if honest is not None else settle(market, D)
+        u0 = float(base.utilities[client])
     sign = 1.0 if direction == "over" else -1.0
     cache: dict[float, float] = {}
 
@@ -131,7 +141,13 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
         if logf in cache:
             return cache[logf]
         lied = misreport(market, client, dimension, math.exp(sign * logf))
-        u = -math.inf if lied is None else float(settle(lied, D).utilities[client])
+        if lied is None:
+            u = -math.inf
+        elif batch is not None:
+            value = float(getattr(lied, dimension)[client])
+            u = float(np.asarray(batch(np.array([value])), dtype=float)[0])
+        else:
+            u = float(settle(lied, D).utilities[client])
         cache[logf] = u
         if stop_above is not None and u - u0 > stop_above:
             raise _Found
@@ -164,7 +180,18 @@ def regret_search(settle, market: ipfl.Market, D, client: int, dimension: str,
     lied = misreport(market, client, dimension, f)
     report = float(getattr(lied, dimension)[client])
     return Misreport(client, dimension, direction, f, truth, report, u0, cache[best],
-                     len(cache), time.perf_counter() - t0)
+                     len(cache), time.perf_counter() - t0, _spread(cache.values(), u0))
+
+
+def _spread(utilities, honest: float) -> float:
+    """The largest |u - honest| over the finite utilities (NaN counts as a change)."""
+    out = 0.0
+    for u in utilities:
+        if math.isnan(u) or math.isnan(honest):
+            return math.inf
+        if math.isfinite(u):
+            out = max(out, abs(u - honest))
+    return out
 
 
 _GOLD = (math.sqrt(5.0) - 1.0) / 2.0
@@ -176,13 +203,16 @@ class MisreportBatch:
 
     factor : the best factor found (1.0 where nothing can move); report : the reported value;
     honest_utility, lying_utility : the liar's true utility truthful / at ``factor``;
-    evaluations : markets cleared per instance (the truthful one included)."""
+    evaluations : markets cleared per instance (the truthful one included);
+    spread : the largest |U(lie) - U(truth)| over every misreport evaluated (inf where a
+    utility was NaN; 0 where no lie changed anything)."""
 
     factor: np.ndarray
     report: np.ndarray
     honest_utility: np.ndarray
     lying_utility: np.ndarray
     evaluations: int
+    spread: np.ndarray | None = None
 
     @property
     def regret(self) -> np.ndarray:
@@ -220,8 +250,15 @@ def regret_arrays(utilities, truth, reference, honest, direction: str, *, span: 
         v = np.where((safe > 0)[:, None], safe[:, None] * f, (f - 1.0) * reference[:, None])
         return np.where(movable[:, None], v, truth[:, None])
 
+    spread = np.zeros(truth.size)
+
     def value_of(logf):
+        nonlocal spread
         u = np.asarray(utilities(values(logf)), dtype=float)
+        with np.errstate(invalid="ignore"):
+            gap = np.where(np.isnan(u) | np.isnan(honest)[:, None], np.inf,
+                           np.where(np.isfinite(u), np.abs(u - honest[:, None]), 0.0))
+        spread = np.maximum(spread, np.where(movable, gap.max(axis=1, initial=0.0), 0.0))
         return np.where(movable[:, None] & ~np.isnan(u), u, -np.inf)
 
     top = math.log(span)
@@ -258,4 +295,4 @@ def regret_arrays(utilities, truth, reference, honest, direction: str, *, span: 
     gain = np.where(movable, bu, honest)
     factor = np.where(movable, np.exp(sign * bx), 1.0)
     report = np.where(movable, values(bx[:, None])[:, 0], truth)
-    return MisreportBatch(factor, report, honest, gain, evals)
+    return MisreportBatch(factor, report, honest, gain, evals, spread)

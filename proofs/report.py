@@ -144,7 +144,8 @@ def frame(results) -> pd.DataFrame:
             row["engine"] = "batch, per instance"
         rows.append(row)
     cols = ["property", "reference", "preconditions", "subject", "declared", "verdict",
-            "as_declared", "engine", "drawn", "effective", "seconds", "counterexample"]
+            "as_declared", "engine", "drawn", "effective", "discriminating", "seconds",
+            "counterexample"]
     return pd.DataFrame(rows)[cols]
 
 
@@ -163,7 +164,7 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         cmd += f" --jobs {jobs}"
     cmd += " --markdown docs/reference-theorems.md"
     claims = [r for r, _ in results if r.engine != "exhaustive"
-              and r.verdict in ("holds", "vacuous")]
+              and r.verdict in ("holds", "inconclusive", "vacuous")]
     short = [r for r in claims if r.effective < examples]
     total = sum(r.seconds for r, _ in results)
     took = f"{total:.0f} s of checking summed over the rows"
@@ -177,7 +178,9 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         f"(seed {seed}){', plus the exhaustive tiny-market grid' if exhaustive else ''}. "
         "`drawn` counts instances drawn (up to the first failure for a property declared "
         f"not to hold, whose search may draw up to {FALSIFY_FACTOR}x the target), "
-        "`effective` those on which the property evaluated the subject; "
+        "`effective` those on which the property evaluated the subject, `discriminating` "
+        "those of them on which the property could have failed (the misreport changed the "
+        "outcome, the interesting branch of the precondition was hit); "
         "a claim with effective < 0.5 x drawn would read \"vacuous\". `engine` says which "
         "engine produced the row (\"batch\": numpy draws cleared and evaluated in bulk; "
         "\"batch, per instance\": numpy draws evaluated one instance at a time, for "
@@ -203,11 +206,13 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
 def markdown(results) -> str:
     df = frame(results)
     lines = ["| property | reference | preconditions | subject | declared | verdict | engine "
-             "| drawn | effective | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| drawn | effective | discriminating | seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples(index=False):
         lines.append(f"| {r.property} | {r.reference} | {r.preconditions} | {r.subject} | "
                      f"{r.declared} | {r.verdict}{'' if r.as_declared else ' (NOT AS DECLARED)'}"
-                     f" | {r.engine} | {r.drawn} | {r.effective} | {r.seconds} |")
+                     f" | {r.engine} | {r.drawn} | {r.effective} | {r.discriminating} "
+                     f"| {r.seconds} |")
     if (df.engine == "exhaustive").any():
         lines += ["", "Exhaustive rows check every 3-client market of the grid "
                   f"{TINY_GRID}. A property known to fail can still hold on that grid when its "

@@ -1,0 +1,187 @@
+"""check() always ends in a verdict, and NaN is a failure everywhere (issue 20, part 2b).
+
+Each test pairs a faulty subject with the check that must reject it: an infinite violation
+(a NaN payment), a subject whose bulk and one-market clearings disagree, NaN prices or
+thresholds from a CPL solver, and a solver that misreports what it spent or achieved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from proofs import PROPERTIES, SUBJECTS, CplSolver, IpflMechanism, check
+from proofs.batch import over_arrays
+
+ENGINES = ["hypothesis", "batch"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NanPayments(IpflMechanism):
+    """The paper's rule whose first client's payment is NaN (the clearing's own validation
+    bypassed, as a fault inside mechanisms/ would)."""
+
+    def settle(self, market, D, **kw):
+        out = super().settle(market, D, **kw)
+        p = np.array(out.payments, dtype=float)
+        p[0] = np.nan
+        u = np.array(out.utilities, dtype=float)
+        u[0] = np.nan
+        return dataclasses.replace(out, payments=p, utilities=u)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("key", ["budget_balance", "individual_rationality", "thm2"])
+def test_a_nan_payment_is_a_counterexample_not_a_crash(engine, key):
+    subject = NanPayments("nan-pay", "local")
+    report = check(subject, PROPERTIES[key], max_examples=20, engine=engine)
+    assert report.verdict == "counterexample", report
+    assert report.counterexample.violation == np.inf
+
+
+@over_arrays
+def _bulk_only_surplus(market, A, D):
+    """Balanced on one market, a surplus of 1 per client when called on a batch: the two
+    paths of one rule disagree."""
+    p = np.zeros(np.shape(market.N))
+    return p + 1.0 if np.ndim(market.N) == 2 else p
+
+
+def test_bulk_and_single_disagreement_is_reported_as_a_counterexample():
+    subject = IpflMechanism("two-faced", "local", payments=_bulk_only_surplus)
+    report = check(subject, PROPERTIES["budget_balance"], max_examples=50, engine="batch")
+    assert report.verdict == "counterexample"
+    assert "inconsistent" in report.extra
+    assert report.counterexample.violation > 0
+    # and the honest version of the same rule holds
+    assert check(IpflMechanism("zero", "local", payments=lambda mk, A, D: np.zeros(mk.m)),
+                 PROPERTIES["budget_balance"], max_examples=50, engine="batch").holds
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DoctoredSolver(CplSolver):
+    """The bisection solver with one output field replaced."""
+
+    field_name: str = "prices"
+    value: object = np.nan
+
+    def solve(self, game):
+        eq = super().solve(game)
+        if self.field_name == "prices":
+            P = np.array(eq.prices, dtype=float)
+            P[0] = self.value
+            return dataclasses.replace(eq, prices=P)
+        if self.field_name == "v_threshold" and eq.status == "slack":
+            return eq
+        return dataclasses.replace(eq, **{self.field_name: self.value})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("key,field_name,value", [
+    ("cpl_threshold", "prices", np.nan),
+    ("cpl_threshold", "v_threshold", np.nan),
+    ("cpl_se_identities", "prices", np.nan),
+    ("cpl_budget_feasible", "prices", np.nan),
+    ("cpl_beats_baselines", "prices", np.nan),
+    # a solver that reports a smaller spend / a better objective than its prices buy
+    ("cpl_budget_feasible", "spent", -1.0),
+    ("cpl_beats_baselines", "objective", 0.0),
+], ids=lambda v: str(v))
+def test_cpl_checks_fail_on_nan_and_recompute_from_prices(engine, key, field_name, value):
+    if field_name in ("spent", "objective"):
+        # the prices are scaled so that they overspend / buy a worse bound, while the
+        # solver reports the honest figures of the equilibrium
+        @dataclasses.dataclass(frozen=True, eq=False)
+        class Liar(CplSolver):
+            def solve(self, game):
+                eq = super().solve(game)
+                scale = 1.5 if key == "cpl_budget_feasible" else 0.5
+                return dataclasses.replace(eq, prices=np.asarray(eq.prices) * scale)
+
+        subject = Liar("liar")
+    else:
+        subject = DoctoredSolver("doctored", field_name=field_name, value=value)
+    report = check(subject, PROPERTIES[key], max_examples=30, engine=engine)
+    assert report.verdict == "counterexample", (report.verdict, report.error)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_honest_solver_still_passes_the_recomputed_checks(engine):
+    for key in ("cpl_budget_feasible", "cpl_beats_baselines", "cpl_threshold"):
+        assert check(SUBJECTS["cpl-bisection"], PROPERTIES[key], max_examples=30,
+                     engine=engine).holds, key
+
+
+def test_a_property_that_raises_is_an_error_verdict():
+    from proofs import Property
+    from proofs.ipfl_properties import _cases
+
+    def broken(subject, case):
+        subject.settle(case.market, case.D)
+        raise ZeroDivisionError("the property's own bug")
+
+    prop = Property("broken", "broken", "-", "-", "-", "ipfl", _cases(), broken)
+    for engine in ENGINES:
+        report = check(SUBJECTS["local"], prop, max_examples=5, engine=engine)
+        assert report.verdict == "error" and "ZeroDivisionError" in report.error
+
+
+def test_targeted_draws_do_not_count_towards_the_vacuity_share():
+    from proofs.checker import Tally, verdict
+
+    tally = Tally()
+    for _ in range(300):  # untargeted: 1 in 300 checkable
+        tally.record(False, False)
+    tally.record(True, False, targeted=False)
+    for _ in range(300):  # the optimiser's mutations of that one: all checkable
+        tally.record(True, False, targeted=True)
+    assert tally.effective > 0.5 * tally.drawn  # the inflated share ...
+    assert verdict(False, tally) == "vacuous"  # ... is not what the rule reads
+    honest = Tally()
+    for _ in range(10):
+        honest.record(True, False)
+    assert verdict(False, honest) == "holds"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_discriminating_counts_only_lies_that_changed_something(engine):
+    # share-all ignores every report: no lie changes any outcome, so no example of a
+    # truthfulness check could have failed; the paper's rule is discriminated on some
+    share_all = check(SUBJECTS["share-all"], PROPERTIES["thm2"], max_examples=40,
+                      engine=engine)
+    assert share_all.effective > 0 and share_all.discriminating == 0
+    local = check(SUBJECTS["local"], PROPERTIES["thm2"], max_examples=40, engine=engine)
+    assert 0 < local.discriminating < local.effective
+
+
+def test_regret_search_compares_utilities_of_one_code_path():
+    # honest and lying utilities come from the same clearing: a lie that changes nothing
+    # (share-all ignores reports) shows no regret and no spread, in the bulk search and in
+    # the scalar one (a rule wrapped in a def is not cleared in bulk)
+    from mechanisms import ipfl
+    from proofs.ipfl_properties import IpflCase, best_misreport
+
+    market = ipfl.Market(N=[100.0, 400.0, 250.0], c=[0.5, 1.0, 0.2], K=[5e4, 1e4, 2e5],
+                         lam=1.0)
+    D = np.array([[0.0, 0.3, 0.5], [0.3, 0.0, 0.2], [0.5, 0.2, 0.0]])
+    case = IpflCase(market, D, client=1)
+    wrapped = IpflMechanism("wrapped", "share-all",
+                            payments=lambda mk, A, D: np.zeros(mk.m))
+    for subject in (SUBJECTS["share-all"], wrapped):
+        for dim in ("N", "c", "K"):
+            found, _ = best_misreport(subject, case, dim, "over")
+            assert found.regret == 0 and found.spread == 0, (subject.name, dim)
+
+
+def test_a_time_limited_batch_check_is_inconclusive_not_holds():
+    prop, subject = PROPERTIES["thm2"], SUBJECTS["local"]
+    r = check(subject, prop, engine="batch", max_examples=10**7, time_limit=0.3)
+    assert r.verdict == "inconclusive" and 0 < r.effective < 10**7
+    assert r.extra["stopped"] == "time limit"
+    # the full budget reached reads "holds"; a Hypothesis check short of a declared budget
+    # reads "inconclusive"
+    assert check(subject, prop, engine="batch", max_examples=200).verdict == "holds"
+    h = check(subject, prop, max_examples=20, min_effective=10**4)
+    assert h.verdict == "inconclusive"
