@@ -216,7 +216,8 @@ def test_time_limit_stops_the_batch_engine_and_the_report_says_so():
     r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=10**6,
               engine="batch", time_limit=0.5)
     assert r.extra["stopped"] == "time limit" and r.examples < 10**6
-    assert r.verdict == "holds" and r.effective >= 0.5 * r.examples
+    # fewer effective examples than the budget: thin evidence reads "inconclusive"
+    assert r.verdict == "inconclusive" and r.effective >= 0.5 * r.examples
 
 
 # --------------------------------------------------------- your own rules, over arrays
