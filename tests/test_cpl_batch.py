@@ -69,7 +69,7 @@ def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):
     same violation and the same effective flag as the scalar property on the subject."""
     from proofs import PROPERTIES, SUBJECTS
     from proofs.batch import vectorised
-    from proofs.checker import evaluate_once
+    from proofs.checker import evaluate_instance
 
     subjects = ["cpl-bisection"] + (["cpl-uniform", "cpl-weighted", "cpl-gradient"]
                                     if key == "cpl_budget_feasible" else [])
@@ -78,11 +78,14 @@ def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):
         bulk = vectorised(PROPERTIES[key], SUBJECTS[name])
         assert bulk is not None
         for d in sampler.draw(np.random.default_rng(2), 120):
-            viol, eff = bulk(d)
+            viol, eff, *disc = bulk(d)
             for k, case in enumerate(sampler.cases(d)):
-                amount, _, effective = evaluate_once(SUBJECTS[name], PROPERTIES[key], case)
+                amount, _, effective, discriminating = evaluate_instance(
+                    SUBJECTS[name], PROPERTIES[key], case)
                 effective = amount is not None and effective
                 assert bool(eff[k]) == effective, (name, k)
+                if disc and effective:  # the same discriminating instances in bulk
+                    assert (bool(disc[0][k]) or viol[k] > 0) == discriminating, (name, k)
                 if effective:
                     assert (viol[k] > 0) == (amount > 0), (name, k, viol[k], amount)
 
