@@ -51,3 +51,19 @@ def test_tiny_run_writes_and_certifies(tmp_path, capsys, monkeypatch):
     D = np.array([[0, .1, .3], [.1, 0, .2], [.3, .2, 0]])
     s = ipfl.clear(market, D, "local", payments="designed_rule:payments")
     assert abs(s.payments.sum()) < 1e-9  # balanced family: remittances
+
+
+def test_market_file_trains_on_your_market(tmp_path, capsys):
+    f = tmp_path / "market.json"
+    f.write_text(json.dumps({"N": [400, 500, 600], "c": [0.5, 1.0, 0.0],
+                             "K": [5e4, 3e4, 0.0], "lam": 2.0,
+                             "D": [[0, .1, .3], [.1, 0, .2], [.3, .2, 0]]}))
+    out = tmp_path / "d"
+    assert main(["design", "--market-file", str(f), "--generations", "1", "--popsize", "2",
+                 "--features", "cost", "--heldout-markets", "10", "--frontier-size", "1",
+                 "--certify-examples", "0", "--quiet", "--out", str(out)]) == 0
+    doc = json.loads((out / "design.json").read_text())
+    assert doc["training"] == str(f) and not (out / "certification.csv").exists()
+    assert main(["design", "--market-file", str(tmp_path / "none.json"), "--out",
+                 str(out)]) == 2
+    assert "market_file" in capsys.readouterr().err

@@ -278,3 +278,20 @@ def test_certify_refuses_training_markets_and_reports_verdicts():
     assert v["truthful_K_under"] == "counterexample"  # the paper's known profit
     assert (df["mode"] == "batch (vectorised)").all()  # the bulk path, not one by one
     assert df.set_index("property").loc["truthful_K_under", "search_estimate"] == 1.0
+
+
+def test_regret_cap_goal_minimises_the_deficit():
+    """'regret <= x' turns the objective into the operator's deficit: on the unbalanced
+    family the search scores a rule by its mean relative deficit when it meets the cap."""
+    goal = parse_goal("IR, regret <= 1000%, minimise max regret over K under")
+    assert goal.regret_cap == 10.0 and goal.budget == "any"
+    space = LinearSpace(features=("marginal", "cost", "distance"), balanced=False)
+    mk = draw_markets(12, seed=8)
+    r = design(space, goal, SearchConfig(generations=1, popsize=1, seed=0), markets=mk)
+    if r.feasible:
+        assert r.score == pytest.approx(r.summary["mean_rel_deficit"])
+    else:
+        assert r.score > 1e6
+    paper = space.named_points()["paper"]
+    s = evaluate(space.rule(paper), mk, combos=goal.combos).summary
+    assert goal.feasible(s) == (goal.regret(s) <= 10.0 and s["ir_rate"] == 0)
