@@ -128,10 +128,12 @@ def plot_accuracy(frame, ax=None, *, column="acc_personalised"):
     return ax
 
 
-def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mechanism"):
+def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mechanism",
+                           bounds=(0.0, 1.0)):
     """Mean accuracy per round with a band of the 95 % interval over seeds (tidy input with a
     ``seed`` column: each seed's mean over clients is one sample); the band is clipped to
-    [0, 1]. One line per ``by`` value."""
+    ``bounds`` ([0, 1]; None: a quantity without bounds, such as a utility). One line per
+    ``by`` value."""
     import matplotlib.pyplot as plt
     from scipy import stats
 
@@ -144,11 +146,13 @@ def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mec
         sd = per.std(axis=1, ddof=1).fillna(0.0)
         half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
         line, = ax.plot(mean.index, mean.to_numpy(), lw=1.4, label=name)
-        ax.fill_between(mean.index, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1),
+        lo, hi = (-np.inf, np.inf) if bounds is None else bounds
+        ax.fill_between(mean.index, np.clip(mean - half, lo, hi), np.clip(mean + half, lo, hi),
                         color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xlabel("round")
     ax.set_ylabel(f"mean {column.replace('_', ' ')} (band: 95 % CI over seeds)")
-    ax.set_ylim(0, 1)
+    if bounds is not None:
+        ax.set_ylim(*bounds)
     ax.legend(frameon=False, fontsize=8, ncol=2)
     return ax
 

@@ -83,11 +83,51 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
     }
 
 
-def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2)):
-    """Write the reproduction page from the cells of this setting's spec found in the store
-    (see :mod:`sims.claims`)."""
-    from .claims import write_page
-    from .sweep import expand
+def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
+                       command: str | None = None, cells=None):
+    """Summarise the cells of this setting's spec found in the store into the per-cell
+    summary next to the page (:mod:`sims.summary`), then write the page from that summary
+    (:func:`sims.claims.write_page`). Without a store (a fresh checkout), the page is written
+    from the summary already next to it. ``cells``: the cells to use (default: the spec's)."""
+    from pathlib import Path
 
-    keys = {c.key for c in expand(spec(setting, seeds))}
-    return write_page(store_folder, page, setting=setting, seeds=seeds, keys=keys)
+    from . import summary
+    from .claims import write_page
+    from .sweep import Store, expand
+
+    page = Path(page)
+    if not (Path(store_folder) / "store.sqlite").is_file():
+        return write_page(page.parent, page)
+    cells = expand(spec(setting, seeds)) if cells is None else list(cells)
+    keys = {c.key for c in cells}
+    expected: dict = {}
+    for c in cells:
+        expected[c.scenario] = expected.get(c.scenario, 0) + 1
+    store = Store(store_folder, mode="r")
+    try:
+        index = store.cells()
+        index = index[index.key.isin(keys)]
+        frames = {s: store.frame(s) for s in index.scenario.unique()}
+    finally:
+        store.close()
+    frames = {s: f[f.cell.isin(keys)].reset_index(drop=True) for s, f in frames.items()
+              if "cell" in f}
+    frames = {s: f for s, f in frames.items() if not f.empty}
+    if command is None:
+        command = ("fedmarket reproduce" + (f" --setting {setting}" if setting != "reduced"
+                                            else "")
+                   + f" --seeds {' '.join(map(str, seeds))} --out {_rel(store_folder)} "
+                   f"--docs {_rel(page)}")
+    summary.write(summary.summarise(frames, index, command=command, setting=setting,
+                                    seeds=seeds, expected=expected), page.parent)
+    return write_page(page.parent, page)
+
+
+def _rel(path) -> str:
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)

@@ -1,11 +1,25 @@
 """fedmarket reproduce: the spec, seed-level statistics and the page written from a store."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from sims.claims import ACC, ci95, fmt, per_run, seed_table, write_page
-from sims.reproduce import spec
+from sims.claims import (
+    ACC,
+    MARGINS,
+    Test,
+    ci95,
+    claims,
+    combine,
+    fmt,
+    per_run,
+    seed_table,
+    seeds_needed,
+    write_page,
+)
+from sims.reproduce import spec, write_reproduction
 from sims.sweep import Cell, expand, run_sweep
 
 
@@ -59,36 +73,173 @@ def test_ci95_known_values_and_single_seed():
     assert np.isnan(ci95([1.0])[1])
 
 
-def test_page_from_a_small_store(tmp_path):
+def _small_cells():
     cells = [Cell("inclusive-market", "local", (("n_params", 200), ("rounds", 3)), s)
              for s in (0, 1)]
     cells += [Cell("liars", "local", (("factor", 10.0), ("kind", "size"), ("n_params", 200),
                                       ("rounds", 3)), s) for s in (0, 1)]
+    return cells
+
+
+def test_page_from_a_small_store(tmp_path):
+    cells = _small_cells()
     # a cell of another setting in the same store: the page leaves it out when told
     other = [Cell("cpl-pricing", m, (("budget", 15.0),), 0) for m in ("bisection", "uniform")]
-    run_sweep([*cells, *other], tmp_path)
-    assert "CPL, pricing" in write_page(tmp_path, tmp_path / "all.md", seeds=(0, 1)).read_text()
-    page = write_page(tmp_path, tmp_path / "reproduction.md", seeds=(0, 1),
-                      keys={c.key for c in cells})
+    store = tmp_path / "store"
+    run_sweep([*cells, *other], store)
+    everything = write_reproduction(store, tmp_path / "all" / "r.md", cells=[*cells, *other])
+    assert "CPL, pricing" in everything.read_text()
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0, 1),
+                              cells=cells)
     text = page.read_text()
     assert "| CPL pricing | not run |" in text
     assert "lockstep vs sequential" not in text  # no benchmark file, no section
     import json
 
-    (tmp_path / "reproduction_costs.json").write_text(json.dumps({
-        "command": "x", "when": "now", "threads": 1, "cpus": 2,
+    (tmp_path / "docs" / "reproduction_costs.json").write_text(json.dumps({
+        "command": "python benchmarks/bench_learning.py --costs x.json", "when": "now",
+        "threads": 1, "cpus": 2,
         "setting": {"model": "simplecnn-mnist", "clients": 10, "steps": 10, "batch": 64,
                     "test_subsample": 1000},
         "rows": [{"algorithm": "ipfl", "lockstep s/round": 2.0, "sequential s/round": 5.0,
                   "sequential / lockstep": 2.5, "evaluation share": 0.25}],
         "evaluation_s": {"vmap": 0.5, "loop over clients": 1.0}}))
-    bench = write_page(tmp_path, tmp_path / "r2.md", seeds=(0, 1), keys=set()).read_text()
-    assert "bench_learning.py --costs" in bench and "| ipfl | 2.0 | 5.0 | 2.5 | 25% |" in bench
+    bench = write_reproduction(store, page, seeds=(0, 1), cells=cells).read_text()
+    assert "bench_learning.py --costs x.json" in bench
+    assert "| ipfl | 2.0 | 5.0 | 2.5 | 25% |" in bench
     assert "vmap 0.500 s (2.0x the loop)" in bench
-    assert "fedmarket reproduce --seeds 0 1" in text and "Fashion-MNIST" in text
+    assert "fedmarket reproduce --seeds 0 1" in text
     assert "## Verdicts" in text and "Fig. 5, inclusive market (local rule)" in text
     assert "Table 2, liars (exact thresholds)" in text
     assert "| fig2" not in text and "not run" in text  # claims without cells say so
+    assert "4 cells of the 4 this setting asks for" in text
+    # every stated margin is on the page, also of claims that did not run
+    for claim, quantity, side, margin in MARGINS.values():
+        assert f"| {claim} | {quantity} | {side} {margin:g} |" in text
+
+
+def test_page_rebuilds_from_the_summary_alone(tmp_path):
+    """The store stays behind (git-ignored); the summary next to the page travels, and the
+    page rebuilt from it alone is the same text."""
+    cells = _small_cells()
+    store = tmp_path / "store"
+    run_sweep(cells, store)
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0, 1),
+                              cells=cells)
+    before = page.read_text()
+    assert sorted(p.name for p in page.parent.glob("reproduction_cells*")) == [
+        "reproduction_cells.csv", "reproduction_cells.json"]
+    meta = json.loads((page.parent / "reproduction_cells.json").read_text())
+    assert meta["cells"] == 4 and sum(meta["code_versions"].values()) == 4
+    cells_csv = pd.read_csv(page.parent / "reproduction_cells.csv")
+    assert {"code", "config_hash", "config_id", "seed", "cell"} <= set(cells_csv.columns)
+    import shutil
+
+    shutil.rmtree(store)
+    page.write_text("stale")
+    write_reproduction(store, page, seeds=(0, 1))  # no store: from the summary
+    assert page.read_text() == before
+    # the known-bad variant: a changed number in the summary changes the page
+    cells_csv.loc[cells_csv.scenario == "liars", "liar_gain"] += 1000.0
+    cells_csv.to_csv(page.parent / "reproduction_cells.csv", index=False)
+    write_reproduction(store, page, seeds=(0, 1))
+    assert page.read_text() != before
+
+
+def test_the_committed_page_rebuilds_from_the_committed_summary(tmp_path):
+    """docs/reproduction.md is what `fedmarket reproduce --no-run` writes from the summary
+    committed next to it (figures included), byte for byte."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    if not (docs / "reproduction_cells.json").is_file():
+        pytest.fail("docs/reproduction_cells.json is missing: commit the summary with the page")
+    rebuilt = write_page(docs, tmp_path / "reproduction.md").read_text()
+    assert rebuilt == (docs / "reproduction.md").read_text()
+    for svg in tmp_path.glob("*.svg"):  # and its figures
+        assert (docs / svg.name).is_file(), svg.name
+
+
+@pytest.mark.parametrize(("values", "side", "margin", "verdict"), [
+    ([0.01, 0.02, 0.03], ">=", -0.02, "reproduced"),
+    ([-0.06, -0.05, -0.04], ">=", -0.02, "not reproduced"),
+    ([-0.03, -0.01, 0.01], ">=", -0.02, "inconclusive"),  # spans the margin
+    ([0.0, 0.0, 0.0], "<=", 0.0, "reproduced"),  # on the margin, allowed by <=
+    ([0.0, 0.0, 0.0], "<", 0.0, "not reproduced"),  # but not by <
+    ([5.0, 6.0, 7.0], "<=", 0.0, "not reproduced"),
+    ([1.0], ">", 0.0, "inconclusive"),  # one seed decides nothing
+    ([1.0, np.nan, np.nan], ">", 0.0, "inconclusive"),
+])
+def test_one_verdict_rule(values, side, margin, verdict):
+    assert Test("x", values, side, margin).verdict == verdict
+
+
+def test_inconclusive_names_the_seeds_a_decision_needs():
+    t = Test("x", [-0.03, -0.01, 0.01], ">=", -0.02)
+    row = t.row()
+    n = int(row["seeds needed"])
+    assert row["verdict"] == "inconclusive" and n > 3
+    # with that many seeds of the same mean and spread, the interval clears the margin
+    from scipy import stats
+
+    v = np.array(t.values)
+    half = stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / np.sqrt(n)
+    assert abs(v.mean() + 0.02) > half
+    half_before = stats.t.ppf(0.975, n - 2) * v.std(ddof=1) / np.sqrt(n - 1)
+    assert abs(v.mean() + 0.02) <= half_before  # and not with one fewer
+    assert seeds_needed([1.0, 2.0], ">", 1.5) is None  # the mean on the margin: never
+
+
+def test_combine():
+    assert combine(["reproduced", "reproduced"]) == "reproduced"
+    assert combine(["reproduced", "inconclusive"]) == "inconclusive"
+    assert combine(["reproduced", "not reproduced", "inconclusive"]) == "partly"
+    assert combine(["not reproduced", "not reproduced"]) == "not reproduced"
+    assert combine(["not reproduced", "inconclusive"]) == "inconclusive"
+
+
+def test_fig2_spanning_the_margin_is_inconclusive_not_a_failure():
+    """The old rule read 'not reproduced' whenever the interval was not clear of the margin;
+    the issue's case, iPFL minus best baseline -0.009 [-0.022, 0.004], is inconclusive."""
+    rows = []
+    for seed, (ipfl, base) in enumerate([(0.845, 0.870), (0.875, 0.870), (0.863, 0.870)]):
+        for mech, acc, util in (("ipfl", ipfl, 80.0 + seed), ("ditto", base, 50.0)):
+            rows.append({"mechanism": mech, "seed": seed, "client": 0, "round": 7,
+                         "acc_personalised_best": acc, "acc_personalised": acc,
+                         "utility": util, "n_bought": 1.0, "param_partition": "niid"})
+    claim = next(c for c in claims({"fig2": pd.DataFrame(rows)}) if c.name.startswith("Fig. 2"))
+    acc, util = claim.tests
+    assert acc.verdict == "inconclusive" and util.verdict == "reproduced"
+    assert claim.verdict == "inconclusive" and acc.row()["seeds needed"].isdigit()
+
+
+def test_setups_are_generated_from_the_configs_the_cells_ran():
+    from sims.claims import describe
+    from sims.summary import config_of
+
+    for cell in expand(spec("reduced", (0,))):
+        if cell.scenario in ("fig2", "fig4", "lia-vs-oracle", "liars-learning"):
+            cfg = config_of(cell.scenario, dict(cell.params), cell.seed)
+            text = describe(cfg)
+            assert f"{cfg['rounds']} rounds of {cfg['steps']} local SGD steps" in text
+            assert f"batch {cfg['batch']}, lr {cfg['lr']:g}" in text
+            assert f"{cfg['clients']} clients" in text
+    lia = describe(config_of("lia-vs-oracle", {}, 0))
+    assert "5 rounds of 20 local SGD steps (batch 32, lr 0.05" in lia  # what pFedLIA runs
+    assert "20 rounds of 50" not in lia  # the old hand-written text, wrong for pFedLIA
+    cluster = [c for c in expand(spec("reduced", (0,))) if c.scenario == "fig2"
+               and dict(c.params)["partition"] == "cluster"]
+    assert cluster and all(dict(c.params)["clients"] == 9 for c in cluster)  # the authors' 9
+
+
+def test_the_page_says_when_cfl_never_split():
+    from sims.claims import cfl_note
+
+    df = pd.DataFrame({"mechanism": ["cfl"] * 3, "seed": [0, 1, 2], "cfl_clusters": [1, 1, 1],
+                       "cfl_max_update_norm": [0.6, 1.7, 1.2]})
+    assert "never split" in cfl_note(df) and "0.60-1.70" in cfl_note(df)
+    split = df.assign(cfl_clusters=[1, 2, 1])
+    assert "split in 1 of 3 runs" in cfl_note(split) and "never" not in cfl_note(split)
 
 
 @pytest.mark.slow

@@ -40,7 +40,8 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--no-run", dest="no_run", action="store_true",
-                   help="only write the page from the cells already in the store")
+                   help="only write the page: from the cells already in the store, or, "
+                        "without a store, from the summary committed next to the page")
     add_quiet(p)
     add_progress(p)
     p.set_defaults(func=run)

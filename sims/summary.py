@@ -1,0 +1,181 @@
+"""A reproduction's results that travel: a compact per-cell summary of a sweep store, small
+enough to commit next to the page, from which the page, its tables and figures rebuild
+(``fedmarket reproduce --no-run`` in a fresh checkout).
+
+Three files next to the page (:data:`FILES`):
+
+* ``reproduction_cells.csv``: one row per (cell, client) of every cell (a cell is one seed):
+  the client's last-round accuracies (best over the rounds so far and last), its ledger
+  summed over the rounds (gain, cost, payment, utility, models sold; mechanism-level earnings
+  and payments), the mean number of others' models it used per round, the cell's swept
+  parameters (``param_*``), seconds, code version, config hash and config id; cells without
+  clients (Table 2 at the mechanism level) keep their one row;
+* ``reproduction_rounds.csv``: one row per (cell, round) of the learning cells: the means over
+  clients of the personalised accuracy, its best so far, the utility (and its running sum)
+  and the models used;
+* ``reproduction_cells.json``: the sidecar: the command, setting and seeds, the code
+  versions and how many cells each computed, the cells expected and present per scenario,
+  and the configuration of every config id (every field but the seed and the algorithm).
+
+Everything the page says is computed from these files, also when the store is at hand (the
+store is first summarised, then the summary read back), so the page from the store and from
+the committed summary are the same text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FILES", "Summary", "config_of", "read", "summarise", "write"]
+
+FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
+ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
+ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought")
+PER_ROUND_ONLY = ("cluster", "update_norm", "active", "participated")
+
+
+class Summary:
+    """The summary's frames by scenario (``cells``), per-round frames (``rounds``) and the
+    sidecar (``meta``)."""
+
+    def __init__(self, cells: dict, rounds: dict, meta: dict):
+        self.cells, self.rounds, self.meta = cells, rounds, meta
+
+    @property
+    def configs(self) -> dict:
+        return self.meta.get("configs", {})
+
+
+def _config_id(cfg: dict) -> str:
+    return hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def config_of(scenario: str, params: dict, seed: int) -> dict:
+    """The fields (but seed and algorithm) of a cell's full configuration."""
+    from .scenarios import SCENARIOS
+
+    cfg = json.loads(json.dumps(asdict(SCENARIOS[scenario].make_config(params, seed)),
+                                default=str))
+    return {k: v for k, v in cfg.items() if k not in ("seed", "algorithm")}
+
+
+def _per_client(f: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, client): the last round's row with the ledger summed over rounds."""
+    keys = ["cell", "client"]
+    last = f[f["round"] == f.groupby("cell")["round"].transform("max")]
+    last = last.set_index(keys).sort_index()
+    by = f.groupby(keys)
+    for col in ADDITIVE:
+        if col in f:
+            last[col] = by[col].sum()
+    if "n_bought" in f:
+        last["n_bought"] = by["n_bought"].mean()
+    last["n_rounds"] = f.groupby("cell")["round"].nunique().reindex(
+        last.index.get_level_values("cell")).to_numpy()
+    if "cluster" in f and f["cluster"].notna().any():
+        per_cell = f.groupby("cell").agg(cfl_clusters=("cluster", "max"),
+                                         cfl_max_update_norm=("update_norm", "max"))
+        per_cell["cfl_clusters"] += 1
+        last = last.join(per_cell, on="cell")
+    return last.drop(columns=[c for c in PER_ROUND_ONLY if c in last]).reset_index()
+
+
+def _per_round(f: pd.DataFrame) -> pd.DataFrame:
+    ident = ["scenario", "mechanism", "seed", "cell",
+             *sorted(c for c in f if c.startswith("param_"))]
+    cols = [c for c in ROUND_MEANS if c in f]
+    out = f.groupby(["cell", "round"], sort=True)[cols].mean()
+    first = f.groupby("cell")[ident[:3] + ident[4:]].first()
+    out = out.join(first, on="cell").reset_index()
+    if "utility" in out:
+        out["utility_cum"] = out.groupby("cell")["utility"].cumsum()
+    return out[[*ident, "round", *cols, *(["utility_cum"] if "utility" in out else [])]]
+
+
+def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, seeds,
+              expected: dict) -> Summary:
+    """The summary of a store's ``frames`` (scenario -> frame) and cell ``index`` (the
+    store's cells table); ``expected``: scenario -> number of cells the spec asks for."""
+    cells, rounds, configs = {}, {}, {}
+    code = index.set_index("key")["code"].to_dict()
+    for name, f in sorted(frames.items()):
+        ids = {}
+        for key, g in f.groupby("cell"):
+            row = g.iloc[0]
+            params = {c[len("param_"):]: _plain(row[c]) for c in g
+                      if c.startswith("param_") and pd.notna(row[c])}
+            cfg = config_of(name, params, int(row["seed"]))
+            ids[key] = _config_id(cfg)
+            configs[ids[key]] = cfg
+        if "client" in f and "round" in f:
+            out = _per_client(f)
+            if "acc_personalised" in f:
+                rounds[name] = _per_round(f)
+        else:
+            out = f.copy()
+        out["code"] = out["cell"].map(code)
+        out["config_id"] = out["cell"].map(ids)
+        cells[name] = out.reset_index(drop=True)
+    done = {s: int(index[index.scenario == s].shape[0]) for s in sorted(expected)}
+    versions = index["code"].value_counts().sort_index()
+    meta = {"command": command, "setting": setting, "seeds": list(seeds),
+            "cells": len(index), "expected": dict(sorted(expected.items())),
+            "done": done, "code_versions": {k: int(v) for k, v in versions.items()},
+            "configs": dict(sorted(configs.items()))}
+    return Summary(cells, rounds, meta)
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def write(summary: Summary, folder) -> list[Path]:
+    """Write the three files into ``folder``; returns their paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f for f in FILES]
+    cells = pd.concat(summary.cells.values(), ignore_index=True) if summary.cells else \
+        pd.DataFrame(columns=["scenario", "cell"])
+    _tidy(cells).to_csv(paths[0], index=False)
+    rounds = pd.concat(summary.rounds.values(), ignore_index=True) if summary.rounds else \
+        pd.DataFrame(columns=["scenario", "cell", "round"])
+    _tidy(rounds).to_csv(paths[1], index=False)
+    paths[2].write_text(json.dumps(summary.meta, indent=1, sort_keys=True, default=str) + "\n")
+    return paths
+
+
+def _tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """Identifying columns first, the rest sorted; rows in a fixed order."""
+    first = [c for c in ("scenario", "mechanism", "seed", "cell", "client", "round") if c in df]
+    rest = sorted(c for c in df if c not in first)
+    order = [c for c in ("scenario", "cell", "client", "round") if c in df]
+    return df[first + rest].sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def read(folder) -> Summary:
+    """The summary written by :func:`write` in ``folder``; frames split by scenario, each
+    without the columns no row of it fills."""
+    from .errors import StoreError
+
+    folder = Path(folder)
+    missing = [f for f in FILES if not (folder / f).is_file()]
+    if missing:
+        raise StoreError("summary", f"{folder} lacks {', '.join(missing)} (run `fedmarket "
+                                      "reproduce` to compute the cells and write them)")
+    meta = json.loads((folder / FILES[2]).read_text())
+    cells = _split(pd.read_csv(folder / FILES[0], low_memory=False))
+    rounds = _split(pd.read_csv(folder / FILES[1], low_memory=False))
+    return Summary(cells, rounds, meta)
+
+
+def _split(df: pd.DataFrame) -> dict:
+    if df.empty:
+        return {}
+    return {s: g.dropna(axis=1, how="all").reset_index(drop=True)
+            for s, g in df.groupby("scenario", sort=True)}
