@@ -12,6 +12,7 @@ import pandas as pd
 from mechanisms.errors import FedmarketError
 
 from .errors import StoreError
+from .results import write_atomic
 from .scenarios import SCENARIOS
 from .sweep import Store
 
@@ -44,7 +45,7 @@ class _Doc:
         self.html.append(f"<p>{html.escape(text)}</p>")
 
     def table(self, df: pd.DataFrame, name: str):
-        df.to_csv(self.folder / f"{name}.csv", index=False)
+        write_atomic(self.folder / f"{name}.csv", lambda tmp: df.to_csv(tmp, index=False))
         self.md += [_md_table(df), "", f"(table: `{name}.csv`)", ""]
         self.html.append(df.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
 
@@ -52,8 +53,8 @@ class _Doc:
         """Saved as SVG (vector, for papers) and PNG (for the HTML page)."""
         path = self.folder / f"{name}.png"
         fig.tight_layout()
-        fig.savefig(self.folder / f"{name}.svg")
-        fig.savefig(path, dpi=150)
+        write_atomic(self.folder / f"{name}.svg", fig.savefig)
+        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=150))
         import matplotlib.pyplot as plt
 
         plt.close(fig)
@@ -313,9 +314,8 @@ def write_report(folder, out=None, *, verdict_examples: int = 20) -> tuple[Path,
                 _learning(doc, df, f"Learning: {SCENARIOS[scenario].description}", scenario)
     finally:
         store.close()
-    md = out / "report.md"
-    md.write_text("\n".join(doc.md) + "\n")
-    page = out / "report.html"
-    page.write_text("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
-                    "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
+    md = write_atomic(out / "report.md", lambda tmp: tmp.write_text("\n".join(doc.md) + "\n"))
+    text = ("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
+            "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
+    page = write_atomic(out / "report.html", lambda tmp: tmp.write_text(text))
     return md, page

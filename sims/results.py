@@ -4,16 +4,18 @@ versions and seed."""
 from __future__ import annotations
 
 import json
+import os
 import platform
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .errors import SpecError
+from .errors import SpecError, StoreError
 
-__all__ = ["read_text", "versions", "write_table"]
+__all__ = ["read_text", "versions", "write_atomic", "write_table"]
 
 
 def read_text(field: str, path) -> str:
@@ -31,6 +33,26 @@ def read_text(field: str, path) -> str:
                                f"{exc.start})") from exc
     except OSError as exc:
         raise SpecError(field, f"{path} cannot be read: {exc.strerror or exc}") from exc
+
+
+def write_atomic(path, write: Callable[[Path], object], field: str = "out") -> Path:
+    """Write a file whole or not at all: ``write(tmp)`` fills a temporary file beside
+    ``path`` (same suffix, so writers that infer the format still do), which then replaces
+    ``path`` in one rename. A failure (a full disk) removes the temporary file, leaves any
+    earlier ``path`` as it was, and is a one-line :class:`StoreError` naming ``field``."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(field, f"cannot write {path}: {exc.strerror or exc} (nothing "
+                                "half-written is left)") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def versions() -> dict:
@@ -62,14 +84,16 @@ def write_table(df: pd.DataFrame, path: Path, provenance: dict) -> tuple[Path, P
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".parquet":
         try:
-            df.to_parquet(path, index=False)
+            import pyarrow  # noqa: F401
         except ImportError:
             path = path.with_suffix(".csv")
-            df.to_csv(path, index=False)
+    if path.suffix == ".parquet":
+        write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
     else:
-        df.to_csv(path, index=False)
+        write_atomic(path, lambda tmp: df.to_csv(tmp, index=False))
     side = path.with_suffix(".json")
     meta = {"table": path.name, "rows": len(df), "columns": list(df.columns),
             "versions": versions(), **provenance}
-    side.write_text(json.dumps(_jsonable(meta), indent=2) + "\n")
+    text = json.dumps(_jsonable(meta), indent=2) + "\n"
+    write_atomic(side, lambda tmp: tmp.write_text(text))
     return path, side

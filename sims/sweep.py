@@ -292,10 +292,19 @@ class Store:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(self.path)
             self._check_schema()
+        except sqlite3.OperationalError as exc:
+            if mode == "w":  # a full disk, a file that cannot grow: not a damaged store
+                raise self._write_failed(exc) from None
+            raise StoreError("store", f"{self.path} cannot be read ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError("store", f"{self.path} is not an intact fedmarket store "
                                       f"({exc}); move it away or use another folder") from None
         self._last_commit = time.perf_counter()
+
+    def _write_failed(self, exc) -> StoreError:
+        return StoreError("out", f"cannot write to {self.path}: {exc} (is the disk full?); "
+                                 "the cells committed before stay intact: make room and "
+                                 "rerun to resume")
 
     def _connect_read_only(self):
         uri = f"file:{urllib.parse.quote(str(self.path.absolute()))}"
@@ -335,17 +344,32 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
 
-    def verify(self) -> int:
-        """Check every stored row against its digest; returns the number of rows."""
+    def damaged(self) -> tuple[list[str], int]:
+        """(keys of the rows that fail their digest, number of rows)."""
         bad, n = [], 0
         for key, digest, rows in self.db.execute("SELECT key, digest, rows FROM cells"):
             n += 1
             if not isinstance(rows, bytes) or hashlib.sha1(rows).hexdigest() != digest:
                 bad.append(key)
+        return bad, n
+
+    def verify(self) -> int:
+        """Check every stored row against its digest; returns the number of rows."""
+        bad, n = self.damaged()
         if bad:
             raise StoreError("store", f"{len(bad)} of {n} cells in {self.path} fail their "
-                                      f"checksum (first: {bad[0]}); the store is damaged")
+                                      f"checksum (first: {bad[0]}); the store is damaged "
+                                      "(a sweep recomputes just those cells with "
+                                      "--recompute-damaged)")
         return n
+
+    def forget(self, keys) -> None:
+        """Delete these cells' rows (damaged ones, to be computed again)."""
+        try:
+            self.db.executemany("DELETE FROM cells WHERE key = ?", [(k,) for k in keys])
+            self.db.commit()
+        except sqlite3.OperationalError as exc:
+            raise self._write_failed(exc) from None
 
     def done(self) -> dict[str, tuple[str, str]]:
         """{key: (config_hash, code)} of the finished cells."""
@@ -356,16 +380,22 @@ class Store:
             code: str, commit_every: float = 0.2) -> None:
         """Store a cell's rows and mark it done (one row: both or neither)."""
         blob = pickle.dumps(df, protocol=5)
-        self.db.execute(
-            f"INSERT OR REPLACE INTO cells VALUES ({', '.join('?' * len(_COLUMNS))})",
-            (cell.key, cell.scenario, cell.mechanism, json.dumps(_jsonable(dict(cell.params))),
-             cell.seed, seconds, vers, time.time(), chash, code,
-             hashlib.sha1(blob).hexdigest(), blob))
+        try:
+            self.db.execute(
+                f"INSERT OR REPLACE INTO cells VALUES ({', '.join('?' * len(_COLUMNS))})",
+                (cell.key, cell.scenario, cell.mechanism,
+                 json.dumps(_jsonable(dict(cell.params))), cell.seed, seconds, vers,
+                 time.time(), chash, code, hashlib.sha1(blob).hexdigest(), blob))
+        except sqlite3.OperationalError as exc:
+            raise self._write_failed(exc) from None
         if time.perf_counter() - self._last_commit >= commit_every:
             self.flush()
 
     def flush(self) -> None:
-        self.db.commit()
+        try:
+            self.db.commit()
+        except sqlite3.OperationalError as exc:
+            raise self._write_failed(exc) from None
         self._last_commit = time.perf_counter()
 
     def frame(self, scenario: str | None = None) -> pd.DataFrame:
@@ -387,7 +417,14 @@ class Store:
 
     def close(self):
         if self.mode == "w":
-            self.db.commit()
+            try:
+                self.db.commit()
+            except sqlite3.OperationalError as exc:  # a full disk: the last commit is lost,
+                try:  # what was committed before stays (WAL), and a rerun recomputes the rest
+                    self.db.rollback()
+                finally:
+                    self.db.close()
+                raise self._write_failed(exc) from None
             try:  # fold the WAL into the file: a finished store is one self-contained file
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 # and leave WAL mode, so that a read-only opening (a report) needs no -shm
@@ -456,7 +493,7 @@ def limit_threads(threads: int) -> None:
 
 def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: int = 2,
               ray_address: str | None = None, threads: int = 1, reuse_stale: bool = False,
-              recompute_stale: bool = False,
+              recompute_stale: bool = False, recompute_damaged: bool = False,
               progress: Callable[[int, int], None] | None = None) -> dict:
     """Run every cell not yet in the store at ``out``; returns counts and timings. Each
     process worker is limited to ``threads`` math-library threads.
@@ -465,7 +502,13 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     on resume: every row's digest, and every finished cell's config hash and code version
     against this run's. Cells computed by other code or under other defaults are *stale*:
     refused (StoreError) unless ``reuse_stale`` keeps them as they are or ``recompute_stale``
-    computes them again (replacing their rows)."""
+    computes them again (replacing their rows). Cells whose rows fail their digest are
+    *damaged*: refused unless ``recompute_damaged`` deletes just those rows (and computes
+    again the ones this sweep lists). These checks read the store read-only: a refused run
+    leaves the file byte for byte as it was.
+
+    Writing (a full disk included) fails with a one-line StoreError; the cells committed
+    before stay intact and a rerun resumes."""
     if reuse_stale and recompute_stale:
         raise MarketInputError("recompute_stale", "give reuse_stale or recompute_stale, not "
                                                   "both")
@@ -487,28 +530,43 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     with _FolderLock(folder):
         return _run_locked(cells, out, executor, workers, ray_address, threads,
                            "reuse" if reuse_stale else "recompute" if recompute_stale
-                           else "refuse", progress)
+                           else "refuse", bool(recompute_damaged), progress)
 
 
-def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, progress):
-    store = Store(out)
-    try:
-        store.verify()
-        vers, code = _versions_blob(), code_version()
-        hashes = {c.key: config_hash(c) for c in cells}
-        finished = store.done()
-    except BaseException:
-        store.close()
-        raise
+def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, fix_damaged,
+                progress):
+    vers, code = _versions_blob(), code_version()
+    hashes = {c.key: config_hash(c) for c in cells}
+    damaged, finished = [], {}
+    if (Path(out) / "store.sqlite").exists():  # every check read-only: a refusal writes nothing
+        ro = Store(out, mode="r")
+        try:
+            damaged, n = ro.damaged()
+            finished = ro.done()
+        finally:
+            ro.close()
+        if damaged and not fix_damaged:
+            raise StoreError("store", f"{len(damaged)} of {n} cells in {out} fail their "
+                                      f"checksum (first: {damaged[0]}); the store is damaged: "
+                                      "pass --recompute-damaged to delete and recompute just "
+                                      "those cells, or use another folder")
+        for key in damaged:
+            finished.pop(key, None)
     stale = [c for c in cells if c.key in finished
              and finished[c.key] != (hashes[c.key], code)]
     if stale and on_stale == "refuse":
-        store.close()
         raise StoreError("out", f"{len(stale)} finished cells in {out} were computed by other "
                                 f"code or under other defaults (first: {stale[0].scenario} "
                                 f"{stale[0].mechanism} seed {stale[0].seed}); pass "
                                 "--reuse-stale to keep them, --recompute-stale to compute "
                                 "them again, or use another folder")
+    store = Store(out)
+    try:
+        if damaged:
+            store.forget(damaged)
+    except BaseException:
+        store.close()
+        raise
     redo = {c.key for c in stale} if on_stale == "recompute" else set()
     todo = [c for c in cells if c.key not in finished or c.key in redo]
     by_key = {c.key: c for c in todo}
@@ -576,6 +634,7 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, p
     wall = time.perf_counter() - t0
     return {"cells": len(cells), "skipped": skipped, "ran": done,
             "stale_reused": len(stale) - len(redo), "stale_recomputed": len(redo),
+            "damaged_deleted": len(damaged),
             "wall_s": wall, "work_s": work}
 
 

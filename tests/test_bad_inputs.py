@@ -41,7 +41,7 @@ from sims.cli import main
 from sims.cpl_game import CplBenchmark
 from sims.errors import SpecError, StoreError
 from sims.inclusive import InclusiveMarket
-from sims.sweep import Store, expand, run_sweep
+from sims.sweep import Store, expand, load_toml, run_sweep
 
 INF, NAN = float("inf"), float("nan")
 
@@ -1004,6 +1004,104 @@ def test_store_corruption_tampering_and_stale_cells(tmp_path):
         fh.write(os.urandom(65536))
     with pytest.raises(StoreError, match="intact"):
         run_sweep(expand(FAST), out3)
+
+
+def test_a_damaged_cell_is_refused_untouched_and_recomputed_on_request(tmp_path, capsys):
+    out = tmp_path / "s"
+    run_sweep(expand(FAST), out)
+    db = sqlite3.connect(out / "store.sqlite")
+    key = db.execute("SELECT key FROM cells ORDER BY key LIMIT 1").fetchone()[0]
+    good = db.execute("SELECT rows FROM cells WHERE key = ?", (key,)).fetchone()[0]
+    db.execute("UPDATE cells SET rows = ? WHERE key = ?", (b"garbage", key))
+    db.commit()
+    db.close()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(StoreError, match="--recompute-damaged"):
+        run_sweep(expand(FAST), out)
+    _fast_toml(tmp_path)
+    assert main(["sweep", "--quiet", "--out", str(out), str(tmp_path / "fast.toml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 8 cells" in err[0] and "--recompute-damaged" in err[0]
+    # refused: not one byte of the folder changed (the SQLite header included)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main(["sweep", "--quiet", "--out", str(out), str(tmp_path / "fast.toml"),
+                 "--recompute-damaged"]) == 0
+    store = Store(out, mode="r")
+    assert store.verify() == 8
+    rows = store.db.execute("SELECT rows FROM cells WHERE key = ?", (key,)).fetchone()[0]
+    store.close()
+    assert pickle.loads(rows).equals(pickle.loads(good))  # just that cell, computed again
+
+
+def _fast_toml(tmp_path) -> Path:
+    path = tmp_path / "fast.toml"
+    path.write_text('seeds = [0, 1]\n[[scenarios]]\nname = "cpl-pricing"\n'
+                    'mechanisms = ["bisection", "uniform"]\n'
+                    'params = {clients = 6, budget = [5.0, 10.0]}\n')
+    return path
+
+
+FULL_DISK = textwrap.dedent("""
+    import resource, signal, sys
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+    limit = int(sys.argv[1])                        # like a full disk, without root
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    from sims.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+def _full_disk(tmp_path, limit, *argv):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run([sys.executable, "-c", FULL_DISK, str(limit), *argv], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
+def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_resumes(tmp_path):
+    spec = textwrap.dedent("""
+        seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+        [[scenarios]]
+        name = "cpl-pricing"
+        mechanisms = ["bisection", "uniform"]
+        params = { clients = 20, budget = [5.0, 10.0] }
+    """)
+    (tmp_path / "fs.toml").write_text(spec)
+    r = _full_disk(tmp_path, 200_000, "sweep", "fs.toml", "--out", "s", "--quiet")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "cannot write to" in lines[0] and "rerun to resume" in lines[0]
+    store = Store(tmp_path / "s", mode="r")
+    kept = store.verify()  # intact, with what was committed before the disk filled
+    store.close()
+    assert 1 <= kept < 80, kept
+    cells = expand(load_toml(tmp_path / "fs.toml"))
+    stats = run_sweep(cells, tmp_path / "s")
+    assert stats["skipped"] == kept and stats["ran"] == 80 - kept
+    store = Store(tmp_path / "s", mode="r")
+    assert store.verify() == 80 and store.cells().key.is_unique
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
+def test_a_full_disk_during_a_report_is_one_line_and_leaves_no_partial_file(
+        tmp_path, finished_store):
+    r = _full_disk(tmp_path, 2000, "report", str(finished_store), "--out", "rep",
+                   "--verdict-examples", "0")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "cannot write" in lines[0] and "nothing half-written" in lines[0]
+    files = list((tmp_path / "rep").iterdir())
+    assert all(f.stat().st_size > 0 for f in files), files  # no 0-byte CSV
+    assert not [f for f in files if ".tmp" in f.name], files  # no temporary file left
+    # the tables there are whole: the same bytes a report without a limit writes
+    r = _full_disk(tmp_path, 10**9, "report", str(finished_store), "--out", "full",
+                   "--verdict-examples", "0")
+    assert r.returncode == 0, r.stderr
+    tables = [f for f in files if f.suffix == ".csv"]
+    assert tables
+    for f in tables:
+        assert f.read_bytes() == (tmp_path / "full" / f.name).read_bytes(), f.name
 
 
 def test_reading_a_finished_store_writes_nothing_beside_it(tmp_path):

@@ -9,7 +9,7 @@ from mechanisms import ipfl
 from mechanisms.lookup import guarded
 
 from ..errors import SpecError
-from ..results import read_text
+from ..results import read_text, write_atomic
 from .common import (
     add_command,
     add_progress,
@@ -125,7 +125,7 @@ def run(args) -> int:
     df = out.to_frame()
     df.insert(1, "bought_from", [out.sellers_of(i) for i in range(out.m)])
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False), "--csv")
     title = (f"iPFL market, rule={out.rule} ({out.method}), payments={out.payment_rule}, "
              f"prices={out.price_rule}, thresholds={out.threshold_mode}")
     if args.quiet:

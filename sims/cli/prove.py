@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mechanisms.errors import MarketInputError
 
+from ..results import write_atomic
 from .common import (
     add_command,
     add_progress,
@@ -117,9 +118,9 @@ def run(args) -> int:
     df = frame(results)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(
-            header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
-                   results, jobs=args.jobs, wall_seconds=wall) + markdown(results))
+        text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
+                      results, jobs=args.jobs, wall_seconds=wall) + markdown(results)
+        write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
     if not args.quiet:
         shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
         print_table(shown, f"Theorem report: {args.examples} examples per property, "

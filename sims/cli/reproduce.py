@@ -37,6 +37,9 @@ def add_parser(sub, full: bool = False) -> None:
                    help="write the reproduction page here (default: OUT/reproduction.md)")
     p.add_argument("--reuse-stale", action="store_true",
                    help="keep finished cells computed by other code or defaults as they are")
+    p.add_argument("--recompute-damaged", action="store_true",
+                   help="delete the cells whose rows fail their checksum and compute them "
+                        "again (refused otherwise, the store untouched)")
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--no-run", dest="no_run", action="store_true",
@@ -60,7 +63,8 @@ def run(args) -> int:
     writable_file("--docs" if args.docs else "--out", page)
     if not args.no_run:
         kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads,
-              "reuse_stale": args.reuse_stale, "recompute_stale": args.recompute_stale}
+              "reuse_stale": args.reuse_stale, "recompute_stale": args.recompute_stale,
+              "recompute_damaged": args.recompute_damaged}
         with progress_reporter("reproduce cells", quiet=args.quiet,
                                every=args.progress_every) as progress:
             stats = run_sweep(cells, args.out, **kw, progress=progress)

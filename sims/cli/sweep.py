@@ -34,6 +34,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--reuse-stale", action="store_true",
                    help="keep finished cells computed by other code or under other defaults "
                         "(refused otherwise)")
+    p.add_argument("--recompute-damaged", action="store_true",
+                   help="delete the cells whose rows fail their checksum and compute them "
+                        "again (refused otherwise, the store untouched)")
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
@@ -69,13 +72,16 @@ def run(args) -> int:
                            every=args.progress_every) as progress:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
                           ray_address=args.ray_address, reuse_stale=args.reuse_stale,
-                          recompute_stale=args.recompute_stale, progress=progress)
+                          recompute_stale=args.recompute_stale,
+                          recompute_damaged=args.recompute_damaged, progress=progress)
     if not args.quiet:
         kept = (f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else
                 f" ({stats['stale_recomputed']} stale, recomputed)"
                 if stats["stale_recomputed"] else "")
         print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done"
               f"{kept}; "
+              + (f"{stats['damaged_deleted']} damaged cells deleted and recomputed; "
+                 if stats["damaged_deleted"] else "") +
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
               f"({args.executor})")
     if args.report:
