@@ -155,6 +155,9 @@ class Property:
         distribution as ``instances`` (the batch engine's source).
     batch : optional ``(subject, batch) -> (violations, effective)`` arrays over a batch
         drawn by ``sample`` (vectorised evaluation; see :mod:`proofs.batch`).
+    needs : optional kind of subject the property reads (``subject.kind``), e.g. "solver"
+        for the CPL properties about the equilibrium's multiplier; any other kind is refused
+        before checking.
     """
 
     key: str
@@ -168,6 +171,7 @@ class Property:
     note: str = ""
     sample: Callable | None = None
     batch: Callable | None = None
+    needs: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.key, str) or not self.key:
@@ -388,6 +392,12 @@ def _validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
         raise CheckerInputError(
             "subject", f"{_name(subject)!r} is a {family!r} subject but property "
                        f"{prop.key!r} is about {prop.family!r} subjects")
+    kind = getattr(subject, "kind", None)
+    if prop.needs is not None and kind is not None and kind != prop.needs:
+        raise CheckerInputError(
+            "prop", f"{prop.key!r} applies to {prop.needs} subjects only "
+                    f"({prop.note or 'it reads what only they compute'}); "
+                    f"{_name(subject)!r} is a {kind}")
     if max_examples is None:
         max_examples = profiles.budget()
     if (isinstance(max_examples, bool) or not isinstance(max_examples, numbers.Integral)

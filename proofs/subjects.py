@@ -12,7 +12,7 @@ from typing import ClassVar
 from mechanisms import cpl, ipfl
 from mechanisms.errors import MarketInputError
 
-__all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "Settlement"]
+__all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "Settlement", "subject_from"]
 
 Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
 
@@ -101,6 +101,7 @@ class CplSolver(_Registered):
     """A CPL equilibrium solver by name (see :func:`mechanisms.cpl.solve`)."""
 
     family: ClassVar[str] = "cpl"
+    kind: ClassVar[str] = "solver"  # an equilibrium solver: it has a budget multiplier
 
     name: str
     method: str = "bisection"
@@ -119,6 +120,7 @@ class CplPricingRule(_Registered):
     (:func:`mechanisms.cpl.apply_pricing`)."""
 
     family: ClassVar[str] = "cpl"
+    kind: ClassVar[str] = "pricing rule"  # prices only: no multiplier, no threshold
 
     name: str
     rule: str | Callable = "uniform"
@@ -140,3 +142,55 @@ class CplPricingRule(_Registered):
 
     def solve(self, game: cpl.Game) -> cpl.Equilibrium:
         return cpl.apply_pricing(game, self.function, name=self.name)
+
+
+def subject_from(spec: str):
+    """The subject a ``"module:name"`` names (``fedmarket prove --subject mymod:rule``):
+
+    * an :class:`IpflMechanism`, :class:`CplSolver` or :class:`CplPricingRule` object: itself
+      (its ``declares`` say what it claims);
+    * a function of one argument ``rule(game) -> prices``: a CPL pricing rule;
+    * of three ``f(market, A, D)``: iPFL payments (remittances or payments) with the local
+      selection rule and the paper's prices;
+    * of four ``rule(market, D, thresholds, prices)``: an iPFL selection rule with the
+      paper's payments and prices.
+
+    A function declares nothing: every property of its family that applies is checked and
+    reported. Errors (not importable, not a rule) are a MarketInputError naming ``subject``.
+    """
+    import importlib
+    import inspect
+
+    module, _, name = str(spec).partition(":")
+    if not module or not name:
+        raise MarketInputError("subject", f"{spec!r}: a subject of your own is 'module:name'")
+    try:
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise MarketInputError("subject", f"cannot import {spec!r}: {exc}") from exc
+    except Exception as exc:  # the module raised while importing
+        raise MarketInputError("subject", f"importing {spec!r} raised "
+                                          f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(obj, (IpflMechanism, CplSolver, CplPricingRule)):
+        return obj
+    if not callable(obj) or isinstance(obj, type):
+        raise MarketInputError("subject", f"{spec!r} is a {type(obj).__name__}; expected a "
+                                          "subject (IpflMechanism, CplPricingRule, CplSolver) "
+                                          "or a rule function")
+    try:
+        params = [p for p in inspect.signature(obj).parameters.values()
+                  if p.default is inspect.Parameter.empty
+                  and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError) as exc:
+        raise MarketInputError("subject", f"{spec!r}: cannot read its signature") from exc
+    if len(params) == 1:
+        return CplPricingRule(spec, obj)
+    if len(params) == 3:
+        return IpflMechanism(spec, "local", payments=obj)
+    if len(params) == 4:
+        return IpflMechanism(spec, obj)
+    raise MarketInputError("subject", f"{spec!r} takes {len(params)} arguments; a CPL pricing "
+                                      "rule takes (game), iPFL payments (market, A, D), an "
+                                      "iPFL selection rule (market, D, thresholds, prices)")

@@ -185,3 +185,14 @@ def test_a_time_limited_batch_check_is_inconclusive_not_holds():
     assert check(subject, prop, engine="batch", max_examples=200).verdict == "holds"
     h = check(subject, prop, max_examples=20, min_effective=10**4)
     assert h.verdict == "inconclusive"
+
+
+@pytest.mark.parametrize("key", ["cpl_se_identities", "cpl_threshold", "cpl_threshold_all"])
+def test_solver_only_properties_are_refused_for_a_pricing_rule(key):
+    from proofs import CheckerInputError
+
+    with pytest.raises(CheckerInputError, match=r"solver subjects only.*pricing rule"):
+        check(SUBJECTS["cpl-uniform"], PROPERTIES[key], max_examples=5)
+    # a pricing rule gets the properties that read prices and responses only
+    assert check(SUBJECTS["cpl-uniform"], PROPERTIES["cpl_beats_baselines"], max_examples=5,
+                 engine="batch").verdict in ("holds", "counterexample")

@@ -36,7 +36,10 @@ def add_parser(sub, full: bool = False) -> None:
                         "what they checked); refused with the Hypothesis engine")
     p.add_argument("--seed", type=integer, default=0, help="random seed of the example search")
     p.add_argument("--subject", action="append",
-                   help="only this subject (repeatable; default: every subject)")
+                   help="only this subject (repeatable; default: every built-in subject); "
+                        "'module:name' checks your own: an IpflMechanism / CplPricingRule "
+                        "object, or a rule function (game) -> prices, (market, A, D) -> "
+                        "payments or (market, D, thresholds, prices) -> adjacency")
     p.add_argument("--property", action="append",
                    help="only this property (repeatable; default: every property)")
     p.add_argument("--exhaustive", action="store_true",
@@ -55,16 +58,23 @@ def add_parser(sub, full: bool = False) -> None:
 def run(args) -> int:
     from proofs.registry import PROPERTIES, SUBJECTS
     from proofs.report import frame, header, markdown, run_report
+    from proofs.subjects import subject_from
 
+    own = {}  # subjects of your own, by their "module:name"
     for name in args.subject or []:
-        if name not in SUBJECTS:
-            raise MarketInputError("subject", f"unknown {name!r}; choose from {list(SUBJECTS)}")
+        if name not in SUBJECTS and ":" in name:
+            own[name] = subject_from(name)
+        elif name not in SUBJECTS:
+            raise MarketInputError("subject", f"unknown {name!r}; choose from {list(SUBJECTS)} "
+                                              "or give your own as 'module:name'")
     for key in args.property or []:
         if key not in PROPERTIES:
             raise MarketInputError("property", f"unknown {key!r}; choose from "
                                                f"{list(PROPERTIES)}")
     # a subject or property named twice is checked and reported once
     args.subject = list(dict.fromkeys(args.subject)) if args.subject else None
+    if args.subject:
+        args.subject = [s for s in args.subject if s not in own] or ([] if own else None)
     args.property = list(dict.fromkeys(args.property)) if args.property else None
     if not 1 <= args.examples <= MAX_EXAMPLES:
         raise MarketInputError("examples", f"is {args.examples}; must lie in [1, "
@@ -80,9 +90,12 @@ def run(args) -> int:
                                              "engine's budget is --examples); drop it or add "
                                              "--engine batch")
     opts = {"engine": args.engine, "time_limit": args.time_limit}
-    chosen = args.subject or list(SUBJECTS)
+    chosen = list(SUBJECTS) if args.subject is None else args.subject
+    own_rows = [(subj, key) for subj in own.values() for key in _own_keys(subj, PROPERTIES)
+                if key in (args.property or [key])]
     for key in args.property or []:
-        if not any(key in SUBJECTS[s].declares for s in chosen):
+        if not any(key in SUBJECTS[s].declares for s in chosen) \
+                and not any(k == key for _, k in own_rows):
             owners = [s for s in SUBJECTS if key in SUBJECTS[s].declares]
             raise MarketInputError("property", f"no chosen subject ({', '.join(chosen)}) "
                                                f"declares {key!r}; subjects that do: {owners}")
@@ -91,7 +104,7 @@ def run(args) -> int:
     kw = dict(examples=args.examples, seed=args.seed, subjects=args.subject,
               properties=args.property, exhaustive=args.exhaustive, jobs=args.jobs, **opts)
     total = sum(key in (args.property or [key]) for s in chosen
-                for key in SUBJECTS[s].declares)
+                for key in SUBJECTS[s].declares) + len(own_rows)
     finished = []
     t0 = time.perf_counter()
     con = console()
@@ -102,7 +115,8 @@ def run(args) -> int:
                 status.update(f"checked {len(finished)} of {total} rows (last: {key} on "
                               f"{sname})")
 
-            results = run_report(**kw, progress=show)
+            results = (run_report(**kw, progress=show) if chosen else [])
+            results += _check_own(own_rows, args, show)
     else:  # a log file or CI: a line now and then (rows done of all, as they finish)
         with progress_reporter("prove checks", quiet=args.quiet,
                                every=args.progress_every) as progress:
@@ -113,7 +127,8 @@ def run(args) -> int:
 
             if progress is not None:
                 progress(0, total)
-            results = run_report(**kw, progress=step)
+            results = (run_report(**kw, progress=step) if chosen else [])
+            results += _check_own(own_rows, args, step)
     wall = time.perf_counter() - t0
     df = frame(results)
     if args.markdown:
@@ -131,3 +146,36 @@ def run(args) -> int:
         for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
             print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
     return 0 if df.as_declared.all() else 1
+
+
+def _own_keys(subject, properties) -> list[str]:
+    """What to check of a subject of your own: its declarations, else every property of its
+    family that applies to its kind (a pricing rule is not a solver)."""
+    if subject.declares:
+        return list(subject.declares)
+    kind = getattr(subject, "kind", None)
+    return [k for k, p in properties.items() if p.family == subject.family
+            and (p.needs is None or kind is None or p.needs == kind)]
+
+
+def _check_own(rows, args, done) -> list:
+    """(report, as_declared) of each (subject of your own, property): a declared property
+    as the contract checks it; an undeclared one is reported with its verdict (no claim to
+    break). Checked in this process (your module need not import in a worker)."""
+    from proofs import PROPERTIES, check
+    from proofs.contract import contract_check
+
+    out = []
+    kw = {"time_limit": args.time_limit} if args.engine == "batch" else {}
+    for subject, key in rows:
+        prop = PROPERTIES[key]
+        if key in subject.declares:
+            got = contract_check(subject, prop, bool(subject.declares[key]),
+                                 max_examples=args.examples, seed=args.seed,
+                                 engine=args.engine, **kw)
+            out.append((got.report, got.as_declared))
+        else:
+            out.append((check(subject, prop, max_examples=args.examples, seed=args.seed,
+                              engine=args.engine, **kw), True))
+        done(subject.name, key)
+    return out
