@@ -10,7 +10,9 @@ through the checker's clearing, and certify what the search returns on held-out 
 * :mod:`sims.design.search`: seeded, resumable differential evolution (:func:`design`);
 * :mod:`sims.design.frontier`: the regret / deficit / welfare table and figure;
 * :mod:`sims.design.certify`: the checker's verdicts on held-out markets;
-* :mod:`sims.design.cpl_pricing`: CPL posted-price shapes against the equilibrium.
+* :mod:`sims.design.cpl_pricing`: CPL posted-price shapes against the equilibrium;
+* :mod:`sims.design.neural`: a small torch family trained RegretNet-style (imported on
+  demand: it loads torch).
 """
 
 from .errors import DesignInputError

@@ -37,7 +37,7 @@ from proofs.regret import DIMENSIONS, DIRECTIONS
 from .errors import DesignInputError
 
 __all__ = ["COMBOS", "REFERENCES", "Evaluation", "Markets", "Mechanism", "draw_markets",
-           "evaluate", "markets_from", "over_arrays"]
+           "evaluate", "markets_from", "misreports_batch", "over_arrays"]
 
 COMBOS = tuple((d, s) for d in DIMENSIONS for s in DIRECTIONS)  # (dimension, direction)
 TOL = 1e-9  # relative tolerance of the checker's iPFL properties
