@@ -538,6 +538,10 @@ CLI = [
     ("report-missing", ["report", "{tmp}/nowhere"], "results"),
     ("report-corrupt", ["report", "{tmp}/corrupt"], "store"),
     ("report-foreign", ["report", "{tmp}/foreign"], "store"),
+    ("report-verdict-examples-huge", ["report", "{tmp}/emptystore", "--verdict-examples",
+                                      str(10**18)], "verdict-examples"),
+    ("report-verdict-examples-negative", ["report", "{tmp}/emptystore",
+                                          "--verdict-examples", "-1"], "verdict-examples"),
     # reproduce (its outputs are checked before the first cell: a run takes hours)
     ("reproduce-out-under-file", ["reproduce", "--out", UNDER_FILE], "--out"),
     ("reproduce-out-is-file", ["reproduce", "--out", "{inp}/file"], "--out"),
@@ -573,6 +577,7 @@ CLI = [
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
     ("prove-unknown-subject", ["prove", "--subject", "nobody"], "subject"),
     ("prove-examples-0", ["prove", "--examples", "0"], "examples"),
+    ("prove-seed-negative-batch", ["prove", "--engine", "batch", "--seed", "-1"], "seed"),
     ("prove-jobs-0", ["prove", "--jobs", "0"], "--jobs"),
     ("prove-jobs-negative", ["prove", "--jobs", "-2"], "--jobs"),
     ("prove-jobs-not-int", ["prove", "--jobs", "2.5"], "--jobs"),

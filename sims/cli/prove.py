@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from mechanisms.errors import MarketInputError
+from mechanisms.errors import MarketInputError, as_seed
 
 from ..results import write_atomic
 from .common import (
@@ -56,6 +56,15 @@ def add_parser(sub, full: bool = False) -> None:
 
 
 def run(args) -> int:
+    from proofs.checker import CheckerInputError
+
+    try:
+        return _run(args)
+    except CheckerInputError as exc:  # raised by the checker (in a worker, too): one line
+        raise MarketInputError(exc.field, exc.message) from None
+
+
+def _run(args) -> int:
     from proofs.registry import PROPERTIES, SUBJECTS
     from proofs.report import frame, header, markdown, run_report
     from proofs.subjects import subject_from
@@ -76,6 +85,7 @@ def run(args) -> int:
     if args.subject:
         args.subject = [s for s in args.subject if s not in own] or ([] if own else None)
     args.property = list(dict.fromkeys(args.property)) if args.property else None
+    as_seed("seed", args.seed)
     if not 1 <= args.examples <= MAX_EXAMPLES:
         raise MarketInputError("examples", f"is {args.examples}; must lie in [1, "
                                            f"{MAX_EXAMPLES:,}] per check")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .common import add_command, integer, writable_folder
 
-__all__ = ["add_parser", "run"]
+__all__ = ["MAX_VERDICT_EXAMPLES", "add_parser", "run"]
+
+MAX_VERDICT_EXAMPLES = 100_000  # per mechanism and property: a report is not a theorem run
 
 
 def add_parser(sub, full: bool = False) -> None:
@@ -14,7 +16,7 @@ def add_parser(sub, full: bool = False) -> None:
                    help="where to write the report (default: the results folder)")
     p.add_argument("--verdict-examples", dest="verdict_examples", type=integer, default=20,
                    help="markets the property checker draws per mechanism and property for "
-                        "the verdict tables (0: none)")
+                        "the verdict tables (0: none; at most 100,000)")
     p.set_defaults(func=run)
 
 
@@ -22,14 +24,16 @@ def run(args) -> int:
     from ..report import write_report
     from ..sweep import Store
 
+    if not 0 <= args.verdict_examples <= MAX_VERDICT_EXAMPLES:
+        from mechanisms.errors import MarketInputError
+
+        raise MarketInputError("verdict-examples", f"is {args.verdict_examples}; must lie in "
+                                                   f"[0, {MAX_VERDICT_EXAMPLES:,}] (markets "
+                                                   "per mechanism and property)")
     # where the report goes is checked first: even a read-only opening of the store leaves
     # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
-    if args.verdict_examples < 0:
-        from mechanisms.errors import MarketInputError
-
-        raise MarketInputError("verdict-examples", f"is {args.verdict_examples}; must be >= 0")
     md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples)
     print(f"wrote {md} and {page}")
     return 0
