@@ -13,14 +13,14 @@ mix: trader 1/2, pure buyer 1/4, pure seller 1/4); each coordinate is set to its
 tend to live. The documented distribution, per property, is :data:`IPFL_SPECS` /
 :func:`cpl_sampler`.
 
-**Evaluation.** For the built-in rules ("box2", "local", "exact" with the paper's payments and
-prices) and the properties in :data:`BATCH_EVALUATORS`, the whole batch is cleared at once:
-thresholds through the gain's broadcasting root finder, selection through the same greedy
-scan :func:`mechanisms.ipfl.selection.local` uses (leading batch dimensions), "exact" by
-vectorised enumeration, money by Eqs. 12-13 (or the reference rules: cost-plus, vcg's Clarke
-pivot and the Shapley split, both by enumerating every buyer's 2^m subsets) and Eq. 3 over
-arrays; Eq. 10's global optimum by the same enumeration. Every other (subject, property)
-pair is evaluated instance by instance on the same numpy draws.
+**Evaluation.** For subjects whose rules are all built-in or marked
+:func:`mechanisms.ipfl.over_arrays` and the properties in :data:`BATCH_EVALUATORS`, the whole
+batch is cleared at once by :func:`mechanisms.ipfl.clear_batch`: the same steps and the same
+rule functions (prices, thresholds, selection, Eqs. 12-13, the reference rules, Eq. 3) that
+:func:`mechanisms.ipfl.clear` runs on one market, so the evidence is about the code users
+run; Eq. 11 and Eq. 10's global optimum through :func:`mechanisms.ipfl.eq11_margins` and
+:func:`mechanisms.ipfl.phi_subsets` over arrays. Every other (subject, property) pair is
+evaluated instance by instance on the same numpy draws.
 
 **Shrinking.** The first violating instance is re-checked with the scalar property (the
 subject itself), then shrunk: delete clients, then set each coordinate to a simpler value,
@@ -36,10 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import comb
 
 from mechanisms import cpl, ipfl
-from mechanisms.gains import SqrtGain
 
 from . import ipfl_properties as P
 from .checker import (
@@ -56,8 +54,9 @@ from .checker import verdict as verdict_of
 from .regret import MisreportBatch, regret_arrays
 from .strategies import CPL_FLOOR_RTOL
 
-__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "check_batch", "cpl_sampler",
-           "ipfl_sampler", "misreports_batch", "settle_batch"]
+__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "MarketArrays", "batch_rule",
+           "check_batch", "cpl_sampler", "ipfl_sampler", "misreports_batch", "over_arrays",
+           "settle_batch"]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
 CHUNK = 4096  # instances drawn and evaluated per step
@@ -383,235 +382,28 @@ def sampler_for(prop) -> Sampler | None:
 
 
 # ------------------------------------------------------------------ batched clearing
+#
+# No equation lives here: the markets of a batch are cleared by mechanisms.ipfl.clear_batch,
+# the same steps and rule functions ipfl.clear runs one market at a time.
 
-_SQRT = SqrtGain()
+over_arrays = ipfl.over_arrays  # kept importable from here (documented as proofs.batch's)
+MarketArrays = ipfl.MarketArrays
 
-
-def _g(x, K, N):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _SQRT.value(x, K, N)
-
-
-def _exact_batch(N, K, P, T):
-    """Mirror of :func:`mechanisms.ipfl.selection.exact` ("auto" = enumeration for m <= 17):
-    always-bought sellers (T = inf) in, then the best subset of the candidates
-    (0 < T < inf, in descending-T order, first minimiser) per buyer, all buyers at once."""
-    A = np.isinf(T)
-    cand = (T > 0) & np.isfinite(T) & (K[:, :, None] > 0)
-    order = np.argsort(-np.where(cand, T, -np.inf), axis=-1, kind="stable")
-    k_max = int(cand.sum(axis=-1).max(initial=0))
-    if k_max == 0:
-        return A
-    idx = order[..., :k_max]  # candidates first, in the scalar rule's order
-    valid = np.take_along_axis(cand, idx, axis=-1)
-    cost = np.take_along_axis(P, idx, axis=-1)
-    size = np.take_along_axis(np.broadcast_to(N[:, None, :], T.shape), idx, axis=-1)
-    cost = np.where(valid, cost, 0.0)
-    size = np.where(valid, size, 0.0)
-    masks = ((np.arange(1 << k_max)[:, None] >> np.arange(k_max)[None, :]) & 1).astype(bool)
-    n0 = (A * N[:, None, :]).sum(axis=-1)
-    obj = np.einsum("sk,bik->bis", masks.astype(float), cost) - _g(
-        n0[..., None] + np.einsum("sk,bik->bis", masks.astype(float), size),
-        K[:, :, None], N[:, :, None])
-    ok = ~np.any(masks[None, None] & ~valid[:, :, None, :], axis=-1)  # only real candidates
-    obj = np.where(ok, obj, np.inf)
-    best = masks[np.argmin(obj, axis=-1)] & valid  # (B, m, k_max)
-    np.put_along_axis(A, idx, np.take_along_axis(A, idx, axis=-1) | best, axis=-1)
-    return A
-
-
-BULK_SUBSET_MAX_M = 12  # vcg / shapley / global optimality in bulk enumerate 2^m subsets
-
-
-def _subset_masks(m: int) -> np.ndarray:
-    """(2^m, m) bool: row s holds the clients of subset s (bit j of s set = j in it)."""
-    return ((np.arange(1 << m)[:, None] >> np.arange(m)[None, :]) & 1).astype(bool)
-
-
-def _phi_subsets(N, K, P) -> np.ndarray:
-    """phi_b(S) of Eq. 10 for every buyer b and every subset S of the clients, all markets
-    at once: (B, m, 2^m), +inf where S holds a seller b cannot buy (infinite price: a pure
-    buyer, or b itself)."""
-    m = N.shape[1]
-    masks = _subset_masks(m).astype(float)
-    finite = np.isfinite(P)
-    cost = np.einsum("sj,bij->bis", masks, np.where(finite, P, 0.0))
-    blocked = np.einsum("sj,bij->bis", masks, (~finite).astype(float)) > 0
-    gain = _g((N @ masks.T)[:, None, :], K[:, :, None], N[:, :, None])
-    return np.where(blocked, np.inf, cost - gain)
-
-
-def _phi_of(N, K, P, A) -> np.ndarray:
-    """phi_b(a_b) (B, m) of the chosen rows (mechanisms.ipfl.selection.phi over arrays)."""
-    bought = np.einsum("bij,bj->bi", A.astype(float), N)
-    return np.where(A, P, 0.0).sum(axis=2) - _g(bought, K, N)
-
-
-def _value(A, N, c, K) -> np.ndarray:
-    """Eq. 3 before payments, (B, m): g_i(sum of the bought N_j) - c_i x (models sold, when
-    any)."""
-    sold = A.sum(axis=1)
-    return _g(np.einsum("bij,bj->bi", A.astype(float), N), K, N) - np.where(
-        sold > 0, c * np.where(sold > 0, sold, 1), 0.0)
-
-
-def _vcg_batch(N, c, K, P, A) -> np.ndarray:
-    """Mirror of :func:`mechanisms.ipfl.rules.vcg_payments` over arrays: p_i = W*_{-i} -
-    [W(A) - v_i(A)]. Each buyer's problem is separate, so W*_{-i} is, per buyer b != i, the
-    best phi_b over the subsets without i (exactly what the exact selection re-solves)."""
-    m = N.shape[1]
-    phi = _phi_subsets(N, K, P)
-    masks = _subset_masks(m)
-    best_without = np.stack([phi[:, :, ~masks[:, i]].min(axis=-1) for i in range(m)],
-                            axis=-1)  # (B, buyer b, excluded i)
-    value = np.where(K[:, :, None] > 0, -best_without, 0.0)  # a buyer with K = 0 buys nothing
-    w_minus = value.sum(axis=1) - np.diagonal(value, axis1=1, axis2=2)
-    W = -_phi_of(N, K, P, A).sum(axis=1)
-    own = _value(A, N, c, K)  # v_i(A) on the reports
-    return w_minus - (W[:, None] - own)
-
-
-def _shapley_batch(N, K, lam, D, A) -> np.ndarray:
-    """Mirror of :func:`mechanisms.ipfl.rules.shapley_remittances` over arrays: r_ij = Sh_j -
-    lam (N_j/N_i) d_ij, the Shapley value of j in buyer i's game v(T) = g_i(sum_T N_j) over
-    the sellers it bought from, by enumeration of the 2^m coalitions."""
-    m = N.shape[1]
-    masks = _subset_masks(m)
-    ids = np.arange(1 << m)
-    gT = _g((N @ masks.T.astype(float))[:, None, :], K[:, :, None], N[:, :, None])
-    code = (A * (1 << np.arange(m))).sum(axis=-1)  # (B, m): the sellers each buyer bought
-    inside = (ids[None, None, :] & ~code[..., None]) == 0  # coalition within them
-    k = A.sum(axis=-1)[..., None]
-    card = masks.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = 1.0 / (k * comb(k - 1, card))  # |T|! (k - |T| - 1)! / k!
-    share = np.zeros(A.shape)
-    for j in range(m):
-        out = (ids & (1 << j)) == 0
-        with np.errstate(invalid="ignore"):
-            marginal = gT[..., ids | (1 << j)] - gT
-            share[..., j] = np.where(inside & out, w * marginal, 0.0).sum(axis=-1)
-    ratio = N[:, None, :] / N[:, :, None]
-    return np.where(A, share - lam[:, None, None] * ratio * D, 0.0)
-
-
-def over_arrays(fn: Callable) -> Callable:
-    """Mark a rule of your own as written over arrays, so the batch engine may call it on a
-    whole batch at once.
-
-    The function must accept leading batch dimensions: ``market.N``, ``market.c``,
-    ``market.K`` are (..., m), ``market.lam`` (...,), and ``D``, thresholds, prices and the
-    adjacency ``A`` (..., m, m); write ``N[..., None, :]`` rather than ``N[None, :]``. It
-    must return the same shapes with the leading dimensions (adjacency (..., m, m);
-    remittances (..., m, m) or payments (..., m)). Called on one market it sees plain (m,)
-    arrays, so the same function serves both engines.
-    """
-    fn.over_arrays = True
-    return fn
-
-
-@dataclass(frozen=True)
-class MarketArrays:
-    """A batch of markets as arrays: what a rule marked :func:`over_arrays` receives."""
-
-    N: np.ndarray
-    c: np.ndarray
-    K: np.ndarray
-    lam: np.ndarray
-    true_N: np.ndarray
-    true_c: np.ndarray
-    gain: SqrtGain = _SQRT
-    true_K: np.ndarray | None = None  # None: K as reported
-
-    @property
-    def m(self) -> int:
-        return self.N.shape[-1]
-
-
-def _checked(kind: str, fn, out, shapes) -> np.ndarray:
-    arr = np.asarray(out)
-    name = ipfl.rules.rule_name(fn) if hasattr(ipfl, "rules") else repr(fn)
-    if arr.shape not in shapes:
-        raise ipfl.MarketInputError(kind, f"{name} returned shape {arr.shape}, expected "
-                                          f"{' or '.join(map(str, shapes))}")
-    if kind == "rule" and arr.dtype != bool:
-        vals = arr.astype(float)
-        if ((vals != 0) & (vals != 1)).any():
-            raise ipfl.MarketInputError(kind, f"{name} returned entries other than 0/1")
-        arr = vals.astype(bool)
-    if kind == "payments":
-        arr = arr.astype(float)
-        if not np.isfinite(arr).all():
-            raise ipfl.MarketInputError(kind, f"{name} returned NaN or inf; money must be "
-                                              "finite")
-    return arr
-
-
-BULK_RULES = ("box2", "local", "exact", "share-all")
-BULK_PAYMENTS = ("paper", "cost-plus", "none", "vcg", "shapley")
-BULK_PRICES = ("paper", "cost-plus")
+BULK_RULES = ipfl.BULK_RULES
+BULK_PAYMENTS = tuple(ipfl.PAYMENT_RULES)
+BULK_PRICES = tuple(ipfl.PRICE_RULES)
 
 
 def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
                  true_K=None, prices="paper") -> dict:
-    """Clear a batch of markets (arrays with a leading batch dimension) with a built-in rule
-    (:data:`BULK_RULES`) or a rule marked :func:`over_arrays`, built-in prices
-    (:data:`BULK_PRICES`: Eq. 10, or the cost-plus posted price) and built-in payments
-    (:data:`BULK_PAYMENTS`: Eqs. 12-13, cost-plus remittances, none) or payments marked
-    :func:`over_arrays`; returns adjacency, payments, utilities and prices."""
-    B, m = N.shape
-    if money in ("vcg", "shapley") and m > BULK_SUBSET_MAX_M:
-        raise ipfl.MarketInputError("payments", f"{money} in bulk enumerates 2^m subsets; "
-                                                f"m is {m}, at most {BULK_SUBSET_MAX_M}")
-    if money == "vcg" and prices != "paper":
-        raise ipfl.MarketInputError("payments", "vcg is defined on the paper's prices "
-                                                "(Eq. 10); prices must be 'paper'")
-    true_N = N if true_N is None else true_N
-    true_c = c if true_c is None else true_c
-    true_K = K if true_K is None else true_K
-    ratio = N[:, None, :] / N[:, :, None]
-    posted = c if prices == "paper" else (1.0 + ipfl.rules.COST_PLUS_MARKUP) * c
-    P = posted[:, None, :] + lam[:, None, None] * ratio * D
-    eye = np.eye(m, dtype=bool)
-    P = np.where(eye, np.inf, P)
-    T = _SQRT.thresholds(P, N[:, None, :], K[:, :, None], N[:, :, None])
-    T = np.where((K[:, :, None] == 0) | eye, 0.0, T)
-    arrays = MarketArrays(N, c, K, lam, true_N, true_c, true_K=true_K)
-    if callable(rule):
-        A = _checked("rule", rule, rule(arrays, D, T, P), ((B, m, m),))
-        if A[:, eye].any():
-            raise ipfl.MarketInputError("rule", f"{ipfl.rules.rule_name(rule)} returned a "
-                                                "client buying its own model")
-    elif rule == "box2":
-        A = ipfl.box2(T, N)
-    elif rule == "local":
-        A = ipfl.local(T, N)
-    elif rule == "share-all":  # mechanisms.ipfl.rules.share_all
-        A = (K[:, :, None] > 0) & np.isfinite(c)[:, None, :] & ~eye
-    else:
-        A = _exact_batch(N, K, P, T)
-    if callable(money):
-        out = _checked("payments", money, money(arrays, A, D), ((B, m, m), (B, m)))
-        p = out.sum(axis=2) - out.sum(axis=1) if out.ndim == 3 else out
-    elif money == "none":
-        p = np.zeros((B, m))
-    elif money == "vcg":
-        p = _vcg_batch(N, c, K, P, A)
-    elif money == "shapley":
-        R = _shapley_batch(N, K, lam, D, A)
-        p = R.sum(axis=2) - R.sum(axis=1)
-    elif money == "cost-plus":  # each buyer pays each seller its posted price
-        R = np.where(A, posted[:, None, :], 0.0)
-        p = R.sum(axis=2) - R.sum(axis=1)
-    else:  # Eq. 12 on bought pairs, Eq. 13
-        n = np.einsum("bij,bj->bi", A.astype(float), N)
-        with np.errstate(invalid="ignore"):
-            marginal = _g(n[:, :, None], K[:, :, None], N[:, :, None]) - _g(
-                n[:, :, None] - N[:, None, :], K[:, :, None], N[:, :, None])
-        R = np.where(A, marginal - lam[:, None, None] * ratio * D, 0.0)
-        p = R.sum(axis=2) - R.sum(axis=1)
-    # Eq. 3 with the true N and c
-    return {"A": A, "p": p, "U": _value(A, true_N, true_c, true_K) - p, "P": P}
+    """Clear a batch of markets (arrays with a leading batch dimension) with
+    :func:`mechanisms.ipfl.clear_batch`; returns adjacency "A", payments "p", utilities "U"
+    and prices "P" (what the bulk evaluators read). Negative distances are accepted (the
+    properties about them draw them on purpose)."""
+    out = ipfl.clear_batch(MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
+                           payments=money, prices=prices, allow_negative_distances=True)
+    return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
+            "market": out.market}
 
 
 def _scale(s):
@@ -623,20 +415,9 @@ def _excess(x, tol):
     return np.where(np.isnan(out), np.inf, out)
 
 
-def _eq11_count(N, K, P, A):
-    """Mirror of :func:`mechanisms.ipfl.selection.eq11_violations`, counted per market."""
-    n = np.einsum("bij,bj->bi", A.astype(float), N)
-    base = _g(n, K, N)
-    with np.errstate(invalid="ignore"):
-        flipped = np.where(A, n[:, :, None] - N[:, None, :], n[:, :, None] + N[:, None, :])
-        dgain = _g(flipped, K[:, :, None], N[:, :, None]) - base[:, :, None]
-        dcost = np.where(A, -P, P)
-        delta = dcost - dgain
-    scale = np.abs(base)[:, :, None] + np.where(np.isfinite(P), np.abs(P), 0.0)
-    bad = (delta < -1e-9 * np.maximum(scale, 1e-12)) & (K[:, :, None] > 0)
-    m = N.shape[1]
-    bad &= ~np.eye(m, dtype=bool)
-    return bad.sum(axis=(1, 2)).astype(float)
+def _eq11_count(market, P, A):
+    """:func:`mechanisms.ipfl.eq11_violations` counted per market (the same margins)."""
+    return (ipfl.eq11_margins(market, P, A) < -_TOL).sum(axis=(-2, -1)).astype(float)
 
 
 def _rows(x, client):
@@ -661,7 +442,7 @@ def _ir(settle, a):
 
 def _eq11(settle, a):
     s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    return _eq11_count(a["N"], a["K"], s["P"], s["A"])
+    return _eq11_count(s["market"], s["P"], s["A"])
 
 
 def _overstate(a):
@@ -711,9 +492,9 @@ def _global(settle, a):
     """Mirror of :func:`proofs.ipfl_properties.global_optimality`: how far some buyer's
     phi_i is above the best over all subsets of the sellers it can buy from."""
     s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    N, K, P, A = a["N"], a["K"], s["P"], s["A"]
-    best = np.minimum(0.0, _phi_subsets(N, K, P)[..., 1:].min(axis=-1))  # the empty set: 0
-    gap = np.where(K > 0, _phi_of(N, K, P, A) - best, 0.0)
+    market, P, A = s["market"], s["P"], s["A"]
+    best = np.minimum(0.0, ipfl.phi_subsets(market, P)[..., 1:].min(axis=-1))  # empty set: 0
+    gap = np.where(market.K > 0, ipfl.phi(market, P, A) - best, 0.0)
     return _excess(np.maximum(gap.max(axis=1), 0.0), _TOL * _scale(s))
 
 
@@ -786,31 +567,24 @@ BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
-def _named(spec, names) -> bool:
-    return isinstance(spec, str) and spec in names
+def _bulk(spec, names) -> bool:
+    return (isinstance(spec, str) and spec in names) or getattr(spec, "over_arrays", False)
 
 
-def _batch_rule(subject):
-    """A settle-batch function when ``subject`` can be cleared in bulk: built-in selection
-    or a selection rule marked :func:`over_arrays`, with the paper's prices and the paper's
-    payments or payments marked :func:`over_arrays`."""
+def batch_rule(subject):
+    """A settle-batch function (:func:`settle_batch` with the subject's rules) when
+    ``subject`` can be cleared in bulk by :func:`mechanisms.ipfl.clear_batch`: every rule a
+    built-in name or a function marked :func:`over_arrays` (the built-in rule functions
+    are). None otherwise (the pair is then evaluated one instance at a time)."""
     from .subjects import IpflMechanism
 
-    if not isinstance(subject, IpflMechanism) or not _named(subject.prices, BULK_PRICES):
+    if not isinstance(subject, IpflMechanism):
         return None
     if type(subject).settle is not IpflMechanism.settle:
         return None  # a subclass clears its own way: evaluate what it does, one by one
     rule, money, prices = subject.rule, subject.money, subject.prices
-    if rule is ipfl.rules.share_all:
-        rule = "share-all"
-    for name in ("vcg", "shapley"):  # the reference payment rules, by name or as functions
-        if money is ipfl.rules.PAYMENT_RULES[name]:
-            money = name
-    if money == "vcg" and prices != "paper":
-        return None
-    if not (_named(rule, BULK_RULES) or getattr(rule, "over_arrays", False)):
-        return None
-    if not (_named(money, BULK_PAYMENTS) or getattr(money, "over_arrays", False)):
+    if not (_bulk(rule, BULK_RULES) and _bulk(money, BULK_PAYMENTS)
+            and _bulk(prices, BULK_PRICES)):
         return None
 
     def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
@@ -955,7 +729,7 @@ def vectorised(prop, subject) -> Callable | None:
         kind, solve = found
         sampler = cpl_sampler(prop.key)
         return lambda d: fn(kind, solve, sampler.games(d))
-    settle = _batch_rule(subject)
+    settle = batch_rule(subject)
     if settle is None or prop.key not in BATCH_EVALUATORS:
         return None
     scalar, fn = BATCH_EVALUATORS[prop.key]

@@ -213,7 +213,7 @@ _SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
 def best_misreport(subject, case, dimension: str, direction: str, *, first: bool = False):
     """(the best misreport found, the truthful outcome).
 
-    A subject the batch engine clears in bulk (built-in or :func:`proofs.batch.over_arrays`
+    A subject the batch engine clears in bulk (built-in or :func:`mechanisms.ipfl.over_arrays`
     rules, the paper's prices, sqrt gain) is searched by the vectorised search
     :func:`proofs.regret.regret_arrays` (the same search the batch engine runs, so both
     engines agree on every instance); any other subject by the scalar
@@ -224,9 +224,9 @@ def best_misreport(subject, case, dimension: str, direction: str, *, first: bool
     honest = _settle(subject, case)
     inner = getattr(subject, "_subject", subject)
     mk = case.market
-    from .batch import _batch_rule, misreports_batch
+    from .batch import batch_rule, misreports_batch
 
-    settle = _batch_rule(inner)
+    settle = batch_rule(inner)
     if settle is not None and type(mk.gain) is ipfl.SqrtGain and mk.truthful:
         t0 = time.perf_counter()
         a = {"N": mk.N[None], "c": mk.c[None], "K": mk.K[None], "lam": np.array([mk.lam]),
@@ -250,10 +250,10 @@ def grid_batch(subject, case, dimension: str):
     enumeration measured slower than clearing one by one; benchmarks/bench_regret.py) and the
     paper's prices (:mod:`proofs.batch`), the sqrt gain, and N or c misreports (bulk clearing
     has no separate true K). None otherwise (the grid is then cleared market by market)."""
-    from .batch import _batch_rule
+    from .batch import batch_rule
 
     inner = getattr(subject, "_subject", subject)
-    settle = _batch_rule(inner)
+    settle = batch_rule(inner)
     mk = case.market
     if settle is None or getattr(inner, "rule", None) == "exact" or dimension == "K" \
             or type(mk.gain) is not ipfl.SqrtGain or not mk.truthful:

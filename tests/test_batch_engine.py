@@ -297,10 +297,10 @@ def test_the_bulk_regret_search_finds_every_lie_the_scalar_search_finds(rule):
     """On a sample, every profitable misreport the scalar search (grid + bounded Brent,
     market by market) finds, the vectorised search finds too, with a regret at least as
     large up to the refinement's resolution."""
-    from proofs.batch import _batch_rule, ipfl_sampler, misreports_batch
+    from proofs.batch import batch_rule, ipfl_sampler, misreports_batch
     from proofs.regret import regret_search
 
-    sampler, settle = ipfl_sampler("thm2"), _batch_rule(SUBJECTS[rule])
+    sampler, settle = ipfl_sampler("thm2"), batch_rule(SUBJECTS[rule])
     rng = np.random.default_rng(5)
     found = 0
     for dim, way in (("N", "over"), ("K", "under"), ("N", "under")):
@@ -323,9 +323,9 @@ def test_reference_rules_cleared_in_bulk_match_the_scalar_clearing(name):
     """cost-plus (posted price and remittances), share-all (take every model, no money), vcg
     (Clarke pivot on the exact selection) and shapley (the Shapley split) are cleared in bulk;
     instance by instance they give the subject's own outcome."""
-    from proofs.batch import _batch_rule
+    from proofs.batch import batch_rule
 
-    settle = _batch_rule(SUBJECTS[name])
+    settle = batch_rule(SUBJECTS[name])
     assert settle is not None
     sampler = IpflSampler(IpflSpec(liar="any"))
     checked = 0
@@ -343,12 +343,37 @@ def test_reference_rules_cleared_in_bulk_match_the_scalar_clearing(name):
             np.testing.assert_allclose(bulk["U"][k], out.utilities, rtol=1e-9, atol=1e-9)
             checked += 1
     assert checked == 300
-    # vcg is defined on the paper's prices: with another price rule it stays per instance
-    assert _batch_rule(IpflMechanism("vcg-cp", "exact", payments="vcg",
-                                     prices="cost-plus")) is None
 
 
 def test_cost_plus_is_rejected_on_thm2_in_bulk():
     r = check(SUBJECTS["cost-plus"], PROPERTIES["thm2"], max_examples=20_000, engine="batch")
+    assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
+    assert r.counterexample.rerun() > 0
+
+
+# ------------------------------------------------- the batch engine checks the mechanism
+
+
+def test_a_mutant_in_eq13_is_seen_by_the_batch_engine(monkeypatch):
+    """The batch engine clears with mechanisms.ipfl's own code: payments off by 1e-6 in the
+    one Eq. 13 function break budget balance in bulk (and on the scalar re-check)."""
+    from mechanisms.ipfl import money
+
+    honest = money.payments
+    monkeypatch.setattr(money, "payments", lambda R: honest(R) + 1e-6)
+    r = check(SUBJECTS["local"], PROPERTIES["budget_balance"], max_examples=2000, seed=0,
+              engine="batch")
+    assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
+    assert r.counterexample.rerun() > 0
+
+
+def test_a_mutant_in_eq3_is_seen_by_the_batch_engine(monkeypatch):
+    """Utilities off by 1e-6 in the one Eq. 3 function: individual rationality fails."""
+    from mechanisms.ipfl import money
+
+    honest = money.utilities
+    monkeypatch.setattr(money, "utilities", lambda market, A, p: honest(market, A, p) - 1e-6)
+    r = check(SUBJECTS["local"], PROPERTIES["individual_rationality"], max_examples=2000,
+              seed=0, engine="batch")
     assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
     assert r.counterexample.rerun() > 0

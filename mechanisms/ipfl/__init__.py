@@ -15,21 +15,31 @@ Box 2  thresholds           :func:`mechanisms.ipfl.thresholds.thresholds`
 Box 2  greedy selection     :func:`mechanisms.ipfl.selection.box2` / ``local``
 ==========================  ===============================================
 
+Eq. 10 prices P_ij           :func:`mechanisms.ipfl.market.paper_prices_arrays`
+
+Each equation is written once, over arrays: every function above accepts a :class:`Market`
+or a :class:`MarketArrays` (a batch of markets with leading dimensions).
+
 A mechanism is data (:mod:`mechanisms.ipfl.rules`): ``clear(market, D, rule=..., payments=...,
 prices=...)`` takes built-in names or your own functions. Reference payment rules beside the
 paper's: VCG (Clarke pivot), a Shapley split, a cost-plus posted price.
+
+Many markets at once: ``clear_batch(MarketArrays(...), D, rule=..., payments=...,
+prices=...)`` runs the same steps and the same rule functions over arrays; a rule of your
+own joins when it is written over arrays and marked :func:`over_arrays`.
 """
 
 from ..distances import pairwise_distances, prox_centres
 from ..errors import MarketInputError
 from ..gains import CallableGain, Gain, LogGain, PowerGain, SqrtGain
-from .clear import Outcome, clear
-from .market import Market
+from .clear import BULK_RULES, Outcome, OutcomeBatch, clear, clear_batch
+from .market import Market, MarketArrays, over_arrays, paper_prices_arrays
 from .money import (
     baseline_utilities,
     gains,
     payments,
     remittances,
+    reported_values,
     sharing_costs,
     utilities,
     welfare,
@@ -38,6 +48,7 @@ from .rules import (
     PAYMENT_RULES,
     PRICE_RULES,
     SELECTION_RULES,
+    VCG_ENUMERATION_MAX,
     cost_plus,
     cost_plus_prices,
     cost_plus_remittances,
@@ -57,12 +68,15 @@ from .selection import (
     eq11_margins,
     eq11_violations,
     exact,
+    exact_enumeration,
     local,
     phi,
+    phi_subsets,
 )
 from .thresholds import MODES, thresholds
 
 __all__ = [
+    "BULK_RULES",
     "EXACT_METHODS",
     "MODES",
     "NODE_LIMIT",
@@ -70,33 +84,42 @@ __all__ = [
     "PRICE_RULES",
     "RULES",
     "SELECTION_RULES",
+    "VCG_ENUMERATION_MAX",
     "CallableGain",
     "Gain",
     "LogGain",
     "Market",
+    "MarketArrays",
     "MarketInputError",
     "Outcome",
+    "OutcomeBatch",
     "PowerGain",
     "SqrtGain",
     "baseline_utilities",
     "box2",
     "clear",
+    "clear_batch",
     "cost_plus",
     "cost_plus_prices",
     "cost_plus_remittances",
     "eq11_margins",
     "eq11_violations",
     "exact",
+    "exact_enumeration",
     "gains",
     "load_callable",
     "local",
     "no_payments",
+    "over_arrays",
     "pairwise_distances",
     "paper_prices",
+    "paper_prices_arrays",
     "payments",
     "phi",
+    "phi_subsets",
     "prox_centres",
     "remittances",
+    "reported_values",
     "resolve",
     "shapley_remittances",
     "share_all",

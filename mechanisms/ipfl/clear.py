@@ -1,7 +1,9 @@
 """Clearing one round of the iPFL market: prices -> thresholds -> graph -> money.
 
-:func:`clear` is the public entry point. A mechanism is data: a selection rule, a payment rule
-and a price rule, each a built-in name or a plain function (signatures in
+:func:`clear` is the public entry point; :func:`clear_batch` clears many markets at once
+with the same steps and the same (array-generic) rule functions. A mechanism is data: a
+selection rule, a payment rule and a price rule, each a built-in name or a plain function
+(signatures in
 :mod:`mechanisms.ipfl.rules`). :func:`clear` returns a frozen :class:`Outcome` that keeps its
 inputs (market, distances, rule names and functions) next to the numbers, so any outcome can be
 re-checked or cleared again with one input changed (:meth:`Outcome.reclear`).
@@ -17,11 +19,11 @@ import numpy as np
 
 from ..errors import MarketInputError
 from . import money, rules, selection
-from .market import Market
+from .market import Market, MarketArrays, read_only
 from .thresholds import MODES
 from .thresholds import thresholds as solve_thresholds
 
-__all__ = ["Outcome", "clear"]
+__all__ = ["BULK_RULES", "Outcome", "OutcomeBatch", "clear", "clear_batch"]
 
 
 def _ro(a):
@@ -137,6 +139,66 @@ def _check_output(kind: str, value, shapes: tuple) -> np.ndarray:
     return arr
 
 
+# ----------------------------------------------------------------------------------------
+# the steps of a clearing, shared by clear (one market) and clear_batch (many): every array
+# handed to a rule is a read-only copy, so code of your own cannot change the caller's
+# arrays or the outcome
+# ----------------------------------------------------------------------------------------
+
+
+def _price_step(label: str, fn: Callable, market, D: np.ndarray) -> np.ndarray:
+    """Prices of the price rule (..., m, m), checked (numbers, no NaN), diagonal +inf."""
+    shape = D.shape
+    P = _check_output("prices", fn(market, D), (shape,)).copy()
+    if np.isnan(P).any():
+        raise MarketInputError("prices", "returned NaN; prices must be numbers or +inf")
+    m = shape[-1]
+    P[..., np.arange(m), np.arange(m)] = np.inf
+    return read_only(P)
+
+
+def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
+    """The adjacency of a selection rule given as a function, checked: (..., m, m), 0/1
+    entries, nobody buying its own model."""
+    shape = T.shape
+    A = np.asarray(fn(market, D, T, P))
+    if A.shape != shape:
+        raise MarketInputError("rule", f"{label} returned shape {A.shape}, expected {shape}")
+    if A.dtype != bool:  # NaN would cast to True: only 0/1 entries pass
+        vals = _check_output("rule", A, (shape,))
+        bad = (vals != 0) & (vals != 1)
+        if bad.any():
+            k = tuple(int(x) for x in np.argwhere(bad)[0])
+            raise MarketInputError("rule", f"{label} returned a_{k[-2]}{k[-1]} = "
+                                           f"{vals[k]!r}; adjacency entries are 0/1")
+        A = vals.astype(bool)
+    m = shape[-1]
+    if A[..., np.arange(m), np.arange(m)].any():
+        raise MarketInputError("rule", f"{label} returned a client buying its own model")
+    return A
+
+
+def _money_step(label: str, fn: Callable, market, A, D):
+    """(remittances or None, payments) of a payment rule: (..., m, m) remittances give Eq. 13
+    payments; (..., m) payments are taken as they are. Must be finite."""
+    shape = A.shape
+    out = _check_output("payments", fn(market, A, D), (shape, shape[:-1]))
+    if not np.isfinite(out).all():
+        raise MarketInputError("payments", f"{label} returned NaN or inf; money must be "
+                                           "finite")
+    if out.ndim == len(shape):
+        return out, money.payments(out)
+    return None, out
+
+
+def _settle_step(market, A, p):
+    """Gains, sharing costs, utilities (Eq. 3) and welfare (Eq. 5) on the true types."""
+    G = money.gains(market, A)
+    C = money.sharing_costs(market, A)
+    U = money.utilities(market, A, p)
+    return G, C, U, money.welfare(market, A)
+
+
 def clear(
     market: Market,
     D,
@@ -175,7 +237,9 @@ def clear(
         (``exact_stopped`` says which limit stopped it). See :func:`selection.exact`.
     progress : ``progress(done, total)`` over the buyers the exact rule searches.
 
-    Any rule may also be given as a "package.module:function" string.
+    Any rule may also be given as a "package.module:function" string. Rules of your own
+    receive read-only copies (D, thresholds, prices, adjacency). Many markets at once:
+    :func:`clear_batch` (the same steps and rule functions over arrays).
 
     >>> mk = Market(N=[400, 500, 600], c=[0.5, 1.0, 0.0], K=[5e4, 3e4, 0.0], lam=2.0)
     >>> d = [[0, .1, .3], [.1, 0, .2], [.3, .2, 0]]
@@ -202,32 +266,15 @@ def clear(
             "exact_method",
             f"unknown method {exact_method!r}; choose one of {selection.EXACT_METHODS}",
         )
-    m = market.m
-    D = market.check_distances(D, allow_negative=allow_negative_distances)
-    P = _check_output("prices", price_fn(market, D), ((m, m),)).copy()
-    if np.isnan(P).any():
-        raise MarketInputError("prices", "returned NaN; prices must be numbers or +inf")
-    np.fill_diagonal(P, np.inf)
-    T = solve_thresholds(market, D, thresholds, prices=P)
+    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
+                  np.float64)
+    P = _price_step(price_label, price_fn, market, D)
+    T = read_only(solve_thresholds(market, D, thresholds, prices=P))
     exact_methods: dict = {}
     exact_gap = 0.0
     exact_stopped = ""
     if rule_fn is not None:
-        A = np.asarray(rule_fn(market, D, T, P))
-        if A.shape != (m, m):
-            raise MarketInputError("rule", f"{rule_label} returned shape {A.shape}, "
-                                           f"expected ({m}, {m})")
-        if A.dtype != bool:  # NaN would cast to True: only 0/1 entries pass
-            vals = _check_output("rule", A, ((m, m),))
-            bad = (vals != 0) & (vals != 1)
-            if bad.any():
-                i, j = np.argwhere(bad)[0]
-                raise MarketInputError("rule", f"{rule_label} returned a_{i}{j} = "
-                                               f"{vals[i, j]!r}; adjacency entries are 0/1")
-            A = vals.astype(bool)
-        if np.diagonal(A).any():
-            raise MarketInputError("rule", f"{rule_label} returned a client buying its own "
-                                           "model")
+        A = _rule_step(rule_label, rule_fn, market, D, T, P)
         method = "custom" if ":" in rule_label or rule_label not in rules.SELECTION_RULES \
             else rule_label
     elif rule_label == "box2":
@@ -244,38 +291,29 @@ def clear(
         exact_methods = dict(Counter(per_buyer.tolist()))
         used = sorted(k for k in exact_methods if k != "none")
         method = "+".join(used) if used else "none"
-    money_out = _check_output("payments", pay_fn(market, A, D), ((m, m), (m,)))
-    if not np.isfinite(money_out).all():
-        raise MarketInputError("payments", f"{pay_label} returned NaN or inf; money must be "
-                                           "finite")
-    if money_out.ndim == 2:
-        R = money_out
-        p = money.payments(R)
-    else:
-        R, p = None, money_out
-    G = money.gains(market, A)
-    C = money.sharing_costs(market, A)
-    U = G - C - p
+    A = read_only(A, bool)
+    R, p = _money_step(pay_label, pay_fn, market, A, D)
+    G, C, U, W = _settle_step(market, A, p)
     return Outcome(
         rule=rule_label,
         threshold_mode=thresholds,
         method=method,
-        m=m,
-        adjacency=_ro(A),
-        thresholds=_ro(T),
-        prices=_ro(P),
+        m=market.m,
+        adjacency=A,
+        thresholds=T,
+        prices=P,
         remittances=None if R is None else _ro(R),
         payments=_ro(p),
         gains=_ro(G),
         utilities=_ro(U),
-        welfare=float(G.sum() - C.sum()),
+        welfare=W,
         gain=market.gain.name,
         truthful=market.truthful,
         exact_methods=exact_methods,
         exact_gap=exact_gap,
         exact_stopped=exact_stopped,
         market=market,
-        D=_ro(D),
+        D=D,
         payment_rule=pay_label,
         price_rule=price_label,
         sharing_costs=_ro(C),
@@ -284,3 +322,128 @@ def clear(
                  "exact_node_limit": exact_node_limit, "exact_time_limit": exact_time_limit,
                  "allow_negative_distances": allow_negative_distances},
     )
+
+
+# ----------------------------------------------------------------------------------------
+# many markets at once
+# ----------------------------------------------------------------------------------------
+
+BULK_RULES = ("box2", "local", "exact", "share-all")
+
+
+@dataclass(frozen=True, eq=False)
+class OutcomeBatch:
+    """Many cleared rounds (:func:`clear_batch`). Arrays are read-only, with the batch's
+    leading dimensions (...); index = client id in the last axes.
+
+    market       the MarketArrays cleared (reports and truth)
+    D            (..., m, m) the model distances used
+    adjacency    (..., m, m) bool, a_ij = client i buys client j's model
+    thresholds   (..., m, m) Box 2 thresholds at ``prices``
+    prices       (..., m, m) the prices buyers faced (Eq. 10 for the paper's rule)
+    remittances  (..., m, m) r_ij (Eq. 12 for the paper's rule), or None when the payment
+                 rule returned payments
+    payments     (..., m) p_i (Eq. 13 from remittances)
+    gains, sharing_costs, utilities (..., m): true values; utilities by Eq. 3
+    welfare      (...,) Eq. 5
+    """
+
+    rule: str
+    payment_rule: str
+    price_rule: str
+    threshold_mode: str
+    market: MarketArrays
+    D: np.ndarray
+    adjacency: np.ndarray
+    thresholds: np.ndarray
+    prices: np.ndarray
+    remittances: np.ndarray | None
+    payments: np.ndarray
+    gains: np.ndarray
+    sharing_costs: np.ndarray
+    utilities: np.ndarray
+    welfare: np.ndarray
+
+    @property
+    def shape(self) -> tuple:
+        """The leading batch dimensions."""
+        return self.payments.shape[:-1]
+
+    @property
+    def budget_surplus(self) -> np.ndarray:
+        """(...,) sum_i p_i per market: > 0 surplus, < 0 deficit."""
+        return self.payments.sum(axis=-1)
+
+
+def _bulk_function(kind: str, label: str, fn: Callable | None) -> Callable | None:
+    if fn is not None and not getattr(fn, "over_arrays", False):
+        raise MarketInputError(kind, f"{label} is not marked over_arrays: clear_batch calls "
+                                     "rules with leading batch dimensions; write it over "
+                                     "arrays and mark it with ipfl.over_arrays (or clear "
+                                     "market by market with ipfl.clear)")
+    return fn
+
+
+def clear_batch(
+    market: MarketArrays,
+    D,
+    rule: str | Callable = "local",
+    *,
+    payments: str | Callable = "paper",
+    prices: str | Callable = "paper",
+    thresholds: str = "exact",
+    allow_negative_distances: bool = False,
+) -> OutcomeBatch:
+    """Clear a batch of markets at once: the same steps and the same rule functions as
+    :func:`clear`, over arrays with leading batch dimensions.
+
+    Prices (Eq. 10, or the cost-plus posted price), thresholds (Box 2), selection ("box2",
+    "local", "exact" by enumeration of the candidates (at most 16 per buyer),
+    "share-all"), money ("paper": Eq. 12 remittances and Eq. 13 payments; "vcg" (m <= 12),
+    "shapley", "cost-plus", "none"), then gains, sharing costs, utilities (Eq. 3) and
+    welfare (Eq. 5) on the true types. Rules of your own must be written over arrays and
+    marked :func:`over_arrays`; they receive the MarketArrays and read-only arrays.
+    Market by market, the outcome equals :func:`clear`'s (tests/test_batch_engine.py).
+
+    >>> mk = MarketArrays(N=[[400, 500, 600]] * 2, c=[[0.5, 1.0, 0.0]] * 2,
+    ...                   K=[[5e4, 3e4, 0.0]] * 2, lam=[2.0, 0.0])
+    >>> d = [[0, .1, .3], [.1, 0, .2], [.3, .2, 0]]
+    >>> out = clear_batch(mk, [d, d], "local")
+    >>> out.adjacency[0].astype(int)
+    array([[0, 1, 1],
+           [1, 0, 1],
+           [0, 0, 0]])
+    >>> bool(np.allclose(out.payments[0], clear(mk.market(0), d).payments, atol=1e-12))
+    True
+    """
+    if not isinstance(market, MarketArrays):
+        raise MarketInputError("market", f"must be an ipfl.MarketArrays, got "
+                                         f"{type(market).__name__}")
+    rule_label, rule_fn = rules.resolve("rule", rule)
+    pay_label, pay_fn = rules.resolve("payments", payments)
+    price_label, price_fn = rules.resolve("prices", prices)
+    if thresholds not in MODES:
+        raise MarketInputError("thresholds", f"unknown mode {thresholds!r}; choose one of {MODES}")
+    rule_fn = _bulk_function("rule", rule_label, rule_fn)
+    pay_fn = _bulk_function("payments", pay_label, pay_fn)
+    price_fn = _bulk_function("prices", price_label, price_fn)
+    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
+                  np.float64)
+    P = _price_step(price_label, price_fn, market, D)
+    T = read_only(solve_thresholds(market, D, thresholds, prices=P))
+    if rule_fn is not None:
+        A = _rule_step(rule_label, rule_fn, market, D, T, P)
+    elif rule_label == "box2":
+        A = selection.box2(T, market.N)
+    elif rule_label == "local":
+        A = selection.local(T, market.N)
+    else:
+        A = selection.exact_enumeration(market, P, T)
+    A = read_only(A, bool)
+    R, p = _money_step(pay_label, pay_fn, market, A, D)
+    G, C, U, W = _settle_step(market, A, p)
+    return OutcomeBatch(
+        rule=rule_label, payment_rule=pay_label, price_rule=price_label,
+        threshold_mode=thresholds, market=market, D=D, adjacency=A, thresholds=T, prices=P,
+        remittances=None if R is None else _ro(R), payments=_ro(p), gains=_ro(G),
+        sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W))

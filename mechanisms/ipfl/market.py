@@ -1,4 +1,10 @@
-"""The iPFL market: client types and prices (spec "Types and parameters"; Eq. 10 prices)."""
+"""The iPFL market: client types and prices (spec "Types and parameters"; Eq. 10 prices).
+
+:class:`Market` is one market; :class:`MarketArrays` holds a batch of markets as arrays with
+leading batch dimensions (what :func:`mechanisms.ipfl.clear_batch` clears and what a rule
+marked :func:`over_arrays` receives). Both have the same attributes (N, c, K, lam, true_N,
+true_c, true_K, gain), so every rule written over arrays serves both.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import as_matrix, as_real, as_vector
+from ..errors import MarketInputError, as_floats, as_matrix, as_real, as_vector
 from ..gains import Gain, LogGain, PowerGain, SqrtGain, as_gain
 
-__all__ = ["Market"]
+__all__ = ["Market", "MarketArrays", "over_arrays", "paper_prices_arrays", "read_only"]
 
 _PROVEN = (SqrtGain, LogGain, PowerGain)
 
@@ -18,6 +24,55 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.float64)
     a.setflags(write=False)
     return a
+
+
+def read_only(a, dtype=None) -> np.ndarray:
+    """A read-only copy of ``a``: what the toolkit hands to code of your own (a rule that
+    writes into it raises numpy's "assignment destination is read-only" instead of silently
+    changing the caller's arrays or the outcome)."""
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
+    """Eq. 10 prices P_ij = c_j + lam (N_j/N_i) d_ij over arrays: ``N``, ``c`` (..., m),
+    ``lam`` (...,) or a number, ``D`` (..., m, m). The diagonal is +inf (nobody buys its own
+    model); c_j = inf gives +inf; d_ij = 0 or lam = 0 adds nothing (never inf * 0)."""
+    N = np.asarray(N, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    lam = np.asarray(lam, dtype=np.float64)[..., None, None]
+    D = np.asarray(D, dtype=np.float64)
+    ratio = N[..., None, :] / N[..., :, None]
+    with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
+        share = np.where((D == 0) | (lam == 0), 0.0, lam * ratio * D)
+    P = c[..., None, :] + share  # D and lam are finite, so inf cost stays inf
+    m = N.shape[-1]
+    P[..., np.arange(m), np.arange(m)] = np.inf
+    return P
+
+
+def over_arrays(fn):
+    """Mark a rule of your own as written over arrays, so bulk clearing
+    (:func:`mechanisms.ipfl.clear_batch`, and the property checker's batch engine) may call
+    it on a whole batch of markets at once.
+
+    The function must accept leading batch dimensions: ``market.N``, ``market.c``,
+    ``market.K`` are (..., m), ``market.lam`` (...,), and ``D``, thresholds, prices and the
+    adjacency ``A`` (..., m, m); write ``N[..., None, :]`` rather than ``N[None, :]``. It
+    must return the same shapes with the leading dimensions (adjacency (..., m, m);
+    remittances (..., m, m) or payments (..., m); prices (..., m, m)). Called by
+    :func:`mechanisms.ipfl.clear` on one market it sees plain (m,) arrays, so the same
+    function serves both. Every array it receives is read-only.
+
+    >>> @over_arrays
+    ... def flat_fee(market, A, D):
+    ...     return np.where(A, 0.1, 0.0)
+    >>> flat_fee.over_arrays
+    True
+    """
+    fn.over_arrays = True
+    return fn
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,11 +155,129 @@ class Market:
         """Price of seller j for buyer i: P_ij = c_j + lam (N_j/N_i) d_ij (reported values).
 
         The diagonal is +inf (nobody buys its own model); c_j = inf gives +inf.
+        (:func:`paper_prices_arrays`, the one copy of Eq. 10's prices.)
         """
-        D = np.asarray(D, dtype=np.float64)
-        ratio = self.N[None, :] / self.N[:, None]
-        with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
-            share = np.where((D == 0) | (self.lam == 0), 0.0, self.lam * ratio * D)
-        P = self.c[None, :] + share  # D and lam are finite, so inf cost stays inf
-        np.fill_diagonal(P, np.inf)
-        return P
+        return paper_prices_arrays(self.N, self.c, self.lam, D)
+
+
+@dataclass(frozen=True, eq=False)
+class MarketArrays:
+    """A batch of iPFL markets with the same number of clients m, as arrays with leading
+    batch dimensions: ``N``, ``c``, ``K`` (and the truths ``true_N``, ``true_c``,
+    ``true_K``, default: the reports) (..., m); ``lam`` (...,). Every array is stored as a
+    read-only float64 copy. Validated like :class:`Market` (N > 0, c >= 0 or inf, K >= 0,
+    lam >= 0, all but c finite); errors name the field.
+
+    >>> mk = MarketArrays(N=[[400, 500], [100, 100]], c=[[0.5, 1.0], [0, 0]],
+    ...                   K=[[5e4, 3e4], [1e4, 1e4]], lam=[2.0, 0.0])
+    >>> mk.shape, mk.m, mk.market(1).N.tolist()
+    ((2,), 2, [100.0, 100.0])
+    """
+
+    N: np.ndarray
+    c: np.ndarray
+    K: np.ndarray
+    lam: np.ndarray
+    true_N: np.ndarray | None = None
+    true_c: np.ndarray | None = None
+    true_K: np.ndarray | None = None
+    gain: Gain = field(default_factory=lambda: as_gain("sqrt"))
+
+    def __post_init__(self):
+        N = as_floats("N", self.N)
+        if N.ndim < 1:
+            raise MarketInputError("N", f"has shape {N.shape}; must be (..., m)")
+        shape = N.shape
+
+        def field_(name, value, default, *, lo_open=False, allow_inf=False):
+            if value is None:
+                return default
+            arr = as_floats(name, value)
+            try:
+                arr = np.broadcast_to(arr, shape)
+            except ValueError as exc:
+                raise MarketInputError(name, f"has shape {arr.shape}, expected {shape}") \
+                    from exc
+            bad = np.isnan(arr) | (arr <= 0 if lo_open else arr < 0)
+            if not allow_inf:
+                bad |= np.isinf(arr)
+            if bad.any():
+                k = tuple(int(x) for x in np.argwhere(bad)[0])
+                want = "> 0" if lo_open else ">= 0"
+                fin = "" if allow_inf else " and finite"
+                raise MarketInputError(name, f"entry {k} is {arr[k]!r}; must be {want}{fin}")
+            return arr
+
+        N = field_("N", N, None, lo_open=True)
+        c = field_("c", self.c, None, allow_inf=True)
+        K = field_("K", self.K, None)
+        lam = as_floats("lam", self.lam)
+        try:
+            lam = np.broadcast_to(lam, shape[:-1])
+        except ValueError as exc:
+            raise MarketInputError("lam", f"has shape {lam.shape}, expected {shape[:-1]}") \
+                from exc
+        if not (np.isfinite(lam) & (lam >= 0)).all():
+            raise MarketInputError("lam", "must be finite and >= 0")
+        values = {"N": N, "c": c, "K": K, "lam": lam,
+                  "true_N": field_("true_N", self.true_N, N, lo_open=True),
+                  "true_c": field_("true_c", self.true_c, c, allow_inf=True),
+                  "true_K": field_("true_K", self.true_K, K)}
+        for name, value in values.items():
+            object.__setattr__(self, name, _frozen(value))
+        gain = as_gain(self.gain)
+        if type(gain) not in _PROVEN:  # the built-in gains are increasing and concave
+            gain.check(self.K.ravel(), self.N.ravel())
+        object.__setattr__(self, "gain", gain)
+
+    @classmethod
+    def from_markets(cls, markets) -> MarketArrays:
+        """Stack markets with the same m and the same gain into one batch (B,)."""
+        markets = list(markets)
+        if not markets:
+            raise MarketInputError("markets", "is empty")
+        if len({mk.m for mk in markets}) > 1:
+            raise MarketInputError("markets", "must all have the same number of clients")
+        gain = markets[0].gain
+        if any(mk.gain != gain for mk in markets):
+            raise MarketInputError("markets", "must all have the same gain")
+        stack = {k: np.stack([getattr(mk, k) for mk in markets])
+                 for k in ("N", "c", "K", "true_N", "true_c", "true_K")}
+        return cls(lam=np.array([mk.lam for mk in markets]), gain=gain, **stack)
+
+    @property
+    def m(self) -> int:
+        """Number of clients per market."""
+        return int(self.N.shape[-1])
+
+    @property
+    def shape(self) -> tuple:
+        """The leading batch dimensions."""
+        return self.N.shape[:-1]
+
+    def market(self, index) -> Market:
+        """One market of the batch as a :class:`Market` (``index`` into the batch shape)."""
+        index = index if isinstance(index, tuple) else (index,)
+        return Market(N=self.N[index], c=self.c[index], K=self.K[index],
+                      lam=float(self.lam[index]), true_N=self.true_N[index],
+                      true_c=self.true_c[index], true_K=self.true_K[index], gain=self.gain)
+
+    def prices(self, D) -> np.ndarray:
+        """Eq. 10 prices of every market (:func:`paper_prices_arrays`)."""
+        return paper_prices_arrays(self.N, self.c, self.lam, D)
+
+    def check_distances(self, D, *, allow_negative: bool = False) -> np.ndarray:
+        """Validate a batch of distance matrices (..., m, m): shape, finite, zero diagonal,
+        sign."""
+        arr = as_floats("D", D)
+        want = (*self.shape, self.m, self.m)
+        if arr.shape != want:
+            raise MarketInputError("D", f"has shape {arr.shape}, expected {want}")
+        if not np.isfinite(arr).all():
+            raise MarketInputError("D", "holds NaN or inf; must be finite")
+        if (np.diagonal(arr, axis1=-2, axis2=-1) != 0).any():
+            raise MarketInputError("D", "has a nonzero diagonal entry; must be 0")
+        if not allow_negative and (arr < 0).any():
+            raise MarketInputError("D", "holds a negative distance; distances must be >= 0 "
+                                        "(pass allow_negative_distances=True on purpose)")
+        return arr

@@ -4,6 +4,11 @@ welfare (Eq. 5), and the no-payment utility of baselines (Table 1).
 Selection and payments use the REPORTED N, c and K; realised utilities use the TRUE N (in the
 gain), the TRUE K (the gain's scale) and the TRUE c (in the sharing cost). With no liar the two
 coincide.
+
+Every function here runs over arrays: ``market`` may be a :class:`~mechanisms.ipfl.Market`
+or a :class:`~mechanisms.ipfl.MarketArrays` with leading batch dimensions (then ``A``, ``D``
+and ``R`` are (..., m, m) and the results (..., m)). :func:`mechanisms.ipfl.clear` and
+:func:`mechanisms.ipfl.clear_batch` call these same functions: each equation is written once.
 """
 
 from __future__ import annotations
@@ -12,25 +17,44 @@ import numpy as np
 
 from .market import Market
 
-__all__ = ["baseline_support", "baseline_utilities", "gains", "payments", "remittances",
-           "sharing_costs", "utilities", "welfare"]
+__all__ = ["baseline_support", "baseline_utilities", "bought", "gains", "payments",
+           "remittances", "reported_values", "sharing_costs", "utilities", "welfare"]
 
 
-def _sharing_cost(c: np.ndarray, sold: np.ndarray) -> np.ndarray:
+def bought(A, N) -> np.ndarray:
+    """n_i = sum_j a_ij N_j, the data client i obtains (over arrays: A (..., m, m), N
+    (..., m))."""
+    A = np.asarray(A, dtype=bool)
+    return np.matmul(A, np.asarray(N, dtype=np.float64)[..., :, None])[..., 0]
+
+
+def _gain(gain, A, N, K) -> np.ndarray:
+    """G_i(a_i) = g_i(sum_j a_ij N_j) for the given data amounts and gain scales."""
+    return gain.value(bought(A, N), K, N)
+
+
+def _sharing_cost(c, A) -> np.ndarray:
     """c_i * #{j : a_ji = 1}, with inf * 0 = 0 (a pure buyer that sold nothing pays nothing)."""
-    return np.multiply(c, sold, out=np.zeros(c.shape), where=sold > 0)
+    c = np.asarray(c, dtype=np.float64)
+    sold = np.asarray(A, dtype=bool).sum(axis=-2)
+    return np.multiply(c, sold, out=np.zeros(np.broadcast(c, sold).shape), where=sold > 0)
 
 
 def gains(market: Market, A) -> np.ndarray:
     """G_i(a_i) = g_i(sum_j a_ij N_j) with the TRUE data amounts and the TRUE gain scale K_i
     (computed directly from the graph, never as utility + payment + cost)."""
-    A = np.asarray(A, dtype=bool)
-    return market.gain.value(A @ market.true_N, market.true_K, market.true_N)
+    return _gain(market.gain, A, market.true_N, market.true_K)
 
 
 def sharing_costs(market: Market, A) -> np.ndarray:
     """c_i #{j : a_ji = 1} with the TRUE costs (0 for a client that sold nothing)."""
-    return _sharing_cost(market.true_c, np.asarray(A, dtype=bool).sum(axis=0))
+    return _sharing_cost(market.true_c, A)
+
+
+def reported_values(market: Market, A) -> np.ndarray:
+    """v_i(A) = g_i(a_i) - c_i #{j : a_ji = 1} on the REPORTED N, K and c: client i's own
+    value as the mechanism sees it (VCG's v_i)."""
+    return _gain(market.gain, A, market.N, market.K) - _sharing_cost(market.c, A)
 
 
 def remittances(market: Market, A, D) -> np.ndarray:
@@ -40,18 +64,23 @@ def remittances(market: Market, A, D) -> np.ndarray:
     """
     A = np.asarray(A, dtype=bool)
     N, K = market.N, market.K
-    n = A @ N
-    i, j = np.nonzero(A)
+    lam = np.asarray(market.lam, dtype=np.float64)
+    n = bought(A, N)
+    idx = np.nonzero(A)
+    lead, i, j = idx[:-2], idx[-2], idx[-1]
+    Ni, Nj, Ki, ni = N[(*lead, i)], N[(*lead, j)], K[(*lead, i)], n[(*lead, i)]
     gain = market.gain.value
-    marginal = gain(n[i], K[i], N[i]) - gain(n[i] - N[j], K[i], N[i])
+    with np.errstate(invalid="ignore"):
+        marginal = gain(ni, Ki, Ni) - gain(ni - Nj, Ki, Ni)
     R = np.zeros(A.shape)
-    R[i, j] = marginal - market.lam * (N[j] / N[i]) * np.asarray(D)[i, j]
+    R[idx] = marginal - lam[lead] * (Nj / Ni) * np.asarray(D)[idx]
     return R
 
 
 def payments(R: np.ndarray) -> np.ndarray:
     """Eq. 13: p_i = sum_j r_ij - sum_j r_ji (sums to zero: budget balance)."""
-    return R.sum(axis=1) - R.sum(axis=0)
+    R = np.asarray(R)
+    return R.sum(axis=-1) - R.sum(axis=-2)
 
 
 def utilities(market: Market, A, p) -> np.ndarray:
@@ -59,9 +88,11 @@ def utilities(market: Market, A, p) -> np.ndarray:
     return gains(market, A) - sharing_costs(market, A) - np.asarray(p)
 
 
-def welfare(market: Market, A) -> float:
-    """Eq. 5: SW = sum_i [G_i(a_i) - sum_j a_ij c_j] (true values; payments cancel)."""
-    return float(gains(market, A).sum() - sharing_costs(market, A).sum())
+def welfare(market: Market, A):
+    """Eq. 5: SW = sum_i [G_i(a_i) - sum_j a_ij c_j] (true values; payments cancel); a float
+    for one market, (...,) for a batch."""
+    out = gains(market, A).sum(axis=-1) - sharing_costs(market, A).sum(axis=-1)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def baseline_utilities(market: Market, W) -> np.ndarray:

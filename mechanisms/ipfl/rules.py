@@ -44,9 +44,10 @@ from scipy.special import comb
 
 from ..errors import MarketInputError
 from ..lookup import load_callable, rule_name
-from . import selection
-from .market import Market
+from . import money, selection
+from .market import Market, over_arrays, paper_prices_arrays
 from .money import remittances as paper_remittances
+from .thresholds import thresholds
 
 __all__ = [
     "COST_PLUS_MARKUP",
@@ -54,11 +55,13 @@ __all__ = [
     "PRICE_RULES",
     "SELECTION_RULES",
     "SHAPLEY_MAX_SELLERS",
+    "VCG_ENUMERATION_MAX",
     "cost_plus",
     "cost_plus_prices",
     "cost_plus_remittances",
     "load_callable",
     "no_payments",
+    "over_arrays",
     "paper_prices",
     "paper_remittances",
     "resolve",
@@ -83,26 +86,30 @@ def _declare(pairs_with: str, **claims: bool):
 
 
 # ---------------------------------------------------------------------------- prices
+#
+# Every built-in rule is written over arrays (marked :func:`over_arrays`): ``market`` is a
+# Market or a MarketArrays with leading batch dimensions, A and D (..., m, m). ipfl.clear
+# (one market) and ipfl.clear_batch (many) run these same functions.
 
 
+@over_arrays
 def paper_prices(market: Market, D) -> np.ndarray:
     """Eq. 10 prices P_ij = c_j + lam (N_j/N_i) d_ij (see :meth:`Market.prices`)."""
     return market.prices(D)
 
 
+@over_arrays
 def cost_plus_prices(market: Market, D, markup: float = COST_PLUS_MARKUP) -> np.ndarray:
     """Posted price (1 + markup) c_j, plus the model-difference term lam (N_j/N_i) d_ij that
     the buyer bears as in Eq. 10 (not paid to anyone)."""
-    D = np.asarray(D, dtype=np.float64)
-    posted = (1.0 + markup) * market.c
-    P = posted[None, :] + market.lam * (market.N[None, :] / market.N[:, None]) * D
-    np.fill_diagonal(P, np.inf)
-    return P
+    posted = (1.0 + markup) * np.asarray(market.c, dtype=np.float64)
+    return paper_prices_arrays(market.N, posted, market.lam, D)
 
 
 # ---------------------------------------------------------------------------- payments
 
 
+@over_arrays
 def cost_plus_remittances(market: Market, A, D, markup: float = COST_PLUS_MARKUP):
     """Each buyer pays each seller it bought from the seller's posted price (1 + markup) c_j.
 
@@ -110,8 +117,8 @@ def cost_plus_remittances(market: Market, A, D, markup: float = COST_PLUS_MARKUP
     they pay. Budget balanced (remittances); overstating c raises the seller's own price.
     """
     A = np.asarray(A, dtype=bool)
-    posted = (1.0 + markup) * market.c
-    return np.where(A, posted[None, :], 0.0)
+    posted = (1.0 + markup) * np.asarray(market.c, dtype=np.float64)
+    return np.where(A, posted[..., None, :], 0.0)
 
 
 _declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
@@ -130,9 +137,11 @@ def cost_plus(markup: float):
     if not np.isfinite(markup) or markup < 0:
         raise MarketInputError("markup", f"is {markup!r}; must be finite and >= 0")
 
+    @over_arrays
     def prices(market, D):
         return cost_plus_prices(market, D, markup)
 
+    @over_arrays
     def payments(market, A, D):
         return cost_plus_remittances(market, A, D, markup)
 
@@ -144,14 +153,47 @@ def cost_plus(markup: float):
 # gains by understating its gain scale K (it pays its reported marginal gains) and a seller
 # by overstating its data N (buyers value its model by the reported N)
 _declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
-         thm2=True, truthful_K_under=False, truthful_N_over=False)(paper_remittances)
+         thm2=True, truthful_K_under=False, truthful_N_over=False)(
+    over_arrays(paper_remittances))
+
+VCG_ENUMERATION_MAX = 12  # vcg over a batch of markets enumerates the 2^m subsets
 
 
-def _reported_welfare(market: Market, P: np.ndarray, A: np.ndarray) -> float:
-    """sum_i -phi_i(a_i): reported gains minus prices (Eq. 10 summed over buyers)."""
-    return float(-selection.phi(market, P, A).sum())
+def _best_without_search(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """(m, m): entry (b, i) = max over a_b without seller i of -phi_b (Eq. 10), one market,
+    by the exact selection's search (:func:`selection.exact`: enumeration, dp or
+    branch-and-bound). Only the buyers whose optimum used i are solved again."""
+    best = selection.exact(market, P, T).adjacency
+    row_value = -selection.phi(market, P, best)
+    without = np.repeat(row_value[:, None], market.m, axis=1)
+    for i in range(market.m):
+        redo = best[:, i].copy()
+        redo[i] = False
+        if redo.any():
+            Ti, Pi = T.copy(), P.copy()
+            Ti[~redo, :] = 0.0
+            Ti[:, i] = 0.0
+            Pi[:, i] = np.inf
+            A_i = selection.exact(market, Pi, Ti).adjacency
+            without[redo, i] = -selection.phi(market, Pi, A_i)[redo]
+    return without
 
 
+def _best_without_enumeration(market, P: np.ndarray) -> np.ndarray:
+    """(..., m, m): entry (b, i) = max over a_b without seller i of -phi_b (Eq. 10), every
+    market of a batch at once by enumerating the 2^m subsets (:func:`selection.phi_subsets`)."""
+    m = market.m
+    if m > VCG_ENUMERATION_MAX:
+        raise MarketInputError("payments", f"vcg over a batch enumerates 2^m subsets; m is "
+                                           f"{m}, at most {VCG_ENUMERATION_MAX} (clear larger "
+                                           "markets one at a time with ipfl.clear)")
+    phi_all = selection.phi_subsets(market, P)
+    masks = selection.subset_masks(m)
+    best = np.stack([phi_all[..., ~masks[:, i]].min(axis=-1) for i in range(m)], axis=-1)
+    return np.where(np.asarray(market.K)[..., :, None] > 0, -best, 0.0)  # K = 0 buys nothing
+
+
+@over_arrays
 @_declare("exact", individual_rationality=True, ir_negative_distances=True,
           budget_balance=False, no_deficit=False, thm2=True, truthful_c_under=True,
           truthful_K_over=True, truthful_K_under=True, truthful_N_over=False)
@@ -165,37 +207,58 @@ def vcg_payments(market: Market, A, D) -> np.ndarray:
     only i's own value), individually rational (U_i = W(A) - W*_{-i} >= 0), but the payments
     can sum to less than zero (the operator pays a deficit). Costs one exact selection plus,
     for each client, re-solving the buyers that bought from it.
+
+    Over arrays: on one market W*_{-i} comes from the exact selection's search; on a batch
+    (leading dimensions, m <= 12) from enumerating every buyer's subsets. Both feed the one
+    Clarke formula below (tests hold the two searches to each other).
     """
     A = np.asarray(A, dtype=bool)
-    D = np.asarray(D, dtype=np.float64)
     P = market.prices(D)
-    T = market.gain.thresholds(P, market.N[None, :], market.K[:, None], market.N[:, None])
-    T[market.K == 0, :] = 0.0
-    np.fill_diagonal(T, 0.0)
-    W = _reported_welfare(market, P, A)
-    own_gain = market.gain.value(A @ market.N, market.K, market.N)
-    sold = A.sum(axis=0)
-    own = own_gain - np.multiply(market.c, sold, out=np.zeros(market.m), where=sold > 0)
-    # W*_{-i}: each buyer's problem is separate, so only the buyers whose optimum used i
-    # need solving again without i; the others keep their optimal rows
-    best = selection.exact(market, P, T).adjacency
-    row_value = -selection.phi(market, P, best)
-    p = np.empty(market.m)
-    for i in range(market.m):
-        redo = best[:, i].copy()
-        redo[i] = False
-        value = row_value.sum() - row_value[i] - row_value[redo].sum()
-        if redo.any():
-            Ti, Pi = T.copy(), P.copy()
-            Ti[~redo, :] = 0.0
-            Ti[:, i] = 0.0
-            Pi[:, i] = np.inf
-            A_i = selection.exact(market, Pi, Ti).adjacency
-            value += float(-selection.phi(market, Pi, A_i)[redo].sum())
-        p[i] = value - (W - own[i])
-    return p
+    if np.ndim(market.N) == 1:
+        T = thresholds(market, D, prices=P)
+        without = _best_without_search(market, P, T)
+    else:
+        without = _best_without_enumeration(market, P)
+    # W*_{-i} = sum over buyers b != i of their best value without seller i
+    w_minus = without.sum(axis=-2) - np.diagonal(without, axis1=-2, axis2=-1)
+    W = -selection.phi(market, P, A).sum(axis=-1)
+    own = money.reported_values(market, A)
+    return w_minus - (W[..., None] - own)
 
 
+SHAPLEY_CHUNK = 2**24  # coalition x seller entries evaluated per step
+
+
+def _shapley_values(size, valid, K, N, gain) -> np.ndarray:
+    """Shapley values of the games v(T) = g(sum_{j in T} size_j) (K, N the buyer's), one
+    game per row: ``size``, ``valid`` (rows, k), ``K``, ``N`` (rows,). Players marked
+    invalid are padding (value 0). Weight of a coalition T of a game with k_r players
+    (j not in T): |T|! (k_r - |T| - 1)! / k_r! = 1 / (k_r C(k_r - 1, |T|))."""
+    rows, k = size.shape
+    masks = selection.subset_masks(k)
+    mf = masks.astype(np.float64)
+    card = masks.sum(axis=1)
+    out = np.zeros((rows, k))
+    step = max(1, SHAPLEY_CHUNK // max(1, (1 << k) * k))
+    for lo in range(0, rows, step):
+        sl = slice(lo, lo + step)
+        sz = np.where(valid[sl], size[sl], 0.0)
+        kr = valid[sl].sum(axis=1)[:, None]  # (r, 1)
+        inside = np.matmul((~valid[sl]).astype(np.float64), mf.T) == 0  # (r, S)
+        n_T = np.matmul(sz, mf.T)  # (r, S)
+        Kr, Nr = K[sl][:, None], N[sl][:, None]
+        g_T = gain.value(n_T, Kr, Nr)
+        marginal = gain.value(n_T[..., None] + sz[:, None, :], Kr[..., None], Nr[..., None]) \
+            - g_T[..., None]  # (r, S, k)
+        fits = card[None, :] < kr  # coalitions a player outside them can join
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(fits, 1.0 / (kr * comb(kr - 1, card[None, :])), 0.0)  # (r, S)
+        take = inside[..., None] & ~masks[None] & valid[sl][:, None, :]
+        out[sl] = np.where(take, w[..., None] * marginal, 0.0).sum(axis=1)
+    return out
+
+
+@over_arrays
 @_declare("local", budget_balance=True, no_deficit=True, individual_rationality=True,
           truthful_K_under=False, truthful_N_over=False)
 def shapley_remittances(market: Market, A, D) -> np.ndarray:
@@ -209,38 +272,43 @@ def shapley_remittances(market: Market, A, D) -> np.ndarray:
     2^|S| coalitions (|S| <= 20).
     """
     A = np.asarray(A, dtype=bool)
-    D = np.asarray(D, dtype=np.float64)
-    N, K = market.N, market.K
+    N = np.asarray(market.N, dtype=np.float64)
+    K = np.asarray(market.K, dtype=np.float64)
+    counts = A.sum(axis=-1)
+    k = int(counts.max(initial=0))
+    if k > SHAPLEY_MAX_SELLERS:
+        where = tuple(int(x) for x in np.argwhere(counts == k)[0])
+        raise MarketInputError("payments", f"the Shapley split enumerates 2^{k} coalitions "
+                                           f"for buyer {where[-1]}; at most "
+                                           f"{SHAPLEY_MAX_SELLERS} sellers per buyer")
     R = np.zeros(A.shape)
-    for i in np.flatnonzero(A.any(axis=1)):
-        S = np.flatnonzero(A[i])
-        k = S.size
-        if k > SHAPLEY_MAX_SELLERS:
-            raise MarketInputError("payments", f"the Shapley split enumerates 2^{k} coalitions "
-                                               f"for buyer {i}; at most {SHAPLEY_MAX_SELLERS} "
-                                               "sellers per buyer")
-        size = N[S]
-        masks = ((np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
-        card = masks.sum(axis=1)
-        n_T = masks @ size
-        g_T = market.gain.value(n_T, K[i], N[i])
-        marginal = market.gain.value(n_T[:, None] + size[None, :], K[i], N[i]) - g_T[:, None]
-        # weight of coalition T (j not in T): |T|! (k - |T| - 1)! / k! = 1 / (k C(k-1, |T|))
-        with np.errstate(divide="ignore"):
-            w = 1.0 / (k * comb(k - 1, card))
-        share = np.where(~masks, w[:, None] * marginal, 0.0).sum(axis=0)
-        R[i, S] = share - market.lam * (size / N[i]) * D[i, S]
-    return R
+    if k == 0:
+        return R
+    order = np.argsort(~A, axis=-1, kind="stable")[..., :k]  # each buyer's sellers first
+    valid = np.take_along_axis(A, order, axis=-1)
+    size = np.take_along_axis(np.broadcast_to(N[..., None, :], A.shape), order, axis=-1)
+    Kb = np.broadcast_to(K, A.shape[:-1])
+    Nb = np.broadcast_to(N, A.shape[:-1])
+    share = _shapley_values(size.reshape(-1, k), valid.reshape(-1, k), Kb.reshape(-1),
+                            Nb.reshape(-1), market.gain).reshape(valid.shape)
+    np.put_along_axis(R, order, np.where(valid, share, 0.0), axis=-1)
+    lam = np.asarray(market.lam, dtype=np.float64)[..., None, None]
+    ratio = N[..., None, :] / N[..., :, None]
+    return np.where(A, R - lam * ratio * np.asarray(D, dtype=np.float64), 0.0)
 
 
+@over_arrays
 def share_all(market: Market, D, thresholds, prices) -> np.ndarray:
     """Selection of the FedAvg-like baseline: every client with a gain (K_i > 0) takes every
     model on sale (finite cost), whatever the price. Pair it with ``payments="none"``."""
-    A = (market.K[:, None] > 0) & np.isfinite(market.c)[None, :]
-    np.fill_diagonal(A, False)
+    K, c = np.asarray(market.K), np.asarray(market.c)
+    A = (K[..., :, None] > 0) & np.isfinite(c)[..., None, :]
+    m = K.shape[-1]
+    A[..., np.arange(m), np.arange(m)] = False
     return A
 
 
+@over_arrays
 @_declare("share-all", budget_balance=True, no_deficit=True, individual_rationality=False,
           thm2=True, truthful_c_under=True, truthful_K_over=True, truthful_K_under=True,
           truthful_N_over=True, truthful_N_under=True)
@@ -248,7 +316,7 @@ def no_payments(market: Market, A, D) -> np.ndarray:
     """Nobody pays anybody. With ``rule="share-all"`` no report changes anything but whether
     a client sells (a finite cost) or buys (K > 0), so no misreport pays; but a seller bears
     its sharing cost for nothing (not individually rational)."""
-    return np.zeros(market.m)
+    return np.zeros(np.shape(market.N))
 
 
 # ---------------------------------------------------------------------------- resolution

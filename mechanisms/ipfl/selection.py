@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import MarketInputError, as_int, as_real, check_size
+from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real, check_size
 from .market import Market
 
 __all__ = [
@@ -33,12 +33,16 @@ __all__ = [
     "NODE_LIMIT",
     "RULES",
     "ExactSelection",
+    "best_subsets",
     "box2",
     "eq11_margins",
     "eq11_violations",
     "exact",
+    "exact_enumeration",
     "local",
     "phi",
+    "phi_subsets",
+    "subset_masks",
 ]
 
 RULES = ("box2", "local", "exact")
@@ -46,6 +50,11 @@ EXACT_METHODS = ("auto", "enumeration", "dp", "branch-and-bound")
 ENUMERATION_MAX = 16  # candidates enumerated outright (2^16 subsets, vectorised)
 DP_MAX_CELLS = 50_000_000  # candidates x (total data / gcd) for the dynamic programme
 NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a proven gap
+
+
+def _bought(A, N) -> np.ndarray:
+    """sum_j a_ij N_j over arrays (as :func:`mechanisms.ipfl.money.bought`)."""
+    return np.matmul(A, np.asarray(N, dtype=np.float64)[..., :, None])[..., 0]
 
 
 def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.ndarray:
@@ -83,32 +92,59 @@ def local(T: np.ndarray, N: np.ndarray) -> np.ndarray:
 
 
 def phi(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """phi_i(a_i) of Eq. 10 for every buyer (reported values); rows of A are the a_i."""
+    """phi_i(a_i) of Eq. 10 for every buyer (reported values); rows of A are the a_i.
+
+    Over arrays too: a :class:`~mechanisms.ipfl.MarketArrays`, P and A (..., m, m) give
+    (..., m)."""
     A = np.asarray(A, dtype=bool)
-    bought = A @ market.N
-    cost = np.where(A, P, 0.0).sum(axis=1)
-    return cost - market.gain.value(bought, market.K, market.N)
+    cost = np.where(A, P, 0.0).sum(axis=-1)
+    return cost - market.gain.value(_bought(A, market.N), market.K, market.N)
+
+
+def subset_masks(k: int) -> np.ndarray:
+    """(2^k, k) bool: row s holds the members of subset s (bit j of s set = j in it)."""
+    return ((np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
+
+
+def phi_subsets(market: Market, P: np.ndarray) -> np.ndarray:
+    """phi_i(S) of Eq. 10 for every buyer i and every subset S of the m clients (subset s
+    holds client j when bit j of s is set): (..., m, 2^m), +inf where S holds a seller i
+    cannot buy (an infinite price: a pure buyer, or i itself). Over arrays; for small m
+    (global optimality checks and VCG in bulk)."""
+    N = np.asarray(market.N, dtype=np.float64)
+    m = N.shape[-1]
+    masks = subset_masks(m).astype(np.float64)
+    P = np.asarray(P, dtype=np.float64)
+    finite = np.isfinite(P)
+    cost = np.matmul(np.where(finite, P, 0.0), masks.T)
+    blocked = np.matmul((~finite).astype(np.float64), masks.T) > 0
+    gain = market.gain.value(np.matmul(N, masks.T)[..., None, :], market.K[..., :, None],
+                             N[..., :, None])
+    return np.where(blocked, np.inf, cost - gain)
 
 
 def eq11_margins(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
     """(m, m) relative change of phi_i when a_ij alone is flipped: (phi after - phi now) /
     (|g_i| + |P_ij|). Negative: the flip lowers phi_i (Eq. 11 broken when below float
-    noise). Pure sellers' rows (K_i = 0, they never buy) and the diagonal are +inf."""
+    noise). Pure sellers' rows (K_i = 0, they never buy) and the diagonal are +inf.
+    Over arrays too ((..., m, m))."""
     A = np.asarray(A, dtype=bool)
     N, K = market.N, market.K
-    n = A @ N
+    n = _bought(A, N)
     g = market.gain.value
     base = g(n, K, N)
     with np.errstate(invalid="ignore"):
-        flipped_n = np.where(A, n[:, None] - N[None, :], n[:, None] + N[None, :])
-        dgain = g(flipped_n, K[:, None], N[:, None]) - base[:, None]
+        flipped_n = np.where(A, n[..., :, None] - N[..., None, :],
+                             n[..., :, None] + N[..., None, :])
+        dgain = g(flipped_n, K[..., :, None], N[..., :, None]) - base[..., :, None]
         dcost = np.where(A, -P, P)
         delta = dcost - dgain  # phi after the flip minus phi now
-    scale = np.abs(base)[:, None] + np.where(np.isfinite(P), np.abs(P), 0.0)
+    scale = np.abs(base)[..., :, None] + np.where(np.isfinite(P), np.abs(P), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = delta / np.maximum(scale, 1e-12)
-    out = np.where(K[:, None] > 0, out, np.inf)
-    np.fill_diagonal(out, np.inf)
+    out = np.where(K[..., :, None] > 0, out, np.inf)
+    m = N.shape[-1]
+    out[..., np.arange(m), np.arange(m)] = np.inf
     return out
 
 
@@ -127,11 +163,29 @@ def eq11_violations(market: Market, P: np.ndarray, A: np.ndarray, rtol: float = 
 # ----------------------------------------------------------------------------------------
 
 
-def _enumerate(cost, size, n0, gfun):
-    k = cost.size
-    masks = ((np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
-    obj = masks @ cost - gfun(n0 + masks @ size)
-    return masks[int(np.argmin(obj))]
+def best_subsets(cost, size, n0, K, N, gain, valid=None) -> np.ndarray:
+    """Enumeration: for every sub-problem (leading dimensions ...) the subset of its k
+    candidates minimising phi = sum of their prices - g(n0 + sum of their data) (Eq. 10):
+    ``cost``, ``size`` (..., k), ``n0``, ``K``, ``N`` (...) the data already bought and the
+    buyer's parameters; ``valid`` (..., k) marks real candidates (padding is never chosen).
+    Ties: the first minimiser in subset order (bit j of s = candidate j). Returns (..., k)
+    bool. The one enumeration behind :func:`exact` (scalar) and :func:`exact_enumeration`
+    (bulk)."""
+    cost = np.asarray(cost, dtype=np.float64)
+    size = np.asarray(size, dtype=np.float64)
+    k = cost.shape[-1]
+    masks = subset_masks(k)
+    mf = masks.astype(np.float64)
+    if valid is not None:
+        cost = np.where(valid, cost, 0.0)
+        size = np.where(valid, size, 0.0)
+    n0, K, N = (np.asarray(x, dtype=np.float64)[..., None] for x in (n0, K, N))
+    with np.errstate(invalid="ignore"):
+        obj = np.matmul(cost, mf.T) - gain.value(n0 + np.matmul(size, mf.T), K, N)
+    if valid is not None:
+        padded = np.matmul((~np.asarray(valid, dtype=bool)).astype(np.float64), mf.T) > 0
+        obj = np.where(padded, np.inf, obj)
+    return masks[np.argmin(obj, axis=-1)]
 
 
 def _dp_width(size) -> float:
@@ -350,7 +404,7 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
             check_size("exact_method", 9.0 * cand.size * 2.0**cand.size,
                        f"enumerating 2^{cand.size} subsets for buyer {i}",
                        "use exact_method='auto' or 'branch-and-bound'")
-            chosen = _enumerate(cost, size, n0, gfun)
+            chosen = best_subsets(cost, size, n0, Ki, Ni, market.gain)
         elif use == "dp":
             check_size("exact_method", 9.0 * cand.size * (_dp_width(size) + 1),
                        f"the dynamic programme for buyer {i} ({cand.size} candidates x "
@@ -374,3 +428,34 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     if progress is not None:
         progress(buyers.size, buyers.size)
     return ExactSelection(A, methods, gaps, stopped)
+
+
+def exact_enumeration(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """The exact selection (a global minimiser of phi_i, Eq. 10) by enumeration, over arrays:
+    ``market`` a :class:`~mechanisms.ipfl.MarketArrays` (or a Market), ``P`` and ``T``
+    (..., m, m); every buyer of every market at once. The same reduction and order as
+    :func:`exact`: sellers with T = inf are in, T = 0 out, the candidates (0 < T < inf, in
+    descending-T order) enumerated by :func:`best_subsets` (the kernel :func:`exact` runs
+    for its "enumeration" method). At most ``ENUMERATION_MAX`` candidates per buyer
+    (ProblemTooLarge otherwise); larger markets take :func:`exact` one market at a time.
+    """
+    N, K = np.asarray(market.N), np.asarray(market.K)
+    T = np.asarray(T)
+    A = np.isinf(T)
+    cand = (T > 0) & np.isfinite(T) & (K[..., :, None] > 0)
+    k_max = int(cand.sum(axis=-1).max(initial=0))
+    if k_max == 0:
+        return A
+    if k_max > ENUMERATION_MAX:
+        raise ProblemTooLarge("exact_method", f"enumeration in bulk takes at most "
+                                              f"{ENUMERATION_MAX} candidates per buyer; a buyer "
+                                              f"has {k_max}: clear it with ipfl.clear")
+    order = np.argsort(-np.where(cand, T, -np.inf), axis=-1, kind="stable")
+    idx = order[..., :k_max]  # candidates first, in the scalar rule's order
+    valid = np.take_along_axis(cand, idx, axis=-1)
+    cost = np.take_along_axis(np.asarray(P, dtype=np.float64), idx, axis=-1)
+    size = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), idx, axis=-1)
+    n0 = _bought(A, N)
+    best = best_subsets(cost, size, n0, K, N, market.gain, valid) & valid
+    np.put_along_axis(A, idx, np.take_along_axis(A, idx, axis=-1) | best, axis=-1)
+    return A

@@ -31,7 +31,8 @@ def thresholds(market: Market, D, mode: str = "exact", prices=None) -> np.ndarra
 
     ``D`` must already be validated (see :meth:`Market.check_distances`). ``prices``: the
     (m, m) prices P_ij buyers face (default: the paper's, :meth:`Market.prices`); a price
-    rule of your own passes its own here.
+    rule of your own passes its own here. Over arrays too: ``market`` a
+    :class:`~mechanisms.ipfl.MarketArrays` with leading batch dimensions gives (..., m, m).
 
     >>> import numpy as np
     >>> mk = Market(N=[100.0, 100.0], c=[0.0, 0.0], K=[1e4, 1e4], lam=0.0)
@@ -43,11 +44,13 @@ def thresholds(market: Market, D, mode: str = "exact", prices=None) -> np.ndarra
         raise MarketInputError("thresholds", f"unknown mode {mode!r}; choose one of {MODES}")
     P = market.prices(D) if prices is None else np.asarray(prices, dtype=np.float64)
     N, K = market.N, market.K
-    T = market.gain.thresholds(P, N[None, :], K[:, None], N[:, None])
-    T[K == 0, :] = 0.0  # a pure seller never buys, whatever the prices
-    np.fill_diagonal(T, 0.0)
+    Nj, Ni, Ki = N[..., None, :], N[..., :, None], K[..., :, None]
+    T = market.gain.thresholds(P, Nj, Ki, Ni)
+    T = np.where(Ki == 0, 0.0, T)  # a pure seller never buys, whatever the prices
+    m = N.shape[-1]
+    T[..., np.arange(m), np.arange(m)] = 0.0
     if mode == "published":
-        stalled = np.isfinite(T) & (T > 0) & (N[:, None] + T <= 2.0 * N[None, :])
+        stalled = np.isfinite(T) & (T > 0) & (Ni + T <= 2.0 * Nj)
         T[stalled] = 0.0
-        T[(P == 0) & (K[:, None] > 0)] = np.inf
+        T[(P == 0) & (Ki > 0)] = np.inf
     return T

@@ -1,0 +1,233 @@
+"""ipfl.clear_batch: many markets at once with the same code as ipfl.clear.
+
+Every built-in (rule, payments, prices) combination cleared in bulk gives, market by market,
+ipfl.clear's outcome (to 1e-9), with negative distances and with liars (true N, c, K apart
+from the reports); rules of your own written over arrays join; the exact selection's search
+methods are held to the bulk enumeration; code of your own cannot write into the arrays it
+is handed.
+"""
+
+import numpy as np
+import pytest
+
+from mechanisms import ipfl
+from mechanisms.ipfl import selection
+from proofs.batch import IpflSampler, IpflSpec
+
+RULES = ["box2", "local", "exact", "share-all"]
+PAYMENTS = ["paper", "vcg", "shapley", "cost-plus", "none"]
+PRICES = ["paper", "cost-plus"]
+
+
+def draw(spec: IpflSpec, n: int, seed: int, liar: bool):
+    """Batches of markets (grouped by m) as (MarketArrays, D, negative distances?)."""
+    sampler = IpflSampler(spec)
+    rng = np.random.default_rng(seed)
+    for d in sampler.draw(rng, n):
+        a = sampler.arrays(d)
+        N, c, K = a["N"], a["c"], a["K"]
+        true = {}
+        if liar:  # one client misreports N, c and K; the truth is kept for utilities
+            b, i = np.arange(d.size), rng.integers(0, d.m, d.size)
+            f = rng.choice([0.3, 0.7, 1.5, 4.0], size=(3, d.size))
+            true = {"true_N": N, "true_c": c, "true_K": K}
+            N, c, K = N.copy(), c.copy(), K.copy()
+            N[b, i] *= f[0]
+            c[b, i] *= f[1]
+            K[b, i] *= f[2]
+        yield ipfl.MarketArrays(N, c, K, a["lam"], **true), a["D"], spec.negative
+
+
+def assert_same(bulk: ipfl.OutcomeBatch, k: int, out: ipfl.Outcome):
+    assert np.array_equal(bulk.adjacency[k], out.adjacency)
+    for name in ("prices", "thresholds", "payments", "gains", "sharing_costs", "utilities"):
+        np.testing.assert_allclose(getattr(bulk, name)[k], getattr(out, name), rtol=1e-9,
+                                   atol=1e-9, err_msg=name)
+    assert (bulk.remittances is None) == (out.remittances is None)
+    if out.remittances is not None:
+        np.testing.assert_allclose(bulk.remittances[k], out.remittances, rtol=1e-9, atol=1e-9)
+    assert bulk.welfare[k] == pytest.approx(out.welfare, rel=1e-9, abs=1e-9)
+
+
+def clear_both(rule, payments, prices, spec, n, seed, liar):
+    checked = 0
+    for mk, D, negative in draw(spec, n, seed, liar):
+        bulk = ipfl.clear_batch(mk, D, rule, payments=payments, prices=prices,
+                                allow_negative_distances=negative)
+        for k in range(len(D)):
+            out = ipfl.clear(mk.market(k), D[k], rule, payments=payments, prices=prices,
+                             allow_negative_distances=negative)
+            assert_same(bulk, k, out)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("prices", PRICES)
+@pytest.mark.parametrize("payments", PAYMENTS)
+@pytest.mark.parametrize("rule", RULES)
+def test_bulk_equals_scalar_for_every_builtin_combination(rule, payments, prices):
+    assert clear_both(rule, payments, prices, IpflSpec(max_m=5), 40, 11, liar=False) == 40
+
+
+@pytest.mark.parametrize("payments", PAYMENTS)
+@pytest.mark.parametrize("rule", ["local", "exact"])
+def test_bulk_equals_scalar_with_liars_and_negative_distances(rule, payments):
+    for spec, liar in ((IpflSpec(negative=True, max_m=5), False), (IpflSpec(max_m=5), True),
+                       (IpflSpec(negative=True, max_m=4), True)):
+        assert clear_both(rule, payments, "cost-plus" if liar else "paper", spec, 40, 12,
+                          liar) == 40
+
+
+def test_cost_plus_pays_the_posted_price_with_the_papers_prices_in_both_paths():
+    """The divergence the old batch copy had: cost-plus remittances are (1 + markup) c_j
+    whatever the price rule, in bulk as in ipfl.clear."""
+    for mk, D, _ in draw(IpflSpec(max_m=5), 60, 13, liar=False):
+        bulk = ipfl.clear_batch(mk, D, "local", payments="cost-plus", prices="paper")
+        posted = (1.0 + ipfl.rules.COST_PLUS_MARKUP) * np.where(np.isfinite(mk.c), mk.c, 0.0)
+        want = np.where(bulk.adjacency, posted[:, None, :], 0.0)
+        np.testing.assert_allclose(bulk.remittances, want, rtol=1e-12)
+        for k in range(len(D)):
+            out = ipfl.clear(mk.market(k), D[k], "local", payments="cost-plus")
+            np.testing.assert_allclose(out.remittances, want[k], rtol=1e-12)
+
+
+def test_the_checker_engines_agree_on_cost_plus_with_the_papers_prices():
+    """cost-plus remittances with the paper's prices pay 1.25 c but buyers choose at c: a
+    buyer can lose (the Hypothesis engine found U = -0.429). The batch engine, clearing
+    with the same code, finds it too, in bulk."""
+    from proofs import PROPERTIES, IpflMechanism, check
+
+    mech = IpflMechanism("cp-paper", "local", payments="cost-plus")
+    r = check(mech, PROPERTIES["individual_rationality"], max_examples=5000, seed=0,
+              engine="batch")
+    assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
+    assert r.counterexample.rerun() > 0
+
+
+# ------------------------------------------------------------- rules of your own
+
+
+@ipfl.over_arrays
+def half_thresholds(market, D, T, P):
+    """Buy j when its threshold beats twice the buyer's own data (over arrays)."""
+    A = T > 2.0 * market.N[..., :, None]
+    m = market.m
+    A[..., np.arange(m), np.arange(m)] = False
+    return A
+
+
+@ipfl.over_arrays
+def flat_prices(market, D):
+    return np.broadcast_to(market.c[..., None, :] + 0.1 * D, D.shape)
+
+
+@ipfl.over_arrays
+def fee_payments(market, A, D):
+    """Each buyer pays the operator 1 % of its gain (payments, not remittances)."""
+    g = market.gain.value(ipfl.money.bought(A, market.N), market.K, market.N)
+    return 0.01 * g
+
+
+@pytest.mark.parametrize("payments", ["paper", fee_payments])
+def test_rules_of_your_own_over_arrays_clear_in_bulk_as_in_clear(payments):
+    for liar in (False, True):
+        assert clear_both(half_thresholds, payments, flat_prices, IpflSpec(max_m=5), 40, 14,
+                          liar) == 40
+
+
+def test_clear_batch_refuses_a_rule_not_written_over_arrays():
+    mk = ipfl.MarketArrays(N=[[100, 200]], c=[[1, 1]], K=[[1e4, 1e4]], lam=[0.0])
+
+    def mine(market, A, D):
+        return np.zeros(2)
+
+    with pytest.raises(ipfl.MarketInputError, match=r"^payments: .*not marked over_arrays"):
+        ipfl.clear_batch(mk, np.zeros((1, 2, 2)), payments=mine)
+
+
+def test_market_arrays_validate_and_name_the_field():
+    with pytest.raises(ipfl.MarketInputError, match=r"^N: entry"):
+        ipfl.MarketArrays(N=[[100, -1]], c=[[0, 0]], K=[[1, 1]], lam=[0])
+    with pytest.raises(ipfl.MarketInputError, match=r"^lam:"):
+        ipfl.MarketArrays(N=[[100, 1]], c=[[0, 0]], K=[[1, 1]], lam=[np.nan])
+    with pytest.raises(ipfl.MarketInputError, match=r"^D:"):
+        mk = ipfl.MarketArrays(N=[[100, 1]], c=[[0, 0]], K=[[1, 1]], lam=[0])
+        ipfl.clear_batch(mk, [[[0, -1], [1, 0]]])
+
+
+# ------------------------------------------------------------- exact: search vs enumeration
+
+
+@pytest.mark.parametrize("method", ["enumeration", "dp", "branch-and-bound"])
+def test_the_exact_search_methods_reach_the_bulk_enumerations_optimum(method):
+    """ipfl.clear's exact selection searches (the methods large markets need) are held to
+    the bulk enumeration where both apply: the same phi_i for every buyer."""
+    checked = 0
+    for mk, D, _ in draw(IpflSpec(max_m=7), 200, 15, liar=False):
+        P = mk.prices(D)
+        T = ipfl.thresholds(mk, D, prices=P)
+        A_bulk = selection.exact_enumeration(mk, P, T)
+        phi_bulk = ipfl.phi(mk, P, A_bulk)
+        for k in range(len(D)):
+            one = mk.market(k)
+            A = selection.exact(one, P[k], T[k], method).adjacency
+            np.testing.assert_allclose(ipfl.phi(one, P[k], A), phi_bulk[k], rtol=1e-9,
+                                       atol=1e-9)
+            if method == "enumeration":
+                assert np.array_equal(A, A_bulk[k])
+            checked += 1
+    assert checked == 200
+
+
+# ------------------------------------------------------------- read-only inputs
+
+
+def writes_everything(market, D, T, P):
+    for arr in (D, T, P):
+        arr[...] = 0.0
+    return T > 0
+
+
+def writes_A(market, A, D):
+    A[...] = True
+    return np.zeros(A.shape[:-1])
+
+
+def writes_D(market, D):
+    D[...] = 0.0
+    return market.prices(D)
+
+
+@pytest.mark.parametrize("where", ["rule", "payments", "prices"])
+def test_code_of_your_own_cannot_write_into_the_arrays_it_is_handed(where):
+    """A rule writing into D, T, P or A raises (read-only copies) in clear and in
+    clear_batch; the caller's D and later outcomes are untouched."""
+    mk = ipfl.Market(N=[400, 500, 600], c=[0.5, 1.0, 0.0], K=[5e4, 3e4, 0.0], lam=2.0)
+    D = np.array([[0, .1, .3], [.1, 0, .2], [.3, .2, 0]])
+    before = D.copy()
+    fn = {"rule": writes_everything, "payments": writes_A, "prices": writes_D}[where]
+    kwargs = {"rule": fn} if where == "rule" else {where: fn}
+    with pytest.raises(ValueError, match="read-only"):
+        ipfl.clear(mk, D, **kwargs)
+    assert np.array_equal(D, before)
+    batch = ipfl.MarketArrays.from_markets([mk, mk])
+    DB = np.stack([D, D])
+    before_b = DB.copy()
+    with pytest.raises(ValueError, match="read-only"):
+        ipfl.clear_batch(batch, DB, **kwargs)  # marked or not, it never gets writable arrays
+    assert np.array_equal(DB, before_b)
+    ref = ipfl.clear(mk, D)
+    assert np.array_equal(ref.adjacency.astype(int), [[0, 1, 1], [1, 0, 1], [0, 0, 0]])
+
+
+for _f in (writes_everything, writes_A, writes_D):
+    ipfl.over_arrays(_f)
+
+
+def test_market_arrays_and_outcomes_are_read_only():
+    mk = ipfl.MarketArrays(N=[[100, 200]], c=[[1, 1]], K=[[1e4, 1e4]], lam=[0.0])
+    out = ipfl.clear_batch(mk, np.zeros((1, 2, 2)))
+    for arr in (mk.N, mk.c, mk.K, mk.lam, mk.true_N, out.adjacency, out.payments, out.D,
+                out.prices, out.thresholds, out.utilities):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[...] = 0
