@@ -133,23 +133,31 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
 
     def cell(r):
         if r.verdict != "counterexample":
-            return r.verdict
+            if r.verdict == "not checked":
+                return "not checked"
+            return f"{r.verdict} ({r.effective:,} effective, {r.engine})"
         if isinstance(r.regret, float) and r.regret == r.regret:
             return f"fails (regret {r.regret:.3g})"
         return f"fails ({r.detail})" if r.detail else "fails"
 
     doc.heading("Property verdicts per mechanism", level=3)
-    doc.para(f"The property checker on markets it draws itself ({examples} per property, seed "
-             "0), not on the simulated market: 'holds' = no counterexample found; 'fails' = "
-             "the checker found one (budget: deficit or surplus; incentives: the largest "
-             "regret found, over the checked markets and the regret search of proofs.regret "
-             "on the counterexample; a lower bound on the worst case).")
+    from .verdicts import TIME_LIMIT
+
+    doc.para(f"The property checker on markets it draws itself (batch engine, {examples:,} "
+             f"effective examples per property, at most {TIME_LIMIT:g} s each, seed 0), not on "
+             "the simulated market: 'holds' = no counterexample found on the full budget; "
+             "'inconclusive' = fewer effective examples than the budget (a rule of your own "
+             "not written over arrays is cleared market by market and may stop at the time "
+             "limit); 'fails' = the checker found one (budget: deficit or "
+             "surplus; incentives: the largest regret the full misreport search of "
+             "proofs.regret finds on the counterexample, the figure the details describe; a "
+             "lower bound on the worst case). 'not checked' rows say why in the details.")
     wide = table.assign(v=[cell(r) for r in table.itertuples()]).pivot(
         index="mechanism", columns="property", values="v")
     wide = wide[[k for k in dict.fromkeys(table.property)]].reset_index()
     doc.table(wide, name)
-    ces = table[table.verdict == "counterexample"][["mechanism", "property", "examples",
-                                                    "detail"]]
+    ces = table[table.verdict.isin(["counterexample", "not checked"])][
+        ["mechanism", "property", "examples", "regret", "detail"]]
     if not ces.empty:
         doc.table(ces, f"{name}_details")
 
@@ -277,7 +285,7 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
                                           f"({label or 'all'})")
 
 
-def write_report(folder, out=None, *, verdict_examples: int = 20) -> tuple[Path, Path]:
+def write_report(folder, out=None, *, verdict_examples: int = 10_000) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
     empty, corrupt or foreign store is a StoreError and nothing is written.

@@ -3,11 +3,13 @@ does this rule keep?") answered next to the simulation tables.
 
 For every iPFL mechanism of a sweep (``selection+payments+prices``, rules of your own
 included) the checker runs the budget, participation and incentive properties; for every CPL
-pricing rule, the budget and the comparison with the baselines. Each row: the verdict
-("holds" or "counterexample"; for budget balance, whether the counterexample is a deficit or a
-surplus), how many markets were drawn and checked, and for the incentive properties the
-largest regret found (over every checked market, and the full regret search on the
-counterexample, whose misreport and factor the detail names).
+pricing rule, the budget and the comparison with the baselines, with the batch engine
+(numpy draws evaluated in bulk) at :data:`EXAMPLES` effective examples per cell by default.
+Each row: the verdict ("holds"; "counterexample", for budget balance with whether it is a
+deficit or a surplus; "inconclusive" when fewer effective examples than the budget were
+checked, never "holds"; "vacuous"), the engine, how many markets were drawn, checked and
+discriminating, and for the incentive properties the regret: the largest gain the full
+misreport search finds on the counterexample, the same number the detail describes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import pandas as pd
 
 from mechanisms.errors import FedmarketError
 
-__all__ = ["CPL_KEYS", "IPFL_KEYS", "cpl_verdicts", "ipfl_verdicts"]
+__all__ = ["CPL_KEYS", "EXAMPLES", "IPFL_KEYS", "cpl_verdicts", "ipfl_verdicts"]
+
+EXAMPLES = 10_000  # effective examples per verdict cell (below it: "inconclusive")
+TIME_LIMIT = 5.0  # seconds per cell: a rule the checker cannot clear in bulk (one of your own
+# not written over arrays) is evaluated market by market and may stop short: "inconclusive"
 
 IPFL_KEYS = ("budget_balance", "no_deficit", "individual_rationality", "thm2",
              "truthful_c_under", "truthful_K_over", "truthful_K_under", "truthful_N_over",
@@ -26,12 +32,20 @@ CPL_KEYS = ("cpl_budget_feasible", "cpl_beats_baselines")
 
 def _row(mechanism: str, key: str, report, detail: str = "", regret=None) -> dict:
     return {"mechanism": mechanism, "property": key, "verdict": report.verdict,
-            "examples": report.examples, "effective": report.effective, "regret": regret,
-            "detail": detail}
+            "engine": report.engine, "examples": report.examples,
+            "effective": report.effective, "discriminating": report.discriminating,
+            "regret": regret, "detail": detail}
 
 
-def ipfl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
-                  keys=IPFL_KEYS) -> pd.DataFrame:
+def _not_checked(name: str, key: str, exc) -> dict:
+    return {"mechanism": name, "property": key, "verdict": "not checked", "engine": None,
+            "examples": 0, "effective": 0, "discriminating": 0, "regret": None,
+            "detail": f"not checked: {exc}"}
+
+
+def ipfl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
+                  keys=IPFL_KEYS, engine: str = "batch",
+                  time_limit: float | None = TIME_LIMIT) -> pd.DataFrame:
     """One row per (mechanism, property). ``mechanisms``: canonical names
     ("selection+payments+prices", see :func:`sims.scenarios.parse_ipfl_mechanism`)."""
     from proofs import PROPERTIES, IpflMechanism, check
@@ -45,28 +59,30 @@ def ipfl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
             selection, payments, prices = parse_ipfl_mechanism(name)
             subject = IpflMechanism(name, selection, payments=payments, prices=prices)
         except FedmarketError as exc:  # a rule of your own that is not importable here
-            rows += [{"mechanism": name, "property": k, "verdict": "not checked",
-                      "examples": 0, "regret": None, "detail": str(exc)} for k in keys]
+            rows += [_not_checked(name, k, exc) for k in keys]
             continue
         for key in keys:
             prop = PROPERTIES[key]
-            report = check(subject, prop, max_examples=examples, seed=seed)
+            report = check(subject, prop, max_examples=examples, seed=seed, engine=engine,
+                           min_effective=examples,
+                           **({"time_limit": time_limit} if engine == "batch" else {}))
             detail, regret = "", None
             ce = report.counterexample
             if ce is not None and key in ("budget_balance", "no_deficit"):
                 detail = budget_side(subject, ce.instance)
             dim = getattr(prop.violation, "dimension", None)
-            if dim is not None and report.largest_violation is not None:
-                regret = max(0.0, report.largest_violation)  # a regret is never negative
             if ce is not None and dim is not None:
+                # the figure and the detail come from one search: the largest gain the full
+                # misreport search finds on the counterexample
                 found, _ = best_misreport(subject, ce.instance, dim, prop.violation.direction)
-                regret, detail = max(found.regret, regret or 0.0), found.describe()
+                regret, detail = found.regret, found.describe()
             rows.append(_row(name, key, report, detail, regret))
     return pd.DataFrame(rows)
 
 
-def cpl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
-                 keys=CPL_KEYS) -> pd.DataFrame:
+def cpl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
+                 keys=CPL_KEYS, engine: str = "batch",
+                 time_limit: float | None = TIME_LIMIT) -> pd.DataFrame:
     """One row per (CPL pricing rule or solver, property)."""
     from mechanisms import cpl
     from proofs import PROPERTIES, CplPricingRule, CplSolver, check
@@ -77,10 +93,12 @@ def cpl_verdicts(mechanisms, *, examples: int = 20, seed: int = 0,
             subject = (CplSolver(name, name) if name in cpl.METHODS
                        else CplPricingRule(name, name))
         except FedmarketError as exc:
-            rows += [{"mechanism": name, "property": k, "verdict": "not checked",
-                      "examples": 0, "regret": None, "detail": str(exc)} for k in keys]
+            rows += [_not_checked(name, k, exc) for k in keys]
             continue
         for key in keys:
             rows.append(_row(name, key, check(subject, PROPERTIES[key], max_examples=examples,
-                                              seed=seed)))
+                                              seed=seed, engine=engine,
+                                              min_effective=examples,
+                                              **({"time_limit": time_limit}
+                                                 if engine == "batch" else {}))))
     return pd.DataFrame(rows)

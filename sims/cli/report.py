@@ -14,9 +14,11 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("results", help="the folder given to `fedmarket sweep --out`")
     p.add_argument("--out", default=None,
                    help="where to write the report (default: the results folder)")
-    p.add_argument("--verdict-examples", dest="verdict_examples", type=integer, default=20,
-                   help="markets the property checker draws per mechanism and property for "
-                        "the verdict tables (0: none; at most 100,000)")
+    p.add_argument("--verdict-examples", dest="verdict_examples", type=integer, default=10_000,
+                   help="effective examples the property checker (batch engine) needs per "
+                        "mechanism and property for the verdict tables; fewer read "
+                        "'inconclusive' (default 10000; 0: no verdict tables; at most "
+                        "100,000)")
     p.set_defaults(func=run)
 
 
