@@ -4,6 +4,7 @@ registry and faults, provenance and its offline re-check, and the simulation end
 
 import json
 import logging
+import time
 from dataclasses import replace
 from uuid import uuid4
 
@@ -54,9 +55,10 @@ class FakeGrid:
     message) and ``join[round]`` adds ``{node id: node config}`` before that round (a rejoin
     when the partition id is known)."""
 
-    def __init__(self, cfg, faults=None, extra=None, leave=None, join=None):
+    def __init__(self, cfg, faults=None, extra=None, leave=None, join=None, hang=None):
         self.cfg, self.faults = cfg, faults or {}
         self.leave, self.join = leave or {}, join or {}
+        self.hang, self.hung = hang or {}, set()  # from round r on: listed, never answers
         configs = {100 + p + 1: {"partition-id": p, "num-partitions": cfg.clients}
                    for p in range(cfg.clients)}
         configs.update(extra or {})
@@ -100,11 +102,16 @@ class FakeGrid:
             self.round = rnd
             for n in self.leave.get(rnd, ()):
                 self.contexts.pop(n, None)
-        if node not in self.contexts:
-            return None  # a node that left: no reply
+            self.hung |= set(self.hang.get(rnd, ()))
+        if node not in self.contexts or node in self.hung:
+            return None  # a node that left or hangs: no reply
         fault = self.faults.get((node, rnd)) if msg.metadata.message_type == "train" else None
         if fault == "silent":
             return None
+        if fault == "unavailable":  # what the SuperLink answers for a node it declared dead
+            reply = Message(Error(code=5, reason="Error: Node Unavailable"), reply_to=msg)
+            reply.metadata.__dict__["_src_node_id"] = 1
+            return reply
         try:
             if fault == "error":
                 raise RuntimeError("disk full")
@@ -208,6 +215,74 @@ def test_a_node_that_rejoins_takes_its_place_again():
     assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 1, 2, 3}
     assert res["members"]["2"] == 203
     assert [(r["round"], r["pid"]) for r in res["rejected"]] == [(2, 2)]  # killed mid-round
+
+
+def test_an_unavailable_node_is_named_by_its_own_id_not_the_superlinks(tmp_path, caplog):
+    """flwr answers for a node it declared dead from node 1 (the SuperLink): the reply is
+    matched to the message it answers, the WARNING names the client and its node, and the
+    client is not sent work again until it answers (here: at once, so it trades in round 3)."""
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(FakeGrid(CFG, {(103, 2): "unavailable"}), CFG, tmp_path)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == ["round 2: client 2 (node 103) rejected: NODE_UNAVAILABLE at training: "
+                      "flwr reports that the node stopped sending heartbeats; not waited for "
+                      "again until it answers"], warned
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 2} == {0, 1, 3}
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 1, 2, 3}
+    assert recheck(res["run_dir"])["ok"].all()
+
+
+def test_replies_are_matched_to_the_messages_they_answer_not_to_their_sender(caplog):
+    """Known-bad variant of the matching: a reply whose sender is a member but that answers no
+    message of this round is a stray, not that member's reply."""
+    from learning.flower.strategies import Registry
+
+    reg = Registry(4)
+    grid = FakeGrid(CFG)
+    reg.refresh(grid, 0)
+    sent = {p: Message(RecordDict({}), dst_node_id=101 + p, message_type="query")
+            for p in range(2)}
+    list(grid.push_messages(list(sent.values())))
+    stray = Message(RecordDict({}), dst_node_id=101, message_type="query")
+    list(grid.push_messages([stray]))
+    from_node_101 = grid._answer(stray)  # a real reply from node 101, to another message
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        got = reg.collect(1, sent, [from_node_101], "training", 5.0)
+    assert got == {}  # neither client 0 nor client 1 answered
+    why = [r["reason"] for r in reg.rejected]
+    assert why[0] == "reply to a message it was not sent" and len(why) == 3
+    assert sorted(reg.suspect) == [0, 1]
+
+
+@pytest.mark.parametrize("cfg", [CFG, replace(CPL, rounds=3)], ids=["ipfl", "cpl"])
+def test_a_dead_node_still_listed_is_replaced_by_its_restart_in_the_next_round(tmp_path, cfg,
+                                                                                caplog):
+    """Node 103 (client 2) hangs from round 2 on but flwr still lists it (its heartbeat window);
+    its restart, node 203, connects before round 2 and is refused while 103 holds the id. After
+    103 is silent in round 2, the refusal is re-evaluated: 203 takes client 2's place and
+    trades in round 3; 103 is not sent work again."""
+    grid = FakeGrid(cfg, hang={2: [103]},
+                    join={2: {203: {"partition-id": 2, "num-partitions": 4}}})
+    with caplog.at_level(logging.INFO, logger="flwr"):
+        res = _serve(grid, cfg, tmp_path, **{"save-uploads": True})
+    why = [(r["round"], r["pid"], r["node"], r["reason"].split(":")[0]) for r in res["rejected"]]
+    assert why == [(2, 2, 203, "partition-id 2 is already held by node 103"), (2, 2, 103, "silent")]
+    assert res["members"]["2"] == 203
+    trains = [(dict(m.content["config"])["server-round"], m.metadata.dst_node_id)
+              for m in grid.sent if m.metadata.message_type == "train"]
+    assert (2, 103) in trains and (3, 203) in trains
+    assert not any(n == 103 for r, n in trains if r == 3)
+    assert not any(m.metadata.dst_node_id == 103 and m.metadata.message_type == "evaluate"
+                   for m in grid.sent)
+    assert "client 2 rejoined (node 203, was node 103: silent" in caplog.text
+    if cfg.algorithm == "ipfl":
+        assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 1, 2, 3}
+    else:  # it is asked again (its own Bernoulli(q) draw decides whether it uploads)
+        q = float(res["q"]["2"])
+        draw = np.random.default_rng([cfg.seed, 2, 2]).random()
+        assert (2 in res["participation"][2]["participants"]) == (draw < q)
+    assert res["pids"] == [0, 1, 2, 3]
+    assert recheck(res["run_dir"])["ok"].all()
 
 
 def test_cpl_prices_participation_rejoin_and_recheck(tmp_path, caplog):
@@ -375,6 +450,41 @@ def test_too_few_nodes_fail_loudly_instead_of_trading_among_fewer():
     assert {row["pid"] for row in res["ledger"]} == {0, 1}
 
 
+def test_an_error_reason_is_the_clientapps_message_in_one_line():
+    from learning.flower.strategies import short_reason
+
+    ray = ("<class 'ray.exceptions.RayTaskError(ClientAppException)'>:<'ray::ClientAppActor"
+           ".run()\n  File \"app.py\", line 1\nNodeConfigError: num-partitions: is 2\n\n"
+           "flwr.clientapp.client_app.ClientAppException: \nException ClientAppException "
+           "occurred. Message: num-partitions: is 2; the run has clients=4'>")
+    assert short_reason(ray) == "num-partitions: is 2; the run has clients=4"
+    assert short_reason("<class 'RuntimeError'>:<'disk full'>") == \
+        "<class 'RuntimeError'>:<'disk full'>"
+    assert len(short_reason("x" * 1000)) == 300
+
+
+def test_too_few_nodes_in_a_simulation_are_reported_at_once_not_after_the_timeout():
+    """flwr's in-memory (simulation) grid has all its nodes from the start: once every node
+    answered, waiting longer cannot help. A deployment grid (FakeGrid) waits."""
+    from flwr.superlink.grid import InMemoryGrid
+
+    class SimulationGrid(FakeGrid, InMemoryGrid):  # FakeGrid's behaviour, flwr's type
+        pass
+
+    for cls, timeout in ((SimulationGrid, 60.0), (FakeGrid, 2.0)):
+        grid = cls(CFG)
+        for n in (103, 104):
+            del grid.contexts[n]
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"only 2 of the 4 clients") as err:
+            _serve(grid, CFG, **{"registration-timeout": timeout})
+        took = time.monotonic() - t0
+        if cls is SimulationGrid:
+            assert took < 20 and "every node of the simulation answered" in str(err.value)
+        else:
+            assert took >= timeout and "within the registration timeout (2 s)" in str(err.value)
+
+
 def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
     import threading
 
@@ -452,6 +562,25 @@ def test_howto_commands_use_flags_the_installed_flwr_has():
         for name, conn in table["superlink"].items():
             if isinstance(conn, dict):
                 assert set(conn) <= allowed and "address" in conn, name
+
+
+def test_the_local_superlink_the_howto_describes_is_flwrs():
+    """The howto's ports, environment variables and log path of the local SuperLink that
+    `flwr run` starts are the installed flwr's."""
+    import inspect
+
+    from flwr.cli import constant, local_superlink
+
+    text, _ = _howto_commands()
+    source = inspect.getsource(constant)
+    for var, port in (("FLWR_LOCAL_SUPERLINK_HTTP_API_PORT", "39091"),
+                      ("FLWR_LOCAL_CONTROL_API_PORT", "39093")):
+        assert f'"{var}", "{port}"' in source.replace("\n", "").replace("    ", "")
+        assert var in text and port in text
+    paths = inspect.getsource(local_superlink._get_local_superlink_paths)
+    assert '"local-superlink"' in paths and '"superlink.log"' in paths
+    assert '"local-superlink/superlink.log"' in text
+    assert "--log-file" in inspect.getsource(local_superlink._start_local_superlink)
 
 
 def test_the_fixed_waits_the_docs_quantify_are_where_they_say(monkeypatch):

@@ -1,9 +1,14 @@
 """A real deployment on 127.0.0.1: a SuperLink and four SuperNodes (each with a warm worker)
-as processes on free ports, iPFL then CPL for two rounds, one node killed mid-run. Asserts the
-ledger, the ServerApp's WARNING line naming the client, and the offline re-check. Everything
-the test started, and every process flwr started below it, is stopped by process id
-(Loopback.stop), every wait is bounded."""
+as processes on free ports; iPFL then CPL for five rounds with a round timeout of 28 s, in each
+run node 3 killed after round 1 and restarted at once (a new Flower node id while flwr still
+lists the dead one). Asserts the ledger, the ServerApp's WARNING naming the client (not the
+SuperLink), that round 2 ended within its timeout, that the restarted node trades again in
+a later round of the same run (it registers without holding a round up: in the round after
+flwr lists it, or the one after that), and the offline re-check. Everything the test
+started, and every process flwr started below it, is stopped by process id (Loopback.stop);
+every wait is bounded."""
 
+import json
 import time
 from pathlib import Path
 
@@ -19,8 +24,9 @@ from learning.flower.provenance import recheck
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-BASE = {"dataset": "digits", "clients": 4, "rounds": 2, "steps": 10, "batch": 16, "lr": 0.05,
-        "beta": 0.5, "round-timeout": 60.0, "registration-timeout": 240.0}
+TIMEOUT = 28.0  # the round timeout: under the 30 s heartbeat interval of a SuperNode
+BASE = {"dataset": "digits", "clients": 4, "rounds": 5, "steps": 10, "batch": 16, "lr": 0.05,
+        "beta": 0.5, "round-timeout": TIMEOUT, "registration-timeout": 240.0}
 
 
 def _wait_for(path: Path, timeout: float) -> None:
@@ -31,14 +37,49 @@ def _wait_for(path: Path, timeout: float) -> None:
         time.sleep(0.2)
 
 
-def test_deployment_on_loopback_survives_a_killed_node(tmp_path):
+def _kill_and_restart(fed, run_dir: Path) -> int:
+    """Kill node 3 once round 1 is recorded and restart it at once; the dead node's id."""
+    _wait_for(run_dir / "rounds" / "round-0001.json", 400)
+    old = {r["pid"]: r["node"] for r in
+           json.loads((run_dir / "config.json").read_text())["registrations"]}[3]
+    fed.kill_node(3)  # after round 1, before round 2's replies
+    fed.start_node(3)  # back within seconds, as a new Flower node
+    return old
+
+
+def _round(run_dir: Path, t: int) -> dict:
+    return json.loads((run_dir / "rounds" / f"round-{t:04d}.json").read_text())
+
+
+def _check_kill_and_rejoin(res, run_dir: Path, log: str, old: int) -> int:
+    """The checks of round 2 (the kill) and of the rejoin; the round client 3 was back in."""
+    new = res["members"]["3"]
+    assert new != old
+    r2 = _round(run_dir, 2)
+    # round 2: the dead node is named by its client's id, and the round did not outwait its
+    # timeout (it was sent work: flwr still listed it)
+    assert 3 in r2["sent"] and [(r["pid"], r["node"]) for r in r2["rejected"]
+                                if "silent" in r["reason"]] == [(3, old)]
+    assert f"round 2: client 3 (node {old}) rejected: silent" in log
+    assert "(node 1)" not in log  # nothing is attributed to the SuperLink
+    assert r2["reply_wait_seconds"] <= TIMEOUT + 5.0  # + the last pull (load average 15)
+    # the restarted node holds client 3's place and answers in every round from its return
+    back = [t for t in (3, 4, 5) if 3 in _round(run_dir, t)["sent"]]
+    assert back and back == list(range(back[0], 6)), back
+    assert not any(r["pid"] == 3 for t in back for r in _round(run_dir, t)["rejected"])
+    assert f"client 3 rejoined (node {new}, was node {old}" in log
+    assert res["pids"] == [0, 1, 2, 3]
+    assert recheck(run_dir)["ok"].all()
+    return back[0]
+
+
+def test_deployment_on_loopback_a_killed_node_is_named_and_rejoins_in_the_same_run(tmp_path):
     out = tmp_path / "out"
     with Loopback(REPO, 4, tmp_path / "fed", workers=True) as fed:
         run_id = fed.submit({**BASE, "algorithm": "ipfl", "out": str(out)})
         run_dir = out / f"run-{run_id}"
-        _wait_for(run_dir / "rounds" / "round-0001.json", 300)
-        fed.kill_node(3)  # mid-run: after round 1, before round 2's replies
-        res = fed.wait(run_dir, 300)
+        old = _kill_and_restart(fed, run_dir)
+        res = fed.wait(run_dir, 400)
         log = fed.log(run_id)
 
         # round 1 traded among all four with the reports the in-process learner uses
@@ -47,23 +88,31 @@ def test_deployment_on_loopback_survives_a_killed_node(tmp_path):
         paid = sorted((r["pid"], r["payment"]) for r in res["ledger"] if r["round"] == 1)
         np.testing.assert_allclose([p for _, p in paid],
                                    ref.frame[ref.frame["round"] == 1].payment, atol=1e-5)
+        back = _check_kill_and_rejoin(res, run_dir, log, old)
         assert {r["pid"] for r in res["ledger"] if r["round"] == 2} == {0, 1, 2}
-        for t in (1, 2):
+        assert {r["pid"] for r in res["ledger"] if r["round"] == back} == {0, 1, 2, 3}
+        for t in (1, 2, 3, 4, 5):
             assert abs(sum(r["payment"] for r in res["ledger"] if r["round"] == t)) < 1e-9
-        node3 = res["members"]["3"]
-        assert any(r["round"] == 2 and r["pid"] == 3 and "silent" in r["reason"]
-                   for r in res["rejected"])
-        assert "WARNING" in log and f"round 2: client 3 (node {node3}) rejected: silent" in log
-        assert recheck(run_dir)["ok"].all()
-        assert res["pids"] == [0, 1, 2]  # the dead node is not waited for at evaluation
 
-        # the node comes back (a new Flower node id) and takes its place in a CPL run
-        fed.start_node(3)
-        cpl = fed.run({**BASE, "algorithm": "cpl", "cpl-budget": 5.0, "save-uploads": True,
-                       "out": str(out)}, timeout=300)
-        assert cpl["members"]["3"] != node3 and len(cpl["q"]) == 4
-        checks = recheck(cpl["run_dir"])
-        assert checks["ok"].all() and "cpl aggregate" in set(checks["check"])
+        # CPL: the same fault after the prices are set; the restart keeps client 3's price
+        run_id = fed.submit({**BASE, "algorithm": "cpl", "cpl-budget": 5.0,
+                             "save-uploads": True, "out": str(out)})
+        run_dir = out / f"run-{run_id}"
+        old = _kill_and_restart(fed, run_dir)
+        cpl = fed.wait(run_dir, 400)
+        assert len(cpl["q"]) == 4
+        back = _check_kill_and_rejoin(cpl, run_dir, fed.log(run_id), old)
+        q3 = cpl["q"]["3"]  # it is asked again; its own Bernoulli(q) draw decides
+        draw = np.random.default_rng([0, 3, back - 1]).random()
+        assert (3 in cpl["participation"][back - 1]["participants"]) == (draw < q3)
+        assert "cpl aggregate" in set(recheck(run_dir)["check"])
+
+        # `flwr run` exits 0 for a run that fails: the status says so, and wait() at once
+        run_id = fed.submit({**BASE, "algorithm": "fedavg", "out": str(out)})
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"finished:failed.*'fedavg'"):
+            fed.wait(out / f"run-{run_id}", 300, check_every=3)
+        assert time.monotonic() - t0 < 120 and fed.status(run_id)["status"] == "finished:failed"
         started = list(fed.procs.values())
         below = set(fed.seen) - {p.pid for p in started}  # flwr's own: SuperExecs, apps
     assert len(started) == 9 and all(p.poll() is not None for p in started)  # all stopped

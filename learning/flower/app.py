@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
+from logging import INFO
 
 from flwr.app import (
     ArrayRecord,
@@ -32,6 +33,7 @@ from flwr.app import (
 )
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
+from flwr.supercore import log
 
 from mechanisms.errors import MarketInputError
 
@@ -140,21 +142,18 @@ def _client_evaluate(msg: Message, context: Context, default) -> Message:
 
 # ------------------------------------------------------------------------------ server side
 def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: int) -> dict:
-    from .strategies import metrics_of
+    from .strategies import metrics_of, short_reason
 
-    live = [p for p in registry.live(grid) if p in models]
-    msgs = [Message(RecordDict({"arrays": models[p], "config": ConfigRecord({})}),
-                    dst_node_id=registry.members[p].node, message_type=MessageType.EVALUATE)
-            for p in live]
-    got = {r.metadata.src_node_id: r for r in grid.send_and_receive(msgs, timeout=timeout)}
+    sent = {p: Message(RecordDict({"arrays": models[p], "config": ConfigRecord({})}),
+                       dst_node_id=registry.members[p].node, message_type=MessageType.EVALUATE)
+            for p in registry.live(grid) if p in models}
+    replies = grid.send_and_receive(list(sent.values()), timeout=timeout)
     out = {}
-    for p in live:
-        node = registry.members[p].node
-        reply = got.get(node)
-        if reply is None:
-            registry.reject(server_round, p, node, f"silent at evaluation ({timeout:g} s)")
-        elif reply.has_error():
-            registry.reject(server_round, p, node, f"evaluation error: {reply.error.reason}")
+    for p, reply in registry.collect(server_round, sent, replies, "evaluation",
+                                     timeout).items():
+        if reply.has_error():
+            registry.reject(server_round, p, registry.members[p].node,
+                            f"evaluation error: {short_reason(reply.error.reason)}")
         else:
             out[p] = metrics_of(reply)
     return out
@@ -182,12 +181,18 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
     fc = FlowerConfig.from_run_config(context.run_config, out)
     registry = Registry(cfg.clients, timeout=fc.registration_timeout)
     wanted = fc.min_nodes or cfg.clients
-    registry.wait(grid, 0, wanted, time.monotonic() + fc.registration_timeout)
+    t0 = time.monotonic()
+    registry.wait(grid, 0, wanted, t0 + fc.registration_timeout,
+                  progress=lambda line: log(INFO, "registration: %s", line))
     pids = registry.live(grid)
     if len(pids) < wanted:
+        waited = time.monotonic() - t0
+        when = (f"within the registration timeout ({fc.registration_timeout:g} s)"
+                if waited >= fc.registration_timeout else
+                f"and every node of the simulation answered (after {waited:.2g} s)")
         raise RuntimeError(
-            f"only {len(pids)} of the {wanted} clients needed registered within "
-            f"{fc.registration_timeout:g} s (partition ids {pids}; refused: "
+            f"only {len(pids)} of the {wanted} clients needed registered {when} "
+            f"(partition ids {pids}; refused: "
             f"{sorted(set(registry.refused.values()))}). Start the missing SuperNodes; in "
             f"simulation run `flwr run . --federation-config \"num-supernodes={cfg.clients}\"`"
             f"; or set min-nodes to trade among fewer")
@@ -246,10 +251,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
         summary.update({"participation": strategy.participation,
                         "q": {str(p): v for p, v in strategy.q.items()},
                         "prices": {str(p): v for p, v in strategy.prices.items()}})
-    # nodes silent in the last round (dead, most likely) are not waited for again
-    gone = strategy.silent.get(cfg.rounds, set())
-    evals = _evaluate_round(grid, registry, {p: a for p, a in finals.items() if p not in gone},
-                            fc.round_timeout, cfg.rounds + 1)
+    # suspect nodes (silent or unavailable, dead most likely) are not waited for again
+    evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1)
     summary.update({
         "pids": sorted(evals), "strategy_seconds": seconds,
         "acc_personalised": [evals[p].get("acc_personalised", float("nan"))

@@ -191,16 +191,18 @@ def _wait_port(port: int, deadline: float, proc) -> None:
 class Loopback:
     """One SuperLink and ``nodes`` SuperNodes on 127.0.0.1 (see the module docstring).
 
-    ``nodes``: a count (node i gets ``partition-id=i num-partitions=count``) or a list of node
-    configs. ``bin_dir``: where flower-superlink, flower-supernode and flwr live (default: next
-    to this Python)."""
+    ``nodes``: a count (node i gets ``partition-id=i num-partitions=count`` and keeps its demo
+    partition in ``workdir/cache``, so that a restarted node reloads it from disk) or a list
+    of node configs. ``bin_dir``: where flower-superlink, flower-supernode and flwr live
+    (default: next to this Python)."""
 
     def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, bin_dir=None,
                  start_timeout: float = 60.0, task_poll: float = 0.1):
         self.app_dir = Path(app_dir).resolve()
         self.workdir = Path(workdir).resolve()
         n = nodes if isinstance(nodes, int) else len(nodes)
-        self.node_configs = [{"partition-id": i, "num-partitions": n} for i in range(n)] \
+        self.node_configs = [{"partition-id": i, "num-partitions": n,
+                              "cache-dir": str(self.workdir / "cache")} for i in range(n)] \
             if isinstance(nodes, int) else [dict(c) for c in nodes]
         self.workers, self.start_timeout = workers, start_timeout
         self.bin = Path(bin_dir) if bin_dir else Path(sys.executable).parent
@@ -393,16 +395,37 @@ class Loopback:
         self._track()
         return int(json.loads(text[text.index("{"):])["run-id"])
 
-    def wait(self, run_dir: Path, timeout: float) -> dict:
-        """The run's result.json once the ServerApp has written it (bounded)."""
+    def status(self, run_id: int) -> dict:
+        """The run's status as the SuperLink reports it (``flwr ls loopback --run-id ID
+        --format json``): ``status`` ("pending", "running", "finished:completed",
+        "finished:failed", ...) and ``details`` (flwr's reason for a failure). ``flwr run``
+        exits 0 when the run fails: this is how to tell."""
+        text = self.flwr("ls", "loopback", "--run-id", str(int(run_id)), "--format", "json")
+        run = json.loads(text[text.index("{"):])["runs"][0]
+        return {"status": run["status"], "details": run.get("status-details", "")}
+
+    def wait(self, run_dir: Path, timeout: float, check_every: float = 20.0) -> dict:
+        """The run's result.json once the ServerApp has written it (bounded). Every
+        ``check_every`` s it asks the SuperLink for the run's status: a run that finished
+        without writing its result (it failed) raises at once, with flwr's reason and the
+        ServerApp's last log lines, instead of after ``timeout``."""
         deadline = time.monotonic() + timeout
         path = Path(run_dir) / "result.json"
+        run_id = Path(run_dir).name.removeprefix("run-")
+        checked = time.monotonic()
         while time.monotonic() < deadline:
             self._track()
             if path.is_file():
                 return json.loads(path.read_text())
             if self.procs["superlink"].poll() is not None:
                 raise RuntimeError("the SuperLink exited")
+            if run_id.isdigit() and time.monotonic() - checked >= check_every:
+                checked = time.monotonic()
+                state = self.status(int(run_id))
+                if state["status"].startswith("finished") and not path.is_file():
+                    tail = "\n".join(self.log(int(run_id)).splitlines()[-15:])
+                    raise RuntimeError(f"run {run_id} ended {state['status']} without a "
+                                       f"result ({state['details']}); its log ends:\n{tail}")
             time.sleep(0.5)
         raise TimeoutError(f"no {path} within {timeout:g} s")
 

@@ -3,9 +3,13 @@
 The server knows only what nodes report. A :class:`Registry` asks every node that connects
 for its partition id (the client's own id) and its reported type (N, c, K, v, and the shape of
 its data); it refuses partition ids outside the federation and a second live node claiming an
-id already held, and it lets a node that rejoins (a new Flower node id, same partition id)
-take its place again. Every refused, failed or silent node is logged at WARNING by the
-ServerApp with the client's own id and the reason, and recorded in ``rejected``.
+id already held (re-evaluated every round: the claim wins once the holder is silent or
+unavailable), and it lets a node that rejoins (a new Flower node id, same partition id) take
+its place again. Replies are matched to the messages they answer, never to their sender (flwr
+answers for a dead node from the SuperLink). Every refused, failed, silent or unavailable node
+is logged at WARNING by the ServerApp with the client's own id and the reason, and recorded
+in ``rejected``; a silent or unavailable one is not sent work nor waited for again until it
+answers.
 
 * :class:`IpflStrategy` - each round: collect every node's parameters, clear the market with
   :func:`mechanisms.ipfl.clear` on the reported types of the nodes that answered with a valid
@@ -36,6 +40,7 @@ from logging import INFO, WARNING
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
@@ -43,7 +48,7 @@ from flwr.supercore import log
 from mechanisms import cpl, ipfl, paper
 
 __all__ = ["CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry", "digest",
-           "flat_to_record", "metrics_of", "record_to_flat"]
+           "flat_to_record", "metrics_of", "record_to_flat", "short_reason"]
 
 TYPE_KEYS = ("N", "c", "K", "v")
 
@@ -105,16 +110,31 @@ class PollingGrid:
         return self.grid.pull_messages(message_ids)
 
     def send_and_receive(self, messages, *, timeout: float | None = None):
-        pending = set(self.grid.push_messages(messages))
+        """Push ``messages`` and pull replies until each was answered or ``timeout`` seconds
+        from the call passed (pushing included; at least one pull)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        pending = set(self.grid.push_messages(messages))
         got: list[Message] = []
-        while pending and (deadline is None or time.monotonic() < deadline):
+        first = True
+        while pending and (first or deadline is None or time.monotonic() < deadline):
+            first = False
             replies = list(self.grid.pull_messages(pending))
             got.extend(replies)
             pending.difference_update(r.metadata.reply_to_message_id for r in replies)
             if pending and not replies:
                 time.sleep(self.interval)
         return got
+
+
+def _fixed_membership(grid) -> bool:
+    """Whether ``grid`` (or the grid it wraps) is flwr's in-memory simulation grid, whose nodes
+    all exist from the start (no node can join later)."""
+    inner = getattr(grid, "grid", grid)
+    try:
+        from flwr.superlink.grid import InMemoryGrid
+    except ImportError:  # pragma: no cover - another flwr layout
+        return False
+    return isinstance(inner, InMemoryGrid)
 
 
 # ------------------------------------------------------------------------------ registry
@@ -126,6 +146,16 @@ class Member:
     node: int
     report: dict
     joined: int  # the round it (re)joined in
+
+
+def short_reason(reason: str, limit: int = 300) -> str:
+    """flwr's error reason in one line: a ClientApp's exception message without the
+    traceback Ray or flwr wraps it in (the last line, after its last ``Message:``)."""
+    lines = [line.strip() for line in str(reason).splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if "Message: " in last:
+        last = last.rsplit("Message: ", 1)[1].removesuffix("'>")
+    return last if len(last) <= limit else last[:limit - 3] + "..."
 
 
 def _check_report(m: dict) -> dict:
@@ -153,7 +183,14 @@ def _check_report(m: dict) -> dict:
 
 @dataclass
 class Registry:
-    """Who is in the federation, by partition id (see the module docstring)."""
+    """Who is in the federation, by partition id (see the module docstring).
+
+    A member whose node was silent past a timeout, or that flwr reports unavailable
+    (NODE_UNAVAILABLE), is *suspect*: it is not sent work nor waited for again until it
+    answers a registration query (one is sent each round, never waited for), and a new node
+    may take its partition id. A refused claim is kept and re-evaluated every round without
+    asking the node again (a second node for a partition id gets it once the holder is
+    suspect or gone)."""
 
     clients: int
     timeout: float = 60.0
@@ -161,12 +198,53 @@ class Registry:
     refused: dict[int, str] = field(default_factory=dict)  # node id -> reason (not re-asked)
     rejected: list[dict] = field(default_factory=list)
     closed: str | None = None  # when set, new partition ids are refused with this reason
+    suspect: dict[int, str] = field(default_factory=dict)  # pid -> why it is not waited for
+    claims: dict[int, dict] = field(default_factory=dict)  # refused node -> its registration
+    pings: dict[str, tuple[int, int]] = field(default_factory=dict)  # msg id -> (pid, node)
+    asking: dict[str, int] = field(default_factory=dict)  # registration query id -> node
 
     def reject(self, server_round: int, pid, node, reason: str) -> None:
         self.rejected.append({"round": int(server_round), "pid": None if pid is None else
                               int(pid), "node": int(node), "reason": reason})
         who = f"client {pid}" if pid is not None else "a client"
         log(WARNING, "round %s: %s (node %s) rejected: %s", server_round, who, node, reason)
+
+    def lost(self, server_round: int, pid: int, node: int, reason: str) -> None:
+        """Member ``pid`` on ``node`` did not answer (``reason``): logged, recorded, and not
+        waited for again until it answers."""
+        self.reject(server_round, pid, node, f"{reason}; not waited for again until it "
+                                             f"answers")
+        member = self.members.get(pid)
+        if member is not None and member.node == node:
+            self.suspect[pid] = reason
+
+    def collect(self, server_round: int, sent: dict[int, Message], replies, what: str,
+                timeout: float) -> dict[int, Message]:
+        """Match ``replies`` to the messages ``sent`` (pid -> pushed message) by the id of the
+        message each answers, never by sender: flwr's own error replies (a node unavailable,
+        a message expired) come from the SuperLink. Returns pid -> reply; a node flwr reports
+        unavailable or that did not answer in time is logged with the client's own id and
+        becomes suspect (:meth:`lost`); a stray reply is logged."""
+        ids = {m.metadata.message_id: pid for pid, m in sent.items() if m.metadata.message_id}
+        got: dict[int, Message] = {}
+        for msg in replies:
+            pid = ids.get(msg.metadata.reply_to_message_id)
+            if pid is None or pid in got:
+                self.reject(server_round, None, msg.metadata.src_node_id,
+                            "reply to a message it was not sent")
+                continue
+            if msg.has_error() and msg.error.code == ErrorCode.NODE_UNAVAILABLE:
+                self.lost(server_round, pid, sent[pid].metadata.dst_node_id,
+                          f"NODE_UNAVAILABLE at {what}: flwr reports that the node stopped "
+                          f"sending heartbeats")
+                got[pid] = None
+                continue
+            got[pid] = msg
+        for pid, m in sent.items():
+            if pid not in got:
+                self.lost(server_round, pid, m.metadata.dst_node_id,
+                          f"silent: no reply at {what} within the timeout ({timeout:g} s)")
+        return {p: m for p, m in got.items() if m is not None}
 
     def pid_of(self, node: int) -> int | None:
         for m in self.members.values():
@@ -175,49 +253,111 @@ class Registry:
         return None
 
     def live(self, grid: Grid) -> list[int]:
+        """The members whose node flwr lists and that are not suspect."""
         nodes = set(grid.get_node_ids())
-        return sorted(p for p, m in self.members.items() if m.node in nodes)
+        return sorted(p for p, m in self.members.items()
+                      if m.node in nodes and p not in self.suspect)
 
     def refresh(self, grid: Grid, server_round: int, enough: int | None = None,
                 timeout: float | None = None) -> list[int]:
-        """Ask every node not seen yet for its id and type; returns the pids that (re)joined.
-        Waits for the replies up to ``timeout`` (default: the registry's), or until
-        ``enough`` clients are live (a node that died before answering does not hold the
-        others up)."""
+        """Ask every node not seen yet for its id and type, and every suspect member if it is
+        back; re-evaluate the refused claims. Returns the pids that (re)joined. Waits for the
+        new nodes' replies up to ``timeout`` (default: the registry's), or until ``enough``
+        clients are live (a node that died before answering does not hold the others up);
+        never for a suspect's. With ``timeout=0`` nothing is waited for: a reply that comes
+        later is taken at the next call."""
         timeout = self.timeout if timeout is None else float(timeout)
         live = list(grid.get_node_ids())
+        joined = self._reconsider(live, server_round)
         held = {m.node for m in self.members.values()}
-        new = [n for n in live if n not in held and n not in self.refused]
-        if not new:
-            return []
-        msgs = [Message(RecordDict({"config": ConfigRecord({"ask": "type",
-                                                            "server-round": server_round})}),
-                        dst_node_id=n, message_type=MessageType.QUERY) for n in new]
-        pending = set(grid.push_messages(msgs))
-        waiting, joined = set(new), []
+        self.asking = {mid: n for mid, n in self.asking.items() if n in live}
+        asked_before = set(self.asking.values())
+        new = [n for n in live if n not in held and n not in self.refused
+               and n not in asked_before]
+        pinged = {pid for pid, _ in self.pings.values()}
+        ping = [(p, self.members[p].node) for p in sorted(self.suspect)
+                if p in self.members and p not in pinged and self.members[p].node in live]
+        msgs = [self._query(n, server_round) for n in new]
+        msgs += [self._query(n, server_round) for _, n in ping]
+        pushed = list(grid.push_messages(msgs)) if msgs else []
+        now = {mid: n for mid, n in zip(pushed[:len(new)], new, strict=True) if mid}
+        self.asking.update(now)
+        for mid, (pid, node) in zip(pushed[len(new):], ping, strict=True):
+            if mid:
+                self.pings[mid] = (pid, node)
+        waiting = set(now)  # only this call's queries are waited for
         deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            replies = list(grid.pull_messages(pending))
+        first = True
+        while first or (waiting and time.monotonic() < deadline):
+            first = False
+            ids = set(self.asking) | set(self.pings)
+            replies = list(grid.pull_messages(ids)) if ids else []
             for reply in replies:
-                pending.discard(reply.metadata.reply_to_message_id)
-                node = reply.metadata.src_node_id
-                waiting.discard(node)
-                pid = self._register(reply, node, live, server_round)
+                mid = reply.metadata.reply_to_message_id
+                if mid in self.pings:
+                    pid = self._pinged(reply, *self.pings.pop(mid), live, server_round)
+                elif mid in self.asking:
+                    waiting.discard(mid)
+                    pid = self._register(reply, self.asking.pop(mid), live, server_round)
+                else:
+                    continue
                 if pid is not None:
                     joined.append(pid)
             if enough is not None and len(self.live(grid)) >= enough:
                 return joined
-            if not replies:
+            if waiting and not replies:
                 time.sleep(0.1)
-        for node in sorted(waiting):
-            self.reject(server_round, None, node, f"no registration reply within "
-                                                  f"{timeout:g} s")
+        for mid in sorted(waiting, key=lambda m: now[m]) if timeout > 0 else ():
+            self.reject(server_round, None, now[mid], f"no registration reply within "
+                                                      f"{timeout:g} s; it joins when it "
+                                                      f"answers")
+        return joined
+
+    @staticmethod
+    def _query(node: int, server_round: int) -> Message:
+        return Message(RecordDict({"config": ConfigRecord({"ask": "type",
+                                                           "server-round": server_round})}),
+                       dst_node_id=node, message_type=MessageType.QUERY)
+
+    def _pinged(self, reply: Message, pid: int, node: int, live, server_round: int):
+        """A suspect member's answer to its registration query: it is back when it answers as
+        itself and still holds its partition id."""
+        member = self.members.get(pid)
+        if member is None or member.node != node:  # its partition id was taken meanwhile
+            return self._register(reply, node, live, server_round) if not reply.has_error() \
+                else None
+        if reply.has_error():
+            return None  # still suspect; asked again next round
+        try:
+            said = int(metrics_of(reply)["pid"])
+        except (KeyError, TypeError, ValueError):
+            said = None
+        if said != pid:
+            return None
+        reason = self.suspect.pop(pid, None)
+        log(INFO, "round %s: client %s (node %s) answers again (was: %s)", server_round, pid,
+            node, reason)
+        return pid
+
+    def _reconsider(self, live: list[int], server_round: int) -> list[int]:
+        """Re-evaluate every refused claim of a node flwr still lists (nothing is sent)."""
+        joined = []
+        for node, claim in list(self.claims.items()):
+            if node not in live:
+                continue
+            pid = claim["pid"]
+            if self._refusal(pid, node, live) is None:
+                del self.claims[node]
+                self.refused.pop(node, None)
+                self._admit(pid, node, claim["report"], server_round)
+                joined.append(pid)
         return joined
 
     def _register(self, reply: Message, node: int, live: list[int], server_round: int):
         if reply.has_error():
-            self.reject(server_round, None, node, f"registration failed: {reply.error.reason}")
-            self.refused[node] = reply.error.reason
+            reason = short_reason(reply.error.reason)
+            self.reject(server_round, None, node, f"registration failed: {reason}")
+            self.refused[node] = reason
             return None
         m = metrics_of(reply)
         try:
@@ -227,44 +367,70 @@ class Registry:
             self.reject(server_round, None, node, reason)
             self.refused[node] = reason
             return None
-        reason = self._refusal(pid, node, live)
-        rep = None
-        if reason is None:
-            try:
-                rep = _check_report(m)
-            except ValueError as exc:
-                reason = str(exc)
+        try:
+            rep = _check_report(m)
+        except ValueError as exc:
+            rep, reason = None, str(exc)
+        else:
+            reason = self._refusal(pid, node, live)
         if reason is not None:
             self.reject(server_round, pid, node, reason)
             self.refused[node] = reason
+            if rep is not None:  # a valid report refused for now: re-evaluated every round
+                self.claims[node] = {"pid": pid, "report": rep}
             return None
+        self._admit(pid, node, rep, server_round)
+        return pid
+
+    def _admit(self, pid: int, node: int, rep: dict, server_round: int) -> None:
         old = self.members.get(pid)
-        if old is not None:
-            log(INFO, "round %s: client %s rejoined (node %s, was node %s)", server_round,
-                pid, node, old.node)
+        if old is not None and old.node != node:
+            why = self.suspect.get(pid) or "its node is gone"
+            log(INFO, "round %s: client %s rejoined (node %s, was node %s: %s)", server_round,
+                pid, node, old.node, why)
             if self.closed:  # the game is set: a rejoining node keeps its priced report
                 rep = {**old.report, "shape": rep["shape"], "classes": rep["classes"]}
+            # the old node is out (flwr may list it for a while): never asked or waited for
+            self.refused[old.node] = f"client {pid} was taken over by node {node}"
+        self.suspect.pop(pid, None)
         self.members[pid] = Member(pid, node, rep, server_round)
-        return pid
 
     def _refusal(self, pid: int, node: int, live: list[int]) -> str | None:
         if not 0 <= pid < self.clients:
             return (f"partition-id {pid} is outside the federation: the run has clients="
                     f"{self.clients}, so partition-id must lie in [0, {self.clients})")
         old = self.members.get(pid)
-        if old is not None and old.node in live and old.node != node:
+        if (old is not None and old.node in live and old.node != node
+                and pid not in self.suspect):
             return f"partition-id {pid} is already held by node {old.node}"
         if old is None and self.closed:
             return self.closed
         return None
 
     def wait(self, grid: Grid, server_round: int, wanted: int, deadline: float,
-             poll: float = 0.5) -> None:
-        """Register nodes until ``wanted`` are in or ``deadline`` (time.monotonic) passes."""
+             poll: float = 0.5, progress: Callable[[str], None] | None = None) -> None:
+        """Register nodes until ``wanted`` are in or ``deadline`` (time.monotonic) passes.
+        Returns at once when no node can still come: in a simulation (flwr's in-memory grid,
+        whose nodes are registered in one go) once every node answered and the set of nodes
+        stayed the same for one ``poll``. ``progress(line)``
+        hears, every 15 s, how many are in and why the others are not."""
+        told, before = time.monotonic(), None
         while True:
             self.refresh(grid, server_round, enough=wanted)
-            if len(self.live(grid)) >= wanted or time.monotonic() >= deadline:
+            have = self.live(grid)
+            if len(have) >= wanted or time.monotonic() >= deadline:
                 return
+            nodes = set(grid.get_node_ids())
+            # a simulation registers its nodes in one go, as the ServerApp starts: the same
+            # non-empty set twice, every node answered, and none can come any more
+            if _fixed_membership(grid) and nodes and nodes == before and not self.asking:
+                return
+            before = nodes
+            if progress is not None and time.monotonic() - told >= 15:
+                told = time.monotonic()
+                progress(f"waiting for {wanted - len(have)} more of {wanted} clients "
+                         f"(registered: {have}; refused: "
+                         f"{sorted(set(self.refused.values()))})")
             time.sleep(poll)
 
     def reports(self, pids) -> dict[str, np.ndarray]:
@@ -282,38 +448,40 @@ class _Base(Strategy):
         self.registry, self.recorder, self.timeout = registry, recorder, float(timeout)
         self.shapes: list[tuple] | None = None
         self.sent: dict[int, dict[int, int]] = {}  # round -> {pid: node}
+        self.messages: dict[int, dict[int, Message]] = {}  # round -> {pid: message sent}
+        self.pushed_at: dict[int, float] = {}  # round -> when its messages were handed over
+        self.waited: dict[int, float] = {}  # round -> seconds from then to aggregation
         self.silent: dict[int, set[int]] = {}  # round -> pids sent a message that never answered
 
     @property
     def rejected(self) -> list[dict]:
         return self.registry.rejected
 
-    def _replies(self, server_round: int, replies: Iterable[Message]):
-        """(pid, message) of each reply from a node this round was sent to; the nodes sent to
-        that did not answer are logged and recorded as silent."""
-        sent = self.sent.get(server_round, {})
-        by_node = {node: pid for pid, node in sent.items()}
-        got = {}
-        for msg in replies:
-            node = msg.metadata.src_node_id
-            pid = by_node.get(node)
-            if pid is None:
-                self.registry.reject(server_round, None, node, "reply to a message it was "
-                                                               "not sent")
-                continue
-            got[pid] = msg
-        self.silent[server_round] = {pid for pid in sent if pid not in got}
-        for pid, node in sent.items():
-            if pid not in got:
-                self.registry.reject(server_round, pid, node,
-                                     f"silent: no reply within the round timeout "
-                                     f"({self.timeout:g} s)")
+    def _send(self, server_round: int, messages: dict[int, Message]) -> list[Message]:
+        """Remember what this round sends to whom (pid -> message); the messages to push."""
+        self.sent[server_round] = {p: m.metadata.dst_node_id for p, m in messages.items()}
+        self.messages[server_round] = dict(messages)
+        self.pushed_at[server_round] = time.monotonic()
+        return list(messages.values())
+
+    def _replies(self, server_round: int, replies: Iterable[Message],
+                 timeout: float | None = None):
+        """(pid, message) of each reply to a message this round sent, matched by the id of the
+        message it answers (:meth:`Registry.collect`); the nodes that did not answer are
+        logged, recorded as silent and not waited for again until they answer."""
+        got = self.registry.collect(server_round, self.messages.get(server_round, {}),
+                                    replies, "training" if server_round else "pricing",
+                                    self.timeout if timeout is None else timeout)
+        self.silent[server_round] = set(self.sent.get(server_round, {})) - set(got)
+        if server_round in self.pushed_at:
+            self.waited[server_round] = time.monotonic() - self.pushed_at[server_round]
         return got
 
     def _record(self, server_round: int, record: dict, uploads: dict | None = None) -> None:
         if self.recorder is not None:
             record["rejected"] = [r for r in self.registry.rejected
                                   if r["round"] == server_round]
+            record["reply_wait_seconds"] = self.waited.get(server_round)
             self.recorder(server_round, record, uploads or {})
 
     def configure_evaluate(self, server_round, arrays, config, grid):
@@ -354,9 +522,8 @@ class IpflStrategy(_Base):
             if self.reference is None:
                 self.reference = base
         if server_round > 1:
-            self.registry.refresh(grid, server_round, timeout=min(self.timeout,
-                                                                  self.registry.timeout))
-        messages, sent = [], {}
+            self.registry.refresh(grid, server_round, timeout=0)  # newcomers don't block
+        messages = {}
         for pid in self.registry.live(grid):
             if pid in self.quit:
                 continue
@@ -369,11 +536,9 @@ class IpflStrategy(_Base):
                                 "bill": self._last(pid, "payment"),
                                 "utility": self._last(pid, "utility")})
             # a fresh RecordDict per node: every node gets its own centre and bill
-            messages.append(Message(RecordDict({"arrays": record, "config": cfg}),
-                                    dst_node_id=node, message_type=MessageType.TRAIN))
-            sent[pid] = node
-        self.sent[server_round] = sent
-        return messages
+            messages[pid] = Message(RecordDict({"arrays": record, "config": cfg}),
+                                    dst_node_id=node, message_type=MessageType.TRAIN)
+        return self._send(server_round, messages)
 
     def _last(self, pid, key) -> float:
         for row in reversed(self.ledger):
@@ -384,9 +549,10 @@ class IpflStrategy(_Base):
     def _valid(self, server_round, replies) -> dict[int, np.ndarray]:
         good = {}
         for pid, msg in self._replies(server_round, replies).items():
-            node = msg.metadata.src_node_id
+            node = self.sent[server_round][pid]
             if msg.has_error():
-                self.registry.reject(server_round, pid, node, f"error: {msg.error.reason}")
+                self.registry.reject(server_round, pid, node,
+                                     f"error: {short_reason(msg.error.reason)}")
                 continue
             try:
                 metrics = metrics_of(msg)
@@ -493,22 +659,21 @@ class CplStrategy(_Base):
         """Ask every registered node for its gradient norm at ``initial``; solve the pricing
         game on the reports (data amounts, gradient norms, valuations)."""
         pids = self.registry.live(grid)
-        msgs = [Message(RecordDict({"arrays": initial,
-                                    "config": ConfigRecord({"ask": "grad-norm"})}),
-                        dst_node_id=self.registry.members[p].node,
-                        message_type=MessageType.QUERY) for p in pids]
-        self.sent[0] = {p: self.registry.members[p].node for p in pids}
-        got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout))
+        msgs = self._send(0, {p: Message(RecordDict({"arrays": initial, "config": ConfigRecord(
+            {"ask": "grad-norm"})}), dst_node_id=self.registry.members[p].node,
+            message_type=MessageType.QUERY) for p in pids})
+        got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout),
+                            self.registry.timeout)
         for pid, reply in got.items():
             try:
                 if reply.has_error():
-                    raise ValueError(f"error: {reply.error.reason}")
+                    raise ValueError(f"error: {short_reason(reply.error.reason)}")
                 G = float(metrics_of(reply)["G"])
                 if not (np.isfinite(G) and G > 0):
                     raise ValueError(f"reported G={G}; must be finite and > 0")
                 self.G[pid] = G
             except (KeyError, TypeError, ValueError) as exc:
-                self.registry.reject(0, pid, reply.metadata.src_node_id, str(exc))
+                self.registry.reject(0, pid, self.sent[0][pid], str(exc))
         pids = sorted(self.G)
         if not pids:
             raise RuntimeError("CPL: no node reported a gradient norm; nothing to price")
@@ -539,9 +704,8 @@ class CplStrategy(_Base):
             _, self.shapes = record_to_flat(arrays)
         self._global = record_to_flat(arrays)[0]
         if server_round > 1:
-            self.registry.refresh(grid, server_round, timeout=min(self.timeout,
-                                                                  self.registry.timeout))
-        messages, sent = [], {}
+            self.registry.refresh(grid, server_round, timeout=0)  # newcomers don't block
+        messages = {}
         for pid in self.registry.live(grid):
             if pid not in self.q:
                 continue
@@ -549,19 +713,18 @@ class CplStrategy(_Base):
             cfg = ConfigRecord({"server-round": server_round, "price": self.prices[pid],
                                 "q": self.q[pid], "train-call": server_round - 1,
                                 "prox": 0.0})
-            messages.append(Message(RecordDict({"arrays": arrays, "config": cfg}),
-                                    dst_node_id=node, message_type=MessageType.TRAIN))
-            sent[pid] = node
-        self.sent[server_round] = sent
-        return messages
+            messages[pid] = Message(RecordDict({"arrays": arrays, "config": cfg}),
+                                    dst_node_id=node, message_type=MessageType.TRAIN)
+        return self._send(server_round, messages)
 
     def aggregate_train(self, server_round, replies):
         w = self._global
         joined, uploads = [], {}
         for pid, msg in sorted(self._replies(server_round, replies).items()):
-            node = msg.metadata.src_node_id
+            node = self.sent[server_round][pid]
             if msg.has_error():
-                self.registry.reject(server_round, pid, node, f"error: {msg.error.reason}")
+                self.registry.reject(server_round, pid, node,
+                                     f"error: {short_reason(msg.error.reason)}")
                 continue
             if not int(metrics_of(msg).get("participated", 0)):
                 continue
