@@ -1,0 +1,376 @@
+"""Mutation testing of the property checker and the test suite (issue 20, part 2).
+
+Each mutant is one small fault: a source-text replacement applied to a temporary copy of the
+repository (the tracked files of the working tree). For every mutant, in that copy:
+
+* ``batch``: every declared (subject, property) row of the mutated family (iPFL mutants: the
+  iPFL subjects, CPL mutants: the CPL subjects) checked as the contract checks it with the
+  batch engine (``--batch`` effective examples per claim, at most ``--time-limit`` s per
+  row), stopping at the first row that is not as declared: the mutant is KILLED;
+* ``hypothesis``: the same with the Hypothesis engine (``--hypothesis`` examples);
+* ``tests``: the test files that cover the mutated module (``pytest -x -q``).
+
+An engine whose process ends in a traceback (the checker itself raised) scores INTERNAL
+ERROR; a mutant whose text is no longer in the source scores STALE (the list must follow the
+code). Every result is appended to a JSON-lines file as it finishes; a rerun skips what is
+there (resumable). ``--markdown`` writes the score table into docs/reference-proofs.md
+between the ``mutation-scores`` markers.
+
+    python benchmarks/mutation.py --out results/mutation.jsonl              # everything
+    python benchmarks/mutation.py --only eq13_sign --engines batch tests   # one mutant
+    python benchmarks/mutation.py --out results/mutation.jsonl --markdown docs/reference-proofs.md
+
+``make mutation`` runs the whole list. The mutation suite is not part of ``make test``
+(tests/test_mutation.py checks the harness on one mutant and one identity non-mutant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    old: str
+    new: str
+    family: str  # "ipfl" | "cpl": whose declared properties must catch it
+    tests: tuple[str, ...]
+    what: str = ""
+
+
+_IPFL_TESTS = ("tests/test_mechanism_rules.py", "tests/test_incentives.py",
+               "tests/test_ipfl_public.py", "tests/test_thresholds.py",
+               "tests/test_selection.py")
+_CPL_TESTS = ("tests/test_cpl.py", "tests/test_cpl_facts.py", "tests/test_cpl_batch.py")
+
+MUTANTS: tuple[Mutant, ...] = (
+    # -- money (Eqs. 3, 12, 13)
+    Mutant("eq13_sign", "mechanisms/ipfl/money.py", "return R.sum(axis=-1) - R.sum(axis=-2)",
+           "return R.sum(axis=-2) - R.sum(axis=-1)", "ipfl", _IPFL_TESTS,
+           "Eq. 13 sign flipped"),
+    Mutant("payments_off_1e-6", "mechanisms/ipfl/money.py",
+           "return R.sum(axis=-1) - R.sum(axis=-2)",
+           "return R.sum(axis=-1) - R.sum(axis=-2) + 1e-6", "ipfl", _IPFL_TESTS,
+           "every payment off by 1e-6"),
+    Mutant("nan_payment", "mechanisms/ipfl/money.py", "return R.sum(axis=-1) - R.sum(axis=-2)",
+           "return (R.sum(axis=-1) - R.sum(axis=-2)) + np.where(R.sum(axis=-1) > 1e-3, "
+           "np.nan, 0.0)", "ipfl", _IPFL_TESTS, "a NaN payment for a big buyer"),
+    Mutant("eq3_no_sharing_cost", "mechanisms/ipfl/money.py",
+           "return gains(market, A) - sharing_costs(market, A) - np.asarray(p)",
+           "return gains(market, A) - np.asarray(p)", "ipfl", _IPFL_TESTS,
+           "sharing cost dropped from Eq. 3"),
+    Mutant("eq3_sharing_cost_N", "mechanisms/ipfl/money.py",
+           "return _sharing_cost(market.true_c, A)",
+           "return _sharing_cost(market.true_N, A)",
+           "ipfl", _IPFL_TESTS, "N in place of c in the sharing cost"),
+    Mutant("eq3_reported_c", "mechanisms/ipfl/money.py",
+           "return _sharing_cost(market.true_c, A)",
+           "return _sharing_cost(market.c, A)",
+           "ipfl", _IPFL_TESTS, "sharing cost at the reported c"),
+    Mutant("eq3_reported_K", "mechanisms/ipfl/money.py",
+           "return _gain(market.gain, A, market.true_N, market.true_K)",
+           "return _gain(market.gain, A, market.true_N, market.K)",
+           "ipfl", _IPFL_TESTS, "gain at the reported K"),
+    Mutant("eq12_distance_sign", "mechanisms/ipfl/money.py",
+           "R[idx] = marginal - lam[lead]", "R[idx] = marginal + lam[lead]", "ipfl",
+           _IPFL_TESTS, "Eq. 12's distance term sign flipped"),
+    Mutant("eq12_ratio_inverted", "mechanisms/ipfl/money.py",
+           "lam[lead] * (Nj / Ni)", "lam[lead] * (Ni / Nj)", "ipfl", _IPFL_TESTS,
+           "Eq. 12's ratio inverted"),
+    Mutant("eq12_no_marginal_drop", "mechanisms/ipfl/money.py",
+           "marginal = gain(ni, Ki, Ni) - gain(ni - Nj, Ki, Ni)",
+           "marginal = gain(ni, Ki, Ni)", "ipfl", _IPFL_TESTS,
+           "Eq. 12 pays the whole gain, not the marginal"),
+    # -- prices (Eq. 10)
+    Mutant("eq10_ratio_inverted", "mechanisms/ipfl/market.py",
+           "ratio = N[..., None, :] / N[..., :, None]",
+           "ratio = N[..., :, None] / N[..., None, :]", "ipfl", _IPFL_TESTS,
+           "Eq. 10's ratio inverted"),
+    Mutant("eq10_distance_sign", "mechanisms/ipfl/market.py", "0.0, lam * ratio * D)",
+           "0.0, -lam * ratio * D)", "ipfl", _IPFL_TESTS, "Eq. 10's distance sign"),
+    # -- selection (Box 2, greedy, exact)
+    Mutant("greedy_lt_as_le", "mechanisms/ipfl/selection.py",
+           "take = active & (n + N_sorted[..., k] < T_sorted[..., k])",
+           "take = active & (n + N_sorted[..., k] <= T_sorted[..., k])", "ipfl", _IPFL_TESTS,
+           "greedy < as <="),
+    Mutant("greedy_off_by_one", "mechanisms/ipfl/selection.py", "for k in range(last):",
+           "for k in range(last - 1):", "ipfl", _IPFL_TESTS, "greedy skips the last seller"),
+    Mutant("greedy_extra_seller", "mechanisms/ipfl/selection.py",
+           "take = active & (n + N_sorted[..., k] < T_sorted[..., k])",
+           "take = active & ((n + N_sorted[..., k] < T_sorted[..., k]) | (k == 0))", "ipfl",
+           _IPFL_TESTS, "greedy always takes one extra seller"),
+    Mutant("greedy_ascending", "mechanisms/ipfl/selection.py",
+           'order = np.argsort(-T, axis=-1, kind="stable")',
+           'order = np.argsort(T, axis=-1, kind="stable")', "ipfl", _IPFL_TESTS,
+           "greedy visits the lowest threshold first"),
+    Mutant("greedy_unstable_ties", "mechanisms/ipfl/selection.py",
+           'order = np.argsort(-T, axis=-1, kind="stable")',
+           'order = np.argsort(-T, axis=-1, kind="stable")[..., ::-1][..., ::-1][..., '
+           '::-1][..., ::-1]', "ipfl", _IPFL_TESTS,
+           "identity (four reversals): NOT a fault, must survive"),
+    Mutant("box2_never_stops", "mechanisms/ipfl/selection.py",
+           "return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=True)",
+           "return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=False)",
+           "ipfl", _IPFL_TESTS, "Box 2 never stops (becomes the local rule)"),
+    Mutant("exact_worst_subset", "mechanisms/ipfl/selection.py",
+           "return masks[np.argmin(obj, axis=-1)]", "return masks[np.argmax(obj, axis=-1)]", "ipfl",
+           _IPFL_TESTS, "exact enumeration takes the worst subset"),
+    Mutant("pure_seller_buys", "mechanisms/ipfl/thresholds.py",
+           "T = np.where(Ki == 0, 0.0, T)  # a pure seller never buys, whatever the prices",
+           "pass", "ipfl", _IPFL_TESTS, "a pure seller's threshold row kept"),
+    # -- the gain (Eq. 4) and its thresholds
+    Mutant("gain_double_x", "mechanisms/gains.py",
+           "return np.sqrt(K / N) - np.sqrt(K / (N + x))",
+           "return np.sqrt(K / N) - np.sqrt(K / (N + 2.0 * x))", "ipfl", _IPFL_TESTS,
+           "the gain counts bought data twice"),
+    Mutant("gain_non_monotone", "mechanisms/gains.py",
+           "return np.sqrt(K / N) - np.sqrt(K / (N + x))",
+           "return (np.sqrt(K / N) - np.sqrt(K / (N + x))) * np.cos(x / N)", "ipfl",
+           _IPFL_TESTS, "non-monotone gain"),
+    Mutant("threshold_floor", "mechanisms/gains.py", "return np.maximum(half * half - N, Nj)",
+           "return np.maximum(half * half - N, 2.0 * Nj)", "ipfl", _IPFL_TESTS,
+           "thresholds floored at 2 N_j"),
+    # -- reference rules
+    Mutant("vcg_pivot_keeps_row", "mechanisms/ipfl/rules.py",
+           "w_minus = without.sum(axis=-2) - np.diagonal(without, axis1=-2, axis2=-1)",
+           "w_minus = without.sum(axis=-2)", "ipfl",
+           ("tests/test_mechanism_rules.py", "tests/test_incentives.py"),
+           "VCG's pivot keeps i's own row"),
+    Mutant("shapley_weights", "mechanisms/ipfl/rules.py",
+           "1.0 / (kr * comb(kr - 1, card[None, :]))",
+           "1.0 / (kr * comb(kr, card[None, :]))", "ipfl",
+           ("tests/test_mechanism_rules.py", "tests/test_incentives.py"),
+           "Shapley weights wrong"),
+    Mutant("cost_plus_no_markup", "mechanisms/ipfl/rules.py", "COST_PLUS_MARKUP = 0.25",
+           "COST_PLUS_MARKUP = -0.25", "ipfl",
+           ("tests/test_mechanism_rules.py", "tests/test_incentives.py"),
+           "cost-plus pays below cost"),
+    Mutant("share_all_self", "mechanisms/ipfl/rules.py",
+           "    A[..., np.arange(m), np.arange(m)] = False\n    return A",
+           "    return A", "ipfl", ("tests/test_mechanism_rules.py",),
+           "share-all buys its own model"),
+    # -- CPL
+    Mutant("cpl_threshold_half", "mechanisms/cpl/equilibrium.py",
+           "v_t = np.inf if multiplier == 0 else 1.0 / (3.0 * multiplier)",
+           "v_t = np.inf if multiplier == 0 else 1.0 / (2.0 * multiplier)", "cpl", _CPL_TESTS,
+           "CPL threshold 1/(2 lambda)"),
+    Mutant("cpl_ignores_budget", "mechanisms/cpl/equilibrium.py",
+           "        return spend(game, q_of_mu(game, mu)) - game.budget",
+           "        return spend(game, q_of_mu(game, mu)) - 2.0 * game.budget", "cpl",
+           _CPL_TESTS, "CPL bisection solves for twice the budget"),
+    Mutant("cpl_best_response_v0", "mechanisms/cpl/response.py",
+           "return np.clip(unconstrained_response(game, prices), game.q_min, game.q_max)",
+           "return np.clip(np.asarray(prices, dtype=float) / (2.0 * game.c), game.q_min, "
+           "game.q_max)", "cpl", _CPL_TESTS, "CPL best response as if v = 0"),
+    Mutant("cpl_spend_sign", "mechanisms/cpl/game.py",
+           "return float(np.sum(2.0 * game.c * q**2 - game.v * game.K / q))",
+           "return float(np.sum(2.0 * game.c * q**2 + game.v * game.K / q))", "cpl",
+           _CPL_TESTS, "CPL spend with the valuation's sign flipped"),
+    Mutant("cpl_bound_no_q", "mechanisms/cpl/game.py",
+           "return float(np.sum(game.K * (1.0 - q) / q))",
+           "return float(np.sum(game.K * (1.0 - q)))", "cpl", _CPL_TESTS,
+           "CPL bound without the 1/q"),
+    Mutant("cpl_root_wrong_cubic", "mechanisms/cpl/response.py",
+           "step = (xl**3 - bl * xl**2 - 1.0) / (3.0 * xl**2 - 2.0 * bl * xl)",
+           "step = (xl**3 - bl * xl**2 - 2.0) / (3.0 * xl**2 - 2.0 * bl * xl)", "cpl",
+           _CPL_TESTS, "CPL response solves the wrong cubic"),
+    Mutant("cpl_batch_no_clip", "mechanisms/cpl/batch.py",
+           "return np.clip(q, self.q_min[:, None], self.q_max)", "return q", "cpl",
+           _CPL_TESTS, "CPL bulk response not clipped to [q_min, q_max]"),
+)
+
+IDENTITIES = {"greedy_unstable_ties"}  # not faults: a harness that kills them is broken
+
+# the driver run inside the mutated copy: every declared row of the family, as the
+# contract checks it, stopping at the first row not as declared
+_DRIVER = r"""
+import json, sys, time
+from proofs.contract import contract_check
+from proofs.registry import PROPERTIES, SUBJECTS
+family, engine, budget, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+only = set(sys.argv[5].split(",")) if len(sys.argv) > 5 and sys.argv[5] else None
+rows = 0
+for sname, subject in SUBJECTS.items():
+    if subject.family != family:
+        continue
+    for key, declared in subject.declares.items():
+        if only is not None and f"{sname}/{key}" not in only:
+            continue
+        kw = {"time_limit": limit} if engine == "batch" else {}
+        t = time.perf_counter()
+        got = contract_check(subject, PROPERTIES[key], bool(declared), max_examples=budget,
+                             seed=0, engine=engine, **kw)
+        rows += 1
+        internal = got.report.verdict == "error" and (
+            "Hypothesis engine raised" in (got.report.error or "")
+            or "property " in (got.report.error or ""))
+        if internal or not got.as_declared:
+            print(json.dumps({"killed": not internal, "internal": internal, "rows": rows,
+                              "by": f"{sname}/{key}", "verdict": got.report.verdict,
+                              "error": got.report.error}))
+            sys.exit(0)
+print(json.dumps({"killed": False, "internal": False, "rows": rows}))
+"""
+
+
+def _copy(dst: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
+
+
+def _env(copy: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(copy), HYPOTHESIS_PROFILE="dev",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return env
+
+
+def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_limit: float,
+               timeout: float, rows=None) -> dict:
+    """Score one mutant (see the module doc); ``rows``: only these "subject/property" rows
+    (default: every declared row of the mutant's family)."""
+    out = {"mutant": mutant.name, "what": mutant.what, "path": mutant.path}
+    text = (ROOT / mutant.path).read_text()
+    if text.count(mutant.old) != 1:
+        out["status"] = "stale"
+        return out
+    with tempfile.TemporaryDirectory(prefix="fedmarket-mutant-") as tmp:
+        copy = Path(tmp)
+        _copy(copy)
+        (copy / mutant.path).write_text(text.replace(mutant.old, mutant.new))
+        for engine in engines:
+            t0 = time.perf_counter()
+            if engine == "tests":
+                cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                       *mutant.tests]
+            else:
+                budget = batch if engine == "batch" else hypothesis
+                cmd = [sys.executable, "-c", _DRIVER, mutant.family, engine, str(budget),
+                       str(time_limit), ",".join(rows or ())]
+            try:
+                r = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True,
+                                   text=True, timeout=timeout)
+                seconds = time.perf_counter() - t0
+            except subprocess.TimeoutExpired:
+                out[engine] = {"status": "timeout", "seconds": timeout}
+                continue
+            if engine == "tests":
+                status = "killed" if r.returncode != 0 else "survived"
+                out[engine] = {"status": status, "seconds": round(seconds, 1)}
+                continue
+            last = r.stdout.strip().splitlines()[-1:] or [""]
+            try:
+                got = json.loads(last[0])
+            except json.JSONDecodeError:  # the checker itself crashed
+                out[engine] = {"status": "internal error", "seconds": round(seconds, 1),
+                               "error": r.stderr.strip().splitlines()[-1:]}
+                continue
+            status = ("internal error" if got["internal"] else
+                      "killed" if got["killed"] else "survived")
+            out[engine] = {"status": status, "seconds": round(seconds, 1),
+                           **{k: got[k] for k in ("by", "verdict", "rows") if k in got}}
+    return out
+
+
+def scores(results: list[dict], engines) -> str:
+    """The markdown table of a run: per engine, how many mutants were killed, survived,
+    raised inside the checker, timed out; then one row per mutant."""
+    lines = ["| | killed | survived | internal error | timeout |", "|---|---|---|---|---|"]
+    faults = [r for r in results if r["mutant"] not in IDENTITIES and r.get("status") != "stale"]
+    for engine in engines:
+        got = [r.get(engine, {}).get("status") for r in faults]
+        lines.append(f"| {engine} | {got.count('killed')} | {got.count('survived')} | "
+                     f"{got.count('internal error')} | {got.count('timeout')} |")
+    lines += ["", "| mutant | fault | " + " | ".join(engines) + " |",
+              "|---|---|" + "---|" * len(engines)]
+    for r in results:
+        cells = []
+        for engine in engines:
+            e = r.get(engine)
+            if e is None:
+                cells.append(r.get("status", "-"))
+                continue
+            cell = f"{e['status']} ({e['seconds']:g} s)"
+            if e.get("by"):
+                cell += f" by {e['by']}"
+            cells.append(cell)
+        lines.append(f"| {r['mutant']} | {r['what']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_markdown(path: Path, table: str, command: str) -> None:
+    start, end = "<!-- mutation-scores:start -->", "<!-- mutation-scores:end -->"
+    text = path.read_text()
+    block = f"{start}\nGenerated by `{command}`.\n\n{table}{end}"
+    if start in text and end in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "mutation.jsonl")
+    p.add_argument("--only", nargs="*", default=None, help="mutant names (default: all)")
+    p.add_argument("--engines", nargs="*", default=["batch", "hypothesis", "tests"],
+                   choices=["batch", "hypothesis", "tests"])
+    p.add_argument("--batch", type=int, default=2000, help="batch engine: effective examples")
+    p.add_argument("--hypothesis", type=int, default=60, help="Hypothesis engine: examples")
+    p.add_argument("--time-limit", type=float, default=10.0, help="batch: seconds per row")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per engine run")
+    p.add_argument("--markdown", type=Path, default=None,
+                   help="write the scores into this page (between mutation-scores markers)")
+    args = p.parse_args(argv)
+    names = {m.name for m in MUTANTS}
+    for name in args.only or []:
+        if name not in names:
+            p.error(f"--only: unknown mutant {name!r}; known: {sorted(names)}")
+    chosen = [m for m in MUTANTS if args.only is None or m.name in args.only]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    done = {}
+    if args.out.exists():
+        for line in args.out.read_text().splitlines():
+            r = json.loads(line)
+            done[r["mutant"]] = r
+    for m in chosen:
+        prev = done.get(m.name)
+        if prev is not None and all(e in prev for e in args.engines):
+            continue
+        r = run_mutant(m, args.engines, batch=args.batch, hypothesis=args.hypothesis,
+                       time_limit=args.time_limit, timeout=args.timeout)
+        if prev is not None:
+            r = {**prev, **r}
+        done[m.name] = r
+        with args.out.open("a") as f:
+            f.write(json.dumps(r) + "\n")
+        print(json.dumps(r), flush=True)
+    results = [done[m.name] for m in chosen if m.name in done]
+    table = scores(results, args.engines)
+    print(table)
+    if args.markdown is not None:
+        cmd = (f"python benchmarks/mutation.py --engines {' '.join(args.engines)} --batch "
+               f"{args.batch} --hypothesis {args.hypothesis} --time-limit {args.time_limit:g}")
+        _write_markdown(args.markdown, table, cmd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
