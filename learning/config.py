@@ -14,7 +14,7 @@ __all__ = ["ATTACKS", "DATASETS", "OTHER_DIFFERENCES", "PARTITIONS", "PRESETS",
            "TrainConfig", "TrainInputError", "TrainResult", "preset"]
 
 ATTACKS = ("none", *roles.ATTACKS)
-DATASETS = ("digits", "fashion-mnist", "synthetic")
+DATASETS = ("digits", "fashion-mnist", "cifar10", "synthetic")
 PARTITIONS = ("iid", "niid", "cluster", "skew", "pairs", "natural")
 
 
@@ -174,7 +174,9 @@ PUBLISHED_DIFFERENCES = (
     ("partition_cap", True, "NIID-Bench's cap: a client stops receiving classes at N/m "
                             "samples; without it sizes range widely (274 to 13,000)"),
     ("normalise", True, "inputs standardised as their transforms do (Fashion-MNIST: "
-                        "(x - 0.5) / 0.5; other data: the training set's mean and std); ours "
+                        "(x - 0.5) / 0.5; CIFAR-10 and other data: the training set's "
+                        "per-channel mean and std, where their CIFAR-10 constants use std "
+                        "0.20); ours "
                         "in [0, 1]. Their training augmentation (random crop with padding 4 "
                         "and horizontal flip) is not reproduced"),
     ("holdout", False, "they train on the whole partition (their validation is the global "

@@ -1,5 +1,6 @@
-"""Real data, offline: Fashion-MNIST from IDX files, scikit-learn's bundled digits, and the
-FedProx-style Synthetic(alpha, beta) generator for logistic regression.
+"""Real data, offline: Fashion-MNIST from IDX files, CIFAR-10 from its standard python batches,
+scikit-learn's bundled digits, and the FedProx-style Synthetic(alpha, beta) generator for
+logistic regression. Nothing is downloaded at run time.
 
 Every loader returns a :class:`Dataset` of float32 features scaled to [0, 1] (images keep their
 (1, H, W) shape) and int64 labels, split into train and test.
@@ -18,8 +19,11 @@ import numpy as np
 
 from mechanisms.errors import MarketInputError
 
-__all__ = ["FASHION_MNIST_DIRS", "Dataset", "load", "load_digits", "load_fashion_mnist",
-           "read_idx", "synthetic"]
+__all__ = ["CIFAR10_DIRS", "FASHION_MNIST_DIRS", "Dataset", "load", "load_cifar10",
+           "load_digits", "load_fashion_mnist", "read_cifar_batch", "read_idx", "synthetic"]
+
+CIFAR10_DIRS = ("/usr/share/datasets/cifar-10",)
+CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
 _FILES = {
@@ -100,6 +104,79 @@ def load_fashion_mnist(data_dir=None) -> Dataset:
     )
 
 
+_CIFAR_ALLOWED = frozenset({("numpy.core.multiarray", "_reconstruct"),
+                            ("numpy._core.multiarray", "_reconstruct"),
+                            ("numpy", "ndarray"), ("numpy", "dtype"),
+                            ("_codecs", "encode")})  # bytes in protocol-2 pickles
+
+
+def _unpickle_batch(f):
+    """Unpickle a CIFAR-10 batch allowing only what the format holds (dicts, lists, bytes,
+    str, numbers and numpy arrays): a file that names any other callable is refused."""
+    import pickle
+
+    class Restricted(pickle.Unpickler):
+        def find_class(self, module, name):
+            if (module, name) in _CIFAR_ALLOWED:
+                return super().find_class(module, name)
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR batch")
+
+    return Restricted(f, encoding="bytes").load()
+
+
+def read_cifar_batch(path) -> tuple[np.ndarray, np.ndarray]:
+    """(images (n, 3, 32, 32) uint8, labels (n,) int64) of one CIFAR-10 python batch: a pickled
+    dict with b"data" (n, 3072) uint8 in channel-major order and b"labels"."""
+    import pickle
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            d = _unpickle_batch(f)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError) as exc:
+        raise MarketInputError("data_dir", f"{path}: not a CIFAR-10 python batch ({exc})") \
+            from None
+    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
+        raise MarketInputError("data_dir", f"{path}: a CIFAR-10 batch is a dict with b'data' "
+                                           "and b'labels'")
+    x = np.asarray(d[b"data"], dtype=np.uint8)
+    y = np.asarray(d[b"labels"], dtype=np.int64)
+    if x.ndim != 2 or x.shape[1] != 3072 or x.shape[0] != y.size:
+        raise MarketInputError("data_dir", f"{path}: data of shape {x.shape} for {y.size} "
+                                           "labels; a CIFAR-10 batch holds (n, 3072)")
+    if y.size and (y.min() < 0 or y.max() > 9):
+        raise MarketInputError("data_dir", f"{path}: labels outside 0..9")
+    return x.reshape(-1, 3, 32, 32), y
+
+
+def load_cifar10(data_dir=None) -> Dataset:
+    """CIFAR-10 (50k train, 10k test, 3x32x32) from the standard python batches
+    (``data_batch_1`` ... ``data_batch_5`` and ``test_batch``, as in cifar-10-python.tar.gz),
+    in ``data_dir`` or its ``cifar-10-batches-py`` folder, else $FEDMARKET_CIFAR10, else
+    /usr/share/datasets/cifar-10. Images scaled to [0, 1]."""
+    roots = [Path(data_dir)] if data_dir else []
+    if not data_dir and os.environ.get("FEDMARKET_CIFAR10"):
+        roots.append(Path(os.environ["FEDMARKET_CIFAR10"]))
+    if not data_dir:
+        roots += [Path(d) for d in CIFAR10_DIRS]
+    candidates = [d for r in roots for d in (r, r / "cifar-10-batches-py")]
+    for d in candidates:
+        if all((d / f).is_file() for f in (*CIFAR10_TRAIN, "test_batch")):
+            parts = [read_cifar_batch(d / f) for f in CIFAR10_TRAIN]
+            x_test, y_test = read_cifar_batch(d / "test_batch")
+            x = np.concatenate([p[0] for p in parts])
+            y = np.concatenate([p[1] for p in parts])
+            return Dataset("cifar10", (x.astype(np.float32) / 255.0), y,
+                           (x_test.astype(np.float32) / 255.0), y_test, 10)
+    looked = ", ".join(str(d) for d in candidates)
+    raise MarketInputError(
+        "data_dir",
+        f"CIFAR-10 python batches not found (looked in: {looked}). Download "
+        "cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, unpack it "
+        "and pass the cifar-10-batches-py folder (or its parent) as data_dir / --data-dir, or "
+        "set FEDMARKET_CIFAR10.")
+
+
 def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Dataset:
     """scikit-learn's bundled 8x8 digits (1,797 images), split train/test by a fixed seed."""
     from sklearn.datasets import load_digits as sk_digits
@@ -152,15 +229,22 @@ def _fashion_mnist_cached(data_dir) -> Dataset:
     return load_fashion_mnist(data_dir)
 
 
+@functools.lru_cache(maxsize=2)
+def _cifar10_cached(data_dir) -> Dataset:
+    return load_cifar10(data_dir)
+
+
 def load(name: str, data_dir=None, seed: int = 0, clients: int = 40) -> Dataset:
-    """By name: "fashion-mnist", "digits", or "synthetic" (Synthetic(1, 1)). Fashion-MNIST is
-    read once per process and folder (a sweep's worker runs many cells on it); callers must
-    not modify the arrays it returns."""
+    """By name: "fashion-mnist", "cifar10", "digits", or "synthetic" (Synthetic(1, 1)).
+    Fashion-MNIST and CIFAR-10 are read once per process and folder (a sweep's worker runs
+    many cells on them); callers must not modify the arrays they return."""
     if name == "fashion-mnist":
         return _fashion_mnist_cached(data_dir)
+    if name == "cifar10":
+        return _cifar10_cached(data_dir)
     if name == "digits":
         return load_digits(seed=seed)
     if name == "synthetic":
         return synthetic(1.0, 1.0, clients, rng=seed)
-    raise MarketInputError("dataset", f"unknown {name!r}; choose fashion-mnist, digits, "
-                                      "synthetic")
+    raise MarketInputError("dataset", f"unknown {name!r}; choose fashion-mnist, cifar10, "
+                                      "digits, synthetic")

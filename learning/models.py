@@ -2,6 +2,8 @@
 
 * ``simplecnn-mnist`` (spec): conv 1->6 k5, ReLU, maxpool 2, conv 6->16 k5, ReLU, maxpool 2,
   fc 256->120, ReLU, fc 120->84, ReLU, fc 84->10: 44,426 parameters for 28x28 inputs.
+* ``simplecnn-cifar``: the same layers on 3x32x32 colour images (conv 3->6, fc 400->120):
+  62,006 parameters, the LeNet-style CNN of the iPFL paper's CIFAR-10 runs.
 * ``mlp``: flatten, fc d->hidden, ReLU, fc hidden->classes.
 * ``logreg``: multinomial logistic regression (one linear layer).
 """
@@ -13,19 +15,30 @@ from torch import nn
 
 from mechanisms.errors import MarketInputError
 
-__all__ = ["MODELS", "build", "flatten_params", "init_stacked", "n_params"]
+__all__ = ["AUTO", "MODELS", "auto", "build", "flatten_params", "init_stacked", "n_params"]
 
-MODELS = ("simplecnn-mnist", "mlp", "logreg")
+MODELS = ("simplecnn-mnist", "simplecnn-cifar", "mlp", "logreg")
+AUTO = {"fashion-mnist": "simplecnn-mnist", "cifar10": "simplecnn-cifar", "digits": "mlp"}
+
+
+def auto(dataset: str) -> str:
+    """The model ``model="auto"`` picks for a data set (logistic regression by default)."""
+    return AUTO.get(dataset, "logreg")
 
 
 class SimpleCNN(nn.Module):
-    def __init__(self, classes: int = 10, side: int = 28):
+    def __init__(self, classes: int = 10, side: int = 28, channels: int = 1):
         super().__init__()
-        if side != 28:
-            raise MarketInputError("model", "simplecnn-mnist needs 28x28 images")
-        self.conv1 = nn.Conv2d(1, 6, 5)
+        need = {1: 28, 3: 32}
+        if need.get(channels) != side:
+            name = "simplecnn-mnist" if channels == 1 else "simplecnn-cifar"
+            raise MarketInputError("model", f"{name} needs {channels}x{need.get(channels)}x"
+                                            f"{need.get(channels)} images, got {channels}x"
+                                            f"{side}x{side}")
+        self.conv1 = nn.Conv2d(channels, 6, 5)
         self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(256, 120)
+        flat = 16 * (((side - 4) // 2 - 4) // 2) ** 2
+        self.fc1 = nn.Linear(flat, 120)
         self.fc2 = nn.Linear(120, 84)
         self.fc3 = nn.Linear(84, classes)
 
@@ -62,7 +75,12 @@ def build(name: str, input_shape: tuple, classes: int) -> nn.Module:
     for s in input_shape:
         d_in *= int(s)
     if name == "simplecnn-mnist":
-        return SimpleCNN(classes, side=int(input_shape[-1]))
+        return SimpleCNN(classes, side=int(input_shape[-1]), channels=1)
+    if name == "simplecnn-cifar":
+        if len(input_shape) != 3 or int(input_shape[0]) != 3:
+            raise MarketInputError("model", f"simplecnn-cifar needs 3x32x32 images, got "
+                                            f"{'x'.join(map(str, input_shape))}")
+        return SimpleCNN(classes, side=int(input_shape[-1]), channels=3)
     if name == "mlp":
         return MLP(d_in, classes)
     if name == "logreg":

@@ -108,8 +108,7 @@ class Session:
                                     for p in self.train_parts])
         name = cfg.model
         if name == "auto":
-            name = {"fashion-mnist": "simplecnn-mnist", "digits": "mlp"}.get(cfg.dataset,
-                                                                              "logreg")
+            name = models_mod.auto(cfg.dataset)
         torch.manual_seed(int(s_model.generate_state(1)[0]))
         self.model = models_mod.build(name, self.data.input_shape, classes)
         self.model_name = name

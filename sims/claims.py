@@ -285,9 +285,8 @@ def _paired(runs, metric, mine="ipfl", others=BASELINES):
 
 # ------------------------------------------------------------------------------ setups
 
-_MODEL = {"fashion-mnist": "simplecnn-mnist", "digits": "mlp"}
 _DATA = {"fashion-mnist": "Fashion-MNIST", "digits": "scikit-learn digits (8x8)",
-         "synthetic": "synthetic data"}
+         "synthetic": "synthetic data", "cifar10": "CIFAR-10"}
 
 
 def describe(cfg: dict, varying: dict | None = None) -> str:
@@ -315,7 +314,10 @@ def describe(cfg: dict, varying: dict | None = None) -> str:
     if cfg.get("train_subsample"):
         data += f" (a uniform draw of {cfg['train_subsample']:,} training samples)"
     model = cfg.get("model", "auto")
-    model = _MODEL.get(cfg["dataset"], "logreg") if model == "auto" else model
+    if model == "auto":
+        from learning.models import auto
+
+        model = auto(cfg["dataset"])
     part = f"{val('partition')} partition"
     if cfg.get("partition") in ("niid", "cluster") or "partition" in varying:
         part += f" (beta {val('beta')})"

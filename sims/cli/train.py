@@ -24,7 +24,8 @@ __all__ = ["OPTIONS", "add_parser", "run"]
 # (TrainConfig field, help); type and default come from TrainConfig itself
 OPTIONS = (
     ("dataset", "dataset to train on"),
-    ("data_dir", "folder with the Fashion-MNIST IDX files (default: the known paths)"),
+    ("data_dir", "folder with the Fashion-MNIST IDX files or the CIFAR-10 python batches "
+                 "(default: the known paths)"),
     ("partition", "how the data is split among clients"),
     ("beta", "Dirichlet concentration of the non-IID split"),
     ("beta_in", "Dirichlet concentration inside a cluster (cluster partition)"),
@@ -104,6 +105,21 @@ def _choices(algorithms_module) -> dict:
             "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
 
 
+class _Given(argparse.Action):
+    """Stores the value and records that the option was given (so a preset does not override
+    it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.given = set(getattr(namespace, "given", ())) | {self.dest}
+
+
+class _GivenFlag(argparse.BooleanOptionalAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        namespace.given = set(getattr(namespace, "given", ())) | {self.dest}
+
+
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "train", "federated training with a mechanism or a baseline")
     p.set_defaults(func=run)
@@ -113,17 +129,23 @@ def add_parser(sub, full: bool = False) -> None:
 
     choices = _choices(algorithms)
     cfg = {f.name: f for f in fields(algorithms.TrainConfig)}
+    from learning.config import PRESETS
+
     p.add_argument("--algorithm", nargs="+", default=["ipfl"], choices=choices["algorithm"],
                    help="one or more algorithms, run one after the other")
+    p.add_argument("--preset", default="corrected", choices=sorted(PRESETS),
+                   help="published: the iPFL authors' pipeline (learning.config."
+                        "PUBLISHED_DIFFERENCES); options given explicitly still win")
+    p.set_defaults(given=frozenset())
     for name, text in OPTIONS:
         f = cfg[name]
         if isinstance(f.default, bool):
             p.add_argument(f"--{name.replace('_', '-')}", dest=name, default=f.default,
-                           action=argparse.BooleanOptionalAction, help=text)
+                           action=_GivenFlag, help=text)
             continue
         typ = type(f.default) if isinstance(f.default, int | float) else str
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=f.default,
-                       choices=choices.get(name), help=text)
+                       choices=choices.get(name), help=text, action=_Given)
     p.add_argument("--sequential", dest="lockstep", action="store_false",
                    default=cfg["lockstep"].default,
                    help="train clients one by one (the reference path) instead of in lockstep")
@@ -141,12 +163,16 @@ def run(args) -> int:
 
     from learning.algorithms import TrainConfig
     from learning.algorithms import run as train
+    from learning.config import PRESETS
 
     from ..plots import plot_accuracy
     from ..results import write_table
 
     cfg_fields = {f.name for f in fields(TrainConfig)}
     common = {k: v for k, v in vars(args).items() if k in cfg_fields and v is not None}
+    given = set(getattr(args, "given", ()))
+    common.update({k: v for k, v in PRESETS[getattr(args, "preset", "corrected")].items()
+                   if k not in given})
     configs = [TrainConfig(**{**common, "algorithm": a}) for a in args.algorithm]
     out = writable_folder("--out", args.out)
     results, written = [], []
