@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 
 from .errors import FedmarketError, MarketInputError, RuleFailed
 
-__all__ = ["call_rule", "describe", "guarded", "load_callable", "lookup", "rule_name"]
+__all__ = ["ARITY", "call_rule", "describe", "guarded", "load_callable", "lookup", "rule_name"]
 
 
 def load_callable(spec: str, field: str = "rule") -> Callable:
@@ -40,7 +40,37 @@ def load_callable(spec: str, field: str = "rule") -> Callable:
                                 f"{exc}") from exc
     if not callable(obj):
         raise MarketInputError(field, f"{spec!r} is not callable")
+    _check_arity(field, spec, obj)
     return obj
+
+
+# how many positional arguments each kind of rule is called with (rules.py, apply_pricing)
+ARITY = {"rule": ("rule(market, D, thresholds, prices)", 4),
+         "selection": ("rule(market, D, thresholds, prices)", 4),
+         "mechanism": ("rule(market, D, thresholds, prices)", 4),
+         "payments": ("payments(market, A, D)", 3),
+         "prices": ("prices(market, D)", 2),
+         "pricing": ("rule(game)", 1)}
+
+
+def _check_arity(field: str, spec: str, fn: Callable) -> None:
+    """Refuse, at once, a function that cannot take a rule's arguments (``os:getcwd``,
+    ``numpy:zeros`` as a selection rule); functions whose signature Python cannot read
+    (some built-ins) are left to fail when called (:func:`call_rule`)."""
+    if field not in ARITY:
+        return
+    import inspect
+
+    shape, n = ARITY[field]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*range(n))
+    except TypeError as exc:
+        raise MarketInputError(field, f"{spec!r} is not a rule of this kind: it cannot be "
+                                      f"called as {shape} ({exc})") from None
 
 
 def rule_name(fn: Callable) -> str:

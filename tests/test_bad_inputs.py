@@ -282,6 +282,15 @@ API = [
     ("spec-custom-rule-missing", lambda: expand({"scenarios": [
         {"name": "inclusive-market", "mechanisms": ["nomodule_xyz:rule"]}]}), SpecError,
      "scenarios[0].mechanisms[0].selection"),
+    ("spec-rule-os-getcwd", lambda: expand({"scenarios": [
+        {"name": "inclusive-market", "mechanisms": ["local", "os:getcwd"]}]}), SpecError,
+     "scenarios[0].mechanisms[1].selection"),
+    ("spec-payments-not-a-rule", lambda: expand({"scenarios": [
+        {"name": "inclusive-market", "mechanisms": ["local+os:getcwd"]}]}), SpecError,
+     "scenarios[0].mechanisms[0].payments"),
+    ("spec-pricing-not-a-rule", lambda: expand({"scenarios": [
+        {"name": "cpl-pricing", "mechanisms": ["os:getcwd"]}]}), SpecError,
+     "scenarios[0].mechanisms[0].pricing"),
     ("spec-unknown-param", lambda: expand(entry(params={"colour": 1})), SpecError,
      "scenarios[0].params"),
     ("spec-param-bad-value", lambda: expand(entry(params={"clients": 0})), SpecError,
@@ -337,8 +346,8 @@ API = [
      "pricing"),
     ("pricing-missing-module", lambda: cpl.apply_pricing(game(), "nomodule_xyz:f"),
      MarketInputError, "pricing"),
-    ("pricing-os-getcwd", lambda: cpl.apply_pricing(game(), "os:getcwd"), RuleFailed,
-     "pricing"),
+    ("pricing-os-getcwd", lambda: cpl.apply_pricing(game(), "os:getcwd"), MarketInputError,
+     "pricing"),  # refused before the call: it cannot take a game
     ("pricing-numpy-zeros", lambda: cpl.apply_pricing(game(), "numpy:zeros"), RuleFailed,
      "pricing"),
     ("pricing-raises", lambda: cpl.apply_pricing(game(), lambda g: 1 / 0), RuleFailed,
@@ -508,9 +517,11 @@ CLI = [
     ("clear-user-payments-raise", ["clear", "{inp}/good.json", "--payments",
                                    "userrules_i23:boom3"], "payments: userrules_i23:boom3"),
     ("clear-rule-os-getcwd", ["clear", "{inp}/good.json", "--rule", "os:getcwd"],
-     "os:getcwd raised TypeError"),
+     "rule: 'os:getcwd' is not a rule of this kind"),
     ("clear-rule-numpy-zeros", ["clear", "{inp}/good.json", "--rule", "numpy:zeros"],
-     "numpy:zeros raised"),
+     "rule: 'numpy:zeros' is not a rule of this kind"),
+    ("clear-payments-builtin-max", ["clear", "{inp}/good.json", "--payments", "builtins:max"],
+     "payments: builtins:max raised TypeError"),  # no readable signature: fails when called
     # sweep
     ("sweep-empty-spec", ["sweep", "{inp}/empty.toml"], "scenarios"),
     ("sweep-scenario-typo", ["sweep", "{inp}/typo.toml"], "scenario"),
