@@ -46,10 +46,11 @@ from .checker import (
     Report,
     SubjectError,
     Tally,
-    _name,
+    check_hypothesis,
     evaluate_instance,
     evaluate_once,
 )
+from .checker import subject_name as _name
 from .checker import verdict as verdict_of
 from .regret import MisreportBatch, regret_arrays
 from .strategies import CPL_FLOOR_RTOL
@@ -813,11 +814,9 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
 
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
     report's ``engine`` then says "hypothesis")."""
-    from .checker import _check_hypothesis
-
     sampler = sampler_for(prop)
     if sampler is None:
-        return _check_hypothesis(subject, prop, max_examples, seed, tolerance, None)
+        return check_hypothesis(subject, prop, max_examples, seed, tolerance, None)
     bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()

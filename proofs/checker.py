@@ -63,9 +63,11 @@ __all__ = [
     "Tally",
     "check",
     "check_exhaustive",
+    "check_hypothesis",
     "evaluate_instance",
     "evaluate_once",
     "excess",
+    "subject_name",
     "verdict",
 ]
 
@@ -380,8 +382,12 @@ class Report:
         }
 
 
-def _name(subject) -> str:
+def subject_name(subject) -> str:
+    """How reports name a subject: its ``name``, else its repr."""
     return getattr(subject, "name", repr(subject))
+
+
+_name = subject_name  # kept name
 
 
 def _validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
@@ -632,6 +638,12 @@ def _steer(score: float) -> float:
     if math.isnan(score):
         return 0.0
     return max(-_SCORE_CAP, min(_SCORE_CAP, score))
+
+
+def check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:
+    """The Hypothesis engine behind ``check(..., engine="hypothesis")`` (arguments validated
+    there); the batch engine falls back to it for a property without a numpy sampler."""
+    return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
 
 
 def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:

@@ -116,13 +116,15 @@ def test_the_honest_solver_still_passes_the_recomputed_checks(engine):
 
 def test_a_property_that_raises_is_an_error_verdict():
     from proofs import Property
-    from proofs.ipfl_properties import _cases
+    from proofs.ipfl_properties import IpflCase
+    from proofs.strategies import ipfl_instances
 
     def broken(subject, case):
         subject.settle(case.market, case.D)
         raise ZeroDivisionError("the property's own bug")
 
-    prop = Property("broken", "broken", "-", "-", "-", "ipfl", _cases(), broken)
+    prop = Property("broken", "broken", "-", "-", "-", "ipfl",
+                    lambda: ipfl_instances().map(lambda md: IpflCase(*md)), broken)
     for engine in ENGINES:
         report = check(SUBJECTS["local"], prop, max_examples=5, engine=engine)
         assert report.verdict == "error" and "ZeroDivisionError" in report.error
