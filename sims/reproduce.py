@@ -17,7 +17,7 @@ Fig. 2 NIID also runs our corrected defaults.
 
 from __future__ import annotations
 
-__all__ = ["FASHION", "FULL", "SETTINGS", "spec", "write_reproduction"]
+__all__ = ["FASHION", "FULL", "SETTINGS", "display_path", "spec", "write_reproduction"]
 
 FULL = {"dataset": "fashion-mnist", "rounds": 50, "steps": 200, "batch": 64, "lr": 0.01}
 # Fig. 2 of the reduced setting: Fashion-MNIST (a uniform draw of 12,000 of its 60,000
@@ -116,14 +116,15 @@ def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0
     if command is None:
         command = ("fedmarket reproduce" + (f" --setting {setting}" if setting != "reduced"
                                             else "")
-                   + f" --seeds {' '.join(map(str, seeds))} --out {_rel(store_folder)} "
-                   f"--docs {_rel(page)}")
+                   + f" --seeds {' '.join(map(str, seeds))} --out {display_path(store_folder)} "
+                   f"--docs {display_path(page)}")
     summary.write(summary.summarise(frames, index, command=command, setting=setting,
                                     seeds=seeds, expected=expected), page.parent)
     return write_page(page.parent, page)
 
 
-def _rel(path) -> str:
+def display_path(path) -> str:
+    """``path`` relative to the working folder when it lies inside it."""
     from pathlib import Path
 
     p = Path(path)

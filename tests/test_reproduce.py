@@ -284,3 +284,18 @@ def test_liars_with_training_compare_the_liar_with_its_truthful_self():
     paying = next(c for c in claims({"liars-learning": frame(True)})
               if c.name == "Table 2, liars with training")
     assert paying.verdict == "not reproduced"  # the known-bad case: lying pays
+
+
+def test_reproduce_filters_run_only_the_named_cells(tmp_path, capsys):
+    from sims.cli import main
+
+    out, page = tmp_path / "store", tmp_path / "docs" / "r.md"
+    argv = ["reproduce", "--seeds", "0", "--scenarios", "liars", "--out", str(out),
+            "--docs", str(page), "--quiet"]
+    assert main(argv) == 0
+    text = page.read_text()
+    assert "12 cells of the 12 this setting asks for" in text  # liars only, one seed
+    assert "--scenarios liars" in text  # the page names the command that made it
+    assert "Table 2, liars (exact thresholds)" in text
+    assert main([*argv[:-1], "--algorithms", "nosuch", "--quiet"]) == 2
+    assert "--algorithms" in capsys.readouterr().err

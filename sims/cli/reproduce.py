@@ -28,6 +28,11 @@ def add_parser(sub, full: bool = False) -> None:
                         "paper's sizes)")
     p.add_argument("--seeds", type=integer, nargs="+", default=[0, 1, 2],
                    help="seeds of every cell")
+    p.add_argument("--scenarios", nargs="+", default=None,
+                   help="only the cells of these scenarios (claims), e.g. fig2 liars "
+                        "(default: all)")
+    p.add_argument("--algorithms", nargs="+", default=None,
+                   help="only the cells of these algorithms or mechanisms (default: all)")
     p.add_argument("--out", default="results/reproduce", help="the results store folder")
     p.add_argument("--executor", default="processes", choices=EXECUTORS,
                    help="where cells run")
@@ -53,10 +58,22 @@ def add_parser(sub, full: bool = False) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from ..reproduce import spec, write_reproduction
+    from ..errors import SpecError
+    from ..reproduce import display_path, spec, write_reproduction
     from ..sweep import expand, run_sweep
 
     cells = expand(spec(args.setting, args.seeds))
+    for name, values, attr in (("--scenarios", args.scenarios, "scenario"),
+                               ("--algorithms", args.algorithms, "mechanism")):
+        if values:
+            known = sorted({getattr(c, attr) for c in cells})
+            unknown = sorted(set(values) - set(known))
+            if unknown:
+                raise SpecError(name, f"{', '.join(unknown)} not in this reproduction; "
+                                      f"choose from {', '.join(known)}")
+            cells = [c for c in cells if getattr(c, attr) in values]
+    if not cells:
+        raise SpecError("--algorithms", "no cell of these scenarios runs these algorithms")
     # every output checked before the first cell runs (a run takes hours)
     page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
     writable_folder("--out", args.out)
@@ -71,7 +88,16 @@ def run(args) -> int:
         if not args.quiet:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")
-    write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds)
+    filtered = bool(args.scenarios or args.algorithms)
+    command = " ".join([
+        "fedmarket reproduce", *(["--setting", args.setting] if args.setting != "reduced"
+                                 else []),
+        "--seeds", *map(str, args.seeds),
+        *(["--scenarios", *args.scenarios] if args.scenarios else []),
+        *(["--algorithms", *args.algorithms] if args.algorithms else []),
+        "--out", display_path(args.out), "--docs", display_path(page)])
+    write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds,
+                       cells=cells if filtered else None, command=command)
     if not args.quiet:
         print(f"wrote {page}")
     return 0
