@@ -277,12 +277,14 @@ class Store:
     Anything wrong is a :class:`StoreError`.
     """
 
-    def __init__(self, folder, mode: str = "w"):
+    def __init__(self, folder, mode: str = "w", *, allow_empty: bool = False):
         if mode not in ("r", "w"):
             raise MarketInputError("mode", f"is {mode!r}; choose 'r' or 'w'")
         self.folder = Path(folder)
         self.path = self.folder / "store.sqlite"
         self.mode = mode
+        self.allow_empty = allow_empty  # "r": a database with no table yet (one a sweep is
+        self.empty = False              # creating, or left mid-creation) reads as no cells
         if mode == "r" and not self.path.is_file():
             raise StoreError("results", f"{self.folder} holds no sweep store (store.sqlite)")
         try:
@@ -322,6 +324,9 @@ class Store:
         tables = {t for (t,) in self.db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "cells" not in tables:
+            if self.mode == "r" and self.allow_empty and not tables:
+                self.empty = True
+                return
             if self.mode == "r":
                 raise StoreError("store", f"{self.path} holds no cells table: not a "
                                           "fedmarket store")
@@ -347,6 +352,8 @@ class Store:
     def damaged(self) -> tuple[list[str], int]:
         """(keys of the rows that fail their digest, number of rows)."""
         bad, n = [], 0
+        if self.empty:
+            return bad, n
         for key, digest, rows in self.db.execute("SELECT key, digest, rows FROM cells"):
             n += 1
             if not isinstance(rows, bytes) or hashlib.sha1(rows).hexdigest() != digest:
@@ -373,6 +380,8 @@ class Store:
 
     def done(self) -> dict[str, tuple[str, str]]:
         """{key: (config_hash, code)} of the finished cells."""
+        if self.empty:
+            return {}
         return {k: (h, c) for k, h, c in self.db.execute(
             "SELECT key, config_hash, code FROM cells")}
 
@@ -522,7 +531,7 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     as_int("threads", threads, lo=1, hi=1024)
     folder = Path(out)
     if (folder / "store.sqlite").exists():  # a corrupt or foreign store: refused untouched
-        Store(folder, mode="r").close()
+        Store(folder, mode="r", allow_empty=True).close()  # (empty: another sweep's, new)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -539,7 +548,7 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     hashes = {c.key: config_hash(c) for c in cells}
     damaged, finished = [], {}
     if (Path(out) / "store.sqlite").exists():  # every check read-only: a refusal writes nothing
-        ro = Store(out, mode="r")
+        ro = Store(out, mode="r", allow_empty=True)
         try:
             damaged, n = ro.damaged()
             finished = ro.done()

@@ -965,6 +965,7 @@ def test_sweep_pool_dies_with_sigterm_and_sigint(tmp_path, sig):
     store.close()
 
 
+@pytest.mark.slow  # a fresh interpreter runs the command (about 10-40 s on 2 shared cores)
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 def test_reproduce_pool_dies_with_kill_9(tmp_path):
     kids, left = _kill_and_watch(["reproduce", "--setting", "digits", "--seeds", "0",
@@ -1099,6 +1100,7 @@ def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_resumes(tmp_path):
     store.close()
 
 
+@pytest.mark.slow  # a fresh interpreter runs the command (about 10-40 s on 2 shared cores)
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
 def test_a_full_disk_during_a_report_is_one_line_and_leaves_no_partial_file(
         tmp_path, finished_store):
