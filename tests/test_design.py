@@ -193,7 +193,7 @@ def test_saved_rule_loads_by_file_and_by_name(tmp_path, monkeypatch):
 
 def test_user_space(tmp_path, monkeypatch):
     (tmp_path / "myspace.py").write_text(
-        "import numpy as np\nfrom proofs.batch import over_arrays\n\n"
+        "import numpy as np\nfrom mechanisms.ipfl import over_arrays\n\n"
         "def make(theta):\n"
         "    @over_arrays\n"
         "    def pay(market, A, D):\n"

@@ -1,10 +1,11 @@
 """Objectives measured in bulk: a payment rule (with the selection fixed) cleared on many
 markets at once, with every client's best misreport searched in every type dimension.
 
-Everything here goes through the checker's bulk clearing (:func:`proofs.batch.settle_batch`,
-:func:`proofs.batch.misreports_batch`, :func:`proofs.batch.over_arrays` and the checker's
-market sampler :func:`proofs.batch.ipfl_sampler`); this module holds no equation of the
-mechanism. The imports below are the one place that names that path.
+Everything here goes through the mechanism's one bulk clearing, :func:`mechanisms.ipfl.clear_batch`
+(the code ``ipfl.clear`` and the checker's batch engine run), and the checker's vectorised
+misreport search and market sampler (:func:`proofs.batch.misreports_batch`,
+:func:`proofs.batch.ipfl_sampler`); this module holds no equation of the mechanism. The
+imports below are the one place that names that path.
 
 **Markets.** :func:`draw_markets` draws from the checker's distribution of the regret
 properties (``ipfl_sampler("thm2")``: types, distances, lam, market sizes and the liar, as
@@ -31,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from mechanisms import ipfl
-from proofs.batch import ipfl_sampler, misreports_batch, over_arrays, settle_batch
+from mechanisms.ipfl import MarketArrays, clear_batch, over_arrays
+from proofs.batch import ipfl_sampler, misreports_batch
 from proofs.regret import DIMENSIONS, DIRECTIONS
 
 from .errors import DesignInputError
@@ -55,8 +57,11 @@ class Mechanism:
     prices: str = "paper"
 
     def settle(self, N, c, K, lam, D, true_N=None, true_c=None, true_K=None) -> dict:
-        return settle_batch(self.rule, N, c, K, lam, D, true_N=true_N, true_c=true_c,
-                            money=self.payments, true_K=true_K, prices=self.prices)
+        """Clear a batch with :func:`mechanisms.ipfl.clear_batch`; the dict of arrays
+        :func:`proofs.batch.misreports_batch` reads (adjacency, payments, utilities)."""
+        out = clear_batch(MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, self.rule,
+                          payments=self.payments, prices=self.prices)
+        return {"A": out.adjacency, "p": out.payments, "U": out.utilities}
 
 
 # the reference rules, each with the selection and prices it is meant for

@@ -36,7 +36,7 @@ split, cost-plus with its own prices, share-all) are evaluated directly beside t
 
 **Your own space.** ``UserSpace("mymod:make_rule", bounds=...)``: ``make_rule(theta)`` takes a
 parameter vector and returns a payment rule written over arrays (marked
-:func:`proofs.batch.over_arrays`), which the design search evaluates through the same bulk
+:func:`mechanisms.ipfl.over_arrays`), which the design search evaluates through the same bulk
 clearing as the checker.
 """
 
@@ -232,7 +232,7 @@ class LinearSpace:
 @dataclass(frozen=True)
 class UserSpace:
     """A space of your own: ``spec`` is "module:function", ``function(theta) -> payment rule``
-    (marked :func:`proofs.batch.over_arrays`); ``bounds`` one (lo, hi) per parameter."""
+    (marked :func:`mechanisms.ipfl.over_arrays`); ``bounds`` one (lo, hi) per parameter."""
 
     spec: str
     bounds: tuple = ()
@@ -271,7 +271,7 @@ class UserSpace:
         fn = self.factory(theta.copy())
         if not callable(fn) or not getattr(fn, "over_arrays", False):
             raise DesignInputError("space", f"{self.spec} must return a payment rule marked "
-                                            "over_arrays (proofs.batch.over_arrays)")
+                                            "over_arrays (mechanisms.ipfl.over_arrays)")
         return fn
 
     def to_json(self) -> dict:
