@@ -5,13 +5,19 @@
 2. clear(m = 1000, rule local) vs the physical floor of a round: the Gram matrix of 1000
    models of 44,426 float64 parameters (one GEMM), which any distance-based market pays.
 3. exact vs local vs box2 at m = 20 and m = 100: time and welfare lost by the greedy rules.
+4. clear(rule local, D given) at m = 1000, 2000, 4000 against the floor of one float64 pass
+   over the m x m matrix (D.sum()), warm, best of several, CPU time of this process: the
+   ratio to the floor, the growth exponent from 1000 to 4000 (2 = as the floor), and the
+   share of each step (prices, thresholds, selection).
 
-Usage: python benchmarks/bench_ipfl.py [--quick]   (--quick: skip the m = 1000 reference)
+Usage: python benchmarks/bench_ipfl.py [--quick] [--growth-only]
+  (--quick: skip the m = 1000 reference; --growth-only: section 4 alone)
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 from _timing import best_of
@@ -84,14 +90,45 @@ def bench_rules(sizes, rng, markets=5):
                   f"{dw:>+8.3f}% {meth:>16}")
 
 
+def bench_growth(sizes=(1000, 2000, 4000), repeat=5):
+    print("\n4. clear(rule='local', D given) vs the floor: one float64 pass over m x m "
+          "(D.sum()); CPU seconds of this process, warm, best of", repeat)
+    print(f"{'m':>6} {'floor (s)':>10} {'clear (s)':>10} {'ratio':>8} {'prices':>8} "
+          f"{'thresh.':>8} {'local':>8}")
+    clock = time.process_time
+    rows = []
+    for m in sizes:
+        mk, D = random_market(m, np.random.default_rng(m))
+        D = np.ascontiguousarray(D)
+        ipfl.clear(mk, D, rule="local")  # warm
+        t_floor, _ = best_of(lambda D=D: D.sum(), repeat, clock)
+        t_clear, out = best_of(lambda mk=mk, D=D: ipfl.clear(mk, D, rule="local"), repeat,
+                               clock)
+        P = out.prices
+        t_p, _ = best_of(lambda mk=mk, D=D: ipfl.paper_prices(mk, D), repeat, clock)
+        t_t, T = best_of(lambda mk=mk, D=D, P=P: ipfl.thresholds(mk, D, prices=P), repeat,
+                         clock)
+        t_l, _ = best_of(lambda T=T, mk=mk: ipfl.local(T, mk.N), repeat, clock)
+        rows.append((m, t_floor, t_clear))
+        print(f"{m:>6} {t_floor:>10.4f} {t_clear:>10.4f} {t_clear / t_floor:>7.0f}x "
+              f"{t_p / t_clear:>7.0%} {t_t / t_clear:>7.0%} {t_l / t_clear:>7.0%}")
+    (m0, f0, c0), (m1, f1, c1) = rows[0], rows[-1]
+    scale = np.log(m1 / m0)
+    print(f"   growth exponent {m0} -> {m1}: clear {np.log(c1 / c0) / scale:.2f}, "
+          f"floor {np.log(f1 / f0) / scale:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the m = 1000 scalar reference")
+    ap.add_argument("--growth-only", action="store_true", help="run section 4 alone")
     args = ap.parse_args()
     rng = np.random.default_rng(2025)
-    bench_reference([10, 100] if args.quick else [10, 100, 1000], rng)
-    bench_floor(rng)
-    bench_rules([20, 100], rng)
+    if not args.growth_only:
+        bench_reference([10, 100] if args.quick else [10, 100, 1000], rng)
+        bench_floor(rng)
+        bench_rules([20, 100], rng)
+    bench_growth()
 
 
 if __name__ == "__main__":

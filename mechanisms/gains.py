@@ -14,8 +14,8 @@ Thresholds. For a buyer i and a seller j with price D_ij = c_j + lam (N_j/N_i) d
 threshold T_ij solves ``g_i(T) - g_i(T - N_j) = D_ij`` with T >= N_j (Box 2). The left side falls
 from g_i(N_j) at T = N_j towards its limit at infinity, so D >= g_i(N_j) gives T = 0 (never worth
 buying), D <= 0 (or D below the limit) gives T = inf, anything else a unique root.
-:meth:`Gain.thresholds` solves all pairs at once; the sqrt gain uses Newton on the closed-form
-quartic of the spec, every other gain a vectorised bracket-and-bisect.
+:meth:`Gain.thresholds` solves all pairs at once; the sqrt gain in closed form (Ferrari on the
+spec's quartic, :meth:`SqrtGain.thresholds`), every other gain a vectorised bracket-and-bisect.
 """
 
 from __future__ import annotations
@@ -143,28 +143,119 @@ class SqrtGain(Gain):
         x, K, N = np.asarray(x), np.asarray(K), np.asarray(N)
         return np.sqrt(K / N) - np.sqrt(K / (N + x))
 
-    def _roots(self, price, Nj, K, N):
-        """Closed form of the spec: with x = N + T and t = sqrt(x) - sqrt(x - Nj),
-        t solves price t^4 + 4 sqrt(K) t^3 - price Nj^2 = 0, and x = ((Nj/t + t)/2)^2.
+    def thresholds(self, price, Nj, K, N) -> np.ndarray:
+        """Box 2 thresholds in closed form, every pair at once (no iteration).
 
-        The quartic f is increasing and convex on t > 0, so Newton started right of the root
-        falls monotonically onto it. The start is the smaller of two points right of the root:
-        the cubic root ignoring the t^4 term, and t at T = Nj (where f > 0 because
-        price < g(Nj)).
+        With x = N + T and t = sqrt(x) - sqrt(x - Nj) the Box 2 equation is the quartic
+        price t^4 + 4 sqrt(K) t^3 - price Nj^2 = 0 (spec; proofs.ipfl_derivations). In
+        v = sqrt(Nj) / t it reads v^4 - q v - 1 = 0 with q = 4 sqrt(K) / (price sqrt(Nj)),
+        a depressed quartic solved by Ferrari: the resolvent cubic y^3 + y = q^2/8 has the
+        one real root y = 2h / (w^2 + 1/3 + 1/(9 w^2)), h = q^2/16,
+        w = (h + sqrt(h^2 + 1/27))^(1/3) (Cardano, written without cancellation), and
+        v = (r + sqrt(2q/r - r^2)) / 2 with r = sqrt(2y); then x = Nj (v + 1/v)^2 / 4.
+        For q > 1e9 (a price that small) the asymptote v = q^(1/3) + 1/(3q) is exact to
+        float precision. Classification as
+        for every gain: 0 where price >= g(Nj), inf where price <= 0 (and where the root
+        overflows float64). Computed in place over the broadcast shape (no gathers).
         """
-        sk = np.sqrt(K)
-        t_hi = np.sqrt(N + Nj) - np.sqrt(N)
-        t = np.minimum(t_hi, np.cbrt(price * Nj * Nj / (4.0 * sk)))
-        for _ in range(100):
-            t2 = t * t
-            f = price * t2 * t2 + 4.0 * sk * t2 * t - price * Nj * Nj
-            fp = 4.0 * price * t2 * t + 12.0 * sk * t2
-            step = f / fp
-            t = t - step
-            if np.all(np.abs(step) <= 1e-15 * t):
-                break
-        half = 0.5 * (Nj / t + t)
-        return np.maximum(half * half - N, Nj)
+        price, Nj, K, N = (np.asarray(a, dtype=np.float64) for a in (price, Nj, K, N))
+        shape = np.broadcast_shapes(price.shape, Nj.shape, K.shape, N.shape)
+        T = np.empty(shape)
+        if T.size == 0:
+            return T
+        ops = [a.reshape((1,) * (len(shape) - a.ndim) + a.shape) for a in (price, Nj, K, N)]
+        # blocks along the first axis, a few hundred kB each, so the dozen passes below run
+        # in cache and reuse the same few buffers (no page faults on fresh m x m arrays)
+        step = max(1, _BLOCK // max(1, int(np.prod(shape[1:]))))
+        with np.errstate(all="ignore"):
+            for lo in range(0, shape[0], step):
+                part = [a[lo:lo + step] if a.shape[0] > 1 else a for a in ops]
+                out = T[lo:lo + step]
+                _sqrt_block(*part, out)
+        return T
+
+
+_P_BIG = 2.5e8  # q = 4 p > 1e9: v = q^(1/3) + 1/(3 q) to float precision
+_BLOCK = 2**15  # elements per block of the closed form
+
+
+def _sqrt_block(price, Nj, K, N, T) -> None:
+    """:meth:`SqrtGain.thresholds` on one block, written into ``T``."""
+    _sqrt_roots(price, Nj, K, N, T)
+    first = np.add(N, Nj, out=np.empty(T.shape))  # g(Nj) = sqrt(K/N) - sqrt(K/(N + Nj))
+    np.divide(K, first, out=first)
+    np.sqrt(first, out=first)
+    np.subtract(np.sqrt(K / N), first, out=first)
+    inner = price < first
+    inner &= price > 0
+    T[np.isnan(T)] = np.inf  # a root past the float range: a free model
+    np.copyto(T, 0.0, where=~inner)
+    np.copyto(T, np.inf, where=price <= 0)
+
+
+def _sqrt_roots(price, Nj, K, N, x) -> None:
+    """T = x - N of :meth:`SqrtGain.thresholds` written into ``x`` (meaningful where
+    0 < price < g(Nj)); in place, a few buffers of the block's size.
+
+    Works with p = q/4 = sqrt(K) / (price sqrt(Nj)), so h = p^2. The cube root w is seeded
+    in float32 (log and exp, relative error ~1e-7) and finished by one Halley step in
+    float64 (cubic convergence: ~1e-21, below rounding). For q > 1e9 (prices below about
+    1e-7 of sqrt(K/Nj)) the asymptote v = q^(1/3) + 1/(3 q) of v^4 = q v + 1 is exact to
+    float precision (the next term is O(q^(-8/3)) relative), each factor's cube root taken
+    apart (no overflow for subnormal prices).
+    """
+    shape = x.shape
+    p = np.multiply(price, np.sqrt(Nj), out=np.empty(shape))
+    np.divide(np.sqrt(K), p, out=p)  # p = q / 4
+    v_big = big = None
+    if np.fmax.reduce(p, axis=None) > _P_BIG:  # also where the division overflows
+        big = ~(p <= _P_BIG)
+        v0 = np.broadcast_to(np.cbrt(4.0 * np.sqrt(K)), shape)[big] / (
+            np.broadcast_to(np.cbrt(price), shape)[big] *
+            np.broadcast_to(np.cbrt(np.sqrt(Nj)), shape)[big])
+        with np.errstate(all="ignore"):
+            v_big = v0 + 1.0 / (3.0 * v0 * v0 * v0)
+        np.minimum(p, _P_BIG, out=p)
+    h = np.square(p)  # h = q^2 / 16
+    s = np.square(h)
+    s += 1.0 / 27.0
+    np.sqrt(s, out=s)
+    s += h  # s = h + sqrt(h^2 + 1/27) < 2e17 + 1: a float32 holds it
+    w32 = s.astype(np.float32)
+    np.log(w32, out=w32)
+    w32 *= np.float32(1.0 / 3.0)
+    np.exp(w32, out=w32)
+    w = w32.astype(np.float64)  # w ~ s^(1/3) to ~1e-7
+    a = np.square(w)
+    a *= w  # w^3
+    b = np.add(a, s, out=np.empty(shape))
+    b += s  # w^3 + 2s
+    a += a
+    a += s  # 2 w^3 + s
+    np.divide(b, a, out=b)
+    w *= b  # Halley: w (w^3 + 2s) / (2 w^3 + s)
+    np.square(w, out=a)  # z = w^2
+    np.reciprocal(a, out=b)
+    b *= 1.0 / 9.0
+    a += b
+    a += 1.0 / 3.0  # w^2 + 1/3 + 1/(9 w^2)
+    np.divide(h, a, out=a)
+    a *= 4.0  # r^2 = 2y = 4h / (w^2 + 1/3 + 1/(9 w^2)), y the resolvent's root
+    r = np.sqrt(a, out=a)
+    np.divide(p, r, out=b)
+    b *= 8.0  # 2q / r
+    b -= np.square(r, out=h)
+    np.sqrt(b, out=b)
+    b += r
+    b *= 0.5  # v = (r + sqrt(2q/r - r^2)) / 2
+    if big is not None:
+        b[big] = v_big
+    np.reciprocal(b, out=x)
+    x += b
+    np.square(x, out=x)
+    x *= 0.25 * Nj  # x = Nj (v + 1/v)^2 / 4
+    x -= N
+    np.maximum(x, Nj, out=x)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 * :func:`sqrt_threshold_quartic` - for the sqrt gain, the Box 2 equation
   g(T) - g(T - N_j) = P becomes P t^4 + 4 sqrt(K) t^3 - P N_j^2 = 0 with x = N_i + T,
   t = sqrt(x) - sqrt(x - N_j), and x = ((N_j/t + t)/2)^2.
+* :func:`sqrt_threshold_ferrari` - its closed form (the code's): v = sqrt(N_j)/t solves
+  v^4 - q v - 1 = 0, solved by Ferrari through the resolvent cubic y^3 + y = q^2/8.
 * :func:`quartic_monotone_convex` - that quartic is increasing and convex on t > 0, the
   reason Newton from the right converges monotonically.
 * :func:`sqrt_gain_concave` - the sqrt gain is increasing and concave with g(0) = 0.
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["ALL", "quartic_monotone_convex", "sqrt_gain_concave", "sqrt_threshold_quartic"]
+__all__ = ["ALL", "quartic_monotone_convex", "sqrt_gain_concave", "sqrt_threshold_ferrari",
+           "sqrt_threshold_quartic"]
 
 t, Nj, Ni, K, P, x = sp.symbols("t N_j N_i K P x", positive=True)
 
@@ -47,6 +50,30 @@ def sqrt_threshold_quartic():
     ratio = sp.simplify(equation / quartic)
     assert not ratio.has(P) and not ratio.has(K)  # same roots (ratio free of P and K)
     return {"quartic": sp.Eq(quartic, 0), "x": a**2}
+
+
+def sqrt_threshold_ferrari():
+    """The closed form :meth:`mechanisms.gains.SqrtGain.thresholds` evaluates: with
+    v = sqrt(N_j) / t the quartic reads v^4 - q v - 1 = 0, q = 4 sqrt(K) / (P sqrt(N_j));
+    for r = sqrt(2y), y the real root of the resolvent cubic y^3 + y = q^2 / 8, it factors as
+    (v^2 - r v + y - q/(2r)) (v^2 + r v + y + q/(2r)), whose first factor has the real root
+    v = (r + sqrt(2q/r - r^2)) / 2; and x = N_j (v + 1/v)^2 / 4."""
+    v, q, y = sp.symbols("v q y", positive=True)
+    quartic = P * t**4 + 4 * sp.sqrt(K) * t**3 - P * Nj**2
+    in_v = sp.expand(quartic.subs(t, sp.sqrt(Nj) / v) * v**4 / (P * Nj**2))
+    qv = 4 * sp.sqrt(K) / (P * sp.sqrt(Nj))
+    assert sp.simplify(in_v - (1 + qv * v - v**4)) == 0
+    r = sp.sqrt(2 * y)
+    factors = sp.expand((v**2 - r * v + y - q / (2 * r)) * (v**2 + r * v + y + q / (2 * r)))
+    residue = sp.simplify(factors - (v**4 - q * v - 1))  # a constant: ab + 1
+    assert not residue.has(v)
+    assert sp.simplify(residue * y - (y**3 + y - q**2 / 8)) == 0  # zero on the resolvent
+    root = (r + sp.sqrt(2 * q / r - r**2)) / 2
+    assert sp.simplify(root**2 - r * root + y - q / (2 * r)) == 0
+    x_of_v = ((Nj / t + t) / 2) ** 2
+    assert sp.simplify(x_of_v.subs(t, sp.sqrt(Nj) / v) - Nj * (v + 1 / v) ** 2 / 4) == 0
+    return {"quartic_in_v": sp.Eq(v**4 - q * v - 1, 0), "resolvent": sp.Eq(y**3 + y, q**2 / 8),
+            "v": root}
 
 
 def quartic_monotone_convex():
@@ -97,5 +124,5 @@ def ir_lemma_three():
     return {"gaps": gaps}
 
 
-ALL = (sqrt_gain_concave, sqrt_threshold_quartic, quartic_monotone_convex, ir_lemma_two,
-       ir_lemma_three)
+ALL = (sqrt_gain_concave, sqrt_threshold_quartic, sqrt_threshold_ferrari,
+       quartic_monotone_convex, ir_lemma_two, ir_lemma_three)

@@ -372,7 +372,8 @@ def test_a_mutant_in_eq3_is_seen_by_the_batch_engine(monkeypatch):
     from mechanisms.ipfl import money
 
     honest = money.utilities
-    monkeypatch.setattr(money, "utilities", lambda market, A, p: honest(market, A, p) - 1e-6)
+    monkeypatch.setattr(money, "utilities",
+                        lambda market, A, p, **kw: honest(market, A, p, **kw) - 1e-6)
     r = check(SUBJECTS["local"], PROPERTIES["individual_rationality"], max_examples=2000,
               seed=0, engine="batch")
     assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"

@@ -91,3 +91,89 @@ def test_wrong_solver_is_caught():
     ok = np.isfinite(T) & (T > 0)
     with pytest.raises(AssertionError):
         _close(np.where(ok, T, 0), np.where(ok, reference_thresholds(mk, D), 0))
+
+
+def _newton_thresholds(price, Nj, K, N):
+    """The root finder the sqrt gain used before its closed form (kept here as the test's
+    reference): Newton on P t^4 + 4 sqrt(K) t^3 - P Nj^2 = 0 from the right of the root,
+    for 0 < price < g(Nj); 0 and inf by the same classification as every gain."""
+    g = ipfl.SqrtGain().value
+    first = g(Nj, K, N)
+    inner = (price > 0) & (price < first)
+    p = np.where(inner, price, 1.0)
+    sk = np.sqrt(K)
+    t = np.minimum(np.sqrt(N + Nj) - np.sqrt(N), np.cbrt(p * Nj * Nj / (4.0 * sk)))
+    with np.errstate(all="ignore"):
+        for _ in range(200):
+            t2 = t * t
+            step = (p * t2 * t2 + 4.0 * sk * t2 * t - p * Nj * Nj) / (
+                4.0 * p * t2 * t + 12.0 * sk * t2)
+            t = t - np.where(inner, step, 0.0)
+            if np.all(~inner | (np.abs(step) <= 1e-15 * t)):
+                break
+        half = 0.5 * (Nj / t + t)
+        root = np.maximum(half * half - N, Nj)
+    root = np.where(np.isnan(root), np.inf, root)
+    return np.where(price <= 0, np.inf, np.where(inner, root, 0.0))
+
+
+def _random_pairs(n, seed):
+    """Pairs over many orders of magnitude, with the edge cases: P = 0, P huge, P tiny
+    (down to subnormal), P at and next to g(Nj), N_j huge next to N_i and the reverse."""
+    rng = np.random.default_rng(seed)
+    N = np.exp(rng.uniform(0, np.log(1e9), n))
+    Nj = np.exp(rng.uniform(0, np.log(1e9), n))
+    K = np.exp(rng.uniform(np.log(1e-3), np.log(1e12), n))
+    first = ipfl.SqrtGain().value(Nj, K, N)
+    P = first * np.exp(rng.uniform(np.log(1e-30), np.log(2.0), n))
+    k = n // 10
+    P[:k] = 0.0
+    P[k:2 * k] = 1e300
+    P[2 * k:3 * k] = 5e-324 * rng.integers(1, 100, k)
+    P[3 * k:4 * k] = first[3 * k:4 * k]
+    P[4 * k:5 * k] = np.nextafter(first[4 * k:5 * k], 0)
+    Nj[5 * k:6 * k] *= 1e6  # N_j large
+    N[6 * k:7 * k] *= 1e6
+    return P, Nj, K, N
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sqrt_closed_form_agrees_with_the_newton_root_finder(seed):
+    """The closed form (Ferrari) against the Newton iteration it replaced, on 200,000 random
+    pairs with edge cases: same classification (0, finite, inf) everywhere, and the finite
+    roots agree to the conditioning of T = x - N_i (a relative 64 eps (1 + N_i/T)). Where
+    Newton overflowed (a subnormal price: its t^4 term underflows) the closed form still
+    gives the finite root, astronomically large (x^1.5 ~ sqrt(K) N_j / (2 P))."""
+    P, Nj, K, N = _random_pairs(200_000, seed)
+    T = ipfl.SqrtGain().thresholds(P, Nj, K, N)
+    R = _newton_thresholds(P, Nj, K, N)
+    np.testing.assert_array_equal(T == 0, R == 0)
+    # subnormal prices: Newton's P t^4 and P N_j^2 lose bits (even overflow); the root is on
+    # its asymptote x^1.5 = sqrt(K) N_j / (2 P) to a relative N_j / x, so hold T to that
+    sub = (P > 0) & (P < 1e-300)
+    assert (np.isfinite(T[sub]) & (T[sub] > 1e100)).all()
+    log_asymptote = (2 / 3) * (0.5 * np.log(K[sub]) + np.log(Nj[sub] / 2) - np.log(P[sub]))
+    np.testing.assert_allclose(np.log(T[sub]), log_asymptote, rtol=1e-14)
+    R[sub] = T[sub]
+    np.testing.assert_array_equal(np.isinf(T), np.isinf(R))
+    fin = np.isfinite(R) & (R > 0)
+    assert fin.sum() > 100_000
+    tol = 64 * np.finfo(float).eps * (1.0 + N[fin] / R[fin])
+    assert (np.abs(T[fin] - R[fin]) <= tol * R[fin]).all()
+    # the edge cases as the convention says
+    k = 20_000
+    assert np.isinf(T[:k]).all()  # P = 0: always worth buying
+    assert (T[k:2 * k] == 0).all()  # a huge price: never
+    assert (T[3 * k:4 * k] == 0).all()  # P = g(Nj): the first unit is not worth its price
+    # (the defining equation's residual is checked on markets above: at these extremes,
+    # x = N_i + T itself rounds away what the residual would measure, for both solvers)
+
+
+def test_a_closed_form_off_by_a_little_is_caught():
+    """Known-bad variant: roots off by a relative 1e-9 fail the same agreement check."""
+    P, Nj, K, N = _random_pairs(20_000, 3)
+    T = ipfl.SqrtGain().thresholds(P, Nj, K, N) * (1 + 1e-9)
+    R = _newton_thresholds(P, Nj, K, N)
+    fin = np.isfinite(R) & (R > 0)
+    tol = 64 * np.finfo(float).eps * (1.0 + N[fin] / R[fin])
+    assert not (np.abs(T[fin] - R[fin]) <= tol * R[fin]).all()

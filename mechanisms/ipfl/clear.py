@@ -146,15 +146,20 @@ def _check_output(kind: str, value, shapes: tuple) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 
 
+_BUILT_IN = (*rules.PAYMENT_RULES.values(), *rules.PRICE_RULES.values())  # fresh arrays
+
+
 def _price_step(label: str, fn: Callable, market, D: np.ndarray) -> np.ndarray:
     """Prices of the price rule (..., m, m), checked (numbers, no NaN), diagonal +inf."""
     shape = D.shape
-    P = _check_output("prices", fn(market, D), (shape,)).copy()
+    P = _check_output("prices", fn(market, D), (shape,))
+    if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
+        P = P.copy()
     if np.isnan(P).any():
         raise MarketInputError("prices", "returned NaN; prices must be numbers or +inf")
     m = shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
-    return read_only(P)
+    return read_only(P, copy=False)
 
 
 def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
@@ -186,6 +191,9 @@ def _money_step(label: str, fn: Callable, market, A, D):
     if not np.isfinite(out).all():
         raise MarketInputError("payments", f"{label} returned NaN or inf; money must be "
                                            "finite")
+    if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
+        out = out.copy()
+    out = read_only(out, copy=False)
     if out.ndim == len(shape):
         return out, money.payments(out)
     return None, out
@@ -195,8 +203,8 @@ def _settle_step(market, A, p):
     """Gains, sharing costs, utilities (Eq. 3) and welfare (Eq. 5) on the true types."""
     G = money.gains(market, A)
     C = money.sharing_costs(market, A)
-    U = money.utilities(market, A, p)
-    return G, C, U, money.welfare(market, A)
+    U = money.utilities(market, A, p, G=G, C=C)
+    return G, C, U, money.welfare(market, A, G=G, C=C)
 
 
 def clear(
@@ -269,7 +277,7 @@ def clear(
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
     P = _price_step(price_label, price_fn, market, D)
-    T = read_only(solve_thresholds(market, D, thresholds, prices=P))
+    T = read_only(solve_thresholds(market, D, thresholds, prices=P), copy=False)
     exact_methods: dict = {}
     exact_gap = 0.0
     exact_stopped = ""
@@ -291,7 +299,7 @@ def clear(
         exact_methods = dict(Counter(per_buyer.tolist()))
         used = sorted(k for k in exact_methods if k != "none")
         method = "+".join(used) if used else "none"
-    A = read_only(A, bool)
+    A = read_only(A, bool, copy=rule_fn is not None)  # a rule of your own may keep its A
     R, p = _money_step(pay_label, pay_fn, market, A, D)
     G, C, U, W = _settle_step(market, A, p)
     return Outcome(
@@ -302,7 +310,7 @@ def clear(
         adjacency=A,
         thresholds=T,
         prices=P,
-        remittances=None if R is None else _ro(R),
+        remittances=R,
         payments=_ro(p),
         gains=_ro(G),
         utilities=_ro(U),
@@ -430,7 +438,7 @@ def clear_batch(
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
     P = _price_step(price_label, price_fn, market, D)
-    T = read_only(solve_thresholds(market, D, thresholds, prices=P))
+    T = read_only(solve_thresholds(market, D, thresholds, prices=P), copy=False)
     if rule_fn is not None:
         A = _rule_step(rule_label, rule_fn, market, D, T, P)
     elif rule_label == "box2":
@@ -439,11 +447,11 @@ def clear_batch(
         A = selection.local(T, market.N)
     else:
         A = selection.exact_enumeration(market, P, T)
-    A = read_only(A, bool)
+    A = read_only(A, bool, copy=rule_fn is not None)
     R, p = _money_step(pay_label, pay_fn, market, A, D)
     G, C, U, W = _settle_step(market, A, p)
     return OutcomeBatch(
         rule=rule_label, payment_rule=pay_label, price_rule=price_label,
         threshold_mode=thresholds, market=market, D=D, adjacency=A, thresholds=T, prices=P,
-        remittances=None if R is None else _ro(R), payments=_ro(p), gains=_ro(G),
+        remittances=R, payments=_ro(p), gains=_ro(G),
         sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W))

@@ -26,11 +26,12 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def read_only(a, dtype=None) -> np.ndarray:
+def read_only(a, dtype=None, *, copy: bool = True) -> np.ndarray:
     """A read-only copy of ``a``: what the toolkit hands to code of your own (a rule that
     writes into it raises numpy's "assignment destination is read-only" instead of silently
-    changing the caller's arrays or the outcome)."""
-    a = np.array(a, dtype=dtype)
+    changing the caller's arrays or the outcome). ``copy=False`` freezes an array the
+    toolkit just made and nobody else holds."""
+    a = np.array(a, dtype=dtype, copy=copy or None)
     a.setflags(write=False)
     return a
 
@@ -43,10 +44,15 @@ def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
     c = np.asarray(c, dtype=np.float64)
     lam = np.asarray(lam, dtype=np.float64)[..., None, None]
     D = np.asarray(D, dtype=np.float64)
-    ratio = N[..., None, :] / N[..., :, None]
+    shape = np.broadcast_shapes(D.shape, N.shape[:-1] + (N.shape[-1],) * 2)
+    P = np.divide(N[..., None, :], N[..., :, None], out=np.empty(shape))  # N_j / N_i
     with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
-        share = np.where((D == 0) | (lam == 0), 0.0, lam * ratio * D)
-    P = c[..., None, :] + share  # D and lam are finite, so inf cost stays inf
+        P *= D
+        P *= lam
+    nan = np.isnan(P)  # inf * 0 only: d_ij = 0 or lam = 0 adds nothing
+    if nan.any():
+        P[nan] = 0.0
+    P += c[..., None, :]  # D and lam are finite, so inf cost stays inf
     m = N.shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
     return P

@@ -23,9 +23,18 @@ __all__ = ["baseline_support", "baseline_utilities", "bought", "gains", "payment
 
 def bought(A, N) -> np.ndarray:
     """n_i = sum_j a_ij N_j, the data client i obtains (over arrays: A (..., m, m), N
-    (..., m))."""
+    (..., m)). Summed over the bought pairs only, in seller order (sparse graphs cost
+    what they hold; the same sum in bulk and for one market)."""
     A = np.asarray(A, dtype=bool)
-    return np.matmul(A, np.asarray(N, dtype=np.float64)[..., :, None])[..., 0]
+    return _bought(np.nonzero(A), A.shape, np.asarray(N, dtype=np.float64))
+
+
+def _bought(idx, shape, N) -> np.ndarray:
+    """n_i from the bought pairs ``idx`` (np.nonzero of A, shape ``shape``)."""
+    rows = np.ravel_multi_index(idx[:-1], shape[:-1]) if len(shape) > 2 else idx[0]
+    size = int(np.prod(shape[:-1]))
+    n = np.bincount(rows, weights=N[(*idx[:-2], idx[-1])], minlength=size)
+    return n.reshape(shape[:-1])
 
 
 def _gain(gain, A, N, K) -> np.ndarray:
@@ -65,8 +74,8 @@ def remittances(market: Market, A, D) -> np.ndarray:
     A = np.asarray(A, dtype=bool)
     N, K = market.N, market.K
     lam = np.asarray(market.lam, dtype=np.float64)
-    n = bought(A, N)
     idx = np.nonzero(A)
+    n = _bought(idx, A.shape, np.asarray(N, dtype=np.float64))
     lead, i, j = idx[:-2], idx[-2], idx[-1]
     Ni, Nj, Ki, ni = N[(*lead, i)], N[(*lead, j)], K[(*lead, i)], n[(*lead, i)]
     gain = market.gain.value
@@ -83,15 +92,22 @@ def payments(R: np.ndarray) -> np.ndarray:
     return R.sum(axis=-1) - R.sum(axis=-2)
 
 
-def utilities(market: Market, A, p) -> np.ndarray:
-    """Eq. 3: U_i = G_i(a_i) - c_i #{j : a_ji = 1} - p_i, with the TRUE N, K and c."""
-    return gains(market, A) - sharing_costs(market, A) - np.asarray(p)
+def utilities(market: Market, A, p, *, G=None, C=None) -> np.ndarray:
+    """Eq. 3: U_i = G_i(a_i) - c_i #{j : a_ji = 1} - p_i, with the TRUE N, K and c.
+
+    ``G``, ``C``: :func:`gains` and :func:`sharing_costs` of (market, A) when already
+    computed (the clearing passes them; nothing else changes)."""
+    G = gains(market, A) if G is None else G
+    C = sharing_costs(market, A) if C is None else C
+    return G - C - np.asarray(p)
 
 
-def welfare(market: Market, A):
+def welfare(market: Market, A, *, G=None, C=None):
     """Eq. 5: SW = sum_i [G_i(a_i) - sum_j a_ij c_j] (true values; payments cancel); a float
-    for one market, (...,) for a batch."""
-    out = gains(market, A).sum(axis=-1) - sharing_costs(market, A).sum(axis=-1)
+    for one market, (...,) for a batch. ``G``, ``C`` as in :func:`utilities`."""
+    G = gains(market, A) if G is None else G
+    C = sharing_costs(market, A) if C is None else C
+    out = G.sum(axis=-1) - C.sum(axis=-1)
     return float(out) if np.ndim(out) == 0 else out
 
 

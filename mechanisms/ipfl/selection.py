@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real, check_size
 from .market import Market
+from .money import bought
 
 __all__ = [
     "EXACT_METHODS",
@@ -52,9 +53,7 @@ DP_MAX_CELLS = 50_000_000  # candidates x (total data / gcd) for the dynamic pro
 NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a proven gap
 
 
-def _bought(A, N) -> np.ndarray:
-    """sum_j a_ij N_j over arrays (as :func:`mechanisms.ipfl.money.bought`)."""
-    return np.matmul(A, np.asarray(N, dtype=np.float64)[..., :, None])[..., 0]
+GREEDY_TOP = 64  # sellers per buyer the greedy scan orders first (more only when needed)
 
 
 def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.ndarray:
@@ -62,23 +61,75 @@ def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.nda
 
     ``T`` is (..., m, m) and ``N`` (..., m): leading dimensions are independent markets (the
     property checker's batch engine clears thousands at once with this same code).
+
+    Only the top L thresholds of each row are ordered (a partition, then a sort of L):
+    every other seller j has T_ij <= cut_i (the L-th largest), so once the scan of the top
+    L has bought data n_i with n_i + min_j N_j >= cut_i, no other seller passes
+    n_i + N_j < T_ij and the row is final (the skip rule skips them all; Box 2 stops at
+    the first). Rows not proven final are scanned again with 8 L, up to the full sort.
     """
-    order = np.argsort(-T, axis=-1, kind="stable")  # stable: ties keep the lower index first
-    T_sorted = np.take_along_axis(T, order, axis=-1)
-    N_sorted = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), order, axis=-1)
-    A = np.zeros(T.shape, dtype=bool)
+    T = np.asarray(T, dtype=np.float64)
+    m = T.shape[-1]
+    top = min(m, GREEDY_TOP)
+    while True:
+        A, final = _greedy_top(T, N, stop_at_first_failure, top)
+        if top == m or final.all():
+            return A
+        top = min(m, 8 * top)
+
+
+def _top_indices(T, top: int) -> np.ndarray:
+    """(..., m, top): the column indices of each row's ``top`` largest entries (unordered),
+    a block of rows at a time (no m x m index array)."""
+    m = T.shape[-1]
+    flat = np.ascontiguousarray(T).reshape(-1, m)
+    out = np.empty((flat.shape[0], top), dtype=np.intp)
+    step = max(1, 2**16 // m)
+    for lo in range(0, flat.shape[0], step):
+        part = np.argpartition(flat[lo:lo + step], m - top, axis=-1)
+        out[lo:lo + step] = part[:, m - top:]
+    return out.reshape((*T.shape[:-1], top))
+
+
+def _greedy_top(T, N, stop_at_first_failure: bool, top: int):
+    """(adjacency, rows proven final) of the scan over each row's ``top`` largest
+    thresholds (descending; ties: the lower index first)."""
+    m = T.shape[-1]
+    if top < m:
+        idx = _top_indices(T, top)
+        idx.sort(axis=-1)  # ties keep the lower index first in the stable sort below
+        Tt = np.take_along_axis(T, idx, axis=-1)
+        cut = Tt.min(axis=-1)
+    else:
+        idx = np.broadcast_to(np.arange(m), T.shape)
+        Tt = T
+        cut = np.full(T.shape[:-1], -np.inf)
+    order = np.argsort(-Tt, axis=-1, kind="stable")
+    idx = np.take_along_axis(idx, order, axis=-1)
+    Tt = np.take_along_axis(Tt, order, axis=-1)
+    Nt = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), idx, axis=-1)
+    # only sellers above the cut (and with T > 0: T = 0 is never bought) are scanned;
+    # columns contiguous per position for the scan
+    scan = (Tt > cut[..., None]) & (Tt > 0)
+    last = int(scan.sum(axis=-1).max(initial=0))
+    Tc = np.moveaxis(Tt[..., :last], -1, 0).copy()
+    Nc = np.moveaxis(Nt[..., :last], -1, 0).copy()
+    Sc = np.moveaxis(scan[..., :last], -1, 0).copy()
+    took = np.zeros(Tc.shape, dtype=bool)
     n = np.zeros(T.shape[:-1])
     active = np.ones(T.shape[:-1], dtype=bool)
-    last = int((T_sorted > 0).sum(axis=-1).max(initial=0))  # T = 0 is never bought
     for k in range(last):
-        take = active & (n + N_sorted[..., k] < T_sorted[..., k])
-        np.put_along_axis(A, order[..., k:k + 1], take[..., None], axis=-1)
-        n += np.where(take, N_sorted[..., k], 0.0)
+        take = active & Sc[k] & (n + Nc[k] < Tc[k])
+        took[k] = take
+        n += np.where(take, Nc[k], 0.0)
         if stop_at_first_failure:
-            active &= take
+            active &= take | ~Sc[k]
             if not active.any():
                 break
-    return A
+    A = np.zeros(T.shape, dtype=bool)
+    np.put_along_axis(A, idx[..., :last], np.moveaxis(took, 0, -1), axis=-1)
+    final = (n + N.min(axis=-1)[..., None] >= cut) | ~active
+    return A, final
 
 
 def box2(T: np.ndarray, N: np.ndarray) -> np.ndarray:
@@ -98,7 +149,7 @@ def phi(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
     (..., m)."""
     A = np.asarray(A, dtype=bool)
     cost = np.where(A, P, 0.0).sum(axis=-1)
-    return cost - market.gain.value(_bought(A, market.N), market.K, market.N)
+    return cost - market.gain.value(bought(A, market.N), market.K, market.N)
 
 
 def subset_masks(k: int) -> np.ndarray:
@@ -130,7 +181,7 @@ def eq11_margins(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
     Over arrays too ((..., m, m))."""
     A = np.asarray(A, dtype=bool)
     N, K = market.N, market.K
-    n = _bought(A, N)
+    n = bought(A, N)
     g = market.gain.value
     base = g(n, K, N)
     with np.errstate(invalid="ignore"):
@@ -455,7 +506,7 @@ def exact_enumeration(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarra
     valid = np.take_along_axis(cand, idx, axis=-1)
     cost = np.take_along_axis(np.asarray(P, dtype=np.float64), idx, axis=-1)
     size = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), idx, axis=-1)
-    n0 = _bought(A, N)
+    n0 = bought(A, N)
     best = best_subsets(cost, size, n0, K, N, market.gain, valid) & valid
     np.put_along_axis(A, idx, np.take_along_axis(A, idx, axis=-1) | best, axis=-1)
     return A
