@@ -96,21 +96,28 @@ def main(argv=None) -> None:
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
     for name, sec in rows:
         print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")
-    floor = 0.0
+    sleeps = 0.0
     print("Flower 1.42's fixed cost on a deployment round's critical path:")
     floors = flwr_floors()
     for f in floors:
         if f["seconds"] is not None:
             print(f"   {f['seconds']:5.2f} s  {f['what']} ({f['where'] or 'not in this flwr'})")
-            floor += f["seconds"] if f["where"] else 0.0
+            sleeps += f["seconds"] if f["where"] else 0.0
     start, runtime = clientapp_start()
-    floor += start
+    floor = sleeps + start
     print(f"   {start:5.2f} s  a flwr-clientapp process per message (it exits after one, "
           f"flwr/supernode/runtime/run_clientapp.py): its imports alone, one process at a "
           f"time, best of 3 on this host now; {start - runtime:.2f} s of them are the whole "
           f"SuperNode its entry point imports ({floors[-1]['where']})")
     print(f"   {floor:5.2f} s  in all: {floor / base:.1f}x the in-process round before any "
           f"work (the ServerApp polls replies every 0.1 s, the SuperExec every 0.1 s)")
+    print("Side by side, seconds per round: flwr's floor (its sleeps + one flwr-clientapp "
+          "start), the in-process round (the same work), and what is left above both "
+          "(message trips, four ClientApps on the host's cores at once):")
+    print(f"   {'side':<55s} {'round':>7s} {'floor':>7s} {'work':>7s} {'above':>7s}")
+    for name, sec in rows[2:]:
+        print(f"   {name:<55s} {sec:7.3f} {floor:7.3f} {base:7.3f} "
+              f"{sec - floor - base:7.3f}")
 
 
 def clientapp_start() -> tuple[float, float]:
