@@ -156,13 +156,13 @@ def _short(value) -> str:
 
 
 def check_sellers(field: str, A, c, label: str = "the rule") -> None:
-    """Refuse a selection ``A`` ((m, m), a_ij = i buys j) that buys from a client that does
+    """Refuse a selection ``A`` ((..., m, m), a_ij = i buys j) that buys from a client that does
     not sell (c_j = inf, a pure buyer): its utilities and welfare would be -inf. The error
     names the first such pair."""
     A = np.asarray(A, dtype=bool)
-    bad = A & np.isinf(np.asarray(c, dtype=np.float64))[None, :]
+    bad = A & np.isinf(np.asarray(c, dtype=np.float64))[..., None, :]  # leading batch dims
     if bad.any():
-        i, j = (int(k) for k in np.argwhere(bad)[0])
+        i, j = (int(k) for k in np.argwhere(bad)[0][-2:])
         raise MarketInputError(field, f"{label} has buyer {i} buy from client {j}, which does "
                                       f"not sell (c_{j} = inf); {int(bad.sum())} such pair"
                                       f"{'s' if bad.sum() > 1 else ''}")

@@ -366,6 +366,17 @@ API = [
     ("selection-buys-from-pure-buyer", lambda: check_sellers(
         "rule", [[0, 1, 0], [0, 0, 0], [0, 0, 0]], [0.1, INF, 0.3], "mine"), MarketInputError,
      "rule"),
+    ("clear-selection-buys-from-pure-buyer", lambda: ipfl.clear(
+        market(c=[0.1, INF, 0.3]), D3, rule=lambda mk, D, T, P: np.eye(3, k=1, dtype=bool)),
+     MarketInputError, "rule"),
+    # ---- what ipfl.clear's user rules return: text, booleans, complex are refused
+    ("clear-prices-text", lambda: ipfl.clear(
+        market(), D3, prices=lambda mk, D: [["1.5"] * 3] * 3), MarketInputError, "prices"),
+    ("clear-prices-complex", lambda: ipfl.clear(
+        market(), D3, prices=lambda mk, D: np.ones((3, 3)) + 1j), MarketInputError, "prices"),
+    ("clear-payments-bools", lambda: ipfl.clear(
+        market(), D3, payments=lambda mk, A, D: [True, False, False]), MarketInputError,
+     "payments"),
     # ---- contract checks that would pass on nothing
     *[(f"contract-{fn.__name__}-{label}", (lambda fn=fn, s=s: fn(s, max_examples=1)),
        CheckerInputError, field)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MarketInputError
+from ..errors import MarketInputError, as_floats, check_sellers
 from . import money, rules, selection
 from .market import Market, MarketArrays, read_only
 from .thresholds import MODES
@@ -129,10 +129,9 @@ class Outcome:
 
 
 def _check_output(kind: str, value, shapes: tuple) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError(kind, f"returned {type(value).__name__}, not numbers") from exc
+    """What a rule returned, as float64: text, booleans and complex numbers are refused
+    (:func:`mechanisms.errors.as_floats`), then the shape is checked."""
+    arr = as_floats(kind, value)
     if arr.shape not in shapes:
         want = " or ".join(str(s) for s in shapes)
         raise MarketInputError(kind, f"returned shape {arr.shape}, expected {want}")
@@ -180,6 +179,7 @@ def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
     m = shape[-1]
     if A[..., np.arange(m), np.arange(m)].any():
         raise MarketInputError("rule", f"{label} returned a client buying its own model")
+    check_sellers("rule", A, market.c, label)  # a pure buyer (c = inf) sells nothing
     return A
 
 
