@@ -299,8 +299,9 @@ class Counterexample:
         )
 
     def rerun(self) -> float:
-        """Evaluate the property on the instance again; > 0 means it still fails."""
-        return self.property.amount(self.subject, self.instance)
+        """Evaluate the property on the instance again; > 0 means it still fails. An
+        exception of the subject is raised as a :class:`SubjectError` naming it."""
+        return self.property.amount(_Tracked(self.subject), self.instance)
 
 
 @dataclass(frozen=True)

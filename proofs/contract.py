@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checker import CheckerInputError, Property, Report, check
+from .checker import CheckerInputError, Property, Report, SubjectError, check
 
 __all__ = ["FALSIFY_FACTOR", "ContractResult", "assert_contract", "check_contract", "resolve"]
 
@@ -39,7 +39,12 @@ class ContractResult:
         if self.declared:
             return self.report.verdict == "holds"
         ce = self.report.counterexample
-        return self.report.verdict == "counterexample" and ce is not None and ce.rerun() > 0
+        if self.report.verdict != "counterexample" or ce is None:
+            return False
+        try:
+            return ce.rerun() > 0
+        except SubjectError:  # the subject raises on its own counterexample: not as declared
+            return False
 
     def describe(self) -> str:
         r = self.report
