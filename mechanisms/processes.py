@@ -32,17 +32,32 @@ __all__ = ["die_with_parent", "kill_with_parent", "stop_pool"]
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _death_signal() -> bool:
-    """Ask the kernel for SIGKILL when the parent dies (Linux); False where unavailable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
+_LIBC: object = None  # the C library, loaded once in the parent (never in a forked child)
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
-    except (OSError, AttributeError):  # no libc prctl (musl variants, sandboxes)
+
+def _libc():
+    """libc with ``prctl`` (Linux), or None where unavailable."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _LIBC = ctypes.CDLL(None, use_errno=True)
+                _LIBC.prctl  # noqa: B018  (raises AttributeError where there is none)
+            except (OSError, AttributeError):  # musl variants, sandboxes
+                _LIBC = False
+    return _LIBC or None
+
+
+def _death_signal(sig: int = signal.SIGKILL, libc=None) -> bool:
+    """Ask the kernel for ``sig`` when the parent dies (Linux); False where unavailable.
+    ``libc`` loaded beforehand: a forked child must not import or load libraries."""
+    libc = libc if libc is not None else _libc()
+    if libc is None:
         return False
+    return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
 def die_with_parent(parent: int, poll: float = 0.5) -> None:
@@ -62,16 +77,23 @@ def die_with_parent(parent: int, poll: float = 0.5) -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
-def kill_with_parent():
-    """A ``preexec_fn`` for :class:`subprocess.Popen`: the started program gets SIGKILL when
-    the process that started it dies (Linux; elsewhere it does nothing)::
+def kill_with_parent(sig: int = signal.SIGKILL):
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the started program gets ``sig``
+    (default SIGKILL; SIGTERM lets it shut down cleanly) when the process that started it
+    dies (Linux; elsewhere it does nothing)::
 
         subprocess.Popen(argv, preexec_fn=kill_with_parent())
+
+    None off the main thread: the kernel sends the signal when the starting *thread* ends,
+    which would kill the program early; such callers need another backstop.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return None
     parent = os.getpid()
+    libc = _libc()  # loaded here, in the parent
 
     def preexec():  # runs in the forked child, before exec: no threads, no imports
-        _death_signal()
+        _death_signal(sig, libc)
         if os.getppid() != parent:
             os._exit(1)
 

@@ -221,6 +221,10 @@ class Property:
                                                      "score, discriminating)")
         else:
             amount = score = out
+        for what, x in (("violation", amount), ("score", score)):
+            if isinstance(x, bool) or not isinstance(x, numbers.Real):  # numpy.bool_ too
+                raise CheckerInputError("violation", f"{self.key}: returned {x!r} as its "
+                                                     f"{what}; must be a real number")
         amount, score = float(amount), float(score)
         if math.isnan(amount):
             amount = math.inf

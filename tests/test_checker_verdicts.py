@@ -219,3 +219,19 @@ def test_a_rule_that_pays_liars_only_in_larger_markets_is_caught(engine):
     subject = IpflMechanism("big-market-liars", "local", payments=_pays_big_market_liars)
     r = check(subject, PROPERTIES["thm2"], max_examples=100, engine=engine)
     assert r.verdict == "counterexample"
+
+
+@pytest.mark.parametrize("returned", [True, np.True_, "0", [0.0]])
+def test_a_violation_that_is_not_a_number_is_refused_not_coerced(returned):
+    """A user's violation function that returns a boolean or text must not pass as 1.0 / 0.0
+    (float(True), float("0")): the check says what it returned (issue 23)."""
+    from proofs import CheckerInputError
+    bb = PROPERTIES["budget_balance"]
+    prop = dataclasses.replace(bb, key="mine", violation=lambda subject, case: returned)
+    subject = SUBJECTS["local"]
+    instance = None  # the violations below ignore it
+    with pytest.raises(CheckerInputError, match="must be a real number"):
+        prop.evaluate(subject, instance)
+    # and a real number still passes through
+    ok = dataclasses.replace(bb, key="mine", violation=lambda subject, case: np.float64(0.0))
+    assert ok.evaluate(subject, instance)[0] == 0.0

@@ -23,14 +23,13 @@ The federation dies with the process that started it, however that process ends:
 * SIGKILL, where no handler runs: a reaper (:mod:`learning.flower.reaper`, in a session of its
   own) holds a pipe from this process and, when it closes, stops every process group the
   Loopback told it of; on Linux the processes started from the main thread also get
-  ``PR_SET_PDEATHSIG`` (SIGTERM when their parent thread dies).
+  ``PR_SET_PDEATHSIG`` (SIGTERM when their parent thread dies;
+  :func:`mechanisms.processes.kill_with_parent`, the toolkit's one such mechanism).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
-import ctypes.util
 import json
 import os
 import signal
@@ -41,6 +40,8 @@ import threading
 import time
 import weakref
 from pathlib import Path
+
+from mechanisms.processes import kill_with_parent
 
 __all__ = ["FLWR_FLOORS", "Loopback", "flwr_floors", "free_port", "toml_value"]
 
@@ -117,31 +118,6 @@ def _proc_table() -> dict[int, tuple[int, str, str]]:
 # ------------------------------------------------------------------ dying with the parent
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # Loopbacks started and not stopped yet
 _HANDLED: dict[int, object] = {}  # signal -> the disposition our handler replaced
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-_libc = None
-if sys.platform.startswith("linux"):
-    try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:  # pragma: no cover
-        _libc = None
-
-
-def _die_with_parent():
-    """A ``preexec_fn``: the child gets SIGTERM when the thread that started it dies (Linux);
-    None where that is not available, or off the main thread (the signal follows the thread,
-    not the process)."""
-    if _libc is None or threading.current_thread() is not threading.main_thread():
-        return None
-    parent = os.getpid()
-
-    def preexec():
-        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
-
-
 def _stop_all() -> None:
     for fed in list(_LIVE):
         try:
@@ -222,7 +198,7 @@ class Loopback:
         log = open(self.workdir / f"{name}.log", "wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                 cwd=self.workdir, start_new_session=True,
-                                preexec_fn=_die_with_parent())
+                                preexec_fn=kill_with_parent(signal.SIGTERM))
         log.close()
         self.procs[name] = proc
         self._tell(f"+{proc.pid}")  # its own session: its process group is its pid
@@ -381,7 +357,7 @@ class Loopback:
     def flwr(self, *args: str, timeout: float = 120.0) -> str:
         out = subprocess.run([str(self.bin / "flwr"), *args], env=self.env, cwd=self.app_dir,
                              capture_output=True, text=True, timeout=timeout,
-                             preexec_fn=_die_with_parent())
+                             preexec_fn=kill_with_parent(signal.SIGTERM))
         if out.returncode != 0:
             raise RuntimeError(f"flwr {' '.join(args)} failed: {out.stderr or out.stdout}")
         return out.stdout
