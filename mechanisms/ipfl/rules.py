@@ -43,7 +43,7 @@ import numpy as np
 from scipy.special import comb
 
 from ..errors import MarketInputError
-from ..lookup import load_callable, rule_name
+from ..lookup import load_callable, lookup, rule_name
 from . import money, selection
 from .market import Market, over_arrays, paper_prices_arrays
 from .money import remittances as paper_remittances
@@ -332,24 +332,13 @@ PRICE_RULES: Mapping[str, Callable] = MappingProxyType({
     "paper": paper_prices,
     "cost-plus": cost_plus_prices,
 })
-_KINDS = {"rule": SELECTION_RULES, "payments": PAYMENT_RULES, "prices": PRICE_RULES}
-_SELECTION_FUNCTIONS = {"share-all": share_all}  # the others run inside ipfl.clear
+# name -> function; the built-in selections other than share-all run inside ipfl.clear (None)
+_KINDS = {"rule": MappingProxyType({**dict.fromkeys(selection.RULES), "share-all": share_all}),
+          "payments": PAYMENT_RULES, "prices": PRICE_RULES}
 
 
 def resolve(kind: str, spec) -> tuple[str, Callable | None]:
     """(name, function) of a rule: ``kind`` is "rule" (selection), "payments" or "prices";
     ``spec`` a built-in name, ``"module:function"`` or a callable. Built-in selection rules
     return function None (:func:`mechanisms.ipfl.clear` runs them itself)."""
-    table = _KINDS[kind]
-    if callable(spec):
-        return rule_name(spec), spec
-    if isinstance(spec, str):
-        if ":" in spec:
-            return spec, load_callable(spec, kind)
-        if spec in table:
-            if kind == "rule":
-                return spec, _SELECTION_FUNCTIONS.get(spec)
-            return spec, table[spec]
-    known = tuple(table)
-    raise MarketInputError(kind, f"unknown {spec!r}; choose one of {known}, 'module:function' "
-                                 "or a callable")
+    return lookup(kind, spec, _KINDS[kind])
