@@ -926,7 +926,10 @@ def _kill_and_watch(argv, cwd, sig, ready, timeout=90.0):
     within 30 s."""
     proc = subprocess.Popen([sys.executable, "-m", "sims.cli", *argv], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+                            # SIGINT as a terminal gives it: a shell's background job (nohup,
+                            # CI) starts with SIGINT ignored, and Python keeps that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + timeout
         kids = []

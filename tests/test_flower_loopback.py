@@ -92,7 +92,10 @@ def test_a_loopback_dies_with_its_process(tmp_path, sig, submit, least):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(REPO), str(tmp_path), submit],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
+                             start_new_session=True,
+                             # SIGINT as a terminal gives it: a shell's background job (nohup,
+                             # CI) starts with SIGINT ignored, and Python keeps that
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         state = tmp_path / "pids.json"
         deadline = time.monotonic() + 300
