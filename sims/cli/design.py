@@ -64,7 +64,7 @@ def add_parser(sub, full: bool = False) -> None:
 
 def _space(args):
     from sims.design import DesignInputError, LinearSpace, UserSpace
-    from sims.design.space import _DEFAULT_BOUNDS as DEFAULTS
+    from sims.design.space import DEFAULT_BOUNDS as DEFAULTS
 
     def pair(text, field):
         lo, sep, hi = text.partition(":")

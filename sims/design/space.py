@@ -58,7 +58,7 @@ __all__ = ["FEATURES", "LinearSpace", "UserSpace", "linear_rule", "load_rule", "
            "save_rule"]
 
 FEATURES = ("marginal", "average", "cost", "distance", "fee")
-_DEFAULT_BOUNDS = {"marginal": (0.0, 1.5), "average": (0.0, 1.5), "cost": (0.0, 2.0),
+DEFAULT_BOUNDS = {"marginal": (0.0, 1.5), "average": (0.0, 1.5), "cost": (0.0, 2.0),
                    "distance": (-1.5, 1.5), "fee": (0.0, 0.0)}
 
 
@@ -155,7 +155,7 @@ class LinearSpace:
 
     features: tuple[str, ...] = ("marginal", "average", "cost", "distance")
     balanced: bool = True
-    bounds: dict = field(default_factory=lambda: dict(_DEFAULT_BOUNDS))
+    bounds: dict = field(default_factory=lambda: dict(DEFAULT_BOUNDS))
     kind = "linear"
 
     def __post_init__(self):
@@ -295,7 +295,7 @@ def load_space(obj) -> LinearSpace | UserSpace:
     if obj["kind"] == "linear":
         return LinearSpace(tuple(obj.get("features", FEATURES[:4])),
                            bool(obj.get("balanced", True)),
-                           {k: tuple(v) for k, v in obj.get("bounds", _DEFAULT_BOUNDS).items()})
+                           {k: tuple(v) for k, v in obj.get("bounds", DEFAULT_BOUNDS).items()})
     return UserSpace(obj["spec"], tuple(tuple(b) for b in obj["bounds"]),
                      tuple(obj.get("names", ())))
 
