@@ -65,11 +65,11 @@ def versions() -> dict:
     return out
 
 
-def _jsonable(obj):
+def jsonable(obj):
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, float) and not np.isfinite(obj):
@@ -94,6 +94,6 @@ def write_table(df: pd.DataFrame, path: Path, provenance: dict) -> tuple[Path, P
     side = path.with_suffix(".json")
     meta = {"table": path.name, "rows": len(df), "columns": list(df.columns),
             "versions": versions(), **provenance}
-    text = json.dumps(_jsonable(meta), indent=2) + "\n"
+    text = json.dumps(jsonable(meta), indent=2) + "\n"
     write_atomic(side, lambda tmp: tmp.write_text(text))
     return path, side

@@ -38,7 +38,7 @@ from mechanisms.lookup import describe
 from mechanisms.processes import die_with_parent, stop_pool
 
 from .errors import CellFailed, SpecError, StoreError
-from .results import _jsonable, read_text, versions
+from .results import jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
 __all__ = ["EXECUTORS", "MAX_CELLS", "Cell", "Store", "expand", "load_toml", "run_cell",
@@ -227,7 +227,7 @@ def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
         raise
     except Exception as exc:
         raise CellFailed("cell", f"{describe_cell(cell)}: {describe(exc)}") from exc
-    config_blob = json.dumps(_jsonable(asdict(cfg)), sort_keys=True, default=str)
+    config_blob = json.dumps(jsonable(asdict(cfg)), sort_keys=True, default=str)
     df.insert(0, "scenario", cell.scenario)
     df.insert(1, "mechanism", cell.mechanism)
     df.insert(2, "seed", cell.seed)
@@ -243,7 +243,7 @@ def config_hash(cell: Cell) -> str:
     """Hash of the cell's full config (every default included): a changed default changes
     it, so stored rows computed under the old default are recognised as stale."""
     cfg = SCENARIOS[cell.scenario].make_config(dict(cell.params), cell.seed)
-    blob = json.dumps(_jsonable(asdict(cfg)), sort_keys=True, default=str)
+    blob = json.dumps(jsonable(asdict(cfg)), sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -393,7 +393,7 @@ class Store:
             self.db.execute(
                 f"INSERT OR REPLACE INTO cells VALUES ({', '.join('?' * len(_COLUMNS))})",
                 (cell.key, cell.scenario, cell.mechanism,
-                 json.dumps(_jsonable(dict(cell.params))), cell.seed, seconds, vers,
+                 json.dumps(jsonable(dict(cell.params))), cell.seed, seconds, vers,
                  time.time(), chash, code, hashlib.sha1(blob).hexdigest(), blob))
         except sqlite3.OperationalError as exc:
             raise self._write_failed(exc) from None
