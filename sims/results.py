@@ -15,7 +15,7 @@ import pandas as pd
 
 from .errors import SpecError, StoreError
 
-__all__ = ["read_text", "versions", "write_atomic", "write_table"]
+__all__ = ["jsonable", "read_text", "versions", "write_atomic", "write_table"]
 
 
 def read_text(field: str, path) -> str:
