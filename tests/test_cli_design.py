@@ -67,3 +67,54 @@ def test_market_file_trains_on_your_market(tmp_path, capsys):
     assert main(["design", "--market-file", str(tmp_path / "none.json"), "--out",
                  str(out)]) == 2
     assert "market_file" in capsys.readouterr().err
+
+
+def test_prove_certifies_an_exported_rule(tmp_path, capsys, monkeypatch):
+    """The CLI path users run: `fedmarket prove --subject designed_rule.json` checks the
+    exported rule on held-out markets (a seed other than the training seed) and shows each
+    verdict beside the search's own training estimate; the same rule named as
+    "designed_rule:payments" from its folder is the same subject; a rule file that pays
+    nobody (known bad: sellers bear their cost) gets an IR counterexample through it."""
+    from sims.design import LinearSpace, save_rule
+
+    out = tmp_path / "d"
+    assert main(["design", "--markets", "12", "--generations", "1", "--popsize", "2",
+                 "--features", "marginal", "cost", "--heldout-markets", "10",
+                 "--frontier-size", "1", "--certify-examples", "0", "--quiet",
+                 "--out", str(out)]) == 0
+    rule = out / "designed_rule.json"
+    doc = json.loads(rule.read_text())
+    assert doc["training_seed"] == 0 and "max_regret_K_under" in doc["estimates"]
+    monkeypatch.setenv("COLUMNS", "400")
+    capsys.readouterr()
+    assert main(["prove", "--subject", str(rule), "--engine", "batch", "--examples", "400",
+                 "--seed", "7"]) == 0
+    text = capsys.readouterr().out
+    assert "beside the search's own estimates" in text
+    lines = [ln for ln in text.splitlines() if "budget_balance" in ln]
+    assert lines and all("holds" in ln for ln in lines)
+    k_under = [ln for ln in text.splitlines() if "truthful_K_under" in ln]
+    est = doc["estimates"]["max_regret_K_under"]
+    assert k_under and f"{est:.6g}" in k_under[-1]  # the estimate printed beside it
+    # the training seed is refused: one line naming --seed
+    assert main(["prove", "--subject", str(rule), "--engine", "batch", "--examples", "10",
+                 "--seed", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "seed" in err and "training" in err and "\n" not in err
+    assert main(["prove", "--subject", str(tmp_path / "none.json")]) == 2
+    assert "no such rule file" in capsys.readouterr().err
+    # "module:function" from the export's folder: the same rule
+    monkeypatch.chdir(out)
+    sys.modules.pop("designed_rule", None)
+    assert main(["prove", "--subject", "designed_rule:payments", "--engine", "batch",
+                 "--examples", "200", "--seed", "7", "--property", "budget_balance"]) == 0
+    assert "holds" in capsys.readouterr().out
+    # known bad: no payments at all breaks IR (a seller bears its cost unpaid)
+    space = LinearSpace(("cost",), bounds={"cost": (0.0, 2.0)})
+    bad = save_rule(tmp_path / "pays_nobody.json", space, [0.0], name="pays nobody",
+                    extra={"training_seed": 0, "estimates": {"ir_rate": 0.0}})
+    assert main(["prove", "--subject", str(bad), "--engine", "batch", "--examples", "400",
+                 "--seed", "7", "--property", "individual_rationality"]) == 0
+    text = capsys.readouterr().out
+    ir = [ln for ln in text.splitlines() if "individual_rationality" in ln]
+    assert ir and "counterexample" in ir[-1]

@@ -138,7 +138,9 @@ def run(args) -> int:
                         (lambda info: bar(info["generation"], info["generations"])))
     rule_path = save_rule(out / "designed_rule.json", space, result.theta, name="designed",
                           extra={"goal": result.goal, "training": result.markets,
-                                 "score": result.score, "feasible": result.feasible})
+                                 "training_seed": args.seed if markets is None else None,
+                                 "score": result.score, "feasible": result.feasible,
+                                 "estimates": result.summary})
 
     # the frontier on held-out markets: the training Pareto set of the search's candidates
     arc = result.archive

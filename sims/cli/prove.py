@@ -21,7 +21,7 @@ from .common import (
     writable_file,
 )
 
-__all__ = ["MAX_EXAMPLES", "add_parser", "run"]
+__all__ = ["MAX_EXAMPLES", "add_parser", "beside_estimates", "run"]
 
 MAX_EXAMPLES = 10**9  # --examples per check: 10^6 is the nightly run's
 
@@ -39,7 +39,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="only this subject (repeatable; default: every built-in subject); "
                         "'module:name' checks your own: an IpflMechanism / CplPricingRule "
                         "object, or a rule function (game) -> prices, (market, A, D) -> "
-                        "payments or (market, D, thresholds, prices) -> adjacency")
+                        "payments or (market, D, thresholds, prices) -> adjacency; or a "
+                        "rule file of 'fedmarket design' (designed_rule.json: checked for "
+                        "IR, budget, the six regret directions, beside the search's "
+                        "estimates; --seed must differ from its training seed)")
     p.add_argument("--property", action="append",
                    help="only this property (repeatable; default: every property)")
     p.add_argument("--exhaustive", action="store_true",
@@ -68,14 +71,19 @@ def _run(args) -> int:
     from proofs.registry import PROPERTIES, SUBJECTS
     from proofs.report import frame, header, markdown, run_report
     from proofs.subjects import subject_from
+    from sims.design.certify import CERTIFIED_PROPERTIES
 
-    own = {}  # subjects of your own, by their "module:name"
+    own = {}  # subjects of your own, by their "module:name" (or rule file)
+    designed = {}  # rule files of `fedmarket design`: name -> the file's JSON
     for name in args.subject or []:
-        if name not in SUBJECTS and ":" in name:
+        if name not in SUBJECTS and name.endswith(".json"):
+            own[name], designed[name] = _rule_file(name, args.seed)
+        elif name not in SUBJECTS and ":" in name:
             own[name] = subject_from(name)
         elif name not in SUBJECTS:
             raise MarketInputError("subject", f"unknown {name!r}; choose from {list(SUBJECTS)} "
-                                              "or give your own as 'module:name'")
+                                              "or give your own as 'module:name' or a "
+                                              "designed rule file (.json)")
     for key in args.property or []:
         if key not in PROPERTIES:
             raise MarketInputError("property", f"unknown {key!r}; choose from "
@@ -101,7 +109,9 @@ def _run(args) -> int:
                                              "--engine batch")
     opts = {"engine": args.engine, "time_limit": args.time_limit}
     chosen = list(SUBJECTS) if args.subject is None else args.subject
-    own_rows = [(subj, key) for subj in own.values() for key in _own_keys(subj, PROPERTIES)
+    own_rows = [(subj, key) for name, subj in own.items()
+                for key in (CERTIFIED_PROPERTIES if name in designed
+                            else _own_keys(subj, PROPERTIES))
                 if key in (args.property or [key])]
     for key in args.property or []:
         if not any(key in SUBJECTS[s].declares for s in chosen) \
@@ -155,7 +165,49 @@ def _run(args) -> int:
               + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))
         for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
             print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
+        for name, doc in designed.items():
+            print_table(beside_estimates(results, name, doc, args.seed),
+                        f"{name}: the checker's verdicts (seed {args.seed}) beside the "
+                        f"search's own estimates on its training markets "
+                        f"({doc.get('training', 'unknown')})")
     return 0 if df.as_declared.all() else 1
+
+
+def _rule_file(path: str, seed: int):
+    """(subject, document) of a rule file of ``fedmarket design``; refused when ``seed`` is
+    the seed of the file's training markets (a rule is certified on held-out markets)."""
+    from sims.design.certify import rule_file_subject
+
+    if not Path(path).is_file():
+        raise MarketInputError("subject", f"{path!r}: no such rule file (a designed rule is "
+                                          "the designed_rule.json of 'fedmarket design')")
+    subject, doc = rule_file_subject(path)
+    if doc.get("training_seed") is not None and doc["training_seed"] == seed:
+        raise MarketInputError("seed", f"is {seed}, the seed of {path}'s training markets; "
+                                       "certify on held-out markets: pass another --seed")
+    return subject, doc
+
+
+def beside_estimates(results, name: str, doc: dict, seed: int):
+    """One row per property checked on the rule file ``name``: the checker's verdict,
+    effective examples and largest violation (held-out seed ``seed``) beside the search's
+    own estimate of the same quantity on its training markets (``doc['estimates']``)."""
+    import pandas as pd
+
+    from sims.design.certify import estimate
+
+    rows = []
+    for report, _ in results:
+        if report.subject != name:
+            continue
+        key = report.property.key
+        est = doc.get("estimates") or {}
+        rows.append({"property": key, "verdict": report.verdict,
+                     "effective": report.effective,
+                     "largest_violation": report.largest_violation,
+                     "search_estimate": estimate(key, est) if est else None,
+                     "seed": seed, "training_seed": doc.get("training_seed")})
+    return pd.DataFrame(rows)
 
 
 def _own_keys(subject, properties) -> list[str]:

@@ -16,7 +16,7 @@ from proofs import PROPERTIES, IpflMechanism, check
 
 from .errors import DesignInputError
 
-__all__ = ["CERTIFIED_PROPERTIES", "certify"]
+__all__ = ["CERTIFIED_PROPERTIES", "certify", "estimate", "rule_file_subject"]
 
 CERTIFIED_PROPERTIES = ("individual_rationality", "budget_balance", "no_deficit",
                         "truthful_N_over", "truthful_N_under", "thm2", "truthful_c_under",
@@ -53,20 +53,42 @@ def certify(name: str, payments, *, seed: int, training_seed: int | None,
                "counterexample_violation": (r.counterexample.violation
                                             if r.counterexample is not None else None)}
         if estimates is not None:
-            row["search_estimate"] = _estimate(key, estimates)
+            row["search_estimate"] = estimate(key, estimates)
         rows.append(row)
         if progress is not None:
             progress(k + 1, len(properties))
     return pd.DataFrame(rows)
 
 
-def _estimate(key: str, s: dict):
-    """The search's estimate of the same quantity on its training markets."""
+def estimate(key: str, s: dict):
+    """The search's estimate, in its training ``summary`` ``s``, of the quantity property
+    ``key`` checks (IR: the share of markets broken; budget balance: the mean relative
+    imbalance; no deficit: the deficit share; a regret property: the largest regret found);
+    None for a property the search does not measure."""
     if key == "individual_rationality":
         return s.get("ir_rate")
     if key == "budget_balance":
         return s.get("mean_rel_imbalance")
     if key == "no_deficit":
         return s.get("deficit_rate")
+    if key not in DIRECTION and not key.startswith("truthful_"):
+        return None
     dim, way = DIRECTION.get(key) or key.removeprefix("truthful_").split("_")
     return s.get(f"max_regret_{dim}_{way}")
+
+
+def rule_file_subject(path):
+    """(subject, document) of a rule file written by ``fedmarket design``
+    (:func:`sims.design.save_rule`): an :class:`proofs.IpflMechanism` named by the file,
+    clearing the saved rule with the local selection at the paper's prices (what the search
+    measured), and the file's JSON (its ``estimates``: the search's training summary;
+    ``training_seed``: the seed of the training markets, which certification must avoid)."""
+    import json
+    from pathlib import Path
+
+    from .space import load_rule
+
+    path = Path(path)
+    rule = load_rule(path)
+    doc = json.loads(path.read_text())
+    return IpflMechanism(str(path), "local", payments=rule), doc

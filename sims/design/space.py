@@ -337,6 +337,13 @@ def load_rule(path) -> Callable:
     missing = [n for n in space.names if n not in theta]
     if missing:
         raise DesignInputError("theta", f"{path}: missing {missing}")
-    return space.rule([theta[n] for n in space.names], name=str(doc["name"]))
+    rule = space.rule([theta[n] for n in space.names], name=str(doc["name"]))
+    # how a counterexample's code imports it: the module save_rule wrote beside the file
+    # (its folder on sys.path), else nothing importable (never a name the module lacks)
+    if path.with_suffix(".py").is_file() and path.stem.isidentifier():
+        rule.__module__, rule.__qualname__ = path.stem, "payments"
+    else:
+        rule.__qualname__ = f"load_rule.<locals>.{rule.__name__}"
+    return rule
 
 
