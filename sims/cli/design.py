@@ -29,8 +29,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="constraints and objective as phrases, e.g. 'IR, no deficit, "
                         "regret <= 1%%' (see sims.design.objective)")
     p.add_argument("--space", default="balanced",
-                   help="balanced | unbalanced (the linear family; balanced = remittances) "
-                        "or module:function taking a parameter vector (give --bounds)")
+                   help="balanced | unbalanced | clipped (the linear family; balanced = "
+                        "remittances; clipped = remittances clipped to [seller's cost, "
+                        "buyer's marginal]: IR and budget balanced by construction) or "
+                        "module:function taking a parameter vector (give --bounds)")
     p.add_argument("--features", nargs="+", default=None,
                    help="linear family: the features to weight (marginal average cost "
                         "distance fee)")
@@ -75,7 +77,7 @@ def _space(args):
         except ValueError:
             raise DesignInputError(field, f"is {text!r}; write LO:HI") from None
 
-    if args.space in ("balanced", "unbalanced"):
+    if args.space in ("balanced", "unbalanced", "clipped"):
         features = tuple(args.features or ("marginal", "average", "cost", "distance"))
         bounds = dict(DEFAULTS)
         if "fee" in features and bounds["fee"] == (0.0, 0.0):
@@ -85,10 +87,11 @@ def _space(args):
             if not sep:
                 raise DesignInputError("--bounds", f"is {item!r}; write feature=LO:HI")
             bounds[name] = pair(rng, f"--bounds {name}")
-        return LinearSpace(features, args.space == "balanced", bounds)
+        return LinearSpace(features, args.space != "unbalanced", bounds,
+                           clip=args.space == "clipped")
     if ":" not in args.space:
-        raise DesignInputError("--space", f"is {args.space!r}; balanced, unbalanced or "
-                                          "module:function")
+        raise DesignInputError("--space", f"is {args.space!r}; balanced, unbalanced, "
+                                          "clipped or module:function")
     if args.features:
         raise DesignInputError("--features", "only for the linear family")
     return UserSpace(args.space, tuple(pair(b, "--bounds") for b in args.bounds or []))

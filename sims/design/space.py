@@ -17,8 +17,19 @@ operator covers (or keeps) the difference. Client i's payment (what it hands the
     p_i = sum_j a_ij (w_buyer . f_ij) - sum_k a_ki (w_seller . f_ki)
 
 With ``balanced=True`` the two weight vectors are one (``w_buyer = w_seller``): the rule is a
-remittance rule r_ij = w . f_ij, budget balanced by construction (Eq. 13). Points of the
-family (checked against the shipped rules by tests/test_design.py):
+remittance rule r_ij = w . f_ij, budget balanced by construction (Eq. 13).
+
+**The clipped family** (``clip=True``, balanced): r_ij = min(max(w . f_ij, c_j),
+marginal_ij), each remittance clipped to [the seller's cost, the buyer's marginal gain], on
+the reported types. It is individually rational and budget balanced BY CONSTRUCTION, not
+by fitting: a seller receives at least c_j per buyer (its sharing cost), and a buyer pays at
+most sum_j marginal_ij <= G_i(a_i) (the gain is concave with g(0) = 0, so the marginals of
+the bought models add up to at most the whole gain); under truthful reports U_i >= 0. The
+interval is not empty on a trade the paper's local rule makes (Eq. 11: marginal_ij >= P_ij
+>= c_j); where a selection of your own makes it empty the remittance is the marginal. The
+paper's rule (its remittance lies in the interval) and the cost rule are points of it.
+
+Points of the family (checked against the shipped rules by tests/test_design.py):
 
 * the paper's rule (Eq. 12): marginal 1, distance 1;
 * cost-plus remittances at the paper's prices: cost 1.25;
@@ -93,11 +104,12 @@ def pair_features(market, A, D, keys=FEATURES) -> dict[str, np.ndarray]:
 
 
 def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
-                name: str = "linear") -> Callable:
+                name: str = "linear", *, clip: bool = False) -> Callable:
     """The payment rule of the linear family with these weights (``seller`` None: balanced,
     the same weights, returned as remittances). Written over arrays, so the checker and the
     design search clear it in bulk; called on one market it returns (m, m) remittances
-    (balanced) or (m,) payments.
+    (balanced) or (m,) payments. ``clip`` (balanced only): each remittance clipped to
+    [c_j, marginal_ij] (module docstring: IR and budget balance by construction).
 
     >>> paper = linear_rule({"marginal": 1.0, "distance": 1.0})
     >>> mk = ipfl.Market(N=[400, 500, 600], c=[0.5, 1.0, 0.0], K=[5e4, 3e4, 0.0], lam=2.0)
@@ -109,13 +121,19 @@ def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
     """
     wb = _weights("buyer", buyer)
     ws = None if seller is None else _weights("seller", seller)
+    if clip and ws is not None:
+        raise DesignInputError("clip", "clips remittances: balanced rules only (seller None)")
 
     used = tuple(k for k in FEATURES if wb.get(k, 0.0) != 0.0
-                 or (ws is not None and ws.get(k, 0.0) != 0.0))
+                 or (ws is not None and ws.get(k, 0.0) != 0.0)
+                 or (clip and k in ("marginal", "cost")))
 
     def payments(market, A, D):
         f = pair_features(market, A, D, used)
         out_b = sum(w * f[k] for k, w in wb.items() if w != 0.0)
+        if clip:  # [c_j, marginal_ij] on the trades (0 off them: both bounds are 0 there)
+            return np.minimum(np.maximum(out_b + np.zeros(np.shape(A)), f["cost"]),
+                              f["marginal"])
         if ws is None:
             return out_b + np.zeros(np.shape(A))
         out_s = sum(w * f[k] for k, w in ws.items() if w != 0.0)
@@ -125,7 +143,7 @@ def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
 
     payments.__name__ = payments.__qualname__ = name
     payments.weights = {"buyer": dict(wb), "seller": dict(ws if ws is not None else wb),
-                        "balanced": ws is None}
+                        "balanced": ws is None, "clip": bool(clip)}
     return over_arrays(payments)
 
 
@@ -156,9 +174,12 @@ class LinearSpace:
     features: tuple[str, ...] = ("marginal", "average", "cost", "distance")
     balanced: bool = True
     bounds: dict = field(default_factory=lambda: dict(DEFAULT_BOUNDS))
+    clip: bool = False
     kind = "linear"
 
     def __post_init__(self):
+        if self.clip and not self.balanced:
+            raise DesignInputError("clip", "clips remittances: needs balanced=True")
         if not self.features:
             raise DesignInputError("features", "is empty; name at least one feature")
         for f in self.features:
@@ -191,7 +212,7 @@ class LinearSpace:
         buyer = dict(zip(self.features, theta[:k].tolist(), strict=True))
         seller = None if self.balanced else dict(zip(self.features, theta[k:].tolist(),
                                                      strict=True))
-        return linear_rule(buyer, seller, name)
+        return linear_rule(buyer, seller, name, clip=self.clip)
 
     def point(self, **weights: float) -> np.ndarray:
         """The parameter vector of named weights (``buyer``/``seller`` dicts when unbalanced);
@@ -226,7 +247,8 @@ class LinearSpace:
 
     def to_json(self) -> dict:
         return {"kind": "linear", "features": list(self.features), "balanced": self.balanced,
-                "bounds": {f: list(self.bounds[f]) for f in self.features}}
+                "bounds": {f: list(self.bounds[f]) for f in self.features},
+                **({"clip": True} if self.clip else {})}
 
 
 @dataclass(frozen=True)
@@ -295,7 +317,8 @@ def load_space(obj) -> LinearSpace | UserSpace:
     if obj["kind"] == "linear":
         return LinearSpace(tuple(obj.get("features", FEATURES[:4])),
                            bool(obj.get("balanced", True)),
-                           {k: tuple(v) for k, v in obj.get("bounds", DEFAULT_BOUNDS).items()})
+                           {k: tuple(v) for k, v in obj.get("bounds", DEFAULT_BOUNDS).items()},
+                           bool(obj.get("clip", False)))
     return UserSpace(obj["spec"], tuple(tuple(b) for b in obj["bounds"]),
                      tuple(obj.get("names", ())))
 
