@@ -71,7 +71,11 @@ class TrainConfig:
     lam: float = 0.001
     eta: float = paper.IPFL_ETA
     metric: str = "cosine"
+    # iPFL's rules, in the forms ipfl.clear takes: a built-in name or "module:function" (a
+    # designed rule: "designed_rule:payments"); ``rule`` is the sellers-selection rule
     rule: str = "local"
+    payments: str = "paper"
+    prices: str = "paper"
     roles: str = "traders"  # or "inclusive": 3 traders, 4 buyers, 4 sellers, rest attackers
     attack: str = "none"
     attackers: int = 0
@@ -131,7 +135,7 @@ class TrainConfig:
 
         choices = {"algorithm": ALGORITHMS, "attack": ATTACKS, "roles": ("traders", "inclusive"),
                    "cpl_pricing": ("equilibrium", "uniform", "weighted", "full"),
-                   "metric": ("l2sq", "cosine"), "rule": ipfl.RULES,
+                   "metric": ("l2sq", "cosine"),
                    "lia_mode": ("central", "p2p"), "dataset": DATASETS,
                    "partition": PARTITIONS, "attacker_placement": ("random", "last"),
                    "thresholds": ipfl.MODES, "sampling": ("replacement", "epochs"),
@@ -144,6 +148,14 @@ class TrainConfig:
         for name, lo, hi, lo_open in _REALS:
             as_real(name, getattr(self, name), lo=lo, hi=hi, lo_open=lo_open, error=err)
         as_seed("seed", self.seed, error=err)
+        for name in ("rule", "payments", "prices"):  # imported and checked here, once
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise err(name, f"is {value!r}; give a rule's name or 'module:function'")
+            try:
+                ipfl.resolve(name, value)
+            except MarketInputError as exc:
+                raise err(name, exc.message) from None
         for name in ("lockstep", "allow_quit", "fixed_types", "partition_cap", "normalise",
                      "holdout"):
             if not isinstance(getattr(self, name), bool):

@@ -17,7 +17,8 @@ Fig. 2 NIID also runs our corrected defaults.
 
 from __future__ import annotations
 
-__all__ = ["FASHION", "FULL", "SETTINGS", "display_path", "spec", "write_reproduction"]
+__all__ = ["FASHION", "FULL", "SETTINGS", "display_path", "spec", "with_rules",
+           "write_reproduction"]
 
 FULL = {"dataset": "fashion-mnist", "rounds": 50, "steps": 200, "batch": 64, "lr": 0.01}
 # Fig. 2 of the reduced setting: Fashion-MNIST (a uniform draw of 12,000 of its 60,000
@@ -81,6 +82,37 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
             {"name": "liars-learning", "params": {"liar_N": [0.1, 0.5, 10.0], **learn}},
         ],
     }
+
+
+def with_rules(cells, *, selection: str | None = None, payments: str | None = None,
+               prices: str | None = None) -> list:
+    """The cells with iPFL's rules replaced (each a built-in name or "module:function", as
+    :func:`mechanisms.ipfl.clear` takes them; None keeps the cell's own): a learning cell of
+    iPFL gets them as parameters (``rule``, ``payments``, ``prices``), a market-level cell
+    (Table 2, Fig. 5) as its mechanism ("selection+payments+prices"). Cells of other
+    algorithms are returned as they are. Every rule is imported and checked here."""
+    from dataclasses import replace
+
+    from .scenarios import SCENARIOS, ipfl_mechanism_name, parse_ipfl_mechanism
+    from .sweep import Cell
+
+    given = {"rule": selection, "payments": payments, "prices": prices}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return list(cells)
+    out = []
+    for c in cells:
+        sc = SCENARIOS[c.scenario]
+        if sc.kind == "learning" and c.mechanism == "ipfl":
+            params = tuple(sorted({**dict(c.params), **given}.items()))
+            sc.make_config(dict(params), c.seed)  # checks (and imports) every rule
+            c = Cell(c.scenario, c.mechanism, params, c.seed)
+        elif sc.custom_rules:
+            sel, pay, pri = parse_ipfl_mechanism(c.mechanism)
+            c = replace(c, mechanism=sc.check_mechanism(ipfl_mechanism_name(
+                given.get("rule", sel), given.get("payments", pay), given.get("prices", pri))))
+        out.append(c)
+    return out
 
 
 def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),

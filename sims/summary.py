@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +58,9 @@ def _config_id(cfg: dict) -> str:
 def config_of(scenario: str, params: dict, seed: int) -> dict:
     """The fields (but seed and algorithm) of a cell's full configuration."""
     from .scenarios import SCENARIOS
+    from .sweep import config_fields
 
-    cfg = json.loads(json.dumps(asdict(SCENARIOS[scenario].make_config(params, seed)),
+    cfg = json.loads(json.dumps(config_fields(SCENARIOS[scenario].make_config(params, seed)),
                                 default=str))
     return {k: v for k, v in cfg.items() if k not in ("seed", "algorithm")}
 

@@ -41,8 +41,8 @@ from .errors import CellFailed, SpecError, StoreError
 from .results import jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
-__all__ = ["EXECUTORS", "MAX_CELLS", "Cell", "Store", "expand", "load_toml", "run_cell",
-           "run_sweep"]
+__all__ = ["ADDED_FIELDS", "EXECUTORS", "MAX_CELLS", "Cell", "Store", "config_fields",
+           "config_hash", "expand", "hash_config", "load_toml", "run_cell", "run_sweep"]
 
 EXECUTORS = ("serial", "processes", "ray")
 
@@ -227,24 +227,41 @@ def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
         raise
     except Exception as exc:
         raise CellFailed("cell", f"{describe_cell(cell)}: {describe(exc)}") from exc
-    config_blob = json.dumps(jsonable(asdict(cfg)), sort_keys=True, default=str)
     df.insert(0, "scenario", cell.scenario)
     df.insert(1, "mechanism", cell.mechanism)
     df.insert(2, "seed", cell.seed)
     for k, v in cell.params:
         df[f"param_{k}"] = v
     df["cell"] = cell.key
-    df["config_hash"] = hashlib.sha1(config_blob.encode()).hexdigest()[:12]
+    df["config_hash"] = hash_config(cfg)
     df["seed_entropy"] = str(np.random.SeedSequence(cell.seed).entropy)
     return cell.key, df, time.perf_counter() - t0
 
 
-def config_hash(cell: Cell) -> str:
-    """Hash of the cell's full config (every default included): a changed default changes
-    it, so stored rows computed under the old default are recognised as stale."""
-    cfg = SCENARIOS[cell.scenario].make_config(dict(cell.params), cell.seed)
-    blob = json.dumps(jsonable(asdict(cfg)), sort_keys=True, default=str)
+# Config fields added after stores were written, at the value that does what the code did
+# before they existed: a config holding such a value hashes as it did before the field
+# (stored cells stay current); any other value is a new config.
+ADDED_FIELDS = {"payments": "paper", "prices": "paper"}
+
+
+def config_fields(cfg) -> dict:
+    """A config's fields as a dict, but the :data:`ADDED_FIELDS` at their old behaviour's
+    value (what is hashed and recorded of a cell's config)."""
+    return {k: v for k, v in asdict(cfg).items()
+            if not (k in ADDED_FIELDS and v == ADDED_FIELDS[k])}
+
+
+def hash_config(cfg) -> str:
+    """Hash of a full config (every default included): a changed default changes it, so
+    stored rows computed under the old default are recognised as stale
+    (:func:`config_fields`: an added field at its old behaviour's value is left out)."""
+    blob = json.dumps(jsonable(config_fields(cfg)), sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def config_hash(cell: Cell) -> str:
+    """:func:`hash_config` of the cell's full config."""
+    return hash_config(SCENARIOS[cell.scenario].make_config(dict(cell.params), cell.seed))
 
 
 @functools.cache

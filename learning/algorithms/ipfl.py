@@ -13,17 +13,20 @@ import time
 import numpy as np
 
 from mechanisms import ipfl
+from mechanisms.lookup import guarded
 
 from ..session import Round, Session
 
-__all__ = ["market_round", "rounds"]
+__all__ = ["market_round", "rounds", "rules"]
 
 
 def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric: str,
-                 rule: str, reference: np.ndarray | None, active=None, timings=None,
-                 thresholds: str = "exact"):
+                 rule, reference: np.ndarray | None, active=None, timings=None,
+                 thresholds: str = "exact", payments="paper", prices="paper"):
     """Distances between ``uploads`` (m, p), clearing among the ``active`` clients (the others
-    can neither buy nor sell), payments and prox-centres (Eq. 8).
+    can neither buy nor sell), payments and prox-centres (Eq. 8). ``rule``, ``payments`` and
+    ``prices`` are any rules :func:`mechanisms.ipfl.clear` takes (names, "module:function" or
+    functions; :func:`rules` gives a config's).
     Returns (:class:`mechanisms.ipfl.Outcome`, centres (m, p))."""
     t0 = time.perf_counter()
     D = ipfl.pairwise_distances(uploads, metric, reference=reference)
@@ -31,7 +34,8 @@ def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric
     if active is not None:
         market = market.replace(K=np.where(active, market.K, 0.0),
                                 c=np.where(active, market.c, np.inf))
-    out = ipfl.clear(market, D, rule=rule, thresholds=thresholds)
+    out = ipfl.clear(market, D, rule=rule, payments=payments, prices=prices,
+                     thresholds=thresholds)
     t2 = time.perf_counter()
     centres = ipfl.prox_centres(uploads, out.adjacency, market.N, eta, metric,
                                 reference=reference)
@@ -40,6 +44,18 @@ def market_round(market: ipfl.Market, uploads: np.ndarray, *, eta: float, metric
         timings["clearing"] += t2 - t1
         timings["prox"] += time.perf_counter() - t2
     return out, centres
+
+
+def rules(cfg) -> dict:
+    """The config's selection, payment and price rules as :func:`market_round` takes them:
+    a built-in name as it is, a "module:function" imported once and guarded (a rule of the
+    user's own that raises is a :class:`mechanisms.errors.RuleFailed` naming it)."""
+    out = {}
+    for kind, spec in (("rule", cfg.rule), ("payments", cfg.payments),
+                       ("prices", cfg.prices)):
+        label, fn = ipfl.resolve(kind, spec)
+        out[kind] = guarded(kind, label, fn) if ":" in spec else spec
+    return out
 
 
 def ledger(out: ipfl.Outcome) -> dict:
@@ -61,6 +77,7 @@ def rounds(s: Session):
     cfg, m = s.cfg, s.clients
     params, centres = s.params0, None
     active = np.ones(m, dtype=bool)
+    chosen = rules(cfg)
     while True:
         trained = s.train(params, centre=None if centres is None else s.stack(centres),
                           prox=None if centres is None else np.full(m, cfg.lam / cfg.eta),
@@ -68,9 +85,9 @@ def rounds(s: Session):
         up_t = s.uploads(trained)
         params = s.persist(trained, up_t)
         out, centres = market_round(s.market, up_t.double().numpy(), eta=cfg.eta,
-                                    metric=cfg.metric, rule=cfg.rule, reference=s.theta0,
+                                    metric=cfg.metric, reference=s.theta0,
                                     active=active, timings=s.timings,
-                                    thresholds=cfg.thresholds)
+                                    thresholds=cfg.thresholds, **chosen)
         trained_by = active.copy()
         if cfg.allow_quit:
             quit_now = active & (out.utilities < -1e-9)

@@ -178,6 +178,10 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
     if cfg.algorithm not in ("ipfl", "cpl"):
         raise MarketInputError("algorithm", f"the Flower app runs 'ipfl' or 'cpl', not "
                                             f"{cfg.algorithm!r}")
+    for name in ("payments", "prices"):  # IpflStrategy clears with the paper's money
+        if getattr(cfg, name) != "paper":
+            raise MarketInputError(name, f"is {getattr(cfg, name)!r}; the Flower app runs "
+                                         "the paper's payments and prices")
     fc = FlowerConfig.from_run_config(context.run_config, out)
     registry = Registry(cfg.clients, timeout=fc.registration_timeout)
     wanted = fc.min_nodes or cfg.clients

@@ -33,6 +33,12 @@ def add_parser(sub, full: bool = False) -> None:
                         "(default: all)")
     p.add_argument("--algorithms", nargs="+", default=None,
                    help="only the cells of these algorithms or mechanisms (default: all)")
+    for name, text in (("selection", "box2, local, exact, share-all"),
+                       ("payments", "paper, vcg, shapley, cost-plus, none"),
+                       ("prices", "paper, cost-plus")):
+        p.add_argument(f"--{name}", default=None,
+                       help=f"iPFL's {name} rule in every iPFL cell: {text} or module:function "
+                            "(e.g. designed_rule:payments); default: each cell's own")
     p.add_argument("--out", default="results/reproduce", help="the results store folder")
     p.add_argument("--executor", default="processes", choices=EXECUTORS,
                    help="where cells run")
@@ -58,8 +64,10 @@ def add_parser(sub, full: bool = False) -> None:
 def run(args) -> int:
     from pathlib import Path
 
+    from mechanisms.errors import MarketInputError
+
     from ..errors import SpecError
-    from ..reproduce import display_path, spec, write_reproduction
+    from ..reproduce import display_path, spec, with_rules, write_reproduction
     from ..sweep import expand, run_sweep
 
     cells = expand(spec(args.setting, args.seeds))
@@ -74,6 +82,12 @@ def run(args) -> int:
             cells = [c for c in cells if getattr(c, attr) in values]
     if not cells:
         raise SpecError("--algorithms", "no cell of these scenarios runs these algorithms")
+    rules = {"selection": args.selection, "payments": args.payments, "prices": args.prices}
+    for name, value in rules.items():
+        try:
+            cells = with_rules(cells, **{name: value})
+        except MarketInputError as exc:
+            raise SpecError(f"--{name}", exc.message) from None
     # every output checked before the first cell runs (a run takes hours)
     page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
     writable_folder("--out", args.out)
@@ -88,13 +102,14 @@ def run(args) -> int:
         if not args.quiet:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")
-    filtered = bool(args.scenarios or args.algorithms)
+    filtered = bool(args.scenarios or args.algorithms or any(rules.values()))
     command = " ".join([
         "fedmarket reproduce", *(["--setting", args.setting] if args.setting != "reduced"
                                  else []),
         "--seeds", *map(str, args.seeds),
         *(["--scenarios", *args.scenarios] if args.scenarios else []),
         *(["--algorithms", *args.algorithms] if args.algorithms else []),
+        *(x for k, v in rules.items() if v for x in (f"--{k}", v)),
         "--out", display_path(args.out), "--docs", display_path(page)])
     write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds,
                        cells=cells if filtered else None, command=command)

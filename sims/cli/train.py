@@ -44,7 +44,11 @@ OPTIONS = (
     ("lam", "iPFL lambda, the weight of the distance penalty"),
     ("eta", "iPFL eta"),
     ("metric", "distance between client models"),
-    ("rule", "iPFL sellers-selection rule"),
+    ("rule", "iPFL sellers-selection rule (also --selection): box2, local, exact, share-all "
+             "or module:function (found in the current folder or on sys.path)"),
+    ("payments", "iPFL payment rule: paper, vcg, shapley, cost-plus, none or module:function "
+                 "(e.g. designed_rule:payments, written by fedmarket design)"),
+    ("prices", "iPFL price rule selection uses: paper, cost-plus or module:function"),
     ("roles", "traders only, or the paper's inclusive market roles"),
     ("attack", "what attackers upload"),
     ("attackers", "number of attacking clients"),
@@ -91,6 +95,9 @@ OPTIONS = (
 )
 
 
+ALIASES = {"rule": ("--selection",)}
+
+
 def _choices(algorithms_module) -> dict:
     from learning.config import DATASETS, PARTITIONS
     from learning.models import MODELS
@@ -99,7 +106,7 @@ def _choices(algorithms_module) -> dict:
 
     return {"algorithm": algorithms_module.ALGORITHMS, "attack": algorithms_module.ATTACKS,
             "dataset": DATASETS, "partition": PARTITIONS, "model": ("auto", *MODELS),
-            "metric": METRICS, "rule": ipfl.RULES, "roles": ("traders", "inclusive"),
+            "metric": METRICS, "roles": ("traders", "inclusive"),
             "lia_mode": ("central", "p2p"), "attacker_placement": ("random", "last"),
             "thresholds": ipfl.MODES, "sampling": ("replacement", "epochs"),
             "cpl_pricing": ("equilibrium", "uniform", "weighted", "full")}
@@ -144,8 +151,9 @@ def add_parser(sub, full: bool = False) -> None:
                            action=_GivenFlag, help=text)
             continue
         typ = type(f.default) if isinstance(f.default, int | float) else str
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=typ, default=f.default,
-                       choices=choices.get(name), help=text, action=_Given)
+        p.add_argument(f"--{name.replace('_', '-')}", *ALIASES.get(name, ()), dest=name,
+                       type=typ, default=f.default, choices=choices.get(name), help=text,
+                       action=_Given)
     p.add_argument("--sequential", dest="lockstep", action="store_false",
                    default=cfg["lockstep"].default,
                    help="train clients one by one (the reference path) instead of in lockstep")
