@@ -118,3 +118,14 @@ def test_prove_certifies_an_exported_rule(tmp_path, capsys, monkeypatch):
     text = capsys.readouterr().out
     ir = [ln for ln in text.splitlines() if "individual_rationality" in ln]
     assert ir and "counterexample" in ir[-1]
+
+
+def test_lagrangian_method_from_the_cli(tmp_path):
+    out = tmp_path / "al"
+    assert main(["design", "--markets", "10", "--generations", "1", "--popsize", "2",
+                 "--features", "marginal", "cost", "--method", "lagrangian", "--stages", "2",
+                 "--heldout-markets", "10", "--frontier-size", "1", "--certify-examples", "0",
+                 "--quiet", "--out", str(out)]) == 0
+    doc = json.loads((out / "design.json").read_text())
+    assert [h["stage"] for h in doc["stages"]] == [1, 2]
+    assert doc["search"]["method"] == "lagrangian"

@@ -2,6 +2,7 @@
 checker's bulk clearing and can fail, goals read as stated, the search is seeded and
 resumable, designed rules load by file and by "module:function"."""
 
+import itertools
 import json
 import sys
 
@@ -341,3 +342,56 @@ def test_clipped_family_is_ir_and_balanced_by_construction():
     assert load_space(clipped.to_json()) == clipped
     with pytest.raises(DesignInputError, match="clip"):
         LinearSpace(balanced=False, clip=True)
+
+
+def test_lagrangian_value():
+    g = parse_goal("IR, budget balance, minimise max regret over K under")
+    s = {"max_rel_regret_K_under": 0.5, "ir_rate": 0.1, "ir_rel_violation": 0.1,
+         "mean_rel_imbalance": 0.0}
+    assert g.violations(s) == {"ir": pytest.approx(0.2), "budget_balance": 0.0}
+    # 0.5 + 3 x 0.2 + 10/2 x 0.2^2
+    assert g.lagrangian(s, {"ir": 3.0}, 10.0) == pytest.approx(0.5 + 0.6 + 0.2)
+    ok = {**s, "ir_rate": 0.0, "ir_rel_violation": 0.0}
+    assert g.lagrangian(ok, {"ir": 3.0}, 10.0) == g.objective(ok) == 0.5
+    with pytest.raises(DesignInputError, match="method"):
+        SearchConfig(method="annealing")
+    with pytest.raises(DesignInputError, match="rho_growth"):
+        SearchConfig(rho_growth=0.5)
+
+
+def test_lagrangian_search_updates_multipliers_and_resumes(tmp_path):
+    """Augmented-Lagrangian stages: lambda += rho g(best) after each stage, rho grows while
+    the violation does not fall to a quarter; the rule returned is the best feasible one of
+    every stage by the goal's own score; a search stopped in stage 2 resumes to the same
+    rule."""
+    space = LinearSpace(features=("marginal", "cost", "fee"),
+                        bounds={"marginal": (0, 1.5), "cost": (0, 2), "fee": (-5, 5)})
+    goal = parse_goal("IR, budget balance, minimise max regret over c K")
+    mk = draw_markets(16, seed=5)
+    cfg = SearchConfig(generations=1, popsize=2, seed=1, method="lagrangian", stages=3,
+                       rho=1.0)
+    r = design(space, goal, cfg, markets=mk)
+    hist = r.extra["stages"]
+    assert [h["stage"] for h in hist] == [1, 2, 3] and hist[0]["multipliers"] == {}
+    for a, b in itertools.pairwise(hist):
+        for k, v in a["violations"].items():
+            assert b["multipliers"][k] == pytest.approx(a["multipliers"].get(k, 0)
+                                                        + a["rho"] * v)
+    assert any(not f for f in r.archive["feasible"])  # the constraint was active
+    ok = r.archive[r.archive["feasible"]]
+    assert r.feasible and r.score == pytest.approx(ok["score"].min())
+    assert r.score == pytest.approx(goal.score(r.summary))
+    state = tmp_path / "s.json"
+    stops = []
+
+    def stop_in_stage_2(info):
+        if info["stage"] == 2:
+            stops.append(info)
+            raise _Interrupted
+
+    with pytest.raises(_Interrupted):
+        design(space, goal, cfg, markets=mk, state=state, progress=stop_in_stage_2)
+    assert stops and (tmp_path / "s.stage0.json").exists()
+    again = design(space, goal, cfg, markets=mk, state=state)
+    np.testing.assert_array_equal(again.theta, r.theta)
+    assert [h["multipliers"] for h in again.extra["stages"]] == [h["multipliers"] for h in hist]

@@ -47,6 +47,11 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--generations", type=int, default=20, help="differential evolution")
     p.add_argument("--popsize", type=int, default=5,
                    help="population = popsize x parameters (at least 5)")
+    p.add_argument("--method", choices=("feasibility", "lagrangian"), default="feasibility",
+                   help="constraints by Deb's feasibility rule, or by the augmented "
+                        "Lagrangian over --stages stages of --generations each")
+    p.add_argument("--stages", type=int, default=4,
+                   help="augmented Lagrangian: outer stages (multiplier updates)")
     p.add_argument("--state", type=Path, default=None,
                    help="resume from / write the search state to this JSON file")
     p.add_argument("--heldout-seed", type=int, default=None,
@@ -116,7 +121,7 @@ def run(args) -> int:
     space = _space(args)
     goal = parse_goal(args.goal)
     config = SearchConfig(markets=args.markets, seed=args.seed, generations=args.generations,
-                          popsize=args.popsize)
+                          popsize=args.popsize, method=args.method, stages=args.stages)
     heldout = args.seed + 1000 if args.heldout_seed is None else args.heldout_seed
     if heldout == args.seed:
         raise DesignInputError("--heldout-seed", f"is {heldout}, the training seed; held-out "
@@ -136,9 +141,11 @@ def run(args) -> int:
 
     with progress_reporter("design: generations", quiet=args.quiet,
                            every=args.progress_every) as bar:
+        total = args.generations * (args.stages if args.method == "lagrangian" else 1)
         result = design(space, goal, config, markets=markets, state=args.state,
                         progress=None if bar is None else
-                        (lambda info: bar(info["generation"], info["generations"])))
+                        (lambda info: bar(info["generation"] + args.generations
+                                          * (info.get("stage", 1) - 1), total)))
     rule_path = save_rule(out / "designed_rule.json", space, result.theta, name="designed",
                           extra={"goal": result.goal, "training": result.markets,
                                  "training_seed": args.seed if markets is None else None,
@@ -164,6 +171,7 @@ def run(args) -> int:
                   "training": result.markets, "heldout": test.source,
                   "heldout_seed": heldout, "corners": statements,
                   "generations": result.generations, "evaluations": result.evaluations,
+                  "stages": result.extra.get("stages"),
                   "search_seconds": result.seconds, "versions": versions()}
     write_frontier(table, out, provenance)
     import matplotlib

@@ -22,7 +22,9 @@ mean) regret, relative to the utility level (:mod:`sims.design.evaluate`). Const
 first (Deb's feasibility rule): an infeasible rule scores :data:`INFEASIBLE` plus ``penalty
 x`` its violations plus its objective, so every rule meeting the constraints on the
 training markets beats every rule that does not, and among infeasible rules the search is
-steered towards smaller violations.
+steered towards smaller violations. :meth:`Goal.lagrangian` is the other way to state the
+constraints (the augmented Lagrangian, :func:`sims.design.search.design` with
+``method="lagrangian"``): multipliers and a penalty weight raised stage by stage.
 """
 
 from __future__ import annotations
@@ -88,10 +90,24 @@ class Goal:
         """What the search minimises: the regret statistic (or, with a regret cap, the mean
         relative deficit); a rule breaking a constraint adds :data:`INFEASIBLE` and
         ``penalty`` x the sum of its violations."""
-        base = summary["mean_rel_deficit"] if self.regret_cap is not None \
-            else self.regret(summary)
+        base = self.objective(summary)
         bad = sum(self.violations(summary).values())
         return float(base + (INFEASIBLE + self.penalty * bad if bad > 0 else 0.0))
+
+    def objective(self, summary: dict) -> float:
+        """The quantity minimised under the constraints: the regret statistic, or with a
+        regret cap the mean relative deficit."""
+        return float(summary["mean_rel_deficit"] if self.regret_cap is not None
+                     else self.regret(summary))
+
+    def lagrangian(self, summary: dict, multipliers: dict, rho: float) -> float:
+        """The augmented Lagrangian of the goal: objective + sum_k lambda_k g_k + rho/2 sum_k
+        g_k^2, with g_k >= 0 the constraint violations (:meth:`violations`; 0 when met) and
+        ``multipliers`` lambda_k by constraint name (missing: 0)."""
+        g = self.violations(summary)
+        return float(self.objective(summary)
+                     + sum(multipliers.get(k, 0.0) * v for k, v in g.items())
+                     + 0.5 * rho * sum(v * v for v in g.values()))
 
     def feasible(self, summary: dict) -> bool:
         return not any(v > 0 for v in self.violations(summary).values())

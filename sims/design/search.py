@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,9 @@ from .errors import DesignInputError
 from .evaluate import Markets, draw_markets, evaluate
 from .objective import Goal
 
-__all__ = ["DesignResult", "SearchConfig", "design", "minimise"]
+__all__ = ["METHODS", "DesignResult", "SearchConfig", "design", "minimise"]
+
+METHODS = ("feasibility", "lagrangian")
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,14 @@ class SearchConfig:
     """markets: training markets drawn from the checker's distribution (ignored when you pass
     markets of your own); seed: of those markets and of the search; generations and popsize:
     differential evolution's (population = popsize x parameters, at least 5); mutation: the
-    range F is drawn from per trial; recombination: the crossover probability."""
+    range F is drawn from per trial; recombination: the crossover probability.
+
+    method: how the constraints enter. "feasibility": Deb's rule (:meth:`Goal.score`: every
+    rule meeting them beats every rule that does not). "lagrangian": the augmented Lagrangian
+    (:meth:`Goal.lagrangian`) over ``stages`` stages of ``generations`` generations each, the
+    population carried from stage to stage; after a stage, lambda_k += rho g_k(best) and rho
+    is multiplied by ``rho_growth`` unless the best's total violation fell below a quarter
+    of the previous stage's (the textbook update, Nocedal & Wright, Alg. 17.4)."""
 
     markets: int = 1000
     seed: int = 0
@@ -40,8 +49,23 @@ class SearchConfig:
     popsize: int = 5
     mutation: tuple = (0.5, 1.0)
     recombination: float = 0.7
+    method: str = "feasibility"
+    stages: int = 4
+    rho: float = 10.0
+    rho_growth: float = 10.0
 
     def __post_init__(self):
+        if self.method not in METHODS:
+            raise DesignInputError("method", f"is {self.method!r}; choose from {METHODS}")
+        if not (isinstance(self.stages, int) and not isinstance(self.stages, bool)
+                and self.stages >= 1):
+            raise DesignInputError("stages", f"is {self.stages!r}; must be an integer >= 1")
+        for name in ("rho", "rho_growth"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and 0 < v < float("inf")):
+                raise DesignInputError(name, f"is {v!r}; must be a finite number > 0")
+        if self.rho_growth < 1:
+            raise DesignInputError("rho_growth", f"is {self.rho_growth!r}; must be >= 1")
         for name in ("markets", "generations", "popsize"):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
@@ -128,24 +152,92 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
     evaluations, seconds). ``search``: options of the misreport search."""
     if markets is None:
         markets = draw_markets(config.markets, config.seed)
+    measured: dict = {}  # theta -> summary: a rule is cleared once, whatever it is scored by
 
+    def summary_of(theta):
+        k = tuple(np.asarray(theta, dtype=float).tolist())
+        if k not in measured:
+            ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search)
+            measured[k] = {"seconds": ev.seconds, "clearings": ev.clearings, **ev.summary}
+        return measured[k]
+
+    key = _state_key(space, goal, config, markets)
+    if config.method == "feasibility":
+        def measure(theta):
+            s = summary_of(theta)
+            return goal.score(s), goal.feasible(s), s
+
+        return minimise(space, measure, config, key=key, goal=goal.describe(),
+                        source=markets.source, state=state, progress=progress)
+    return _lagrangian(space, goal, config, summary_of, key, markets.source, state, progress)
+
+
+def _scored_by(goal, summary_of, multipliers: dict, rho: float) -> Callable:
+    """The measure of one stage: its rules scored by the augmented Lagrangian with these
+    (fixed) multipliers and penalty weight."""
     def measure(theta):
-        ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search)
-        return goal.score(ev.summary), goal.feasible(ev.summary), {
-            "seconds": ev.seconds, "clearings": ev.clearings, **ev.summary}
+        s = summary_of(theta)
+        return goal.lagrangian(s, multipliers, rho), goal.feasible(s), s
 
-    return minimise(space, measure, config, key=_state_key(space, goal, config, markets),
-                    goal=goal.describe(), source=markets.source, state=state,
-                    progress=progress)
+    return measure
+
+
+def _lagrangian(space, goal, config, summary_of, key, source, state, progress):
+    """The augmented-Lagrangian search (:class:`SearchConfig`, method "lagrangian"): one
+    :func:`minimise` per stage (its own state file ``<state>.stage<k>.json``, so a stopped
+    search resumes in the stage it stopped in), then the best FEASIBLE rule of all stages by
+    the goal's objective (else the last stage's best), scored by :meth:`Goal.score` as the
+    feasibility search scores it, with the stages' multipliers in ``extra["stages"]``."""
+    t0 = time.perf_counter()
+    lam: dict = {}
+    rho, previous, init = float(config.rho), None, None
+    results, history = [], []
+    for stage in range(config.stages):
+        measure = _scored_by(goal, summary_of, dict(lam), rho)
+        path = None if state is None else Path(state).with_suffix(f".stage{stage}.json")
+        r = minimise(space, measure, replace(config, seed=config.seed + stage),
+                     key={**key, "stage": stage, "multipliers": lam, "rho": rho},
+                     goal=goal.describe(), source=source, state=path, init=init,
+                     progress=None if progress is None else
+                     (lambda info, stage=stage: progress({**info, "stage": stage + 1,
+                                                         "stages": config.stages})))
+        g = goal.violations(r.summary)
+        total = float(sum(g.values()))
+        history.append({"stage": stage + 1, "multipliers": dict(lam), "rho": rho,
+                        "params": r.params, "objective": goal.objective(r.summary),
+                        "violations": g, "feasible": r.feasible})
+        for name, v in g.items():
+            lam[name] = lam.get(name, 0.0) + rho * v
+        if previous is not None and total > 0.25 * previous:
+            rho *= config.rho_growth
+        previous, init = total, r.extra["population"]
+        results.append(r.archive.assign(stage=stage + 1))
+    archive = pd.concat(results, ignore_index=True)
+    names = list(space.names)
+    archive["score"] = [goal.score(row) for row in archive.to_dict("records")]
+    ok = archive[archive["feasible"]]
+    pick = ok.loc[ok["score"].idxmin()] if len(ok) else \
+        archive[archive["stage"] == config.stages].sort_values("score").iloc[0]
+    theta = pick[names].to_numpy(dtype=float)
+    summary = {k: v for k, v in pick.items()
+               if k not in (*names, "score", "feasible", "stage", "seconds", "clearings")}
+    return DesignResult(theta, dict(zip(names, theta.tolist(), strict=True)),
+                        float(pick["score"]), bool(pick["feasible"]), summary, archive,
+                        config, space.to_json(), goal.describe(), source,
+                        config.stages * config.generations, len(archive),
+                        time.perf_counter() - t0, "stages", {"stages": history})
 
 
 def minimise(space, measure: Callable, config: SearchConfig, *, key: dict, goal: str,
              source: str, state: str | Path | None = None,
-             progress: Callable[[dict], None] | None = None) -> DesignResult:
+             progress: Callable[[dict], None] | None = None,
+             init: np.ndarray | None = None) -> DesignResult:
     """The search behind :func:`design` for any measure: ``measure(theta) -> (score,
     feasible, summary dict)``, minimised over ``space``'s bounds by differential evolution
     (seeded by ``config.seed``). ``key`` identifies the search in the state file (a state
-    written under another key is refused)."""
+    written under another key is refused). ``init``: the starting population (free
+    parameters; default: Latin hypercube with the space's named points). The final
+    population is ``extra["population"]``."""
     t0 = time.perf_counter()
     lo, hi = space.lower, space.upper
     free = hi > lo
@@ -211,17 +303,21 @@ def minimise(space, measure: Callable, config: SearchConfig, *, key: dict, goal:
     left = config.generations - done
     bounds = list(zip(lo[free], hi[free], strict=True))
     if left > 0:
-        init = population if population is not None else _initial(space, free, bounds,
-                                                                   config, rng)
+        if population is None:
+            population = init if init is not None else _initial(space, free, bounds,
+                                                                config, rng)
         res = differential_evolution(
-            objective, bounds, rng=rng, maxiter=left, popsize=config.popsize, init=init,
+            objective, bounds, rng=rng, maxiter=left, popsize=config.popsize,
+            init=population,
             strategy=_best1bin(config.mutation, config.recombination), polish=False,
             tol=0.0, atol=0.0, callback=callback, updating="immediate")
         best_x, best = res.x, float(res.fun)
+        final = np.asarray(res.population, dtype=float)
     else:
         stopped[0] = "resumed after the last generation"
         k = int(np.argmin(energies))
         best_x, best = population[k], float(energies[k])
+        final = population
     theta = full(np.asarray(best_x, dtype=float))
     archive = pd.DataFrame(rows)
     match = archive[archive["theta"].apply(lambda t: np.allclose(t, theta, rtol=0, atol=0))]
@@ -236,4 +332,5 @@ def minimise(space, measure: Callable, config: SearchConfig, *, key: dict, goal:
     summary.pop("clearings", None)
     return DesignResult(theta, dict(zip(space.names, theta.tolist(), strict=True)), best,
                         feasible, summary, archive, config, space.to_json(), goal, source,
-                        generation[0], len(rows), time.perf_counter() - t0, stopped[0])
+                        generation[0], len(rows), time.perf_counter() - t0, stopped[0],
+                        {"population": final})
