@@ -395,3 +395,26 @@ def test_lagrangian_search_updates_multipliers_and_resumes(tmp_path):
     again = design(space, goal, cfg, markets=mk, state=state)
     np.testing.assert_array_equal(again.theta, r.theta)
     assert [h["multipliers"] for h in again.extra["stages"]] == [h["multipliers"] for h in hist]
+
+
+def test_split_lines_are_ir_balanced_and_end_at_the_thresholds():
+    """Every point of the two split lines is IR and balanced on held-out markets; the price
+    split's ends are the two threshold rules: s = 1 is the paper's rule (its measures equal
+    the reference's on the same markets, c regret 0: Thm 2) and s = 0 has the buyer pay
+    its threshold price (no K regret found where the paper's rule pays); the cost split's
+    s = 0 end (seller paid its cost) pays overstating c (known bad for c)."""
+    from sims.design.frontier import line_table, split_points
+
+    mk = draw_markets(80, seed=21)
+    pts = split_points(3)
+    assert set(pts) == {f"{k} split s={s}" for k in ("cost", "price") for s in (0, 0.5, 1)}
+    space = LinearSpace(("marginal", "cost", "distance"), clip=True)
+    rules = {n: space.rule(space.point(**w), name=n) for n, w in pts.items()}
+    t = line_table(mk, rules, references={"paper": REFERENCES["paper"]}).set_index("rule")
+    fam = t[t["kind"] == "family"]
+    assert (fam["ir_rate"] == 0).all() and (fam["mean_balance"].abs() < 1e-9).all()
+    for col in ("max_regret_c", "max_regret_K", "mean_welfare"):
+        assert t.loc["price split s=1", col] == pytest.approx(t.loc["paper", col], abs=1e-9)
+    assert t.loc["paper", "max_regret_c"] == 0 < t.loc["paper", "max_regret_K"]
+    assert t.loc["price split s=0", "max_regret_K"] < t.loc["paper", "max_regret_K"]
+    assert t.loc["cost split s=0", "max_regret_c_over"] > 0

@@ -21,7 +21,8 @@ import pandas as pd
 from .evaluate import REFERENCES, Markets, evaluate
 from .objective import Goal
 
-__all__ = ["corner", "frontier_table", "pareto", "plot_frontier", "write_frontier"]
+__all__ = ["LINE_COMBOS", "corner", "frontier_table", "line_table", "pareto", "plot_frontier",
+           "plot_line", "split_points", "write_frontier"]
 
 _KEEP = ("worst_max_regret", "worst_max_rel_regret", "worst_mean_rel_regret", "ir_rate",
          "mean_balance", "mean_rel_deficit", "deficit_rate", "mean_welfare", "participation",
@@ -135,3 +136,88 @@ def write_frontier(table: pd.DataFrame, folder, provenance: dict) -> tuple[Path,
     from ..results import write_table
 
     return write_table(table, Path(folder) / "frontier.csv", provenance)
+
+
+# -- the regret line of the IR, budget-balanced family ------------------------------------
+
+LINE_COMBOS = (("c", "over"), ("c", "under"), ("K", "over"), ("K", "under"))
+
+
+def split_points(steps: int = 11) -> dict[str, dict]:
+    """Weights of the clipped family's two one-parameter lines, s = 0 .. 1 in ``steps``:
+    the COST split r_ij = c_j + s (marginal_ij - c_j) (s = 0: the seller is paid its cost;
+    s = 1: the buyer pays its whole marginal) and the PRICE split r_ij = P_ij + s
+    (r^paper_ij - P_ij) between the buyer's threshold price P_ij = c_j + lam (N_j/N_i) d_ij
+    (Eq. 10: the least marginal at which it still buys) and the seller's threshold, the
+    paper's remittance (Eq. 12: the largest cost at which it is still bought from). Each
+    is clipped to [c_j, marginal_ij], so every point is IR and budget balanced."""
+    out = {}
+    for s in np.linspace(0.0, 1.0, steps):
+        s = float(round(s, 10))
+        out[f"cost split s={s:g}"] = {"marginal": s, "cost": 1.0 - s}
+        out[f"price split s={s:g}"] = {"marginal": s, "cost": 1.0 - s,
+                                       "distance": 2.0 * s - 1.0}
+    return out
+
+
+def line_table(markets: Markets, rules: dict, *, references=REFERENCES,
+               search: dict | None = None, progress=None) -> pd.DataFrame:
+    """One row per rule (``rules``: name -> payment rule over arrays; then ``references``)
+    measured on ``markets`` for the c and K misreports both ways: the largest regret found
+    in c and in K (either direction), their maximum, IR rate, mean balance, deficit share
+    and mean relative deficit, welfare."""
+    jobs = [(n, "family", r) for n, r in rules.items()]
+    jobs += [(n, "reference", m) for n, m in references.items()]
+    rows = []
+    for k, (name, kind, mech) in enumerate(jobs):
+        s = evaluate(mech, markets, combos=LINE_COMBOS, search=search, name=name).summary
+        c = max(s["max_regret_c_over"], s["max_regret_c_under"])
+        K = max(s["max_regret_K_over"], s["max_regret_K_under"])
+        rows.append({"rule": name, "kind": kind, "max_regret_c": c, "max_regret_K": K,
+                     "max_regret_cK": max(c, K),
+                     **{f"max_regret_{d}_{w}": s[f"max_regret_{d}_{w}"]
+                        for d, w in LINE_COMBOS},
+                     "ir_rate": s["ir_rate"], "mean_balance": s["mean_balance"],
+                     "deficit_rate": s["deficit_rate"],
+                     "mean_rel_deficit": s["mean_rel_deficit"],
+                     "mean_welfare": s["mean_welfare"], "utility_level": s["utility_level"]})
+        if progress is not None:
+            progress(k + 1, len(jobs))
+    return pd.DataFrame(rows)
+
+
+def plot_line(table: pd.DataFrame, ax=None):
+    """Largest K regret against largest c regret: the two split lines of the clipped family
+    (IR and budget balanced), other family rules as dots, reference rules as squares
+    labelled with their IR breaks and deficits. Returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6.4, 4.6))
+    fam = table[table["kind"] == "family"]
+    for prefix, colour in (("cost split", "#4C72B0"), ("price split", "#55A868")):
+        line = fam[fam["rule"].str.startswith(prefix)]
+        ax.plot(line["max_regret_c"], line["max_regret_K"], "o-", ms=3, c=colour,
+                label=f"{prefix} s = 0..1 (IR, balanced)")
+    other = fam[~fam["rule"].str.contains("split")]
+    ax.scatter(other["max_regret_c"], other["max_regret_K"], marker="*", s=120, c="#8172B2",
+               zorder=3, label="searched (IR, balanced)")
+    for row in other.itertuples():
+        ax.annotate(row.rule, (row.max_regret_c, row.max_regret_K), textcoords="offset points",
+                    xytext=(5, -10), fontsize=8)
+    refs = table[table["kind"] == "reference"]
+    ax.scatter(refs["max_regret_c"], refs["max_regret_K"], marker="s", s=40, c="#C44E52",
+               zorder=3, label="reference rules")
+    for k, row in enumerate(refs.itertuples()):
+        notes = []
+        if row.deficit_rate > 0:
+            notes.append(f"deficit in {100 * row.deficit_rate:.0f}%")
+        if row.ir_rate > 0:
+            notes.append(f"IR broken in {100 * row.ir_rate:.0f}%")
+        label = row.rule + (f" ({', '.join(notes)})" if notes else "")
+        ax.annotate(label, (row.max_regret_c, row.max_regret_K), textcoords="offset points",
+                    xytext=(6, 12 - 11 * k), fontsize=8)  # staggered: rules may coincide
+    ax.set_xlabel("largest regret from misreporting c (either way)")
+    ax.set_ylabel("largest regret from misreporting K (either way)")
+    ax.legend(fontsize=7, loc="lower right")
+    return ax

@@ -1,0 +1,63 @@
+"""The regret line of the IR, budget-balanced payment rules: the largest K and c misreport
+regret of the clipped family's two one-parameter splits (sims.design.frontier.split_points),
+of designed rule files, and of the reference rules (paper, VCG, Shapley, cost-plus,
+share-all), all measured on the SAME held-out markets; writes a tidy CSV with a JSON sidecar
+and the figure of docs/reference-design.md.
+
+    python benchmarks/design_line.py --markets 2000 --seed 1000 \\
+        --rule results/design-clipped/designed_rule.json \\
+        --csv docs/design_line.csv --figure docs/img/design_line.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+from sims.design import LinearSpace, draw_markets, load_rule
+from sims.design.frontier import line_table, plot_line, split_points
+from sims.results import versions, write_table
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--markets", type=int, default=2000, help="held-out markets")
+    p.add_argument("--seed", type=int, default=1000, help="their seed (not a training seed)")
+    p.add_argument("--steps", type=int, default=11, help="points per split line")
+    p.add_argument("--rule", action="append", default=[], type=Path,
+                   help="a designed rule file (designed_rule.json) to place; repeatable")
+    p.add_argument("--csv", type=Path, default=Path("results/design_line.csv"))
+    p.add_argument("--figure", type=Path, default=Path("results/design_line.png"))
+    args = p.parse_args(argv)
+    t0, c0 = time.perf_counter(), time.process_time()
+    markets = draw_markets(args.markets, args.seed)
+    space = LinearSpace(("marginal", "cost", "distance"), clip=True)
+    rules = {name: space.rule(space.point(**w), name=name)
+             for name, w in split_points(args.steps).items()}
+    for path in args.rule:
+        rules[f"designed ({path.parent.name})"] = load_rule(path)
+    table = line_table(markets, rules, progress=lambda k, n: print(
+        f"{k}/{n} rules measured", file=sys.stderr, flush=True))
+    matplotlib.use("Agg")
+    ax = plot_line(table)
+    ax.set_title(f"{markets.size} held-out markets (seed {args.seed}), "
+                 f"m = {markets.sizes()[0]}..{markets.sizes()[1]}", fontsize=9)
+    ax.figure.tight_layout()
+    args.figure.parent.mkdir(parents=True, exist_ok=True)
+    ax.figure.savefig(args.figure, dpi=120)
+    write_table(table, args.csv, {
+        "command": "python benchmarks/design_line.py " + " ".join(argv or sys.argv[1:]),
+        "markets": markets.source, "rules": [str(r) for r in args.rule],
+        "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+        "versions": versions()})
+    cols = ["rule", "max_regret_c", "max_regret_K", "ir_rate", "mean_balance", "deficit_rate"]
+    print(table[cols].round(3).to_string(index=False))
+    print(f"wall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
