@@ -625,7 +625,7 @@ def _interior_b(g, q):
 
 def _cpl_se(kind, solve, g):
     eq = solve(g)
-    resid = np.max(np.abs(g.best_response(eq.prices) - eq.q) / eq.q, axis=1)
+    resid = np.max(np.abs(cpl.best_response(g, eq.prices) - eq.q) / eq.q, axis=1)
     slack_gap = np.max(np.abs(eq.q - g.q_max), axis=1)
     inner = _interior_b(g, eq.q)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -676,7 +676,7 @@ def _cpl_beats(floor_precondition):
         eq = solve(safe)
         # the bound the prices buy, recomputed from the best responses (as the scalar check)
         with np.errstate(invalid="ignore", divide="ignore"):
-            bound = safe.bound(safe.best_response(eq.prices))
+            bound = safe.bound(cpl.best_response(safe, eq.prices))
         bound = np.where(np.isfinite(eq.prices).all(axis=1), bound, np.nan)
         for shape in (np.ones_like(g.a), g.a):
             base = cpl.posted_pricing_batch(safe, shape)
@@ -697,7 +697,7 @@ def _cpl_budget(kind, solve, g):
     # the spend recomputed from the prices and the clients' best responses, for solvers too
     P = solve(g).prices if kind == "solver" else solve(g)
     with np.errstate(invalid="ignore"):
-        spent = np.sum(P * g.best_response(P), axis=1)
+        spent = np.sum(P * cpl.best_response(g, P), axis=1)
     return (_excess((spent - g.budget) / np.maximum(1.0, np.abs(g.budget)), 1e-9),
             np.ones(g.size, bool))
 

@@ -9,14 +9,22 @@ client utility U_n                          :func:`mechanisms.cpl.game.client_ut
 best response (cubic FOC)                   :func:`mechanisms.cpl.response.best_response`
 inverse price P(q) = 2 c q - v K / q^2      :func:`mechanisms.cpl.game.inverse_price`
 budget sum P q                              :func:`mechanisms.cpl.game.spend`
-KKT q(mu), Problem P1'                      :func:`mechanisms.cpl.equilibrium.q_of_mu`
-solvers                                     :func:`mechanisms.cpl.equilibrium.solve`
-many games at once (vectorised)             :func:`mechanisms.cpl.batch.solve_batch`
+aggregation weights a, normalised          :func:`mechanisms.cpl.game.normalised_weights`
+KKT q(mu), Problem P1'                      :func:`mechanisms.cpl.batch.q_of_mu`
+threshold v^t = 1/(3 lambda*)               :func:`mechanisms.cpl.batch.v_threshold`
+the Stackelberg solve (one or many games)   :func:`mechanisms.cpl.batch.solve_batch`
+solvers (one game)                          :func:`mechanisms.cpl.equilibrium.solve`
+what prices buy (one or many games)         :func:`mechanisms.cpl.batch.priced`
 baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
 budget-calibrated posted price              :func:`posted_pricing`
 posted price: least budget off the floor    :func:`mechanisms.cpl.batch.posted_floor_spend`
 any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`
 =========================================  ==============================================
+
+Every formula is written once over leading batch dimensions: it takes a :class:`Game` or a
+:class:`GameBatch` of B games, and the one-game functions (:func:`solve` with the
+``"bisection"`` method, :func:`posted_pricing`, :func:`apply_pricing`) run the batch code on
+a batch of one.
 
 A pricing rule is data: a function of the game returning the price vector. Evaluate yours
 with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted prices.
@@ -25,10 +33,11 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 from .aggregation import unbiased_aggregate
 from .batch import (
     BatchEquilibrium,
-    GameBatch,
     posted_floor_spend,
     posted_pricing_batch,
+    priced,
     solve_batch,
+    v_threshold,
 )
 from .equilibrium import (
     LINESEARCH_BUDGET_RTOL,
@@ -47,7 +56,16 @@ from .equilibrium import (
     uniform_pricing,
     weighted_pricing,
 )
-from .game import Game, bound, bound_coefficient, client_utilities, inverse_price, spend
+from .game import (
+    Game,
+    GameBatch,
+    bound,
+    bound_coefficient,
+    client_utilities,
+    inverse_price,
+    normalised_weights,
+    spend,
+)
 from .response import best_response, best_response_v0, unconstrained_response
 
 __all__ = [
@@ -69,9 +87,11 @@ __all__ = [
     "client_utilities",
     "gradient_pricing",
     "inverse_price",
+    "normalised_weights",
     "posted_floor_spend",
     "posted_pricing",
     "posted_pricing_batch",
+    "priced",
     "q_of_mu",
     "solve",
     "solve_batch",
@@ -80,5 +100,6 @@ __all__ = [
     "unbiased_aggregate",
     "unconstrained_response",
     "uniform_pricing",
+    "v_threshold",
     "weighted_pricing",
 ]

@@ -1,20 +1,23 @@
-"""Many CPL games at once: the Stackelberg equilibrium and the posted prices, vectorised.
+"""The Stackelberg equilibrium and the posted prices of CPL games, one or many at once.
 
-A :class:`GameBatch` holds B games with the same number of clients n as (B, n) arrays (the
-property checker draws games grouped by n). :func:`solve_batch` is the ``"bisection"``
-solver of :mod:`mechanisms.cpl.equilibrium` for all games at once: the spend S(mu) is
-nondecreasing in mu = 1/lambda, so mu* is bracketed between the point where every client
-sits at q_min and the one where every client sits at q_max and found by a safeguarded
-regula falsi (Illinois) on every game at once, then polished in the shifted variable
-d_n + s (d_n = mu - v_n) exactly as the scalar solver does. :func:`posted_pricing_batch`
-calibrates a posted price P = p * shape to the budget the same way. Both agree with the
-scalar functions to about 1e-9 relative (tests/test_cpl_batch.py).
+This is the one implementation: :func:`mechanisms.cpl.solve` (method ``"bisection"``) and
+:func:`mechanisms.cpl.posted_pricing` are the batch-of-one case of :func:`solve_batch` and
+:func:`posted_pricing_batch`, and every solver's outcome (prices, threshold, spend) is
+computed by :func:`outcome`. A :class:`~mechanisms.cpl.game.GameBatch` holds B games with the
+same number of clients n as (B, n) arrays (the property checker draws games grouped by n).
+
+:func:`solve_batch`: the spend S(mu) is nondecreasing in mu = 1/lambda, so mu* is bracketed
+between the point where every client sits at q_min and the one where every client sits at
+q_max and found by a safeguarded regula falsi (Illinois) on every game at once, then
+polished in the shifted variable d_n + s (d_n = mu - v_n), where d_n is exact.
+:func:`posted_pricing_batch` calibrates a posted price P = p * shape to the budget the same
+way.
 
 >>> import numpy as np
 >>> from mechanisms import cpl
 >>> g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 2, 3], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
 >>> eq = cpl.solve_batch(cpl.GameBatch.from_games([g, g.replace(budget=2.0)]))
->>> bool(np.allclose(eq.q[0], cpl.solve(g).q, rtol=1e-9))
+>>> bool(np.array_equal(eq.q[0], cpl.solve(g).q))
 True
 """
 
@@ -24,97 +27,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MarketInputError
-from .game import Game, bound_coefficient
-from .response import positive_root
+from ..errors import MarketInputError, as_real
+from .game import BudgetInfeasible, GameBatch, bound, inverse_price, per_game, spend
+from .response import best_response, best_response_v0
 
-__all__ = ["BatchEquilibrium", "GameBatch", "posted_floor_spend", "posted_pricing_batch",
-           "solve_batch"]
+__all__ = ["RESPONSES", "BatchEquilibrium", "GameBatch", "check_budget", "outcome",
+           "posted_floor_spend", "posted_pricing_batch", "priced", "q_of_mu", "solve_batch",
+           "solve_games", "v_threshold"]
 
 _EPS = np.finfo(float).eps
 
-
-@dataclass(frozen=True)
-class GameBatch:
-    """B CPL games with n clients each: ``a, G, c, v, q_max`` (B, n); ``budget, alpha, R,
-    q_min`` (B,); ``a`` normalised per game as :class:`mechanisms.cpl.Game` does. Build one
-    with :meth:`from_games` or from arrays (no further validation: the arrays must describe
-    valid games)."""
-
-    a: np.ndarray
-    G: np.ndarray
-    c: np.ndarray
-    v: np.ndarray
-    q_max: np.ndarray
-    budget: np.ndarray
-    alpha: np.ndarray
-    R: np.ndarray
-    q_min: np.ndarray
-
-    def __post_init__(self):
-        a = np.asarray(self.a, dtype=float)
-        total = a.sum(axis=-1, keepdims=True)
-        a = np.where(np.isclose(total, 1.0, rtol=1e-12, atol=0), a, a / total)  # as Game
-        object.__setattr__(self, "a", a)
-
-    @classmethod
-    def from_games(cls, games) -> GameBatch:
-        games = list(games)
-        if not games or not all(isinstance(g, Game) for g in games):
-            raise MarketInputError("games", "must be a non-empty sequence of cpl.Game")
-        n = {g.n for g in games}
-        if len(n) != 1:
-            raise MarketInputError("games", f"must all have the same number of clients; got "
-                                            f"{sorted(n)}")
-        def rows(name):
-            return np.array([np.broadcast_to(getattr(g, name), (g.n,)) for g in games],
-                            dtype=float)
-
-        def col(name):
-            return np.array([float(getattr(g, name)) for g in games])
-
-        return cls(rows("a"), rows("G"), rows("c"), rows("v"), rows("q_max"), col("budget"),
-                   col("alpha"), col("R"), col("q_min"))
-
-    @property
-    def size(self) -> int:
-        return self.a.shape[0]
-
-    @property
-    def n(self) -> int:
-        return self.a.shape[1]
-
-    @property
-    def K(self) -> np.ndarray:
-        return bound_coefficient(self.alpha[:, None], self.a, self.G, self.R[:, None])
-
-    def game(self, k: int) -> Game:
-        return Game(a=self.a[k], G=self.G[k], c=self.c[k], v=self.v[k],
-                    budget=float(self.budget[k]), alpha=float(self.alpha[k]),
-                    R=float(self.R[k]), q_min=float(self.q_min[k]), q_max=self.q_max[k])
-
-    def spend(self, q) -> np.ndarray:
-        """sum_n P_n(q_n) q_n per game (:func:`mechanisms.cpl.game.spend`)."""
-        return np.sum(2.0 * self.c * q**2 - self.v * self.K / q, axis=-1)
-
-    def bound(self, q) -> np.ndarray:
-        """sum_n K_n (1 - q_n) / q_n per game (:func:`mechanisms.cpl.game.bound`)."""
-        return np.sum(self.K * (1.0 - q) / q, axis=-1)
-
-    def inverse_price(self, q) -> np.ndarray:
-        return 2.0 * self.c * q - self.v * self.K / q**2
-
-    def best_response(self, prices) -> np.ndarray:
-        """(B, n) q_n(P_n) (:func:`mechanisms.cpl.response.best_response`)."""
-        q = positive_root(prices, self.c, self.v * self.K)
-        return np.clip(q, self.q_min[:, None], self.q_max)
+RESPONSES = {"exact": best_response, "v0": best_response_v0}
 
 
 @dataclass(frozen=True)
 class BatchEquilibrium:
-    """Per game: ``q``, ``prices`` (B, n); ``multiplier`` lambda* (0 when slack),
-    ``v_threshold`` = 1/(3 lambda*) (inf when slack), ``slack`` (the budget does not bind),
-    ``objective``, ``spent``, ``budget_residual`` = |spent - B| / max(|B|, 1) (B,)."""
+    """Per game: ``q``, ``prices`` (B, n); ``multiplier`` lambda* (0 when slack or
+    degenerate), ``v_threshold`` = 1/(3 lambda*) (inf when lambda* = 0), ``slack`` (the
+    budget does not bind), ``degenerate`` (every K_n = 0: the floor q_min is bought),
+    ``objective``, ``spent``, ``budget_residual`` = |spent - B| / max(|B|, 1) (B,);
+    ``scale``: a posted price's p (B,), None for an equilibrium."""
 
     q: np.ndarray
     prices: np.ndarray
@@ -124,12 +56,81 @@ class BatchEquilibrium:
     objective: np.ndarray
     spent: np.ndarray
     budget_residual: np.ndarray
+    degenerate: np.ndarray
+    scale: np.ndarray | None = None
 
 
-def _root(f, lo, hi, flo, fhi, *, max_iter: int = 400):
+def v_threshold(multiplier):
+    """The price-sign threshold v^t = 1/(3 lambda*) (inf where lambda* = 0: slack budget),
+    elementwise."""
+    lam = np.asarray(multiplier, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(lam == 0, np.inf, 1.0 / (3.0 * lam))
+
+
+def _kkt_q(games, d):
+    """clip(cbrt(K (d)_+ / (4c)), q_min, q_max) with d_n = mu - v_n (+ a shift)."""
+    return np.clip(np.cbrt(games.K / (4.0 * games.c) * np.maximum(d, 0.0)),
+                   per_game(games.q_min), games.q_max)
+
+
+def q_of_mu(game, mu) -> np.ndarray:
+    """KKT participation for mu = 1/lambda: clip(cbrt(K (mu - v)_+ / (4c)), q_min, q_max).
+    A :class:`~mechanisms.cpl.Game` and a float, or a GameBatch and one mu per game."""
+    return _kkt_q(game, per_game(mu) - game.v)
+
+
+def check_budget(games, *, name_games: bool = True) -> np.ndarray:
+    """The spend at q_max per game; :class:`~mechanisms.cpl.BudgetInfeasible` naming the
+    first game (``name_games``) whose budget is below the spend at the q_min floor."""
+    low = np.atleast_1d(spend(games, np.broadcast_to(per_game(games.q_min),
+                                                     np.shape(games.q_max))))
+    budget = np.atleast_1d(games.budget)
+    bad = low > budget
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        where = f"game {k}: " if name_games else ""
+        raise BudgetInfeasible("budget", f"{where}is {budget[k]!r}, but even q = q_min for "
+                                         f"every client spends {low[k]:.6g}; raise the "
+                                         "budget or lower q_min")
+    return np.atleast_1d(spend(games, games.q_max))
+
+
+def outcome(games: GameBatch, q, multiplier, *, slack, degenerate) -> BatchEquilibrium:
+    """What participation ``q`` (B, n) costs and buys per game: the prices that induce it
+    (the inverse price), the threshold of ``multiplier``, the spend, the bound."""
+    q = np.asarray(q, dtype=np.float64)
+    return _result(games, inverse_price(games, q), q, multiplier, slack, degenerate)
+
+
+def priced(games: GameBatch, prices, *, responses: str = "exact") -> BatchEquilibrium:
+    """What prices (B, n) buy per game: the clients' best responses (``responses``: "exact",
+    or "v0", the authors' response as if v = 0), the spend, the bound; ``multiplier`` and
+    ``v_threshold`` NaN (not an equilibrium)."""
+    if responses not in RESPONSES:
+        raise MarketInputError("responses", f"unknown {responses!r}; choose one of "
+                                            f"{tuple(RESPONSES)}")
+    P = np.asarray(prices, dtype=np.float64)
+    none = np.zeros(np.shape(games.budget), bool)
+    return _result(games, P, RESPONSES[responses](games, P), np.full(none.shape, np.nan),
+                   none, none)
+
+
+def _result(games, P, q, multiplier, slack, degenerate, scale=None) -> BatchEquilibrium:
+    spent = np.sum(P * q, axis=-1)
+    return BatchEquilibrium(
+        q=q, prices=P, multiplier=np.asarray(multiplier, dtype=np.float64),
+        v_threshold=v_threshold(multiplier), slack=np.asarray(slack, bool),
+        objective=bound(games, q), spent=spent,
+        budget_residual=np.abs(spent - games.budget) / np.maximum(np.abs(games.budget), 1.0),
+        degenerate=np.asarray(degenerate, bool), scale=scale)
+
+
+def _root(f, lo, hi, flo, fhi, *, xtol: float = 0.0, max_iter: int = 400):
     """Roots of nondecreasing f on [lo, hi] (f(lo) <= 0 <= f(hi)), all rows at once:
     Illinois regula falsi, a bisection step whenever it stalls; stops when the bracket is a
-    few ulps wide or f hits 0. Returns the final bracket (lo, hi) and a point x in it."""
+    few ulps (or ``xtol``) wide or f hits 0. Returns the final bracket (lo, hi) and a point
+    x in it."""
     lo, hi, flo, fhi = (np.array(x, dtype=float) for x in (lo, hi, flo, fhi))
     side = np.zeros(lo.shape, dtype=int)  # which end moved last (Illinois halving)
     x = lo.copy()
@@ -155,55 +156,55 @@ def _root(f, lo, hi, flo, fhi, *, max_iter: int = 400):
         lo = np.where(below, t, lo)
         hi = np.where(above, t, hi)
         x = np.where(todo, t, x)
-        done = hit | (hi - lo <= 4 * _EPS * np.maximum(np.abs(lo), np.abs(hi)))
+        done = hit | (hi - lo <= np.maximum(xtol, 4 * _EPS * np.maximum(np.abs(lo),
+                                                                 np.abs(hi))))
         x = np.where(done & ~hit & todo, 0.5 * (lo + hi), x)
         todo &= ~done
     return lo, hi, x
 
 
-def solve_batch(games: GameBatch) -> BatchEquilibrium:
-    """The Stackelberg equilibrium of every game (the ``"bisection"`` solver, vectorised).
 
-    Raises :class:`mechanisms.cpl.BudgetInfeasible` naming the first game whose budget is
-    below the q_min spend."""
-    from .equilibrium import BudgetInfeasible
+def solve_batch(games: GameBatch, *, xtol: float = 0.0) -> BatchEquilibrium:
+    """The Stackelberg equilibrium of every game (the ``"bisection"`` solver).
 
-    B, n = games.size, games.n
-    K, c, v, q_min, q_max = games.K, games.c, games.v, games.q_min[:, None], games.q_max
-    floor = np.broadcast_to(q_min, (B, n))
-    low = games.spend(floor)
-    bad = low > games.budget
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise BudgetInfeasible("budget", f"game {k}: {games.budget[k]!r} is below the q_min "
-                                         f"spend {low[k]:.6g}")
-    top = games.spend(q_max)
-    slack = top <= games.budget
+    ``xtol``: an absolute tolerance on mu = 1/lambda (default 0: to a few ulps). A game whose
+    K_n are all 0 is degenerate: the bound is 0 whatever q is, and the floor q_min (the least
+    spend) is bought. Raises :class:`mechanisms.cpl.BudgetInfeasible` naming the first game
+    whose budget is below the q_min spend."""
+    return solve_games(games, xtol=xtol, name_games=True)
+
+
+def solve_games(games: GameBatch, *, xtol: float = 0.0, name_games: bool = True
+                ) -> BatchEquilibrium:
+    """:func:`solve_batch`; ``name_games=False`` leaves the game's index out of the
+    infeasible-budget message (one game: :func:`mechanisms.cpl.solve`)."""
+    xtol = as_real("xtol", xtol, lo=0)
+    top = check_budget(games, name_games=name_games)
+    K, c, v, q_min, q_max = games.K, games.c, games.v, per_game(games.q_min), games.q_max
     pos = K > 0
-    mu_lo = np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), axis=1)
-    mu_hi = np.max(np.where(pos, v + 4.0 * c * q_max**3 / K, -np.inf), axis=1)
-    K4c = K / (4.0 * c)
-
-    def q_at(mu):
-        return np.clip(np.cbrt(K4c * np.maximum(mu[:, None] - v, 0.0)), q_min, q_max)
+    degenerate = ~pos.any(axis=-1)
+    slack = ~degenerate & (top <= games.budget)
+    binding = ~(slack | degenerate)
+    low = spend(games, np.broadcast_to(q_min, q_max.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):  # K = 0 clients are masked
+        mu_lo = np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), axis=-1)
+        mu_hi = np.max(np.where(pos, v + 4.0 * c * q_max**3 / K, -np.inf), axis=-1)
 
     def excess(mu):
-        return games.spend(q_at(mu)) - games.budget
+        return spend(games, q_of_mu(games, mu)) - games.budget
 
-    binding = ~slack
     lo = np.where(binding, mu_lo, 0.0)
     hi = np.where(binding, mu_hi, 1.0)
     flo = np.where(binding, low - games.budget, -1.0)
     fhi = np.where(binding, top - games.budget, 1.0)
-    lo, hi, mu = _root(excess, lo, hi, flo, fhi)
-    # polish in the shifted variable s: q_n = cbrt(K4c (d_n + s)) with d_n = mu - v_n exact
-    d = mu[:, None] - v
-
-    def q_of(s):
-        return np.clip(np.cbrt(K4c * np.maximum(d + s[:, None], 0.0)), q_min, q_max)
+    lo, hi, mu = _root(excess, lo, hi, flo, fhi, xtol=xtol)
+    # polish in the shifted variable s: q_n = cbrt(K (d_n + s) / 4c) with d_n = mu - v_n
+    # exact (a client with v_n near mu* has q_n ~ cbrt(mu - v_n), which the original
+    # variable resolves only to eps * mu)
+    d = per_game(mu) - v
 
     def excess_s(s):
-        return games.spend(q_of(s)) - games.budget
+        return spend(games, _kkt_q(games, d + per_game(s))) - games.budget
 
     width = 64 * _EPS * np.abs(mu)
     s_lo, s_hi = -width, width
@@ -216,23 +217,21 @@ def solve_batch(games: GameBatch) -> BatchEquilibrium:
     f_lo, f_hi = excess_s(s_lo), excess_s(s_hi)
     _, _, s = _root(excess_s, s_lo, s_hi, np.where(binding, f_lo, -1.0),
                     np.where(binding, f_hi, 1.0))
-    q = np.where(binding[:, None], q_of(s), q_max)
-    mu = np.where(binding, mu + s, np.inf)
-    multiplier = np.where(binding, 1.0 / mu, 0.0)
+    q = np.where(per_game(binding), _kkt_q(games, d + per_game(s)),
+                 np.where(per_game(degenerate), np.broadcast_to(q_min, q_max.shape), q_max))
     with np.errstate(divide="ignore"):
-        v_t = np.where(binding, 1.0 / (3.0 * multiplier), np.inf)
-    P = games.inverse_price(q)
-    spent = np.sum(P * q, axis=1)
-    return BatchEquilibrium(q=q, prices=P, multiplier=multiplier, v_threshold=v_t,
-                            slack=slack, objective=games.bound(q), spent=spent,
-                            budget_residual=np.abs(spent - games.budget)
-                            / np.maximum(np.abs(games.budget), 1.0))
+        multiplier = np.where(binding, 1.0 / (mu + s), 0.0)
+    return outcome(games, q, multiplier, slack=slack, degenerate=degenerate)
 
 
-def posted_pricing_batch(games: GameBatch, shape) -> BatchEquilibrium:
-    """P = p * shape per game, p > 0 calibrated so the clients' exact best responses spend
-    the budget (:func:`mechanisms.cpl.posted_pricing`, vectorised); needs every B > 0.
-    ``multiplier`` is NaN and ``v_threshold`` NaN (not an equilibrium)."""
+def posted_pricing_batch(games: GameBatch, shape, *, responses: str = "exact"
+                         ) -> BatchEquilibrium:
+    """P = p * shape per game, p > 0 calibrated so the clients' best responses spend the
+    budget (``responses``: "exact", or "v0", the authors' response as if v = 0; one game:
+    :func:`mechanisms.cpl.posted_pricing`); needs every B > 0. ``multiplier`` and
+    ``v_threshold`` are NaN (not an equilibrium); ``scale`` is p."""
+    priced(games, np.zeros((games.size, games.n)), responses=responses)  # checks the name
+    respond = RESPONSES[responses]
     shape = np.broadcast_to(np.asarray(shape, dtype=float), (games.size, games.n))
     if (games.budget <= 0).any():
         k = int(np.flatnonzero(games.budget <= 0)[0])
@@ -242,8 +241,8 @@ def posted_pricing_batch(games: GameBatch, shape) -> BatchEquilibrium:
         raise MarketInputError("shape", "must be finite values >= 0, not all 0 in a game")
 
     def excess(p):
-        P = p[:, None] * shape
-        return np.sum(P * games.best_response(P), axis=1) - games.budget
+        P = per_game(p) * shape
+        return np.sum(P * respond(games, P), axis=-1) - games.budget
 
     hi = np.ones(games.size)
     f_hi = excess(hi)
@@ -255,14 +254,8 @@ def posted_pricing_batch(games: GameBatch, shape) -> BatchEquilibrium:
         f_hi = np.where(short, excess(hi), f_hi)
     lo = np.zeros(games.size)
     _, _, p = _root(excess, lo, hi, excess(lo), f_hi)
-    P = p[:, None] * shape
-    q = games.best_response(P)
-    spent = np.sum(P * q, axis=1)
-    nan = np.full(games.size, np.nan)
-    return BatchEquilibrium(q=q, prices=P, multiplier=nan, v_threshold=nan,
-                            slack=np.zeros(games.size, bool), objective=games.bound(q),
-                            spent=spent, budget_residual=np.abs(spent - games.budget)
-                            / np.maximum(np.abs(games.budget), 1.0))
+    out = priced(games, per_game(p) * shape, responses=responses)
+    return BatchEquilibrium(**{**out.__dict__, "scale": p})
 
 
 def posted_floor_spend(games: GameBatch, shape, level=None) -> np.ndarray:
@@ -286,5 +279,5 @@ def posted_floor_spend(games: GameBatch, shape, level=None) -> np.ndarray:
     p = np.max(per, axis=1)
     with np.errstate(invalid="ignore"):
         P = p[:, None] * shape
-        return np.where(np.isfinite(p), np.sum(P * games.best_response(np.where(
+        return np.where(np.isfinite(p), np.sum(P * best_response(games, np.where(
             np.isfinite(P), P, 0.0)), axis=1), np.inf)

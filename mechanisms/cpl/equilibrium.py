@@ -6,8 +6,9 @@ It is convex in y = 1/q. KKT, with mu = 1/lambda:  q_n(mu) = clip(cbrt(K_n (mu -
 
 Three solvers, all returning :class:`Equilibrium`:
 
-* ``"bisection"`` (default): the spend S(mu) is nondecreasing; Brent's method on S(mu) = B,
-  O(N) per step.
+* ``"bisection"`` (default): the spend S(mu) is nondecreasing; a safeguarded regula falsi on
+  S(mu) = B, O(N) per step: :func:`mechanisms.cpl.solve_batch` on a batch of one game (one
+  implementation for one game and for many).
 * ``"cvxpy"``: P1' in y, one convex solve (a cross-check).
 * ``"cvxpy-linesearch"``: the paper's method, written correctly in y: for each M on a grid,
   min sum K (y - 1) s.t. sum c / y^2 <= M, sum v K y >= 2M - B, box on y; M is a cvxpy
@@ -20,7 +21,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import brentq
 
 from ..errors import (
     MarketInputError,
@@ -31,8 +31,17 @@ from ..errors import (
     as_real,
 )
 from ..lookup import call_rule, lookup
-from .game import Game, bound, check_game, client_utilities, inverse_price, spend
-from .response import best_response, best_response_v0
+from .batch import (
+    RESPONSES,
+    BatchEquilibrium,
+    check_budget,
+    outcome,
+    posted_pricing_batch,
+    priced,
+    q_of_mu,
+    solve_games,
+)
+from .game import BudgetInfeasible, Game, GameBatch, check_game, client_utilities, spend
 
 __all__ = [
     "LINESEARCH_BUDGET_RTOL",
@@ -53,10 +62,6 @@ __all__ = [
 ]
 
 METHODS = ("bisection", "cvxpy", "cvxpy-linesearch")
-
-
-class BudgetInfeasible(MarketInputError):
-    """Even q = q_min for everyone overspends the budget."""
 
 
 def _ro(a):
@@ -99,13 +104,6 @@ class Equilibrium:
         return int((self.prices < 0).sum())
 
 
-def q_of_mu(game: Game, mu: float) -> np.ndarray:
-    """KKT participation for mu = 1/lambda: clip(cbrt(K (mu - v)_+ / (4c)), q_min, q_max)."""
-    K = game.K
-    raw = np.cbrt(K * np.maximum(mu - game.v, 0.0) / (4.0 * game.c))
-    return np.clip(raw, game.q_min, game.q_max)
-
-
 def _kkt_residual(game: Game, q: np.ndarray, mu: float) -> float | None:
     interior = (q > game.q_min * (1 + 1e-9)) & (q < game.q_max * (1 - 1e-9)) & (game.K > 0)
     if not interior.any() or not np.isfinite(mu):
@@ -114,12 +112,17 @@ def _kkt_residual(game: Game, q: np.ndarray, mu: float) -> float | None:
     return float(np.max(np.abs(gap)) / abs(mu))
 
 
-def _finish(game, method, status, q, mu, t0, solver=None, info=None, multiplier=None):
-    P = inverse_price(game, q)
-    if multiplier is None:
-        multiplier = 0.0 if not np.isfinite(mu) else 1.0 / mu
-    v_t = np.inf if multiplier == 0 else 1.0 / (3.0 * multiplier)
-    spent = float(np.sum(P * q))
+def _one(game: Game) -> GameBatch:
+    return GameBatch.from_games([game])
+
+
+def _equilibrium(game: Game, method: str, status: str, out: BatchEquilibrium, t0,
+                 solver=None, info=None) -> Equilibrium:
+    """Game 0 of a batch-of-one outcome as an :class:`Equilibrium`."""
+    q, P = out.q[0], out.prices[0]
+    multiplier = float(out.multiplier[0])
+    equilibrium = not np.isnan(multiplier)
+    mu = (np.inf if multiplier == 0 else 1.0 / multiplier) if equilibrium else None
     return Equilibrium(
         method=method,
         status=status,
@@ -127,28 +130,31 @@ def _finish(game, method, status, q, mu, t0, solver=None, info=None, multiplier=
         prices=_ro(P),
         payments=_ro(P * q),
         utilities=_ro(client_utilities(game, P, q)),
-        objective=bound(game, q),
-        spent=spent,
+        objective=float(out.objective[0]),
+        spent=float(out.spent[0]),
         budget=game.budget,
-        multiplier=float(multiplier),
-        v_threshold=float(v_t),
-        kkt_residual=_kkt_residual(game, q, mu),
-        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
+        multiplier=multiplier if equilibrium else None,
+        v_threshold=float(out.v_threshold[0]) if equilibrium else None,
+        kkt_residual=_kkt_residual(game, q, mu) if equilibrium else None,
+        budget_residual=float(out.budget_residual[0]),
         seconds=time.perf_counter() - t0,
         solver=solver,
         info=info or {},
     )
 
 
+def _finish(game, method, status, q, mu, t0, solver=None, info=None, multiplier=None):
+    """An outcome of the cvxpy solvers: participation ``q`` and mu = 1/lambda (or the
+    solver's ``multiplier``), priced and totalled by :func:`mechanisms.cpl.batch.outcome`."""
+    if multiplier is None:
+        multiplier = 0.0 if not np.isfinite(mu) else 1.0 / mu
+    out = outcome(_one(game), np.asarray(q, dtype=np.float64)[None], [multiplier],
+                  slack=[status == "slack"], degenerate=[False])
+    return _equilibrium(game, method, status, out, t0, solver, info)
+
+
 def _check_feasible(game: Game):
-    lo = spend(game, np.full(game.n, game.q_min))
-    if lo > game.budget:
-        raise BudgetInfeasible(
-            "budget",
-            f"is {game.budget!r}, but even q = q_min for every client spends {lo:.6g}; "
-            "raise the budget or lower q_min",
-        )
-    return spend(game, game.q_max)
+    return float(check_budget(_one(game), name_games=False)[0])
 
 
 OPTIONS = {"bisection": ("xtol",), "cvxpy": ("solver",),
@@ -175,66 +181,20 @@ def spend_scale(game: Game, q) -> float:
     return float(np.sum(2.0 * game.c * q**2 + game.v * game.K / q))
 
 
-def _degenerate(game: Game, method: str):
-    """Every K_n = 0 (G = 0, or a^2 G^2 underflowing): the bound is 0 whatever q is, so
-    every feasible q is optimal; the server buys the floor q_min (the least it can spend)."""
+def _bisection(game: Game, xtol: float = 0.0, method: str = "bisection"):
+    """:func:`mechanisms.cpl.solve_batch` on the batch of one game. Every K_n = 0 (G = 0,
+    or a^2 G^2 underflowing): the bound is 0 whatever q is, so every feasible q is optimal;
+    the server buys the floor q_min (the least it can spend), whatever the ``method``."""
     t0 = time.perf_counter()
-    _check_feasible(game)
-    return _finish(game, method, "degenerate", np.full(game.n, game.q_min), np.inf, t0,
-                   info={"reason": "every K_n = alpha a_n^2 G_n^2 / R is 0"})
-
-
-def _bisection(game: Game, xtol: float = 0.0):
-    xtol = as_real("xtol", xtol, lo=0)
-    t0 = time.perf_counter()
-    top = _check_feasible(game)
-    if top <= game.budget:
-        return _finish(game, "bisection", "slack", game.q_max.copy(), np.inf, t0)
-    K, c, v = game.K, game.c, game.v
-    pos = K > 0
-    # below mu_lo every client sits at q_min, above mu_hi at q_max
-    mu_lo = float(np.min(v[pos] + 4.0 * c[pos] * game.q_min**3 / K[pos]))
-    mu_hi = float(np.max(v[pos] + 4.0 * c[pos] * game.q_max[pos] ** 3 / K[pos]))
-
-    def excess(mu):
-        return spend(game, q_of_mu(game, mu)) - game.budget
-
-    mu, res = brentq(excess, mu_lo, mu_hi, xtol=xtol or 1e-300, rtol=4 * np.finfo(float).eps,
-                     maxiter=500, full_output=True)
-    q, shift = _polish(game, mu)
-    return _finish(game, "bisection", "optimal", q, mu + shift, t0, solver="brentq",
-                   info={"iterations": res.iterations, "mu": mu + shift})
-
-
-def _polish(game: Game, mu: float):
-    """Refine mu* in a shifted variable: q_n = cbrt(K_n (d_n + s)/(4 c_n)) with d_n = mu - v_n.
-
-    A client with v_n close to mu* has q_n ~ cbrt(mu - v_n), and mu - v_n is only resolved to
-    eps * mu in the original variable; d_n is exact there (Sterbenz), so solving for the small
-    shift s restores the budget to rounding of the spend itself.
-    """
-    d = mu - game.v
-    K4c = game.K / (4.0 * game.c)
-
-    def q_of(s):
-        return np.clip(np.cbrt(K4c * np.maximum(d + s, 0.0)), game.q_min, game.q_max)
-
-    def excess(s):
-        return spend(game, q_of(s)) - game.budget
-
-    width = 64 * np.finfo(float).eps * abs(mu)
-    lo, hi = -width, width
-    for _ in range(60):
-        if excess(lo) <= 0 <= excess(hi):
-            break
-        lo, hi = 2 * lo, 2 * hi
-    else:  # pragma: no cover - brentq already bracketed the root within a few ulps
-        return q_of_mu(game, mu), 0.0
-    if excess(lo) == 0 or excess(hi) == 0:
-        s = lo if excess(lo) == 0 else hi
-    else:
-        s = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200)
-    return q_of(s), float(s)
+    out = solve_games(_one(game), xtol=xtol, name_games=False)
+    if out.degenerate[0]:
+        return _equilibrium(game, method, "degenerate", out, t0,
+                            info={"reason": "every K_n = alpha a_n^2 G_n^2 / R is 0"})
+    if out.slack[0]:
+        return _equilibrium(game, method, "slack", out, t0)
+    mu = 1.0 / float(out.multiplier[0])
+    return _equilibrium(game, method, "optimal", out, t0, solver="illinois",
+                        info={"mu": mu})
 
 
 def _scale(game: Game) -> float:
@@ -413,7 +373,7 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
     """
     check_solve(game, method, **options)
     if not (game.K > 0).any():
-        return _degenerate(game, method)
+        return _bisection(game, method=method)
     if method == "bisection":
         return _bisection(game, **options)
     if method == "cvxpy":
@@ -421,9 +381,6 @@ def solve(game: Game, method: str = "bisection", **options) -> Equilibrium:
     if method == "cvxpy-linesearch":
         return _linesearch(game, **options)
     raise MarketInputError("method", f"unknown method {method!r}; choose one of {METHODS}")
-
-
-RESPONSES = ("exact", "v0")
 
 
 def posted_pricing(game: Game, shape, *, responses: str = "exact",
@@ -444,36 +401,20 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
     """
     check_game(game)
     if responses not in RESPONSES:
-        raise MarketInputError("responses", f"unknown {responses!r}; choose one of {RESPONSES}")
+        raise MarketInputError("responses", f"unknown {responses!r}; choose one of "
+                                            f"{tuple(RESPONSES)}")
     shape = as_floats("shape", shape)
     if shape.shape != (game.n,) or not np.isfinite(shape).all() or (shape < 0).any() \
             or not (shape > 0).any():
         raise MarketInputError("shape", f"must be {game.n} finite values >= 0, not all 0; "
                                         f"got {shape!r}")
-    t0 = time.perf_counter()
-    respond = best_response if responses == "exact" else best_response_v0
-
-    def excess(p):
-        P = p * shape
-        return float(np.sum(P * respond(game, P))) - game.budget
-
     if game.budget <= 0:
         raise MarketInputError("budget", f"is {game.budget!r}; a {name} price needs B > 0")
-    hi = 1.0
-    while excess(hi) < 0:
-        hi *= 2.0
-    p = brentq(excess, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    P = p * shape
-    q = respond(game, P)
-    spent = float(np.sum(P * q))
-    return Equilibrium(
-        method=name, status="optimal", q=_ro(q), prices=_ro(P), payments=_ro(P * q),
-        utilities=_ro(client_utilities(game, P, q)), objective=bound(game, q), spent=spent,
-        budget=game.budget, multiplier=None, v_threshold=None, kkt_residual=None,
-        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
-        seconds=time.perf_counter() - t0, solver="brentq",
-        info={"p": p, "responses": responses},
-    )
+    t0 = time.perf_counter()
+    out = posted_pricing_batch(_one(game), shape[None], responses=responses)
+    p = float(out.scale[0])
+    return _equilibrium(game, name, "optimal", out, t0, solver="illinois",
+                        info={"p": p, "responses": responses})
 
 
 def uniform_pricing(game: Game, responses: str = "exact") -> Equilibrium:
@@ -532,17 +473,10 @@ def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
                                           f"({game.n},)")
     if not np.isfinite(P).all():
         raise MarketInputError("pricing", f"{label} returned NaN or inf; prices must be finite")
-    q = best_response(game, P)
-    spent = float(np.sum(P * q))
-    over = spent > game.budget + 1e-9 * max(1.0, abs(game.budget))
-    return Equilibrium(
-        method=label, status="over-budget" if over else "optimal", q=_ro(q), prices=_ro(P),
-        payments=_ro(P * q), utilities=_ro(client_utilities(game, P, q)),
-        objective=bound(game, q), spent=spent, budget=game.budget, multiplier=None,
-        v_threshold=None, kkt_residual=None,
-        budget_residual=abs(spent - game.budget) / max(abs(game.budget), 1.0),
-        seconds=time.perf_counter() - t0, solver="rule",
-    )
+    out = priced(_one(game), P[None])
+    over = float(out.spent[0]) > game.budget + 1e-9 * max(1.0, abs(game.budget))
+    return _equilibrium(game, label, "over-budget" if over else "optimal", out, t0,
+                        solver="rule")
 
 
 PRICING_RULES = {

@@ -2,19 +2,29 @@
 
 K_n = alpha a_n^2 G_n^2 / R weighs client n's term in the convergence bound (Thm 1):
     bound(q) = sum_n K_n (1 - q_n) / q_n.
+
+Every formula here is written once over leading batch dimensions: it takes a :class:`Game`
+(n clients) or a :class:`GameBatch` (B games of n clients, per-client fields (B, n), per-game
+fields (B,)) and reduces over the last axis only, so one game is the batch-of-one case of
+the same code (issue 20, part 1).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from .. import paper
 from ..errors import MarketInputError, as_floats, as_vector
 
-__all__ = ["Game", "bound", "bound_coefficient", "check_game", "client_utilities", "inverse_price",
-           "spend"]
+__all__ = ["BudgetInfeasible", "Game", "GameBatch", "bound", "bound_coefficient", "check_game",
+           "client_utilities", "inverse_price", "normalised_weights", "per_game", "spend"]
+
+
+class BudgetInfeasible(MarketInputError):
+    """Even q = q_min for everyone overspends the budget."""
 
 
 def bound_coefficient(alpha, a, G, R):
@@ -22,6 +32,25 @@ def bound_coefficient(alpha, a, G, R):
 
     Broadcasts, so a batch of games passes alpha and R as columns."""
     return alpha * a**2 * G**2 / R
+
+
+def normalised_weights(a) -> np.ndarray:
+    """The aggregation weights a_n, normalised along the last axis to sum to 1 unless they
+    already do (to 1e-12 relative); weights so large that their sum overflows are scaled by
+    their largest first. One game (n,) or a batch (B, n)."""
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        total = a.sum(axis=-1, keepdims=True)
+    if not np.isfinite(total).all():  # a = 1e308 each: scale first, the sum overflows
+        a = np.where(np.isfinite(total), a, a / a.max(axis=-1, keepdims=True))
+        total = a.sum(axis=-1, keepdims=True)
+    return np.where(np.isclose(total, 1.0, rtol=1e-12, atol=0), a, a / total)
+
+
+def per_game(x) -> np.ndarray:
+    """A per-game field (a float for one game, (B,) for a batch) as a column that broadcasts
+    against the per-client fields ((1,) or (B, 1))."""
+    return np.asarray(x, dtype=np.float64)[..., None]
 
 
 def _ro(a) -> np.ndarray:
@@ -92,12 +121,7 @@ class Game:
             raise MarketInputError(
                 "q_max", f"entry {k} is {q_max[k]!r}; must lie in [q_min={self.q_min}, 1]"
             )
-        with np.errstate(over="ignore"):
-            total = a.sum()
-        if not np.isclose(total, 1.0, rtol=1e-12, atol=0):
-            if not np.isfinite(total):  # a = 1e308 each: scale first, the sum overflows
-                a = a / a.max()
-            a = a / a.sum()
+        a = normalised_weights(a)
         with np.errstate(over="ignore", invalid="ignore"):
             K = bound_coefficient(self.alpha, a, G, self.R)
         if not np.isfinite(K).all():
@@ -130,23 +154,30 @@ def check_game(game) -> Game:
     return game
 
 
-def bound(game: Game, q) -> float:
-    """The server's objective: sum_n K_n (1 - q_n)/q_n (the q-dependent part of Thm 1)."""
+def _per_game_value(x):
+    """A float for one game, the (B,) array for a batch."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def bound(game, q):
+    """The server's objective: sum_n K_n (1 - q_n)/q_n (the q-dependent part of Thm 1).
+    A float for a :class:`Game`, (B,) for a :class:`GameBatch`."""
     q = np.asarray(q, dtype=np.float64)
-    return float(np.sum(game.K * (1.0 - q) / q))
+    return _per_game_value(np.sum(game.K * (1.0 - q) / q, axis=-1))
 
 
-def inverse_price(game: Game, q) -> np.ndarray:
+def inverse_price(game, q) -> np.ndarray:
     """P_n(q) = 2 c_n q_n - v_n K_n / q_n^2: the price at which q_n is client n's best
     response (the seed paper prints it without the alpha/R inside K_n: a typo)."""
     q = np.asarray(q, dtype=np.float64)
     return 2.0 * game.c * q - game.v * game.K / q**2
 
 
-def spend(game: Game, q) -> float:
-    """sum_n P_n(q) q_n = sum_n [2 c_n q_n^2 - v_n K_n / q_n]: the budget used to buy q."""
+def spend(game, q):
+    """sum_n P_n(q) q_n = sum_n [2 c_n q_n^2 - v_n K_n / q_n]: the budget used to buy q.
+    A float for a :class:`Game`, (B,) for a :class:`GameBatch`."""
     q = np.asarray(q, dtype=np.float64)
-    return float(np.sum(2.0 * game.c * q**2 - game.v * game.K / q))
+    return _per_game_value(np.sum(2.0 * game.c * q**2 - game.v * game.K / q, axis=-1))
 
 
 def client_utilities(game: Game, prices, q) -> np.ndarray:
@@ -159,3 +190,75 @@ def client_utilities(game: Game, prices, q) -> np.ndarray:
     P = as_vector("prices", prices, m=game.n, allow_inf=False)
     q = as_vector("q", q, m=game.n, positive=True)
     return P * q - game.c * q**2 - game.v * bound(game, q)
+
+
+@dataclass(frozen=True)
+class GameBatch:
+    """B CPL games with n clients each: ``a, G, c, v, q_max`` (B, n); ``budget, alpha, R,
+    q_min`` (B,); ``a`` normalised per game by :func:`normalised_weights`, as
+    :class:`Game` does. Build one with :meth:`from_games` or from arrays (no further
+    validation: the arrays must describe valid games). Every formula of this module takes it
+    in place of a :class:`Game`."""
+
+    a: np.ndarray
+    G: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    q_max: np.ndarray
+    budget: np.ndarray
+    alpha: np.ndarray
+    R: np.ndarray
+    q_min: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "a", normalised_weights(self.a))
+
+    @classmethod
+    def from_games(cls, games) -> GameBatch:
+        games = list(games)
+        if not games or not all(isinstance(g, Game) for g in games):
+            raise MarketInputError("games", "must be a non-empty sequence of cpl.Game")
+        n = {g.n for g in games}
+        if len(n) != 1:
+            raise MarketInputError("games", f"must all have the same number of clients; got "
+                                            f"{sorted(n)}")
+
+        def rows(name):
+            return np.array([np.broadcast_to(getattr(g, name), (g.n,)) for g in games],
+                            dtype=float)
+
+        def col(name):
+            return np.array([float(getattr(g, name)) for g in games])
+
+        return cls(rows("a"), rows("G"), rows("c"), rows("v"), rows("q_max"), col("budget"),
+                   col("alpha"), col("R"), col("q_min"))
+
+    @property
+    def size(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.a.shape[1]
+
+    @cached_property
+    def K(self) -> np.ndarray:
+        """K_n = alpha a_n^2 G_n^2 / R per game (:func:`bound_coefficient`)."""
+        return bound_coefficient(per_game(self.alpha), self.a, self.G, per_game(self.R))
+
+    def game(self, k: int) -> Game:
+        return Game(a=self.a[k], G=self.G[k], c=self.c[k], v=self.v[k],
+                    budget=float(self.budget[k]), alpha=float(self.alpha[k]),
+                    R=float(self.R[k]), q_min=float(self.q_min[k]), q_max=self.q_max[k])
+
+    def spend(self, q) -> np.ndarray:
+        """:func:`spend` per game."""
+        return spend(self, q)
+
+    def bound(self, q) -> np.ndarray:
+        """:func:`bound` per game."""
+        return bound(self, q)
+
+    def inverse_price(self, q) -> np.ndarray:
+        """:func:`inverse_price` per game."""
+        return inverse_price(self, q)

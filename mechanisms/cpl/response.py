@@ -7,6 +7,10 @@ condition P_n - 2 c_n q + v_n K_n / q^2 = 0 is the cubic
 
 which has exactly one positive root (for v_n = 0: q = P_n / (2 c_n) when P_n > 0). U_n is
 strictly concave in q, so clipping that root to the box gives the constrained optimum.
+
+Each function takes a :class:`~mechanisms.cpl.game.Game` or a
+:class:`~mechanisms.cpl.game.GameBatch` (prices (n,) or (B, n)): one code path for one game
+and for many.
 """
 
 from __future__ import annotations
@@ -14,25 +18,35 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MarketInputError, as_floats
-from .game import Game, check_game
+from .game import Game, GameBatch, per_game
 
 __all__ = ["best_response", "best_response_v0", "positive_root", "unconstrained_response"]
 
 
-def unconstrained_response(game: Game, prices) -> np.ndarray:
+def unconstrained_response(game, prices) -> np.ndarray:
     """The positive root of 2 c q^3 - P q^2 - v K = 0 (0 when v = 0 and P <= 0).
 
     Newton on the scaled cubic x^3 - b x^2 - 1 (q = s x, s = cbrt(v K / 2c), b = P / (2 c s))
     from x_u = max(b, 0) + 1, a point where it is >= 0; it is increasing and convex on
     [root, x_u], so the iterates fall monotonically onto the root.
     """
-    check_game(game)
+    return positive_root(_prices(game, prices), game.c, game.v * game.K)
+
+
+def _prices(game, prices) -> np.ndarray:
+    """A :class:`Game`'s prices checked (finite reals, one per client); a
+    :class:`GameBatch`'s taken as the (B, n) floats they are (the bulk path: NaN prices give
+    NaN responses, which the caller reads as a failure)."""
+    if isinstance(game, GameBatch):
+        return np.asarray(prices, dtype=np.float64)
+    if not isinstance(game, Game):
+        raise MarketInputError("game", f"must be a cpl.Game, got {type(game).__name__}")
     P = as_floats("prices", prices)
     if P.shape != (game.n,):
         raise MarketInputError("prices", f"has shape {P.shape}, expected ({game.n},)")
     if not np.isfinite(P).all():
         raise MarketInputError("prices", "must be finite")
-    return positive_root(P, game.c, game.v * game.K)
+    return P
 
 
 def positive_root(P, c, vK) -> np.ndarray:
@@ -67,18 +81,19 @@ def positive_root(P, c, vK) -> np.ndarray:
     return q
 
 
-def best_response(game: Game, prices) -> np.ndarray:
-    """q_n(P_n): the cubic's positive root clipped to [q_min, q_max_n], all clients at once.
+def best_response(game, prices) -> np.ndarray:
+    """q_n(P_n): the cubic's positive root clipped to [q_min, q_max_n], all clients (of all
+    games) at once.
 
     >>> from mechanisms import cpl
     >>> g = cpl.Game(a=[0.5, 0.5], G=[1, 1], c=[5, 5], v=[0, 0], budget=1.0)
     >>> cpl.best_response(g, [2.0, 20.0]).tolist()   # v = 0: P/(2c), clipped at q_max = 1
     [0.2, 1.0]
     """
-    return np.clip(unconstrained_response(game, prices), game.q_min, game.q_max)
+    return np.clip(unconstrained_response(game, prices), per_game(game.q_min), game.q_max)
 
 
-def best_response_v0(game: Game, prices) -> np.ndarray:
+def best_response_v0(game, prices) -> np.ndarray:
     """The authors' shortcut: the response as if v_n = 0, clip(P/(2c), q_min, q_max)."""
-    P = np.asarray(prices, dtype=np.float64)
-    return np.clip(P / (2.0 * game.c), game.q_min, game.q_max)
+    P = _prices(game, prices)
+    return np.clip(P / (2.0 * game.c), per_game(game.q_min), game.q_max)
