@@ -54,7 +54,8 @@ class Mutant:
 _IPFL_TESTS = ("tests/test_mechanism_rules.py", "tests/test_incentives.py",
                "tests/test_ipfl_public.py", "tests/test_thresholds.py",
                "tests/test_selection.py")
-_CPL_TESTS = ("tests/test_cpl.py", "tests/test_cpl_facts.py", "tests/test_cpl_batch.py")
+_CPL_TESTS = ("tests/test_cpl.py", "tests/test_cpl_facts.py", "tests/test_cpl_batch.py",
+              "tests/test_cpl_bulk.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # -- money (Eqs. 3, 12, 13)
@@ -163,34 +164,39 @@ MUTANTS: tuple[Mutant, ...] = (
            "    A[..., np.arange(m), np.arange(m)] = False\n    return A",
            "    return A", "ipfl", ("tests/test_mechanism_rules.py",),
            "share-all buys its own model"),
-    # -- CPL
-    Mutant("cpl_threshold_half", "mechanisms/cpl/equilibrium.py",
-           "v_t = np.inf if multiplier == 0 else 1.0 / (3.0 * multiplier)",
-           "v_t = np.inf if multiplier == 0 else 1.0 / (2.0 * multiplier)", "cpl", _CPL_TESTS,
+    # -- CPL (one implementation for one game and for many: mechanisms/cpl/batch.py, game.py,
+    # response.py)
+    Mutant("cpl_threshold_half", "mechanisms/cpl/batch.py",
+           "return np.where(lam == 0, np.inf, 1.0 / (3.0 * lam))",
+           "return np.where(lam == 0, np.inf, 1.0 / (2.0 * lam))", "cpl", _CPL_TESTS,
            "CPL threshold 1/(2 lambda)"),
-    Mutant("cpl_ignores_budget", "mechanisms/cpl/equilibrium.py",
-           "        return spend(game, q_of_mu(game, mu)) - game.budget",
-           "        return spend(game, q_of_mu(game, mu)) - 2.0 * game.budget", "cpl",
-           _CPL_TESTS, "CPL bisection solves for twice the budget"),
+    Mutant("cpl_ignores_budget", "mechanisms/cpl/batch.py",
+           "        return spend(games, _kkt_q(games, d + per_game(s))) - games.budget",
+           "        return spend(games, _kkt_q(games, d + per_game(s))) - 2.0 * games.budget",
+           "cpl", _CPL_TESTS, "CPL bisection solves for twice the budget"),
     Mutant("cpl_best_response_v0", "mechanisms/cpl/response.py",
-           "return np.clip(unconstrained_response(game, prices), game.q_min, game.q_max)",
-           "return np.clip(np.asarray(prices, dtype=float) / (2.0 * game.c), game.q_min, "
-           "game.q_max)", "cpl", _CPL_TESTS, "CPL best response as if v = 0"),
+           "return np.clip(unconstrained_response(game, prices), per_game(game.q_min), "
+           "game.q_max)",
+           "return np.clip(np.asarray(prices, dtype=float) / (2.0 * game.c), "
+           "per_game(game.q_min), game.q_max)", "cpl", _CPL_TESTS,
+           "CPL best response as if v = 0"),
     Mutant("cpl_spend_sign", "mechanisms/cpl/game.py",
-           "return float(np.sum(2.0 * game.c * q**2 - game.v * game.K / q))",
-           "return float(np.sum(2.0 * game.c * q**2 + game.v * game.K / q))", "cpl",
+           "np.sum(2.0 * game.c * q**2 - game.v * game.K / q, axis=-1)",
+           "np.sum(2.0 * game.c * q**2 + game.v * game.K / q, axis=-1)", "cpl",
            _CPL_TESTS, "CPL spend with the valuation's sign flipped"),
     Mutant("cpl_bound_no_q", "mechanisms/cpl/game.py",
-           "return float(np.sum(game.K * (1.0 - q) / q))",
-           "return float(np.sum(game.K * (1.0 - q)))", "cpl", _CPL_TESTS,
+           "np.sum(game.K * (1.0 - q) / q, axis=-1)",
+           "np.sum(game.K * (1.0 - q), axis=-1)", "cpl", _CPL_TESTS,
            "CPL bound without the 1/q"),
     Mutant("cpl_root_wrong_cubic", "mechanisms/cpl/response.py",
            "step = (xl**3 - bl * xl**2 - 1.0) / (3.0 * xl**2 - 2.0 * bl * xl)",
            "step = (xl**3 - bl * xl**2 - 2.0) / (3.0 * xl**2 - 2.0 * bl * xl)", "cpl",
            _CPL_TESTS, "CPL response solves the wrong cubic"),
-    Mutant("cpl_batch_no_clip", "mechanisms/cpl/batch.py",
-           "return np.clip(q, self.q_min[:, None], self.q_max)", "return q", "cpl",
-           _CPL_TESTS, "CPL bulk response not clipped to [q_min, q_max]"),
+    Mutant("cpl_response_no_clip", "mechanisms/cpl/response.py",
+           "return np.clip(unconstrained_response(game, prices), per_game(game.q_min), "
+           "game.q_max)",
+           "return unconstrained_response(game, prices)", "cpl",
+           _CPL_TESTS, "CPL best response not clipped to [q_min, q_max]"),
 )
 
 IDENTITIES = {"greedy_unstable_ties"}  # not faults: a harness that kills them is broken

@@ -90,7 +90,7 @@ def check_budget(games, *, name_games: bool = True) -> np.ndarray:
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         where = f"game {k}: " if name_games else ""
-        raise BudgetInfeasible("budget", f"{where}is {budget[k]!r}, but even q = q_min for "
+        raise BudgetInfeasible("budget", f"{where}is {float(budget[k])!r}, but even q = q_min for "
                                          f"every client spends {low[k]:.6g}; raise the "
                                          "budget or lower q_min")
     return np.atleast_1d(spend(games, games.q_max))
@@ -235,7 +235,7 @@ def posted_pricing_batch(games: GameBatch, shape, *, responses: str = "exact"
     shape = np.broadcast_to(np.asarray(shape, dtype=float), (games.size, games.n))
     if (games.budget <= 0).any():
         k = int(np.flatnonzero(games.budget <= 0)[0])
-        raise MarketInputError("budget", f"game {k}: {games.budget[k]!r}; a posted price "
+        raise MarketInputError("budget", f"game {k}: {float(games.budget[k])!r}; a posted price "
                                          "needs B > 0")
     if not (np.isfinite(shape).all() and (shape >= 0).all() and (shape > 0).any(axis=1).all()):
         raise MarketInputError("shape", "must be finite values >= 0, not all 0 in a game")
