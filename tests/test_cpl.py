@@ -117,7 +117,7 @@ def test_bisection_never_worse_than_linesearch(game):
     """The exact optimum at the budget the line search actually spent is never above the line
     search's bound. Tolerances: the line search may overspend by LINESEARCH_BUDGET_RTOL of the
     spend's scale (10x its conic solver's relative feasibility tolerance), so bisection is
-    compared at max(B, spent), not at B; bisection meets its budget to a few ulps (brentq,
+    compared at max(B, spent), not at B; bisection meets its budget to a few ulps (regula falsi,
     rtol 4 eps, then polished), so its objective may exceed an equal-spend optimum only by
     rounding: 1e-12 relative."""
     try:
