@@ -46,6 +46,7 @@ from .checker import (
     Report,
     SubjectError,
     Tally,
+    Throttle,
     check_hypothesis,
     evaluate_instance,
     evaluate_once,
@@ -797,7 +798,7 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
 
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
                 chunk: int = CHUNK, time_limit: float | None = None,
-                bulk: bool = True) -> Report:
+                bulk: bool = True, progress=None) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
@@ -812,11 +813,16 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     ``time_limit`` (seconds): stop drawing once it has passed; the report then counts what
     was drawn and checked (``extra["stopped"]`` says why), never the requested budget.
 
+    ``progress(effective, max_examples)`` hears the effective count between chunks (at most
+    ten times a second, and at the end).
+
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
-    report's ``engine`` then says "hypothesis")."""
+    report's ``engine`` then says "hypothesis"; the time limit and progress go with it)."""
     sampler = sampler_for(prop)
     if sampler is None:
-        return check_hypothesis(subject, prop, max_examples, seed, tolerance, None)
+        return check_hypothesis(subject, prop, max_examples, seed, tolerance, None,
+                                time_limit=time_limit, progress=progress)
+    report_progress = Throttle(progress)
     bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -828,6 +834,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     stopped = "budget"
     cap = math.ceil(max_examples / VACUITY_THRESHOLD)  # drawn: beyond it, vacuous anyway
     while tally.effective < max_examples and fail is None and error is None:
+        report_progress(tally.effective, max_examples)
         drawn, effective = tally.drawn, tally.effective
         if drawn >= cap:
             stopped = "draw cap"
@@ -885,6 +892,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                     break
             if fail is not None or error is not None:
                 break
+    report_progress(tally.effective, max_examples, final=True)
     first_failure = tally.drawn if (fail is not None or error is not None) else None
     ce = None
     extra = {"mode": mode, "stopped": stopped}

@@ -61,6 +61,7 @@ __all__ = [
     "Report",
     "SubjectError",
     "Tally",
+    "Throttle",
     "check",
     "check_exhaustive",
     "check_hypothesis",
@@ -512,7 +513,8 @@ _verdict = verdict  # kept name
 
 def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
           tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
-          time_limit: float | None = None, min_effective: int | None = None) -> Report:
+          time_limit: float | None = None, min_effective: int | None = None,
+          progress: Callable[[int, int], None] | None = None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : instances to draw; None takes the active Hypothesis profile's budget
@@ -524,8 +526,14 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     engine : "hypothesis" (targeted search, shrinking) or "batch" (numpy draws evaluated in
         bulk, violations re-checked and shrunk; see :mod:`proofs.batch`). A property without
         a numpy sampler falls back to Hypothesis, and the report's ``engine`` says so.
-    time_limit : batch engine only: stop drawing after this many seconds (the report counts
-        what was checked).
+    time_limit : stop drawing after this many seconds (either engine); the report counts
+        what was checked, ``extra["stopped"]`` says "time limit", and a search stopped short
+        of its budget without a counterexample reads "inconclusive", never "holds". The
+        limit is checked between examples: one call of the subject is not interrupted.
+    progress : ``progress(done, budget)`` as the search goes, at most ten times a second
+        and once at its end: examples drawn of ``max_examples`` (Hypothesis engine),
+        effective examples of ``max_examples`` (batch engine). Library code never prints;
+        ``fedmarket prove`` shows it.
     min_effective : the evidence a "holds" needs: with fewer effective examples and no
         counterexample the verdict is "inconclusive". Default: ``max_examples`` for the batch
         engine (it draws until that many were effective, so only a time limit stops it
@@ -537,6 +545,9 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
                                        and math.isfinite(time_limit) and time_limit > 0):
         raise CheckerInputError("time_limit", f"is {time_limit!r}; must be a finite number "
                                               "of seconds > 0, or None")
+    if progress is not None and not callable(progress):
+        raise CheckerInputError("progress", f"is {progress!r}; must be a function "
+                                            "progress(done, budget), or None")
     if min_effective is not None and (isinstance(min_effective, bool) or not isinstance(
             min_effective, numbers.Integral) or min_effective < 0):
         raise CheckerInputError("min_effective", f"is {min_effective!r}; must be an integer "
@@ -545,12 +556,13 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         from .batch import check_batch
 
         report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
-                             tolerance=tolerance, time_limit=time_limit)
+                             tolerance=tolerance, time_limit=time_limit, progress=progress)
         need = min_effective
         if need is None and report.engine == "batch":  # not a Hypothesis fallback
             need = max_examples
     elif engine == "hypothesis":
-        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
+        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
+                                   time_limit=time_limit, progress=progress)
         need = min_effective
     else:
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
@@ -562,6 +574,29 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
 
 class _Failed(AssertionError):
     pass
+
+
+class _TimeUp(BaseException):
+    """The Hypothesis search's time limit has passed. A BaseException: Hypothesis lets it
+    through (it stops the search instead of being shrunk as a failure), and so does a
+    subject's own ``except Exception``."""
+
+
+class Throttle:
+    """``progress(done, budget)`` passed on at most every ``every`` seconds (and always with
+    ``final=True``): a callback per example would cost more than the example."""
+
+    def __init__(self, progress, every: float = 0.1, clock=time.perf_counter):
+        self.progress, self.every, self.clock = progress, every, clock
+        self.last = -math.inf
+
+    def __call__(self, done: int, budget: int, final: bool = False) -> None:
+        if self.progress is None:
+            return
+        now = self.clock()
+        if final or now - self.last >= self.every:
+            self.last = now
+            self.progress(done, budget)
 
 
 class _PropertyRaised(RuntimeError):
@@ -645,13 +680,16 @@ def _steer(score: float) -> float:
     return max(-_SCORE_CAP, min(_SCORE_CAP, score))
 
 
-def check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:
+def check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
+                     time_limit: float | None = None, progress=None) -> Report:
     """The Hypothesis engine behind ``check(..., engine="hypothesis")`` (arguments validated
     there); the batch engine falls back to it for a property without a numpy sampler."""
-    return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline)
+    return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
+                             time_limit=time_limit, progress=progress)
 
 
-def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) -> Report:
+def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
+                      time_limit: float | None = None, progress=None) -> Report:
     found: list = []
     errors: list = []
     broken: list = []  # the property's own code raised (not the subject's)
@@ -669,7 +707,15 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
               phases=phases, print_blob=False, report_multiple_bugs=False)
     @given(prop.instances())
     def search(instance):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            raise _TimeUp
         targeted = _TARGETING[0]
+        try:
+            _search(instance, targeted)
+        finally:
+            report_progress(tally.drawn, max_examples)
+
+    def _search(instance, targeted):
         try:
             amount, score, effective, disc = evaluate_instance(subject, prop, instance)
         except SubjectError as exc:
@@ -693,12 +739,22 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
 
     if seed is not None:
         search = hypothesis_seed(seed)(search)
+    report_progress = Throttle(progress)
+    stopped = "budget"
     t0 = time.perf_counter()
     error = error_instance = None
     try:
         with _module_independent_draws():
             search()
         verdict_ = None
+    except _TimeUp:  # stopped while searching, or while shrinking what it had found
+        stopped, verdict_ = "time limit", None
+        if found:
+            verdict_ = "counterexample"
+        elif errors or broken:
+            verdict_ = "error"
+            error_instance, exc = (errors or broken)[-1]
+            error = str(exc if errors else _PropertyRaised(prop.key, exc))
     except _Failed:
         verdict_ = "counterexample"
     except SubjectError as exc:
@@ -714,13 +770,18 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline) ->
     finally:
         marking.__exit__(None, None, None)
     seconds = time.perf_counter() - t0
+    report_progress(tally.drawn, max_examples, final=True)
     if verdict_ is None:
         verdict_ = verdict(False, tally)
+        if stopped == "time limit" and (verdict_ == "holds" or tally.drawn == 0) \
+                and tally.drawn < max_examples:
+            verdict_ = "inconclusive"  # thin evidence: the search was cut short
     ce = None
     if verdict_ == "counterexample" and found:
         instance, amount = found[-1]
         ce = Counterexample(instance=instance, violation=amount, property=prop, subject=subject)
-    extra = {"untargeted": (tally.untargeted_drawn, tally.untargeted_effective)}
+    extra = {"untargeted": (tally.untargeted_drawn, tally.untargeted_effective),
+             "stopped": stopped}
     return Report(property=prop, subject=_name(subject), verdict=verdict_,
                   examples=tally.drawn, effective=tally.effective, seconds=seconds,
                   max_examples=max_examples, counterexample=ce, engine="hypothesis",

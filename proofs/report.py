@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import numbers
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,23 +34,24 @@ EXHAUSTIVE = ("budget_balance", "individual_rationality", "local_optimality",
 def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | None = None,
                properties: Iterable[str] | None = None, exhaustive: bool = False,
                engine: str = "hypothesis", time_limit: float | None = None, jobs: int = 1,
-               progress: Callable[[str, str], None] | None = None) -> list[tuple[Report, bool]]:
+               progress: Callable[[str, str], None] | None = None,
+               row_progress: Callable[[str, str, int, int], None] | None = None,
+               ) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
-    ``engine`` "hypothesis" or "batch"; ``time_limit`` (batch only: refused with the
-    Hypothesis engine) caps each row's seconds (the row then reports what it checked).
+    ``engine`` "hypothesis" or "batch"; ``time_limit`` caps each row's seconds, with either
+    engine (the row then reports what it checked and reads "inconclusive" rather than
+    "holds" when cut short).
     A subject or property listed twice is checked once. ``jobs`` > 1 checks the rows in that
     many worker processes (started fresh, single-threaded math libraries); the rows come back in the
     same order with the same counts and verdicts as with ``jobs=1`` (each row is seeded by
     ``seed``; only ``seconds`` differ, and what a ``time_limit`` cuts off). A row's error is
     raised here as it is serially. ``progress(subject, property)`` is called as each row
-    (with its exhaustive companion) is done, in the order they finish."""
+    (with its exhaustive companion) is done, in the order they finish;
+    ``row_progress(subject, property, done, budget)`` as a row's search goes (examples done
+    of its budget, see :func:`proofs.check`; from the worker processes too)."""
     if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
         raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
-    if time_limit is not None and engine != "batch":
-        raise CheckerInputError("time_limit", f"is {time_limit!r}; only the batch engine takes "
-                                              "a time limit (the Hypothesis engine's budget is "
-                                              "examples)")
     wanted = set(properties) if properties else None
     tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive)
              for sname in dict.fromkeys(subjects or SUBJECTS) for key in SUBJECTS[sname].declares
@@ -61,23 +63,30 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
         if progress is not None:
             progress(tasks[i][0], tasks[i][1])
 
+    step = None
+    if row_progress is not None:
+        def step(i, done_, budget):
+            row_progress(tasks[i][0], tasks[i][1], done_, budget)
+
     if jobs == 1 or len(tasks) < 2:
         for i, task in enumerate(tasks):
-            done(i, check_row(*task))
+            hear = None if step is None else functools.partial(step, i)
+            done(i, check_row(*task, progress=hear))
     else:
-        in_parallel(check_row, tasks, jobs, done)
+        in_parallel(check_row, tasks, jobs, done, step=step)
     return [row for got in rows for row in got]
 
 
 def check_row(sname: str, key: str, examples: int, seed: int, engine: str,
-              time_limit: float | None, exhaustive: bool) -> list[tuple[Report, bool]]:
+              time_limit: float | None, exhaustive: bool,
+              progress: Callable[[int, int], None] | None = None) -> list[tuple[Report, bool]]:
     """One row of the report, by names (what a worker process receives): the check of
-    property ``key`` of subject ``sname`` as declared, plus its exhaustive companion."""
+    property ``key`` of subject ``sname`` as declared, plus its exhaustive companion.
+    ``progress(done, budget)``: the search's examples, see :func:`proofs.check`."""
     subject, prop = SUBJECTS[sname], PROPERTIES[key]
     declared = subject.declares[key]
-    kw = {"time_limit": time_limit} if engine == "batch" else {}
     result = contract_check(subject, prop, declared, max_examples=examples, seed=seed,
-                            engine=engine, **kw)
+                            engine=engine, time_limit=time_limit, progress=progress)
     out = [(result.report, result.as_declared)]
     if exhaustive and key in EXHAUSTIVE:
         # a claimed property must hold on every grid market; a property known to fail may
@@ -110,23 +119,52 @@ def single_threaded_children():
                 os.environ[var] = value
 
 
+_STEPS = None  # in a worker of in_parallel(step=...): the queue its progress goes to
+
+
+def _worker_init(parent: int, steps) -> None:
+    global _STEPS
+    die_with_parent(parent)
+    _STEPS = steps
+
+
+def _reporting(fn: Callable, i: int, *task):
+    """``fn(*task, progress=...)`` in a worker, its progress sent to the parent's queue."""
+    return fn(*task, progress=lambda *step: _STEPS.put((i, *step)))
+
+
 def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
-                done: Callable[[int, Any], None]) -> None:
+                done: Callable[[int, Any], None],
+                step: Callable[..., None] | None = None) -> None:
     """``done(i, fn(*tasks[i]))`` for every task, computed in ``jobs`` fresh worker processes
     (spawned, not forked: the caller may hold threads or torch), called as each finishes.
+    With ``step``, each task runs as ``fn(*task, progress=...)`` and its progress calls
+    reach ``step(i, *args)`` here, in this process, as they happen (within 0.2 s).
 
     The first error a task raises is raised here, after the tasks not yet started are
     cancelled and the running ones stopped (a row can take hours); a worker that dies
     (killed, out of memory) raises ``BrokenProcessPool`` here instead of hanging. The workers
     die with this process (kill -9, SIGTERM, SIGINT: :mod:`mechanisms.processes`)."""
     ctx = multiprocessing.get_context("spawn")
+    steps = ctx.SimpleQueue() if step is not None else None
+
+    def drain():
+        while steps is not None and not steps.empty():
+            step(*steps.get())
+
     with single_threaded_children(), \
             ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
-                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
+                                initializer=_worker_init,
+                                initargs=(os.getpid(), steps)) as pool:
+        futures = {(pool.submit(fn, *task) if step is None else
+                    pool.submit(_reporting, fn, i, *task)): i for i, task in enumerate(tasks)}
         try:
-            for future in as_completed(futures):
-                done(futures[future], future.result())
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                drain()
+                for future in finished:
+                    done(futures[future], future.result())
         except BaseException:
             stop_pool(pool)
             raise

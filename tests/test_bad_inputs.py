@@ -593,7 +593,7 @@ CLI = [
      "time-limit"),
     ("prove-time-limit-nan", ["prove", "--engine", "batch", "--time-limit", "nan"],
      "time-limit"),
-    ("prove-time-limit-hypothesis", ["prove", "--time-limit", "5"], "--engine batch only"),
+    ("prove-time-limit-zero", ["prove", "--time-limit", "0"], "time-limit"),
     ("reproduce-seed-400-digits", ["reproduce", "--seeds", "1" + "0" * 400], "--seeds"),
     # prove
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
@@ -632,6 +632,10 @@ USER_RULES = textwrap.dedent("""
         A = np.zeros(T.shape, dtype=bool)
         A[0, 1] = True
         return A
+    def slow_pay(market, A, D):  # merely slow: 0.05 s a call
+        import time
+        time.sleep(0.05)
+        return np.zeros(market.m)
 """)
 
 
@@ -701,6 +705,67 @@ def test_a_subject_named_twice_is_reported_once():
                                                                "budget_balance"],
                       examples=5, engine="batch")
     assert len(rows) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# bounded work, visible progress: a rule that is merely slow gets a bound (--time-limit)
+# and shows what it is doing, rather than a silent wait
+# ---------------------------------------------------------------------------------------
+
+
+def _slow_pay(market, A, D):
+    time.sleep(0.05)
+    return np.zeros(market.m)
+
+
+@pytest.mark.timeout(120)  # an ignored limit would run 10,000 slow examples (minutes)
+def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_examples():
+    from proofs import check
+
+    subject = IpflMechanism("slow", payments=_slow_pay)
+    heard = []
+    t0 = time.perf_counter()
+    r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=10_000,
+              time_limit=1.5, progress=lambda done, budget: heard.append(
+                  (time.perf_counter(), done, budget)))
+    took = time.perf_counter() - t0
+    assert r.extra["stopped"] == "time limit" and 0 < r.examples < 10_000 and took < 10
+    assert r.verdict == "inconclusive"  # cut short: never "holds"
+    # examples done of the budget, rising, one report at least every few seconds, the last
+    # one the report's own count
+    assert {budget for _, _, budget in heard} == {10_000}
+    done = [d for _, d, _ in heard]
+    assert done == sorted(done) and len(set(done)) >= 2 and done[-1] == r.examples
+    assert np.diff([t0] + [t for t, _, _ in heard]).max() < 3.0
+    # the bound hides no failure: the slow rule pays nobody, which breaks IR
+    r = check(subject, PROPERTIES["individual_rationality"], engine="hypothesis",
+              max_examples=10_000, time_limit=1.5)
+    assert r.verdict == "counterexample" and r.extra["stopped"] in ("budget", "time limit")
+    # without a limit the budget is the bound, and the report says so
+    r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=3)
+    assert r.extra["stopped"] == "budget" and r.verdict in ("holds", "vacuous")
+
+
+@pytest.mark.timeout(120)
+def test_prove_hypothesis_rows_honour_the_time_limit_and_show_examples(sandbox, capsys,
+                                                                        monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # table rows on one line each
+    t0 = time.perf_counter()
+    code = main(["prove", "--subject", "userrules_i23:slow_pay", "--property",
+                 "budget_balance", "--examples", "10000", "--time-limit", "1.5",
+                 "--progress-every", "0"])
+    took = time.perf_counter() - t0
+    out = capsys.readouterr()
+    assert code == 0 and took < 20, out.err
+    lines = out.err.splitlines()
+    assert any(ln.startswith("prove checks: 0/1 (0 %), ") and
+               "; running: budget_balance on userrules_i23:slow_pay: " in ln and
+               "/10,000 examples (" in ln for ln in lines), lines
+    assert "inconclusive" in out.out and "holds" not in out.out.split("declared")[-1]
+    # the built-in rows too (the Hypothesis engine, in this process)
+    assert main(["prove", "--subject", "local", "--property", "budget_balance",
+                 "--examples", "50", "--time-limit", "30", "--progress-every", "0"]) == 0
+    assert "running: budget_balance on local: " in capsys.readouterr().err
 
 
 def test_a_sweep_prints_its_cell_count_first(sandbox, capsys):

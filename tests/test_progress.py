@@ -149,7 +149,14 @@ def test_prove_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
     assert main(args) == 0
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith("prove checks: 2/2 (100 %), ")
-    assert [int(ln.split()[2].split("/")[0]) for ln in err] == list(range(3 - len(err), 3))
+    done = [int(ln.split()[2].split("/")[0]) for ln in err]
+    assert done == sorted(done) and set(done) == {0, 1, 2}
+    # the examples of the row under way (at the start of each row and when it ends)
+    assert any(ln.startswith("prove checks: 0/2 (0 %), ") and
+               "; running: budget_balance on local: " in ln and ln.endswith(")")
+               for ln in err), err
+    assert any("; running: individual_rationality on local: 2,000/2,000 examples (" in ln
+               for ln in err), err
     assert main([*args, "--quiet"]) == 0
     out = capsys.readouterr()
     assert out.err == "" and out.out == ""

@@ -42,6 +42,13 @@ def test_parallel_rows_are_the_serial_rows():
     rows = [(s, k) for s in SMALL["subjects"] for k in SUBJECTS[s].declares
             if k in SMALL["properties"]]
     assert sorted(done) == sorted(rows)  # one call per row, as it finished
+    # the rows' examples reach this process from the workers as they are checked
+    heard = []
+    run_report(**{**SMALL, "exhaustive": False}, jobs=2,
+               row_progress=lambda s, k, d, b: heard.append((s, k, d, b)))
+    assert {(s, k) for s, k, _, _ in heard} == set(rows)
+    assert all(b >= SMALL["examples"] and 0 <= d <= b for _, _, d, b in heard)  # (budget x
+    # FALSIFY_FACTOR for a property declared not to hold)
     assert len(serial) > len(rows)  # exhaustive companions included
     verdicts = {r.verdict for r, _ in serial}
     assert {"holds", "counterexample"} <= verdicts

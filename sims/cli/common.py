@@ -14,7 +14,8 @@ from mechanisms.errors import FedmarketError
 
 from ..errors import SpecError
 
-__all__ = ["INT_LIMIT", "PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "UsageError",
+__all__ = ["INT_LIMIT", "PROGRESS_EVERY", "Formatter", "Parser", "ProgressLines", "Running",
+           "UsageError",
            "add_command", "add_progress", "add_quiet", "console", "integer", "print_table",
            "progress_reporter", "run_guarded", "user_modules", "writable_file", "writable_folder"]
 
@@ -93,6 +94,10 @@ class ProgressLines:
     and the time left at the rate of this run (work done before it started, like a resumed
     sweep's finished cells, does not count toward the rate). A run that printed lines ends
     with a last one.
+
+    ``progress(done, total, note)``: ``note`` says what is under way (a long cell's round, a
+    row's examples) and ends the line; a new note counts as progress, so that a long first
+    step still gets a line every ``every`` seconds (``note=""`` clears it).
     """
 
     def __init__(self, label: str, stream=None, every: float = PROGRESS_EVERY,
@@ -106,16 +111,20 @@ class ProgressLines:
         self.last_done = 0
         self.done = self.total = 0
         self.lines = 0
+        self.note = self.last_note = ""
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, note: str | None = None) -> None:
         now = self.clock()
         if self.first is None:
             self.first = self.last_done = done
             self.t_first = self.last_t = now
         self.done, self.total = done, total
+        if note is not None:
+            self.note = note
         since = now - self.last_t
         step = total > 0 and (done - self.last_done) >= 0.05 * total
-        if done > self.first and now - self.t0 >= self.every and (
+        moved = done > self.first or bool(self.note and self.note != self.last_note)
+        if moved and now - self.t0 >= self.every and (
                 since >= self.every or (step and since >= min(1.0, self.every))):
             self._line(now)
 
@@ -127,13 +136,50 @@ class ProgressLines:
         if ran >= 0.01 * self.total and 0 < ran and self.done < self.total:
             rate = (now - self.t_first) / ran
             text += f", about {_duration(rate * (self.total - self.done))} left"
+        if self.note:
+            text += f"; {self.note}"
         print(text, file=self.stream or sys.stderr, flush=True)
         self.lines += 1
-        self.last_t, self.last_done = now, self.done
+        self.last_t, self.last_done, self.last_note = now, self.done, self.note
 
     def close(self) -> None:
         if self.lines and self.last_done != self.done:
+            self.note = ""
             self._line(self.clock())
+
+
+class Running:
+    """What is under way inside a long run, for a progress line's note: each running item
+    (a sweep cell, a theorem row) with its steps done of its total and its seconds so far.
+    ``step(name, done, total)`` as an item reports, ``end(name)`` when it is over (a late
+    step of an ended item is ignored); ``note()`` is the text: ``running: NAME: 3/20 UNIT
+    (12 s)``, the two latest items and how many more."""
+
+    def __init__(self, unit: str, clock=time.monotonic, shown: int = 2):
+        self.unit, self.clock, self.shown = unit, clock, shown
+        self.items: dict = {}  # name -> (done, total, start)
+        self.ended: set = set()
+
+    def step(self, name: str, done: int, total: int) -> None:
+        if name in self.ended:
+            return
+        start = self.items.pop(name, (0, 0, self.clock()))[2]
+        self.items[name] = (done, total, start)  # the latest last
+
+    def end(self, name: str) -> None:
+        self.items.pop(name, None)
+        self.ended.add(name)
+
+    def note(self) -> str:
+        if not self.items:
+            return ""
+        now = self.clock()
+        latest = list(self.items.items())[::-1][:self.shown]
+        text = "running: " + "; ".join(
+            f"{name}: {done:,}/{total:,} {self.unit} ({_duration(now - start)})"
+            for name, (done, total, start) in latest)
+        more = len(self.items) - len(latest)
+        return text + (f" and {more} more" if more else "")
 
 
 @contextlib.contextmanager
@@ -165,7 +211,15 @@ def progress_reporter(label: str, *, quiet: bool = False, every: float = PROGRES
                   MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+        def update(done, total, note=None):
+            if note is None:
+                bar.update(task, completed=done, total=total)
+            else:
+                bar.update(task, completed=done, total=total,
+                           description=f"{label}; {note}" if note else label)
+
+        yield update
 
 
 def console():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -11,10 +11,10 @@ from mechanisms.errors import MarketInputError, as_seed
 
 from ..results import write_atomic
 from .common import (
+    Running,
     add_command,
     add_progress,
     add_quiet,
-    console,
     integer,
     print_table,
     progress_reporter,
@@ -32,8 +32,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--engine", choices=("hypothesis", "batch"), default="hypothesis",
                    help="hypothesis (targeted search) or batch (numpy draws in bulk)")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="batch engine only: at most this many seconds per row (rows report "
-                        "what they checked); refused with the Hypothesis engine")
+                   help="at most this many seconds per row, either engine (a row cut "
+                        "short reports what it checked and reads 'inconclusive', not "
+                        "'holds'; checked between examples)")
     p.add_argument("--seed", type=integer, default=0, help="random seed of the example search")
     p.add_argument("--subject", action="append",
                    help="only this subject (repeatable; default: every built-in subject); "
@@ -103,10 +104,6 @@ def _run(args) -> int:
     if args.time_limit is not None and not 0 < args.time_limit < math.inf:
         raise MarketInputError("time-limit", f"is {args.time_limit}; must be a finite number "
                                              "of seconds > 0")
-    if args.time_limit is not None and args.engine != "batch":
-        raise MarketInputError("time-limit", "works with --engine batch only (the Hypothesis "
-                                             "engine's budget is --examples); drop it or add "
-                                             "--engine batch")
     opts = {"engine": args.engine, "time_limit": args.time_limit}
     chosen = list(SUBJECTS) if args.subject is None else args.subject
     own_rows = [(subj, key) for name, subj in own.items()
@@ -127,28 +124,28 @@ def _run(args) -> int:
                 for key in SUBJECTS[s].declares) + len(own_rows)
     finished = []
     t0 = time.perf_counter()
-    con = console()
-    if con is not None and not args.quiet and sys.stderr.isatty():
-        with con.status(f"checking {total} rows") as status:
-            def show(sname, key):
-                finished.append((sname, key))
-                status.update(f"checked {len(finished)} of {total} rows (last: {key} on "
-                              f"{sname})")
+    # rows done of all, plus the examples of the rows under way (a Hypothesis row of 10^6
+    # examples runs for hours): a bar on a terminal, a line now and then in a log file
+    with progress_reporter("prove checks", quiet=args.quiet,
+                           every=args.progress_every) as progress:
+        running = Running("examples")
 
-            results = (run_report(**kw, progress=show) if chosen else [])
-            results += _check_own(own_rows, args, show)
-    else:  # a log file or CI: a line now and then (rows done of all, as they finish)
-        with progress_reporter("prove checks", quiet=args.quiet,
-                               every=args.progress_every) as progress:
-            def step(sname, key):
-                finished.append((sname, key))
-                if progress is not None:
-                    progress(len(finished), total)
-
+        def step(sname, key):
+            finished.append((sname, key))
+            running.end(f"{key} on {sname}")
             if progress is not None:
-                progress(0, total)
-            results = (run_report(**kw, progress=step) if chosen else [])
-            results += _check_own(own_rows, args, step)
+                progress(len(finished), total, running.note())
+
+        def examples(sname, key, done, budget):
+            running.step(f"{key} on {sname}", done, budget)
+            if progress is not None:
+                progress(len(finished), total, running.note())
+
+        if progress is not None:
+            progress(0, total)
+        hear = None if progress is None else examples
+        results = (run_report(**kw, progress=step, row_progress=hear) if chosen else [])
+        results += _check_own(own_rows, args, step, hear)
     wall = time.perf_counter() - t0
     df = frame(results)
     if args.markdown:
@@ -220,7 +217,7 @@ def _own_keys(subject, properties) -> list[str]:
             and (p.needs is None or kind is None or p.needs == kind)]
 
 
-def _check_own(rows, args, done) -> list:
+def _check_own(rows, args, done, examples=None) -> list:
     """(report, as_declared) of each (subject of your own, property): a declared property
     as the contract checks it; an undeclared one is reported with its verdict (no claim to
     break). Checked in this process (your module need not import in a worker)."""
@@ -228,9 +225,10 @@ def _check_own(rows, args, done) -> list:
     from proofs.contract import contract_check
 
     out = []
-    kw = {"time_limit": args.time_limit} if args.engine == "batch" else {}
     for subject, key in rows:
         prop = PROPERTIES[key]
+        kw = {"time_limit": args.time_limit, "progress": None if examples is None else
+              functools.partial(examples, subject.name, key)}
         if key in subject.declares:
             got = contract_check(subject, prop, bool(subject.declares[key]),
                                  max_examples=args.examples, seed=args.seed,
