@@ -131,9 +131,10 @@ class TrainConfig:
     lockstep: bool = True
 
     def __post_init__(self):
-        from .algorithms import ALGORITHMS
+        from .algorithms import get
 
-        choices = {"algorithm": ALGORITHMS, "attack": ATTACKS, "roles": ("traders", "inclusive"),
+        get(self.algorithm)  # built-in, installed or "module:attr": imported and checked here
+        choices = {"attack": ATTACKS, "roles": ("traders", "inclusive"),
                    "cpl_pricing": ("equilibrium", "uniform", "weighted", "full"),
                    "metric": ("l2sq", "cosine"),
                    "lia_mode": ("central", "p2p"), "dataset": DATASETS,

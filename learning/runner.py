@@ -18,22 +18,47 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .algorithms import REGISTRY
+from mechanisms.errors import RuleFailed
+from mechanisms.lookup import describe
+
+from .algorithms import REGISTRY, get
 from .config import TrainConfig, TrainResult
-from .session import Session
+from .session import LEDGER, Session
 
 __all__ = ["run"]
+
+
+def _next_round(gen, name: str, t: int):
+    """The next (params, ledger, extra) of an algorithm of the user's own: its own error, a
+    generator that stops early or yields something else is a RuleFailed naming it."""
+    try:
+        out = next(gen)
+    except StopIteration:
+        raise RuleFailed("algorithm", f"{name} stopped after {t} rounds; rounds(session) "
+                                      "must yield one Round per round") from None
+    except Exception as exc:
+        raise RuleFailed("algorithm", f"{name} raised {describe(exc)}") from exc
+    if not (isinstance(out, tuple) and len(out) == 3 and isinstance(out[1], dict)
+            and isinstance(out[2], dict)):
+        raise RuleFailed("algorithm", f"{name} yielded {type(out).__name__}, not a "
+                                      "learning.session.Round(params, ledger, extra)")
+    missing = [k for k in LEDGER if k not in out[1]]
+    if missing:
+        raise RuleFailed("algorithm", f"{name}'s ledger lacks {missing} (see "
+                                      "Session.zero_ledger and Session.baseline_ledger)")
+    return out
 
 
 def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) -> TrainResult:
     """Train ``cfg.rounds`` rounds; ``progress(done, total)`` after each."""
     t0 = time.perf_counter()
     s = Session(cfg)
-    gen = REGISTRY[cfg.algorithm].rounds(s)
+    custom = cfg.algorithm not in REGISTRY  # an algorithm of the user's own (get)
+    gen = get(cfg.algorithm).rounds(s)
     rows = []
     nan = np.full(cfg.clients, np.nan)
     for t in range(cfg.rounds):
-        params, ledger, extra = next(gen)
+        params, ledger, extra = _next_round(gen, cfg.algorithm, t) if custom else next(gen)
         active = extra.get("active", np.ones(cfg.clients, bool))
         val = s.validate(params, active)
         if t % cfg.evaluate_every == 0 or t == cfg.rounds - 1:
@@ -56,6 +81,8 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) ->
         if progress is not None:
             progress(t + 1, cfg.rounds)
     df = pd.concat(rows, ignore_index=True)
+    if custom and not np.isfinite(df[[c for c in LEDGER if c in df]].to_numpy()).all():
+        raise RuleFailed("algorithm", f"{cfg.algorithm} put NaN or inf in its ledger")
     # the authors' figure: each client's best personalised test accuracy over the rounds so far
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised"].cummax()
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised_best"].ffill()

@@ -36,15 +36,21 @@ ATTACK_GRID = ["none", "shuffle", "signflip", "same", "gaussian"]
 LAMBDAS = [0.001, 0.1, 1.0, 2.0, 10.0]
 
 
-def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
+def spec(setting: str = "reduced", seeds=(0, 1, 2), algorithms=()) -> dict:
     """The sweep spec (as :func:`sims.sweep.expand` reads it) of a reproduction. Cells are
-    listed cheapest first and one seed after the other, so a partial run has whole seeds."""
+    listed cheapest first and one seed after the other, so a partial run has whole seeds.
+    ``algorithms``: algorithms of your own ("module:attr" or entry points,
+    :func:`learning.algorithms.get`) that Fig. 2's comparisons run beside the nine (the
+    claims then count them among the baselines)."""
+    from .scenarios import NINE
+
     if setting not in SETTINGS:
         from mechanisms.errors import MarketInputError
 
         raise MarketInputError("setting", f"is {setting!r}; choose one of {tuple(SETTINGS)}")
     fig2 = dict(SETTINGS[setting]["fig2"])
     learn = dict(SETTINGS[setting]["other"])
+    nine = {"mechanisms": [*NINE, *algorithms]} if algorithms else {}
     return {
         "seeds": list(seeds),
         "scenarios": [
@@ -62,9 +68,10 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
             # its 3 clusters (NIID and Skew: 10 clients, as theirs)
             *(entry for s in seeds for entry in (
                 {"name": "fig2", "params": {"partition": ["niid", "skew"], **fig2},
-                 "seeds": [s]},
+                 "seeds": [s], **nine},
                 {"name": "fig2", "params": {**fig2, "partition": "cluster",
-                                            "clients": CLUSTER_CLIENTS}, "seeds": [s]})),
+                                            "clients": CLUSTER_CLIENTS}, "seeds": [s],
+                 **nine})),
             {"name": "lia-vs-oracle", "params": {}},
             {"name": "fig5-learning", "params": learn},
             {"name": "ipfl-lambda", "mechanisms": ["ipfl"],
@@ -73,7 +80,7 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2)) -> dict:
             {"name": "ipfl-lambda", "mechanisms": ["local"],
              "params": {"partition": "niid", **learn}},
             {"name": "fig2-corrected",
-             "mechanisms": ["local", "fedavg", "ditto", "pfedgraph", "ipfl"],
+             "mechanisms": ["local", "fedavg", "ditto", "pfedgraph", "ipfl", *algorithms],
              "params": {"partition": "niid", **learn}},
             *({"name": "fig4", "params": {"attack": ATTACK_GRID, **learn}, "seeds": [s]}
               for s in seeds),

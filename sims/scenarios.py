@@ -74,8 +74,19 @@ class Scenario:
         if not isinstance(mechanism, str):
             raise MarketInputError("mechanism", f"{mechanism!r} is not a name")
         known = self.accepts() if self.accepts is not None else self.mechanisms
+        if self.kind == "learning" and mechanism not in known:
+            from learning.algorithms import REGISTRY, get, plugins
+
+            if mechanism not in REGISTRY and (":" in mechanism or mechanism in plugins()):
+                try:  # an algorithm of your own, imported and checked here
+                    get(mechanism)
+                except MarketInputError as exc:
+                    raise MarketInputError("mechanism", exc.message) from None
+                return mechanism
         if mechanism not in known:
             extra = " or 'module:function'" if self.custom_rules else ""
+            if self.kind == "learning":
+                extra = " or an algorithm of your own ('module:attr' or an entry point)"
             raise MarketInputError("mechanism", f"unknown {mechanism!r} for scenario "
                                                 f"{self.name!r}; choose one of {tuple(known)}"
                                                 + extra)

@@ -3,8 +3,15 @@
 Each module defines ``rounds(session)``, a generator that sets the algorithm up and then yields
 one :class:`learning.session.Round` per round, using only the public per-round API of
 :class:`learning.session.Session`. :func:`learning.runner.run` drives it, evaluates every
-round and assembles the tidy result. To add an algorithm: write a module with ``rounds`` and
-add one row to the table below.
+round and assembles the tidy result. To add an algorithm here: write a module with
+``rounds`` and add one row to the table below.
+
+An algorithm of your own needs no edit here (:func:`get`): name it as "package.module:attr"
+(an :class:`Algorithm`, or a ``rounds(session)`` generator function) or install it under the
+entry-point group :data:`ENTRY_POINT_GROUP` (``[project.entry-points."fedmarket.algorithms"]
+myalgo = "mypackage.myalgo:ALGORITHM"``); the name then works wherever an algorithm is named
+(``TrainConfig.algorithm``, ``fedmarket train --algorithm``, sweep mechanisms of learning
+scenarios, ``fedmarket reproduce --with-algorithms``).
 """
 
 from __future__ import annotations
@@ -16,8 +23,8 @@ from ..config import ATTACKS, TrainConfig, TrainResult
 from . import cfl, cpl, ditto, fedamp, fedavg, fedfomo, fedprox, ipfl, lia, local, pfedgraph
 from .pfedgraph import project_simplex
 
-__all__ = ["ALGORITHMS", "ATTACKS", "REGISTRY", "SCHEDULE", "Algorithm", "TrainConfig",
-           "TrainResult", "project_simplex", "run"]
+__all__ = ["ALGORITHMS", "ATTACKS", "ENTRY_POINT_GROUP", "REGISTRY", "SCHEDULE", "Algorithm",
+           "TrainConfig", "TrainResult", "get", "plugins", "project_simplex", "run"]
 
 SCHEDULE = ("train", "evaluate", "aggregate")  # each round; R rounds = R trainings, R ledgers
 EVALUATES = ("trained", "aggregate")
@@ -74,6 +81,54 @@ REGISTRY: dict[str, Algorithm] = {a.name: a for a in [
               "aggregate"),
 ]}
 ALGORITHMS = tuple(REGISTRY)
+ENTRY_POINT_GROUP = "fedmarket.algorithms"
+
+
+def plugins() -> dict:
+    """{name: entry point} of the algorithms installed under :data:`ENTRY_POINT_GROUP`."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def get(name: str) -> Algorithm:
+    """The algorithm called ``name``: a built-in one (:data:`REGISTRY`), an installed entry
+    point (:func:`plugins`) or "package.module:attr", where ``attr`` is an
+    :class:`Algorithm` or a ``rounds(session)`` generator function (then an algorithm of
+    family "custom", scored on its trained models, one training a round). Anything else is a
+    :class:`~learning.config.TrainInputError` naming ``algorithm``."""
+    from mechanisms.errors import RuleFailed
+
+    from ..config import TrainInputError
+
+    if not isinstance(name, str):
+        raise TrainInputError("algorithm", f"is {name!r}; give an algorithm's name")
+    if name in REGISTRY:
+        return REGISTRY[name]
+    found = plugins().get(name) if ":" not in name else None
+    if ":" not in name and found is None:
+        raise TrainInputError("algorithm", f"unknown {name!r}; choose one of {ALGORITHMS}, "
+                                           f"'module:attr' or an entry point of group "
+                                           f"{ENTRY_POINT_GROUP!r}")
+    module, _, attr = (found.value if found is not None else name).partition(":")
+    try:
+        import importlib
+
+        obj = importlib.import_module(module.strip())
+        for part in attr.strip().split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise TrainInputError("algorithm", f"cannot import {name!r}: {exc}") from exc
+    except Exception as exc:  # the module itself raised while importing
+        raise RuleFailed("algorithm", f"importing {name!r} raised {type(exc).__name__}: "
+                                      f"{exc}") from exc
+    if isinstance(obj, Algorithm):
+        return obj
+    if not callable(obj):
+        raise TrainInputError("algorithm", f"{name!r} is neither an Algorithm nor a "
+                                           "rounds(session) generator function")
+    doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
+    return Algorithm(name, obj, "custom", doc[0] if doc else name)
 
 
 def run(cfg: TrainConfig, progress=None) -> TrainResult:

@@ -33,6 +33,9 @@ def add_parser(sub, full: bool = False) -> None:
                         "(default: all)")
     p.add_argument("--algorithms", nargs="+", default=None,
                    help="only the cells of these algorithms or mechanisms (default: all)")
+    p.add_argument("--with-algorithms", nargs="+", default=[], metavar="ALGORITHM",
+                   help="algorithms of your own (module:attr or an installed entry point) "
+                        "that Fig. 2's comparisons run beside the nine")
     for name, text in (("selection", "box2, local, exact, share-all"),
                        ("payments", "paper, vcg, shapley, cost-plus, none"),
                        ("prices", "paper, cost-plus")):
@@ -70,7 +73,12 @@ def run(args) -> int:
     from ..reproduce import display_path, spec, with_rules, write_reproduction
     from ..sweep import expand, run_sweep
 
-    cells = expand(spec(args.setting, args.seeds))
+    try:
+        cells = expand(spec(args.setting, args.seeds, args.with_algorithms))
+    except SpecError as exc:
+        if not args.with_algorithms:
+            raise
+        raise SpecError("--with-algorithms", exc.message) from None
     for name, values, attr in (("--scenarios", args.scenarios, "scenario"),
                                ("--algorithms", args.algorithms, "mechanism")):
         if values:
@@ -102,13 +110,15 @@ def run(args) -> int:
         if not args.quiet:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")
-    filtered = bool(args.scenarios or args.algorithms or any(rules.values()))
+    filtered = bool(args.scenarios or args.algorithms or any(rules.values())
+                    or args.with_algorithms)
     command = " ".join([
         "fedmarket reproduce", *(["--setting", args.setting] if args.setting != "reduced"
                                  else []),
         "--seeds", *map(str, args.seeds),
         *(["--scenarios", *args.scenarios] if args.scenarios else []),
         *(["--algorithms", *args.algorithms] if args.algorithms else []),
+        *(["--with-algorithms", *args.with_algorithms] if args.with_algorithms else []),
         *(x for k, v in rules.items() if v for x in (f"--{k}", v)),
         "--out", display_path(args.out), "--docs", display_path(page)])
     write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds,

@@ -138,8 +138,11 @@ def add_parser(sub, full: bool = False) -> None:
     cfg = {f.name: f for f in fields(algorithms.TrainConfig)}
     from learning.config import PRESETS
 
-    p.add_argument("--algorithm", nargs="+", default=["ipfl"], choices=choices["algorithm"],
-                   help="one or more algorithms, run one after the other")
+    p.add_argument("--algorithm", nargs="+", default=["ipfl"],
+                   help="one or more algorithms, run one after the other: "
+                        f"{', '.join(choices['algorithm'])}, or one of your own: "
+                        "module:attr (found in the current folder or on sys.path) or an "
+                        f"installed entry point of group {algorithms.ENTRY_POINT_GROUP}")
     p.add_argument("--preset", default="corrected", choices=sorted(PRESETS),
                    help="published: the iPFL authors' pipeline (learning.config."
                         "PUBLISHED_DIFFERENCES); options given explicitly still win")
@@ -171,8 +174,9 @@ def run(args) -> int:
 
     from learning.algorithms import TrainConfig
     from learning.algorithms import run as train
-    from learning.config import PRESETS
+    from learning.config import PRESETS, TrainInputError
 
+    from ..errors import SpecError
     from ..plots import plot_accuracy
     from ..results import write_table
 
@@ -181,7 +185,12 @@ def run(args) -> int:
     given = set(getattr(args, "given", ()))
     common.update({k: v for k, v in PRESETS[getattr(args, "preset", "corrected")].items()
                    if k not in given})
-    configs = [TrainConfig(**{**common, "algorithm": a}) for a in args.algorithm]
+    try:
+        configs = [TrainConfig(**{**common, "algorithm": a}) for a in args.algorithm]
+    except TrainInputError as exc:
+        if exc.field != "algorithm":
+            raise
+        raise SpecError("--algorithm", exc.message) from None
     out = writable_folder("--out", args.out)
     results, written = [], []
     for cfg in configs:
@@ -190,7 +199,8 @@ def run(args) -> int:
                                every=args.progress_every) as progress:
             res = train(cfg, progress=progress)
         results.append(res)
-        table, side = write_table(res.frame, out / f"{algorithm}.parquet", res.provenance())
+        stem = algorithm.replace(":", "-")  # an algorithm of your own: module-attr.parquet
+        table, side = write_table(res.frame, out / f"{stem}.parquet", res.provenance())
         written += [table, side]
         if "influence" in res.extras:
             from ..plots import plot_influence
@@ -198,11 +208,11 @@ def run(args) -> int:
             fig, ax = plt.subplots(figsize=(7, 6))
             plot_influence(res.extras["influence"], res.extras["clusters"], ax=ax)
             fig.tight_layout()
-            fig.savefig(out / f"{algorithm}_influence.png", dpi=110)
+            fig.savefig(out / f"{stem}_influence.png", dpi=110)
             plt.close(fig)
-            (out / f"{algorithm}_clusters.json").write_text(json.dumps(
+            (out / f"{stem}_clusters.json").write_text(json.dumps(
                 {"clusters": res.extras["clusters"], "influence": res.extras["influence"]}))
-            written += [out / f"{algorithm}_influence.png", out / f"{algorithm}_clusters.json"]
+            written += [out / f"{stem}_influence.png", out / f"{stem}_clusters.json"]
         if not args.quiet:
             final = res.final()
             print_table(final, f"{algorithm}: after {cfg.rounds} rounds ({res.seconds:.1f} s)")
