@@ -121,9 +121,9 @@ def plot_frontier(table: pd.DataFrame, ax=None, *, label_references: bool = True
     ax.scatter(100 * front["mean_rel_deficit"], 100 * front["regret"], s=90,
                facecolors="none", edgecolors="k", label="frontier")
     if label_references:
-        for row in refs.itertuples():
+        for k, row in enumerate(refs.itertuples()):  # staggered: rules may coincide
             ax.annotate(row.rule, (100 * row.mean_rel_deficit, 100 * row.regret),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+                        textcoords="offset points", xytext=(6, 12 - 13 * k), fontsize=8)
     ax.set_xlabel("operator's mean deficit (% of the utility level)")
     ax.set_ylabel("regret (% of the utility level)")
     ax.figure.colorbar(sc, ax=ax, label="mean welfare")
@@ -216,7 +216,7 @@ def plot_line(table: pd.DataFrame, ax=None):
             notes.append(f"IR broken in {100 * row.ir_rate:.0f}%")
         label = row.rule + (f" ({', '.join(notes)})" if notes else "")
         ax.annotate(label, (row.max_regret_c, row.max_regret_K), textcoords="offset points",
-                    xytext=(6, 12 - 11 * k), fontsize=8)  # staggered: rules may coincide
+                    xytext=(6, 12 - 13 * k), fontsize=8)  # staggered: rules may coincide
     ax.set_xlabel("largest regret from misreporting c (either way)")
     ax.set_ylabel("largest regret from misreporting K (either way)")
     ax.legend(fontsize=7, loc="lower right")
