@@ -4,6 +4,7 @@ as report.md and report.html."""
 from __future__ import annotations
 
 import html
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -228,9 +229,100 @@ LEARNING_NOTE = (
     "models worth their price and pays for them.")
 
 
+NOT_SET = "not set"  # a cell that lacks a swept parameter (it plays no part in it)
+
+
+def swept(df: pd.DataFrame) -> list[str]:
+    """The swept parameters (``param_*`` columns) of a scenario's rows: more than one value,
+    or a value in some cells and none in others (Local has no lambda in a lambda sweep)."""
+    out = []
+    for c in sorted(c for c in df.columns if c.startswith("param_")):
+        values = df[c].dropna().unique()
+        if len(values) > 1 or (len(values) == 1 and df[c].isna().any()):
+            out.append(c)
+    return out
+
+
+def _label(v) -> str:
+    return NOT_SET if pd.isna(v) else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def place(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``df`` with each swept parameter in ``keys`` as an ordered categorical of labels
+    (numbers in numeric order, then :data:`NOT_SET` for the cells that lack it), so that
+    grouping keeps every cell (a NaN key would drop it) and tables read in order."""
+    df = df.copy()
+    for c in keys:
+        values = list(df[c].dropna().unique())
+        try:
+            values = sorted(values)
+        except TypeError:  # mixed kinds: their order of appearance
+            pass
+        order = list(dict.fromkeys([_label(v) for v in values]
+                                   + ([NOT_SET] if df[c].isna().any() else [])))
+        df[c] = pd.Categorical(df[c].map(_label), categories=order, ordered=True)
+    return df
+
+
 def _setting(df: pd.DataFrame, keys: list[str]) -> str:
-    fixed = [c for c in df.columns if c.startswith("param_") and c not in keys]
+    fixed = [c for c in df.columns if c.startswith("param_") and c not in keys
+             and df[c].notna().all()]
     return ", ".join(f"{c[len('param_'):]}={df[c].iloc[0]}" for c in fixed)
+
+
+def _against(doc: _Doc, runs: pd.DataFrame, key: str, keys: list[str], title: str,
+             name: str):
+    """Best accuracy and utility per client (mean and 95 % interval over seeds) against the
+    swept parameter ``key``, a line per mechanism (and value of the other swept parameters);
+    a mechanism whose cells lack ``key`` is a horizontal band across the plot."""
+    import matplotlib.pyplot as plt
+
+    from .claims import ACC, ci95
+
+    param = key[len("param_"):]
+    cats = [c for c in pd.Categorical(runs[key]).categories if c != NOT_SET]
+    numbers = pd.to_numeric(pd.Series(cats), errors="coerce")
+    numeric = bool(len(cats)) and numbers.notna().all()
+    xs = dict(zip(cats, numbers if numeric else range(len(cats)), strict=True))
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, metric, label, bounds in ((axes[0], "acc_best", "best personalised accuracy", ACC),
+                                      (axes[1], "utility", "cumulative utility per client",
+                                       None)):
+        for k, g in runs.groupby(["mechanism", *others], observed=True):
+            k = k if isinstance(k, tuple) else (k,)
+            line = ", ".join([str(k[0]), *(f"{o[len('param_'):]}={v}"
+                                           for o, v in zip(others, k[1:], strict=True))])
+            at = g[g[key] != NOT_SET]
+            if not at.empty:
+                pts = [(xs[v], *ci95(h[metric], bounds)[:3]) for v, h in
+                       at.groupby(key, observed=True)]
+                x, m, lo, hi = map(np.asarray, zip(*pts, strict=True))
+                drawn, = ax.plot(x, m, "o-", label=line)
+                ok = np.isfinite(lo)
+                if ok.sum() > 1:
+                    ax.fill_between(x[ok], lo[ok], hi[ok], color=drawn.get_color(), alpha=0.15)
+            unset = g[g[key] == NOT_SET]
+            if not unset.empty:  # the parameter plays no part: a reference band
+                m, lo, hi, _ = ci95(unset[metric], bounds)
+                ax.axhline(m, ls="--", lw=1, color="grey" if at.empty else None,
+                           label=f"{line} (no {param})")
+                if np.isfinite(lo):
+                    ax.axhspan(lo, hi, color="grey", alpha=0.1)
+        if numeric:
+            vals = np.asarray(list(xs.values()), dtype=float)
+            if (vals > 0).all() and vals.max() / vals.min() >= 100:
+                ax.set_xscale("log")
+        else:
+            ax.set_xticks(list(xs.values()), cats)
+        ax.set_xlabel(param)
+        ax.set_ylabel(f"{label} (95 % CI over seeds)")
+        ax.legend(frameon=False, fontsize=7)
+    fig.suptitle(f"{title}: against {param}", fontsize=9)
+    with_it = int((runs[key] != NOT_SET).sum())
+    doc.figure(fig, f"{name}_against_{param}",
+               f"Best accuracy and utility against {param} ({with_it} runs with {param}; "
+               f"{len(runs) - with_it} without it, dashed)")
 
 
 def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
@@ -242,14 +334,27 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
 
     doc.heading(title)
     doc.para(LEARNING_NOTE)
-    # every swept parameter is a grouping key (rows never merge different settings)
-    keys = [c for c in df.columns if c.startswith("param_") and df[c].nunique() > 1]
-    rounds_path, _ = write_table(df, doc.folder / f"{name}_rounds.parquet",
+    # every swept parameter is a grouping key (rows never merge different settings); the
+    # cells that lack one are kept and labelled NOT_SET, never dropped
+    keys = swept(df)
+    raw, df = df, place(df, keys)
+    rounds_path, _ = write_table(raw, doc.folder / f"{name}_rounds.parquet",
                                  {"scenario": name, "rows": "one per round and client"})
     doc.para(f"Per-round results: `{rounds_path.name}`. Fixed parameters: "
              f"{_setting(df, keys) or 'the scenario defaults'}; rounds: "
              f"{int(df['round'].max()) + 1}; seeds: {df.seed.nunique()}.")
     runs = per_run(df, ["mechanism", *keys])
+    defaults = {f.name: f.default for f in fields(SCENARIOS[name].config)} \
+        if name in SCENARIOS else {}
+    for c in keys:
+        unset = sorted(raw.loc[raw[c].isna(), "mechanism"].unique())
+        if unset:
+            p = c[len("param_"):]
+            ran = f" ran at the scenario's default ({p} = {defaults[p]})" if p in defaults \
+                else " did not set it"
+            doc.para(f"Cells without {p} ({', '.join(unset)}){ran}; they are kept, as "
+                     f"'{NOT_SET}' in the table and as dashed lines in the figure against "
+                     f"{p}.")
     table = seed_table(runs, ["mechanism", *keys])
     if "ari" in df:
         ari = df.groupby(["mechanism", *keys, "seed"]).ari.first().groupby(
@@ -257,7 +362,9 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
                 lambda v: "{:.3f} [{:.3f}, {:.3f}]".format(*ci95(v, (-1.0, 1.0))[:3]))
         table = table.merge(ari.rename("ARI vs true groups").reset_index(), how="left")
     doc.table(table, name)
-    groups = runs.groupby(keys) if keys else [((), runs)]
+    for c in keys:
+        _against(doc, runs, c, keys, title, name)
+    groups = runs.groupby(keys, observed=True) if keys else [((), runs)]
     for k, g in groups:
         k = k if isinstance(k, tuple) else (k,)
         label = ", ".join(f"{c[len('param_'):]}={v}" for c, v in zip(keys, k, strict=True))
@@ -280,7 +387,7 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
         plot_accuracy_by_round(sub, ax=axes[1])
         fig.suptitle(f"{title}" + (f" ({label})" if label else "") + f"; {_setting(df, keys)}",
                      fontsize=9)
-        slug = "_".join(str(v) for v in k) if k else "all"
+        slug = "_".join(str(v).replace(" ", "-") for v in k) if k else "all"
         doc.figure(fig, f"{name}_{slug}", f"Accuracy against utility, and by round "
                                           f"({label or 'all'})")
 
