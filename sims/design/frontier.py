@@ -121,9 +121,10 @@ def plot_frontier(table: pd.DataFrame, ax=None, *, label_references: bool = True
     ax.scatter(100 * front["mean_rel_deficit"], 100 * front["regret"], s=90,
                facecolors="none", edgecolors="k", label="frontier")
     if label_references:
-        for k, row in enumerate(refs.itertuples()):  # staggered: rules may coincide
-            ax.annotate(row.rule, (100 * row.mean_rel_deficit, 100 * row.regret),
-                        textcoords="offset points", xytext=(6, 12 - 13 * k), fontsize=8)
+        xy = list(zip(100 * refs["mean_rel_deficit"], 100 * refs["regret"], strict=True))
+        for k, (row, dy) in enumerate(zip(refs.itertuples(), _stagger(xy), strict=True)):
+            ax.annotate(row.rule, xy[k], textcoords="offset points", xytext=(6, dy),
+                        fontsize=8)
     ax.set_xlabel("operator's mean deficit (% of the utility level)")
     ax.set_ylabel("regret (% of the utility level)")
     ax.figure.colorbar(sc, ax=ax, label="mean welfare")
@@ -186,6 +187,19 @@ def line_table(markets: Markets, rules: dict, *, references=REFERENCES,
     return pd.DataFrame(rows)
 
 
+def _stagger(points, step: float = 11.0) -> list[float]:
+    """Vertical label offsets (points): a label whose point lies within 3 % of the data's
+    span of an earlier one's is moved one line down per such neighbour (rules coincide)."""
+    pts = np.asarray(points, dtype=float).reshape(-1, 2)
+    span = np.ptp(pts, axis=0) if len(pts) else np.ones(2)
+    span = np.where(span > 0, span, 1.0)
+    out = []
+    for k in range(len(pts)):
+        near = np.all(np.abs(pts[:k] - pts[k]) <= 0.03 * span, axis=1).sum()
+        out.append(4.0 - step * float(near))
+    return out
+
+
 def plot_line(table: pd.DataFrame, ax=None):
     """Largest K regret against largest c regret: the two split lines of the clipped family
     (IR and budget balanced), other family rules as dots, reference rules as squares
@@ -208,7 +222,8 @@ def plot_line(table: pd.DataFrame, ax=None):
     refs = table[table["kind"] == "reference"]
     ax.scatter(refs["max_regret_c"], refs["max_regret_K"], marker="s", s=40, c="#C44E52",
                zorder=3, label="reference rules")
-    for k, row in enumerate(refs.itertuples()):
+    stagger = _stagger(list(zip(refs["max_regret_c"], refs["max_regret_K"], strict=True)))
+    for row, dy in zip(refs.itertuples(), stagger, strict=True):
         notes = []
         if row.deficit_rate > 0:
             notes.append(f"deficit in {100 * row.deficit_rate:.0f}%")
@@ -216,7 +231,7 @@ def plot_line(table: pd.DataFrame, ax=None):
             notes.append(f"IR broken in {100 * row.ir_rate:.0f}%")
         label = row.rule + (f" ({', '.join(notes)})" if notes else "")
         ax.annotate(label, (row.max_regret_c, row.max_regret_K), textcoords="offset points",
-                    xytext=(6, 12 - 13 * k), fontsize=8)  # staggered: rules may coincide
+                    xytext=(6, dy), fontsize=8)
     ax.set_xlabel("largest regret from misreporting c (either way)")
     ax.set_ylabel("largest regret from misreporting K (either way)")
     ax.legend(fontsize=7, loc="lower right")
