@@ -1,7 +1,9 @@
 """One iPFL round (digits, 4 clients, 50 local steps each, clearing, prox-centres) timed the
 same way on every side: in process, Flower simulation, and a Flower deployment on 127.0.0.1
-(a SuperLink and 4 SuperNodes as processes) with a cold ClientApp per message and with warm
-node workers.
+(a SuperLink and 4 SuperNodes as processes, each with a warm node worker) whose ClientApps
+run in the warm executor (``--isolation process``, :mod:`learning.flower.executor`) or in
+flwr's own SuperExec (a fresh flwr-clientapp process per message); optionally also without
+workers (a cold ClientApp per message).
 
 Every side runs R = 5 rounds; a round's cost is the time between the ends of consecutive
 rounds 1 -> 2 -> 3 -> 4 (set-up, start-up and the final evaluation fall outside; the
@@ -10,7 +12,7 @@ In process: the runner's progress callbacks; Flower: the times the ServerApp wri
 round's provenance file. It then prints the waits Flower 1.42 hard-codes on a deployment
 round's critical path (located in the installed flwr) and the imports of one flwr-clientapp
 process (one per message), measured on this host: the floor under a deployment round.
-Usage: python benchmarks/bench_flower.py [--skip-cold]
+Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec]
 """
 
 from __future__ import annotations
@@ -67,11 +69,11 @@ def simulation(out: Path) -> float:
     return _per_round(_round_ends(Path(got[0]["run_dir"]))[1:])
 
 
-def deployment(workdir: Path, workers: bool) -> float:
+def deployment(workdir: Path, workers: bool, warm: bool) -> float:
     from learning.flower.loopback import Loopback
 
     repo = Path(__file__).resolve().parents[1]
-    with Loopback(repo, 4, workdir, workers=workers) as fed:
+    with Loopback(repo, 4, workdir, workers=workers, warm=warm) as fed:
         res = fed.run({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0},
                       timeout=1800)
     return _per_round(_round_ends(Path(res["run_dir"]))[1:])
@@ -81,16 +83,22 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-cold", action="store_true",
                    help="skip the deployment without workers (slow: a process per message)")
+    p.add_argument("--skip-superexec", action="store_true",
+                   help="skip the deployment with flwr's SuperExec (a flwr-clientapp process "
+                        "per message)")
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench_flower_"))
     rows = [("in process (lockstep, 4 clients at once)", inproc())]
     rows.append(("Flower simulation (Ray, 4 nodes)", simulation(tmp / "sim")))
-    rows.append(("deployment on 127.0.0.1, warm node workers",
-                 deployment(tmp / "warm", workers=True)))
+    rows.append(("deployment, warm executor + workers",
+                 deployment(tmp / "warm", workers=True, warm=True)))
+    if not args.skip_superexec:
+        rows.append(("deployment, flwr's SuperExec + workers",
+                     deployment(tmp / "superexec", workers=True, warm=False)))
     if not args.skip_cold:
-        rows.append(("deployment on 127.0.0.1, a cold ClientApp per message",
-                     deployment(tmp / "cold", workers=False)))
+        rows.append(("deployment, flwr's SuperExec, no workers",
+                     deployment(tmp / "cold", workers=False, warm=False)))
     base = rows[0][1]
     print(f"iPFL, digits, 4 clients, 50 local steps per round: seconds per round "
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
@@ -104,20 +112,21 @@ def main(argv=None) -> None:
             print(f"   {f['seconds']:5.2f} s  {f['what']} ({f['where'] or 'not in this flwr'})")
             sleeps += f["seconds"] if f["where"] else 0.0
     start, runtime = clientapp_start()
-    floor = sleeps + start
-    print(f"   {start:5.2f} s  a flwr-clientapp process per message (it exits after one, "
-          f"flwr/supernode/runtime/run_clientapp.py): its imports alone, one process at a "
-          f"time, best of 3 on this host now; {start - runtime:.2f} s of them are the whole "
-          f"SuperNode its entry point imports ({floors[-1]['where']})")
-    print(f"   {floor:5.2f} s  in all: {floor / base:.1f}x the in-process round before any "
-          f"work (the ServerApp polls replies every 0.1 s, the SuperExec every 0.1 s)")
-    print("Side by side, seconds per round: flwr's floor (its sleeps + one flwr-clientapp "
-          "start), the in-process round (the same work), and what is left above both "
-          "(message trips, four ClientApps on the host's cores at once):")
-    print(f"   {'side':<55s} {'round':>7s} {'floor':>7s} {'work':>7s} {'above':>7s}")
+    print(f"   {sleeps:5.2f} s  in all: flwr's floor, {sleeps / base:.1f}x the in-process round "
+          f"before any work")
+    print(f"   {start:5.2f} s  and with flwr's SuperExec, a flwr-clientapp process per message "
+          f"(it exits after one, flwr/supernode/runtime/run_clientapp.py): its imports alone, "
+          f"one process at a time, best of 3 on this host now; {start - runtime:.2f} s of them "
+          f"the whole SuperNode its entry point imports ({floors[-1]['where']}); the warm "
+          f"executor forks a child that has them already")
+    print("Side by side, seconds per round: the round, flwr's floor (its two sleeps), the "
+          "in-process round (the same work) and our overhead, what is left above both "
+          "(message trips, a task per message, four nodes on the host's cores at once):")
+    print(f"   {'side':<55s} {'round':>7s} {'floor':>7s} {'work':>7s} {'ours':>7s}")
     for name, sec in rows[2:]:
-        print(f"   {name:<55s} {sec:7.3f} {floor:7.3f} {base:7.3f} "
-              f"{sec - floor - base:7.3f}")
+        print(f"   {name:<55s} {sec:7.3f} {sleeps:7.3f} {base:7.3f} "
+              f"{sec - sleeps - base:7.3f}")
+    print(f"   (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end)")
 
 
 def clientapp_start() -> tuple[float, float]:

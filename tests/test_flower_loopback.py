@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
         run_id = fed.submit({"algorithm": "ipfl", "dataset": "digits", "clients": 2,
                              "rounds": 50, "steps": 2, "batch": 16, "out": str(work / "out")})
         first = work / "out" / f"run-{run_id}" / "rounds"  # both nodes registered
-    else:  # the federation is up: SuperLink, SuperNodes and their SuperExecs
+    else:  # the federation is up: SuperLink, SuperNodes and their SuperExecs (warm executors)
         first = work / "up"
     deadline = time.monotonic() + 240
     while not first.exists() and time.monotonic() < deadline:
@@ -83,7 +83,7 @@ def _alive(pids: dict) -> list[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig, submit, least", [
     # with a run in flight: SuperLink, its SuperExec, the ServerApp, two SuperNodes, their
-    # SuperExecs, two workers
+    # SuperExecs (or warm executors), two workers
     (signal.SIGTERM, "run", 8), (signal.SIGKILL, "run", 8),
     (signal.SIGINT, "idle", 6)],  # KeyboardInterrupt, then interpreter exit (atexit)
     ids=["sigterm", "sigkill", "sigint"])

@@ -8,10 +8,14 @@ by its id, and every wait is bounded::
     with Loopback(app_dir=".", nodes=4, workdir="/tmp/fl") as fed:
         summary = fed.run({"algorithm": "ipfl", "rounds": 2})
 
-``workers=True`` starts a warm node worker (:mod:`learning.flower.worker`) next to each
-SuperNode and names it in the node's config. ``task_poll`` sets how often each SuperNode's
-SuperExec asks for a ClientApp task to start (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's
-default 1 s; here 0.1 s).
+``warm=True`` (the default) starts each SuperNode with ``--isolation process`` and a warm
+ClientApp executor (:mod:`learning.flower.executor`) next to it, which runs every ClientApp
+task in a forked child of one long-lived process; ``warm=False`` leaves it to flwr's own
+SuperExec (a fresh ``flwr-clientapp`` process per message). ``workers=True`` starts a warm
+node worker (:mod:`learning.flower.worker`) next to each SuperNode and names it in the
+node's config (without workers, the executor imports torch up front). ``task_poll`` sets how
+often a node's executor (or SuperExec: ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's default
+1 s) asks for a ClientApp task; here 0.1 s.
 
 The federation dies with the process that started it, however that process ends:
 
@@ -172,15 +176,16 @@ class Loopback:
     of node configs. ``bin_dir``: where flower-superlink, flower-supernode and flwr live
     (default: next to this Python)."""
 
-    def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, bin_dir=None,
-                 start_timeout: float = 60.0, task_poll: float = 0.1):
+    def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, warm: bool = True,
+                 bin_dir=None, start_timeout: float = 60.0, task_poll: float = 0.1):
         self.app_dir = Path(app_dir).resolve()
         self.workdir = Path(workdir).resolve()
         n = nodes if isinstance(nodes, int) else len(nodes)
         self.node_configs = [{"partition-id": i, "num-partitions": n,
                               "cache-dir": str(self.workdir / "cache")} for i in range(n)] \
             if isinstance(nodes, int) else [dict(c) for c in nodes]
-        self.workers, self.start_timeout = workers, start_timeout
+        self.workers, self.warm, self.start_timeout = workers, warm, start_timeout
+        self.task_poll = float(task_poll)
         self.bin = Path(bin_dir) if bin_dir else Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -240,7 +245,7 @@ class Loopback:
         return self
 
     def start_node(self, i: int) -> None:
-        """Start (or restart) SuperNode ``i`` (and its worker)."""
+        """Start (or restart) SuperNode ``i`` (and its worker and executor)."""
         config = dict(self.node_configs[i])
         if self.workers:
             sock = str(self.workdir / f"node{i}.sock")
@@ -248,13 +253,21 @@ class Loopback:
                 os.unlink(sock)
             self._spawn(f"worker{i}", [sys.executable, "-m", "learning.flower.worker", sock])
             config["worker"] = sock
+        runtime = free_port()
         self._spawn(f"node{i}", [str(self.bin / "flower-supernode"), "--insecure",
                                  "--superlink", f"127.0.0.1:{self.port}",
-                                 "--port", str(free_port()), "--node-config", _pairs(config)])
+                                 "--port", str(runtime), "--node-config", _pairs(config)]
+                    + (["--isolation", "process"] if self.warm else []))
+        if self.warm:
+            self._spawn(f"executor{i}", [
+                sys.executable, "-m", "learning.flower.executor", "--insecure",
+                "--runtime-api-address", f"127.0.0.1:{runtime}", "--poll", str(self.task_poll),
+                *([] if self.workers else ["--preload", "torch"])])
 
     def kill_node(self, i: int) -> None:
-        """Kill SuperNode ``i`` (its whole process group: SuperExec, ClientApp) at once."""
-        for name in (f"node{i}", f"worker{i}"):
+        """Kill SuperNode ``i``, its executor and worker (their whole process groups:
+        SuperExec or executor, ClientApps) at once."""
+        for name in (f"node{i}", f"executor{i}", f"worker{i}"):
             self._stop(name, signal.SIGKILL)
 
     def _stop(self, name: str, sig=signal.SIGTERM, grace: float = 5.0) -> None:

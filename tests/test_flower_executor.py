@@ -1,0 +1,79 @@
+"""The warm ClientApp executor (learning.flower.executor): a SuperNode started with
+``--isolation process`` gets every ClientApp task run by it (a forked child per task, flwr's
+own runtime functions), with the in-process learner's payments; misuse is answered in one
+line. That every process it starts dies with the Loopback's process is
+tests/test_flower_loopback.py's (a Loopback is warm by default)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from learning.flower import executor
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_misuse_is_answered_in_one_line():
+    out = subprocess.run([sys.executable, "-m", "learning.flower.executor",
+                          "--runtime-api-address", "127.0.0.1:9094"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.returncode == 2 and "give --insecure or --root-certificates" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = subprocess.run([sys.executable, "-m", "learning.flower.executor", "--insecure",
+                          "--runtime-api-address", "127.0.0.1:9094", "--poll", "0"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.returncode == 2 and "poll: is 0.0; must lie in [0.01, 60]" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_the_toolkits_own_modules_are_never_preloaded():
+    # a run's ClientApp is imported from the run's app bundle, not from this process
+    with pytest.raises(ValueError, match=r"preload: 'learning\.flower\.app' is the toolkit's"):
+        executor.preload(["learning.flower.app"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_every_clientapp_task_runs_in_the_warm_executor(tmp_path):
+    from learning.algorithms import TrainConfig, run
+    from learning.flower.loopback import Loopback
+
+    cfg = {"algorithm": "ipfl", "dataset": "digits", "clients": 2, "rounds": 2, "steps": 5,
+           "batch": 16, "lr": 0.05, "beta": 0.5}
+    with Loopback(REPO, 2, tmp_path / "fed", workers=True) as fed:
+        assert fed.warm
+        res = fed.run({**cfg, "round-timeout": 300.0, "registration-timeout": 300.0},
+                      timeout=600)
+        names = sorted(fed.procs)
+    assert names == ["executor0", "executor1", "node0", "node1", "superlink", "worker0",
+                     "worker1"]
+    ref = run(TrainConfig(**{**cfg, "rounds": 1}))
+    paid = sorted((r["pid"], r["payment"]) for r in res["ledger"] if r["round"] == 1)
+    np.testing.assert_allclose([p for _, p in paid], ref.frame[ref.frame["round"] == 0].payment,
+                               atol=1e-5)
+    for i in (0, 1):
+        log = (tmp_path / "fed" / f"executor{i}.log").read_text()
+        ended = re.findall(r"child \d+ ended with (-?\d+)", log)
+        # every message to the node: its registration query, 2 rounds, the final evaluation
+        assert ended == ["0"] * 4, log[-3000:]
+
+
+def test_the_howtos_executor_commands_use_flags_it_has():
+    import re
+
+    text = (REPO / "docs" / "howto-flower.md").read_text().replace("\\\n", " ")
+    commands = [line.strip().split("#")[0].rstrip(" &") for line in text.splitlines()
+                if line.strip().startswith("python -m learning.flower.executor")]
+    assert len(commands) >= 3  # one host, warm nodes, several hosts
+    helps = subprocess.run([sys.executable, "-m", "learning.flower.executor", "--help"],
+                           capture_output=True, text=True, timeout=60, cwd=REPO).stdout
+    for cmd in commands:
+        for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", cmd):
+            assert flag in helps, f"the executor has no {flag} (docs: {cmd})"
+    assert "--isolation process" in text
