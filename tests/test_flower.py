@@ -393,6 +393,36 @@ def test_flower_datasets_partitions_offline():
     assert state.N_true > 0 and state.x_test is not None
 
 
+def test_the_model_travels_as_one_flat_array():
+    """Every model a message carries, sent or replied, is one flat float32 array: a train
+    message holds 6 objects (message, record dict, array record, array, its chunk, config)
+    where the per-layer record of the same model (the known-bad variant) holds 12."""
+    from flwr.app import ConfigRecord, MessageType
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+
+    from learning.flower.adapter import initial_model
+
+    grid, replies = FakeGrid(CFG), []
+    answer = grid._answer
+    grid._answer = lambda msg: replies.append(answer(msg)) or replies[-1]
+    _serve(grid, CFG)
+    sent = [m for m in grid.sent if "arrays" in m.content]
+    back = [m for m in replies if m is not None and m.has_content() and "arrays" in m.content]
+    assert sent and back
+    p = len(record_to_flat(sent[0].content["arrays"])[0])
+    for m in sent + back:
+        arrays = m.content["arrays"].to_numpy_ndarrays()
+        assert [(a.shape, a.dtype) for a in arrays] == [((p,), np.float32)]
+    train = [m for m in grid.sent if m.metadata.message_type == "train"]
+    assert {len(get_all_nested_objects(m)) for m in train} == {6}
+    _, params, _ = initial_model(CFG, (64,), 10)
+    layers = Message(RecordDict({"arrays": ArrayRecord([v[0].detach().numpy()
+                                                        for v in params.values()]),
+                                 "config": ConfigRecord({})}),
+                     dst_node_id=101, message_type=MessageType.TRAIN)
+    assert len(get_all_nested_objects(layers)) == 12
+
+
 def test_flat_record_round_trip():
     shapes = [(2, 3), (4,)]
     flat = np.arange(10, dtype=float)

@@ -161,6 +161,7 @@ def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: 
 
 def _server_main(grid: Grid, context: Context, default, out: str | None):
     import flwr
+    import numpy as np
 
     from .adapter import initial_model
     from .provenance import RunRecorder
@@ -212,8 +213,9 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
             registry.reject(0, p, member.node, f"data of shape {rep['shape']} with "
                                                f"{rep['classes']} classes; the federation's "
                                                f"is {shape} with {classes}")
-    _, params, theta0 = initial_model(cfg, tuple(json.loads(shape)), classes)
-    initial = ArrayRecord([v[0].detach().numpy() for v in params.values()])
+    _, _, theta0 = initial_model(cfg, tuple(json.loads(shape)), classes)
+    # the model travels as one flat float32 array: a message then holds 6 objects, not 12
+    initial = ArrayRecord([theta0.astype(np.float32)])
     recorder = RunRecorder(fc.out, context.run_id, fc.save_uploads) if fc.out else None
     if recorder is not None:
         recorder.start({"run_id": context.run_id, "train_config": asdict(cfg),

@@ -96,6 +96,14 @@ def _seed(cfg, state) -> int:
     return state.spec.seed if state.spec.seed is not None else cfg.seed
 
 
+def _flat(params) -> np.ndarray:
+    """One client's parameters as one flat float32 vector (the order of
+    :func:`learning.models.flatten_params`, which :func:`_params` undoes)."""
+    from ..models import flatten_params
+
+    return flatten_params(params)[0].detach().numpy()
+
+
 def _params(flat, template):
     import torch
 
@@ -126,7 +134,7 @@ def _train(request) -> dict:
     batches = sample_batches([np.arange(len(Y))], sgd, [batch_rng(_seed(cfg, state), pid, call)])
     trained = train_lockstep(model, _params(start, template), X, Y, batches, sgd,
                              _params(received, template), np.array([prox]))
-    arrays = [v[0].detach().numpy() for v in trained.values()]
+    arrays = [_flat(trained)]  # the model as one flat array (fewer objects per message)
     metrics["acc-val"] = _validate(model, trained, state)
     return {"arrays": arrays, "metrics": metrics, "own": arrays}
 
