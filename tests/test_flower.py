@@ -312,6 +312,45 @@ def test_cpl_prices_participation_rejoin_and_recheck(tmp_path, caplog):
     assert checks["ok"].all() and {"cpl pricing", "cpl aggregate"} <= set(checks["check"])
 
 
+def _asks(grid) -> list:
+    return [dict(m.content["config"]).get("ask", "type") if "config" in m.content else "type"
+            for m in grid.sent if m.metadata.message_type == "query"]
+
+
+def test_cpl_gradient_norms_come_with_the_registration(tmp_path):
+    """A CPL node reports its gradient norm at the run's initial model when it registers: no
+    grad-norm query is sent. A node whose report has none (the known-bad variant, as an
+    older app's) is asked as before, and gets the same G: the node builds the initial model
+    exactly as the server does."""
+    from flwr.app import MetricRecord
+
+    grid = FakeGrid(CPL)
+    _serve(grid, CPL, tmp_path / "folded")
+    assert _asks(grid) and "grad-norm" not in _asks(grid)
+    folded = json.loads((tmp_path / "folded" / "run-7" / "pricing.json").read_text())
+    assert folded["G_asked"] == []
+
+    old = FakeGrid(CPL)
+    answer = old._answer
+
+    def without_G(msg):
+        reply = answer(msg)
+        ask = dict(msg.content["config"]).get("ask", "type") if "config" in msg.content \
+            else "type"
+        if reply is not None and msg.metadata.message_type == "query" and ask == "type":
+            metrics = {k: v for k, v in dict(reply.content["metrics"]).items() if k != "G"}
+            reply = Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
+        return reply
+
+    old._answer = without_G
+    _serve(old, CPL, tmp_path / "asked")
+    assert _asks(old).count("grad-norm") == 4
+    asked = json.loads((tmp_path / "asked" / "run-7" / "pricing.json").read_text())
+    assert asked["G_asked"] == [0, 1, 2, 3]
+    np.testing.assert_allclose(asked["G"], folded["G"], rtol=1e-12)
+    assert asked["prices"] == folded["prices"] and asked["q"] == folded["q"]
+
+
 def test_recheck_catches_a_tampered_round(tmp_path):
     res = _serve(FakeGrid(CFG), CFG, tmp_path, **{"save-uploads": True})
     checks = recheck(res["run_dir"])

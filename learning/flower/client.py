@@ -158,14 +158,21 @@ def _query(request) -> dict:
     cfg, state, model, template, X, Y = _node(request)
     ask = str(request["conf"].get("ask", "type"))
     if ask == "type":
-        return {"metrics": state.report()}
+        report = state.report()
+        if cfg.algorithm == "cpl":  # CPL's G at the run's initial model, built here alike
+            report["G"] = _gradient_norm(cfg, state, model, template, [_flat(template)], X, Y)
+        return {"metrics": report}
     if ask == "grad-norm":
-        from .adapter import gradient_norm
-
-        G = gradient_norm(cfg, _seed(cfg, state), state.spec.partition_id, model,
-                          _params(_flatten(request["arrays"]), template), X, Y)
+        G = _gradient_norm(cfg, state, model, template, request["arrays"], X, Y)
         return {"metrics": {"pid": state.spec.partition_id, "G": G}}
     raise ValueError(f"query: unknown ask {ask!r}; the app asks 'type' or 'grad-norm'")
+
+
+def _gradient_norm(cfg, state, model, template, arrays, X, Y) -> float:
+    from .adapter import gradient_norm
+
+    return gradient_norm(cfg, _seed(cfg, state), state.spec.partition_id, model,
+                         _params(_flatten(arrays), template), X, Y)
 
 
 def _evaluate(request) -> dict:

@@ -176,6 +176,8 @@ def _check_report(m: dict) -> dict:
             if not (true >= 0 and (k == "c" or np.isfinite(true))) or (k == "N" and true == 0):
                 raise ValueError(f"true_{k}={true} is not a valid {k}")
             rep[f"true_{k}"] = true
+    if "G" in m:  # CPL: the gradient norm at the initial model, checked when pricing
+        rep["G"] = m["G"]
     rep["shape"] = json.dumps([int(k) for k in m.get("shape", [])])
     rep["classes"] = int(m.get("classes", 0))
     return rep
@@ -656,24 +658,34 @@ class CplStrategy(_Base):
         log(INFO, "CplStrategy: budget=%s c=%s pricing=%s", self.budget, self.c, self.pricing)
 
     def price(self, grid: Grid, initial: ArrayRecord):
-        """Ask every registered node for its gradient norm at ``initial``; solve the pricing
-        game on the reports (data amounts, gradient norms, valuations)."""
+        """Every registered node's gradient norm at ``initial``: the one it reported when it
+        registered (a node computes it at the run's initial model, which it builds exactly as
+        the server does), or, from a node whose report has none, asked for now; then solve
+        the pricing game on the reports (data amounts, gradient norms, valuations)."""
         pids = self.registry.live(grid)
-        msgs = self._send(0, {p: Message(RecordDict({"arrays": initial, "config": ConfigRecord(
-            {"ask": "grad-norm"})}), dst_node_id=self.registry.members[p].node,
-            message_type=MessageType.QUERY) for p in pids})
-        got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout),
-                            self.registry.timeout)
-        for pid, reply in got.items():
+        said = {p: self.registry.members[p].report["G"] for p in pids
+                if "G" in self.registry.members[p].report}
+        ask = [p for p in pids if p not in said]
+        got = {}
+        if ask:
+            msgs = self._send(0, {p: Message(RecordDict({"arrays": initial, "config":
+                                                         ConfigRecord({"ask": "grad-norm"})}),
+                                             dst_node_id=self.registry.members[p].node,
+                                             message_type=MessageType.QUERY) for p in ask})
+            got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout),
+                                self.registry.timeout)
+        for pid in sorted({*said, *got}):
             try:
-                if reply.has_error():
-                    raise ValueError(f"error: {short_reason(reply.error.reason)}")
-                G = float(metrics_of(reply)["G"])
+                if pid in got:
+                    if got[pid].has_error():
+                        raise ValueError(f"error: {short_reason(got[pid].error.reason)}")
+                    said[pid] = metrics_of(got[pid])["G"]
+                G = float(said[pid])
                 if not (np.isfinite(G) and G > 0):
                     raise ValueError(f"reported G={G}; must be finite and > 0")
                 self.G[pid] = G
             except (KeyError, TypeError, ValueError) as exc:
-                self.registry.reject(0, pid, self.sent[0][pid], str(exc))
+                self.registry.reject(0, pid, self.registry.members[pid].node, str(exc))
         pids = sorted(self.G)
         if not pids:
             raise RuntimeError("CPL: no node reported a gradient norm; nothing to price")
@@ -692,6 +704,7 @@ class CplStrategy(_Base):
         self.pricing_record = {"pids": pids, "reports": {k: v.tolist() for k, v in
                                                          rep.items()},
                                "G": [self.G[p] for p in pids], "c": self.c,
+                               "G_asked": [p for p in pids if p in ask],  # not at registration
                                "budget": self.budget, "alpha": self.alpha,
                                "rounds": self.rounds, "q_min": self.q_min,
                                "pricing": self.pricing,
