@@ -418,3 +418,11 @@ def test_split_lines_are_ir_balanced_and_end_at_the_thresholds():
     assert t.loc["paper", "max_regret_c"] == 0 < t.loc["paper", "max_regret_K"]
     assert t.loc["price split s=0", "max_regret_K"] < t.loc["paper", "max_regret_K"]
     assert t.loc["cost split s=0", "max_regret_c_over"] > 0
+    import matplotlib
+
+    from sims.design.frontier import plot_line
+
+    matplotlib.use("Agg")
+    ax = plot_line(t.reset_index())
+    assert ax.get_xlabel().startswith("largest regret from misreporting c")
+    assert {x.get_text() for x in ax.texts} >= {"paper"}
