@@ -698,6 +698,21 @@ def test_a_raising_rule_in_a_sweep_names_the_cell_and_keeps_the_finished(sandbox
     store.close()
 
 
+def test_prove_names_a_raising_rule_and_its_error_in_one_line(sandbox, capsys):
+    # the rule's own KeyError, named with the row and the rule (was: "error" in the table,
+    # the message nowhere, exit status 0)
+    code = main(["prove", "--subject", "userrules_i23:boom3", "--property", "budget_balance",
+                 "--examples", "10", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("fedmarket: row budget_balance on userrules_i23:boom3: error: ")
+    assert "userrules_i23:boom3" in err[0].split("error: ", 1)[1] and "KeyError" in err[0]
+    # a rule that does not raise: no such line, status 0
+    assert main(["prove", "--subject", "userrules_i23:slow_pay", "--property",
+                 "budget_balance", "--examples", "2", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_a_subject_named_twice_is_reported_once():
     from proofs.report import run_report
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -153,6 +154,10 @@ def _run(args) -> int:
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
                       results, jobs=args.jobs, wall_seconds=wall) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
+    for report, _ in results:  # a rule that raised: its own error, one line (--quiet too)
+        if report.verdict == "error":
+            print(f"fedmarket: row {report.property.key} on {report.subject}: error: "
+                  f"{' '.join(str(report.error).split())}", file=sys.stderr)
     if not args.quiet:
         shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
         print_table(shown, f"Theorem report: {args.examples} examples per property, "
@@ -220,7 +225,8 @@ def _own_keys(subject, properties) -> list[str]:
 def _check_own(rows, args, done, examples=None) -> list:
     """(report, as_declared) of each (subject of your own, property): a declared property
     as the contract checks it; an undeclared one is reported with its verdict (no claim to
-    break). Checked in this process (your module need not import in a worker)."""
+    break), but a rule that raised on it (verdict "error") fails the run: an error is no
+    verdict. Checked in this process (your module need not import in a worker)."""
     from proofs import PROPERTIES, check
     from proofs.contract import contract_check
 
@@ -235,7 +241,8 @@ def _check_own(rows, args, done, examples=None) -> list:
                                  engine=args.engine, **kw)
             out.append((got.report, got.as_declared))
         else:
-            out.append((check(subject, prop, max_examples=args.examples, seed=args.seed,
-                              engine=args.engine, **kw), True))
+            report = check(subject, prop, max_examples=args.examples, seed=args.seed,
+                           engine=args.engine, **kw)
+            out.append((report, report.verdict != "error"))  # a raise is no verdict
         done(subject.name, key)
     return out
