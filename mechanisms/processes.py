@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-__all__ = ["die_with_parent", "kill_with_parent", "stop_pool"]
+__all__ = ["die_with_parent", "kill_with_parent", "pool_worker", "stop_pool", "to_parent"]
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -75,6 +75,26 @@ def die_with_parent(parent: int, poll: float = 0.5) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+_TO_PARENT = None  # in a pool worker started by pool_worker(): its queue to the parent
+
+
+def pool_worker(parent: int, to_parent=None) -> None:
+    """A pool's ``initializer`` (``initargs=(os.getpid(), queue)``): :func:`die_with_parent`,
+    then keep ``to_parent`` (a queue the worker's tasks report progress on, or None) for
+    :func:`to_parent`. It lives here, in a module that imports next to nothing, so that a
+    spawned worker asks for its death signal within a second of starting: an initializer in
+    a heavy module (the checker, pandas) left workers alive for the 10-20 s of their
+    imports after a kill -9 of the parent on a loaded host."""
+    global _TO_PARENT
+    die_with_parent(parent)
+    _TO_PARENT = to_parent
+
+
+def to_parent():
+    """The queue :func:`pool_worker` kept in this worker (None elsewhere)."""
+    return _TO_PARENT
 
 
 def kill_with_parent(sig: int = signal.SIGKILL):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from mechanisms.processes import die_with_parent, stop_pool
+from mechanisms.processes import pool_worker, stop_pool, to_parent
 
 from .checker import CheckerInputError, Report, check_exhaustive
 from .contract import FALSIFY_FACTOR, contract_check
@@ -119,18 +119,10 @@ def single_threaded_children():
                 os.environ[var] = value
 
 
-_STEPS = None  # in a worker of in_parallel(step=...): the queue its progress goes to
-
-
-def _worker_init(parent: int, steps) -> None:
-    global _STEPS
-    die_with_parent(parent)
-    _STEPS = steps
-
-
 def _reporting(fn: Callable, i: int, *task):
     """``fn(*task, progress=...)`` in a worker, its progress sent to the parent's queue."""
-    return fn(*task, progress=lambda *step: _STEPS.put((i, *step)))
+    queue = to_parent()
+    return fn(*task, progress=lambda *step: queue.put((i, *step)))
 
 
 def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
@@ -154,7 +146,7 @@ def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
 
     with single_threaded_children(), \
             ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
-                                initializer=_worker_init,
+                                initializer=pool_worker,
                                 initargs=(os.getpid(), steps)) as pool:
         futures = {(pool.submit(fn, *task) if step is None else
                     pool.submit(_reporting, fn, i, *task)): i for i, task in enumerate(tasks)}
