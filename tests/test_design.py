@@ -426,3 +426,33 @@ def test_split_lines_are_ir_balanced_and_end_at_the_thresholds():
     ax = plot_line(t.reset_index())
     assert ax.get_xlabel().startswith("largest regret from misreporting c")
     assert {x.get_text() for x in ax.texts} >= {"paper"}
+
+
+def test_regret_floor_binds_every_ir_rule_without_deficit():
+    """The single-trade floor (m - c - 2 lam (N_j/N_i) d) / 2, computed by hand on a market
+    where the paper's selection makes one trade; every IR rule without deficit measured
+    there (both clients lying in turn, c over and K under) has a misreport worth at least
+    the floor (the search finds the profits up to its resolution); known bad: paying
+    nothing has no profit at all, and breaks IR (the floor's precondition)."""
+    from sims.design.frontier import regret_floor
+
+    mk = ipfl.Market(N=[400, 500], c=[np.inf, 1.0], K=[5e4, 0.0], lam=2.0)
+    d2 = np.array([[0, .1], [.1, 0]])
+    A = ipfl.clear(mk, d2, "local", payments="paper").adjacency
+    assert A.tolist() == [[False, True], [False, False]]
+    g = mk.gain.value
+    by_hand = (g(500.0, 5e4, 400.0) - 1.0 - 2 * 2.0 * (500 / 400) * 0.1) / 2
+    mine = markets_from(mk, d2)
+    floor = regret_floor(mine)
+    assert floor["single_trade"].all()
+    np.testing.assert_allclose(floor["floor"], by_hand, rtol=1e-12)
+    space = LinearSpace(("marginal", "cost", "distance"), clip=True)
+    combos = (("c", "over"), ("K", "under"))
+    for w in ({"marginal": 0.5, "cost": 0.5}, {"cost": 1.0}, {"marginal": 1, "distance": 1},
+              {"cost": 1, "distance": -1}, {"marginal": 0.3, "cost": 0.7}):
+        s = evaluate(space.rule(space.point(**w)), mine, combos=combos).summary
+        assert s["ir_rate"] == 0
+        assert max(s["max_regret_c_over"], s["max_regret_K_under"]) >= 0.99 * by_hand, w
+    none = evaluate(linear_rule({}), mine, combos=combos).summary
+    assert max(none["max_regret_c_over"], none["max_regret_K_under"]) < by_hand
+    assert none["ir_rate"] > 0

@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mechanisms.ipfl import MarketArrays
+
 from .evaluate import REFERENCES, Markets, evaluate
 from .objective import Goal
 
 __all__ = ["LINE_COMBOS", "corner", "frontier_table", "line_table", "pareto", "plot_frontier",
-           "plot_line", "split_points", "write_frontier"]
+           "plot_line", "regret_floor", "split_points", "write_frontier"]
 
 _KEEP = ("worst_max_regret", "worst_max_rel_regret", "worst_mean_rel_regret", "ir_rate",
          "mean_balance", "mean_rel_deficit", "deficit_rate", "mean_welfare", "participation",
@@ -200,14 +202,18 @@ def _stagger(points, step: float = 11.0) -> list[float]:
     return out
 
 
-def plot_line(table: pd.DataFrame, ax=None):
+def plot_line(table: pd.DataFrame, ax=None, *, floor: float | None = None):
     """Largest K regret against largest c regret: the two split lines of the clipped family
     (IR and budget balanced), other family rules as dots, reference rules as squares
-    labelled with their IR breaks and deficits. Returns the Axes."""
+    labelled with their IR breaks and deficits; ``floor`` (:func:`regret_floor`'s largest)
+    shades the region no IR rule without deficit reaches. Returns the Axes."""
     if ax is None:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(6.4, 4.6))
+    if floor is not None and np.isfinite(floor):
+        ax.fill_between([0, floor], 0, floor, color="0.85", zorder=0,
+                        label=f"below the floor {floor:.1f}: no IR rule without deficit")
     fam = table[table["kind"] == "family"]
     for prefix, colour in (("cost split", "#4C72B0"), ("price split", "#55A868")):
         line = fam[fam["rule"].str.startswith(prefix)]
@@ -236,3 +242,35 @@ def plot_line(table: pd.DataFrame, ax=None):
     ax.set_ylabel("largest regret from misreporting K (either way)")
     ax.legend(fontsize=7, loc="lower right")
     return ax
+
+
+def regret_floor(markets: Markets) -> pd.DataFrame:
+    """A lower bound on the largest c-or-K regret of EVERY individually rational rule
+    without deficit that keeps the paper's selection (local rule, Eq. 10 prices), per market
+    in which that selection makes exactly one trade (i buys j's model):
+
+        floor = (marginal_ij - c_j - 2 lam (N_j/N_i) d_ij) / 2
+
+    Why (a two-line argument, not machine-checked): the trade happens while marginal_ij >=
+    P_ij = c_j + lam (N_j/N_i) d_ij (Eq. 11). The buyer, understating K until its marginal
+    is P_ij, still buys, and by IR at that (truthful) profile pays at most P_ij there; the
+    seller, overstating c up to c_hi = marginal_ij - lam (N_j/N_i) d_ij, is still bought
+    from, and by IR there receives at least c_hi. With b the buyer's payment and a <= b the
+    seller's receipt at the true reports (no deficit: other clients can only receive), the
+    two profits are at least b - P_ij and c_hi - a, which add up to at least c_hi - P_ij:
+    one of them is at least half of it. One row per market: ``m``, ``single_trade`` and
+    ``floor`` (NaN where the selection does not make exactly one trade)."""
+    from .space import pair_features
+
+    mech = REFERENCES["paper"]
+    rows = []
+    for g in markets.groups:
+        A = mech.settle(g["N"], g["c"], g["K"], g["lam"], g["D"])["A"]
+        mk = MarketArrays(g["N"], g["c"], g["K"], g["lam"])
+        f = pair_features(mk, A, g["D"], ("marginal", "cost", "distance"))
+        surplus = np.where(A, f["marginal"] - f["cost"] + 2.0 * f["distance"], -np.inf)
+        one = A.sum(axis=(1, 2)) == 1
+        best = surplus.reshape(len(surplus), -1).max(axis=1)
+        rows.append(pd.DataFrame({"m": A.shape[-1], "single_trade": one,
+                                  "floor": np.where(one, np.maximum(best, 0.0) / 2, np.nan)}))
+    return pd.concat(rows, ignore_index=True)
