@@ -129,3 +129,13 @@ def test_lagrangian_method_from_the_cli(tmp_path):
     doc = json.loads((out / "design.json").read_text())
     assert [h["stage"] for h in doc["stages"]] == [1, 2]
     assert doc["search"]["method"] == "lagrangian"
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{bad", '{"name": "x"}'])
+def test_prove_refuses_a_file_that_is_not_a_rule_file(text, tmp_path, capsys):
+    f = tmp_path / "rule.json"
+    f.write_text(text)
+    assert main(["prove", "--subject", str(f), "--engine", "batch", "--examples", "10",
+                 "--seed", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "rule_file" in err and "\n" not in err and "Traceback" not in err
