@@ -11,7 +11,7 @@ from mechanisms.errors import MarketInputError, as_choice, as_int, as_real, as_s
 
 __all__ = ["ATTACKS", "DATASETS", "OTHER_DIFFERENCES", "PARTITIONS", "PRESETS",
            "PUBLISHED_DIFFERENCES",
-           "TrainConfig", "TrainInputError", "TrainResult", "preset"]
+           "TrainConfig", "TrainInputError", "TrainResult", "preset", "torch_device"]
 
 ATTACKS = ("none", *roles.ATTACKS)
 DATASETS = ("digits", "fashion-mnist", "cifar10", "synthetic")
@@ -129,6 +129,9 @@ class TrainConfig:
     evaluate_every: int = 1
     seed: int = 0
     lockstep: bool = True
+    # where training and evaluation run: "cpu", "cuda" (or "cuda:N"), or "auto" (cuda when
+    # torch sees a CUDA device, else cpu); the algorithms' server side stays on the CPU
+    device: str = "cpu"
 
     def __post_init__(self):
         from .algorithms import get
@@ -161,6 +164,7 @@ class TrainConfig:
                      "holdout"):
             if not isinstance(getattr(self, name), bool):
                 raise err(name, f"is {getattr(self, name)!r}; must be true or false")
+        torch_device(self.device)  # a device this torch can use, or a clear error
         if self.data_dir is not None and not isinstance(self.data_dir, str):
             raise err("data_dir", f"is {self.data_dir!r}; must be a folder name")
         if not 0 <= self.attackers < self.clients:
@@ -220,6 +224,30 @@ OTHER_DIFFERENCES = (
     ("scale", "50 rounds of 200 local steps on all of Fashion-MNIST / CIFAR-10",
      "smaller (each claim's setup says how much); CIFAR-10 is not loaded"),
 )
+
+
+def torch_device(name: str):
+    """The ``torch.device`` of a config's ``device``: "cpu", "cuda", "cuda:N" or "auto"
+    (cuda when torch sees a CUDA device, else cpu). CUDA asked for where torch sees none is
+    a :class:`TrainInputError` naming ``device``."""
+    import torch
+
+    if not isinstance(name, str):
+        raise TrainInputError("device", f"is {name!r}; choose cpu, cuda, cuda:N or auto")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    kind, _, index = name.partition(":")
+    if kind not in ("cpu", "cuda") or (index and (kind != "cuda" or not index.isdigit())):
+        raise TrainInputError("device", f"is {name!r}; choose cpu, cuda, cuda:N or auto")
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise TrainInputError("device", f"is {name!r}, but this torch sees no CUDA device "
+                                            "(torch.cuda.is_available() is False); use cpu, "
+                                            "or auto to take CUDA only where present")
+        if index and int(index) >= torch.cuda.device_count():
+            raise TrainInputError("device", f"is {name!r}; this machine has "
+                                            f"{torch.cuda.device_count()} CUDA device(s)")
+    return torch.device(name)
 
 
 def preset(name: str, **overrides) -> TrainConfig:

@@ -93,8 +93,8 @@ def evaluate(model, params, data, label_dist: np.ndarray, own_test: list[np.ndar
              X_train, Y_train, chunk: int | None = None, batched: bool = True):
     """Returns (personalised_acc (m,), own_acc (m,), loss (m,) on the global test set).
     ``chunk``: test inputs per batched pass (None: :func:`chunk_size`)."""
-    X_te = torch.as_tensor(data.x_test)
-    y_te = torch.as_tensor(data.y_test)
+    X_te = torch.as_tensor(data.x_test, device=X_train.device)  # where the models run
+    y_te = torch.as_tensor(data.y_test, device=X_train.device)
     m = next(iter(params.values())).shape[0]
     chunk = chunk or chunk_size(model, X_te, m)
 
@@ -105,7 +105,8 @@ def evaluate(model, params, data, label_dist: np.ndarray, own_test: list[np.ndar
             losses.append(torch.nn.functional.cross_entropy(
                 logits.transpose(1, 2), y.expand(logits.shape[0], -1), reduction="none"))
             correct.append(logits.argmax(-1) == y)
-        return torch.cat(losses, dim=1).mean(dim=1).numpy(), torch.cat(correct, dim=1).numpy()
+        return (torch.cat(losses, dim=1).mean(dim=1).cpu().numpy(),
+                torch.cat(correct, dim=1).cpu().numpy())
 
     loss, hit = _vmappable(go) if batched else go(False)  # hit: (m, n_test)
     classes = label_dist.shape[1]
@@ -166,10 +167,11 @@ def _on_parts(model, params, X, Y, parts, chunk, batched, what) -> np.ndarray:
             for r, i in enumerate(who):
                 take = parts[i][s:s + width]
                 idx[r, :take.size], mask[r, :take.size] = take, True
-            idx_t = torch.as_tensor(idx)
-            sub = {k: v[torch.as_tensor(who)] for k, v in params.items()}
-            per = _per_sample(f(sub, X[idx_t]), Y[idx_t], what) * torch.as_tensor(mask)
-            total[who] += per.sum(dim=1).numpy()
+            idx_t = torch.as_tensor(idx, device=X.device)
+            sub = {k: v[torch.as_tensor(who, device=X.device)] for k, v in params.items()}
+            per = _per_sample(f(sub, X[idx_t]), Y[idx_t], what) * torch.as_tensor(
+                mask, device=X.device)
+            total[who] += per.sum(dim=1).cpu().numpy()
 
     def go(b):
         total[:] = 0.0

@@ -82,15 +82,17 @@ def train_lockstep(model, params, X, Y, batches, cfg: SGDConfig, centre=None, pr
     cos_weight: (m,) weights of the term -w cos(theta, centre) (default: none).
     """
     m = next(iter(params.values())).shape[0]
+    dev = X.device  # the params, X and Y on one device; everything made here goes there
     params = {k: v.clone() for k, v in params.items()}
     centre = centre if centre is not None else {k: v.detach().clone() for k, v in params.items()}
-    prox_t = torch.zeros(m) if prox is None else torch.as_tensor(prox, dtype=torch.float32)
-    cos_t = torch.zeros(m) if cos_weight is None else torch.as_tensor(cos_weight,
-                                                                       dtype=torch.float32)
+    prox_t = torch.zeros(m, device=dev) if prox is None else torch.as_tensor(
+        prox, dtype=torch.float32, device=dev)
+    cos_t = torch.zeros(m, device=dev) if cos_weight is None else torch.as_tensor(
+        cos_weight, dtype=torch.float32, device=dev)
     grad_all = vmap(grad(_loss_fn(model, cos_weight is not None)), in_dims=(0, 0, 0, 0, 0, 0))
     buf = {k: torch.zeros_like(v) for k, v in params.items()}
-    mask = None if active is None else torch.as_tensor(active, dtype=torch.bool)
-    idx_all = torch.as_tensor(batches)
+    mask = None if active is None else torch.as_tensor(active, dtype=torch.bool, device=dev)
+    idx_all = torch.as_tensor(batches, device=dev)
     for step in range(batches.shape[0]):
         idx = idx_all[step]
         g = grad_all(params, X[idx], Y[idx], centre, prox_t, cos_t)
@@ -117,10 +119,10 @@ def train_sequential(model, params, X, Y, batches, cfg: SGDConfig, centre=None, 
         p = {k: v[i].clone() for k, v in params.items()}
         c = {k: v[i] for k, v in centre.items()}
         buf = {k: torch.zeros_like(v) for k, v in p.items()}
-        pr = torch.tensor(float(prox_v[i]))
-        cw = torch.tensor(float(cos_v[i]))
+        pr = torch.tensor(float(prox_v[i]), device=X.device)
+        cw = torch.tensor(float(cos_v[i]), device=X.device)
         for step in range(batches.shape[0]):
-            idx = torch.as_tensor(batches[step, i])
+            idx = torch.as_tensor(batches[step, i], device=X.device)
             g = g_one(p, X[idx], Y[idx], c, pr, cw)
             p = _sgd(p, g, buf, cfg)
         for k in out:

@@ -56,14 +56,19 @@ from mechanisms.ipfl.money import baseline_support
 
 from . import data as data_mod
 from . import models as models_mod
-from .config import TrainConfig
+from .config import TrainConfig, torch_device
 from .evaluate import accuracy_on_parts, chunk_size, evaluate, loss_on_parts
 from .local import SGDConfig, sample_batches, train_lockstep, train_sequential
 from .partition import partition
 
-__all__ = ["LEDGER", "Round", "Session"]
+__all__ = ["LEDGER", "Round", "Session", "on_cpu"]
 
 LEDGER = ("gain", "cost", "payment", "utility", "n_bought", "n_sold")
+
+
+def on_cpu(params) -> dict:
+    """Stacked params on the CPU (the same tensors when already there)."""
+    return {k: v.cpu() for k, v in params.items()}
 
 
 class Round(NamedTuple):
@@ -114,8 +119,12 @@ class Session:
         self.model_name = name
         self.params0 = models_mod.init_stacked(self.model, m)
         self.theta0 = models_mod.flatten_params(self.params0)[0].double().numpy()
-        self.X = torch.as_tensor(self.data.x_train)
-        self.Y = torch.as_tensor(self.data.y_train)
+        # training and evaluation run on cfg.device; the algorithms' tensors stay on the CPU
+        # (every method below takes and returns CPU tensors)
+        self.device = torch_device(cfg.device)
+        self.model.to(self.device)
+        self.X = torch.as_tensor(self.data.x_train).to(self.device)
+        self.Y = torch.as_tensor(self.data.y_train).to(self.device)
         self.sgd = SGDConfig(cfg.steps, cfg.batch, cfg.lr, cfg.momentum, cfg.weight_decay)
         self._economics(np.random.default_rng(s_econ))
         self.timings = {"training": 0.0, "distances": 0.0, "clearing": 0.0, "prox": 0.0,
@@ -208,10 +217,14 @@ class Session:
         rngs = [self.batch_rng(i, call) for i in range(self.clients)]
         batches = sample_batches(self.train_parts, self.sgd, rngs, self.cfg.sampling)
         fn = train_lockstep if self.cfg.lockstep else train_sequential
-        out = fn(self.model, params, self.X, self.Y, batches, self.sgd, centre, prox, active,
-                 cos_weight)
+        out = fn(self.model, self.on_device(params), self.X, self.Y, batches, self.sgd,
+                 None if centre is None else self.on_device(centre), prox, active, cos_weight)
         self.timings["training"] += time.perf_counter() - t0
-        return out
+        return on_cpu(out)
+
+    def on_device(self, params) -> dict:
+        """Stacked params on the session's device (the same tensors on the CPU)."""
+        return {k: v.to(self.device) for k, v in params.items()}
 
     def train_client(self, pid: int, start: np.ndarray, centre: np.ndarray | None = None,
                      prox: float = 0.0, call: int = 0) -> np.ndarray:
@@ -221,9 +234,9 @@ class Session:
         centre_p = params if centre is None else self._one(centre)
         batches = sample_batches([self.train_parts[pid]], self.sgd, [self.batch_rng(pid, call)],
                                  self.cfg.sampling)
-        out = train_lockstep(self.model, params, self.X, self.Y, batches, self.sgd, centre_p,
-                             np.array([float(prox)]))
-        return models_mod.flatten_params(out)[0].double().numpy()
+        out = train_lockstep(self.model, self.on_device(params), self.X, self.Y, batches,
+                             self.sgd, self.on_device(centre_p), np.array([float(prox)]))
+        return models_mod.flatten_params(on_cpu(out))[0].double().numpy()
 
     def _one(self, flat) -> dict:
         return models_mod.unflatten_params(torch.as_tensor(flat, dtype=torch.float32)[None],
@@ -287,11 +300,11 @@ class Session:
 
         idx = np.stack([self.batch_rng(i, 2**31 - 1).choice(p, size=self.cfg.batch)
                         for i, p in enumerate(self.train_parts)])
-        idx_t = torch.as_tensor(idx)
+        idx_t = torch.as_tensor(idx, device=self.device)
         with torch.enable_grad():
-            g = vmap(grad(loss))(self.params0, self.X[idx_t], self.Y[idx_t])
+            g = vmap(grad(loss))(self.on_device(self.params0), self.X[idx_t], self.Y[idx_t])
         norms = torch.sqrt(sum((v.reshape(v.shape[0], -1) ** 2).sum(1) for v in g.values()))
-        return norms.double().numpy().clip(min=1e-6)
+        return norms.double().cpu().numpy().clip(min=1e-6)
 
     def client_type(self, pid: int) -> dict:
         """The type client ``pid`` reports to a market: data amount N, cost c, gain scale K."""
@@ -303,7 +316,7 @@ class Session:
         ``params`` stacked in the order of ``pids`` (default: all clients)."""
         t0 = time.perf_counter()
         pids = list(range(self.clients)) if pids is None else list(pids)
-        out = evaluate(self.model, params, self.data, self.label_dist[pids],
+        out = evaluate(self.model, self.on_device(params), self.data, self.label_dist[pids],
                        [self.test_parts[p] for p in pids], self.X, self.Y)
         self.timings["evaluation"] += time.perf_counter() - t0
         return out
@@ -312,7 +325,8 @@ class Session:
         """(m,) accuracy of each client's model on its own validation split; each ``active``
         client's best model by this accuracy is kept (:meth:`keep_best`)."""
         t0 = time.perf_counter()
-        val = accuracy_on_parts(self.model, params, self.X, self.Y, self.val_parts)
+        val = accuracy_on_parts(self.model, self.on_device(params), self.X, self.Y,
+                                self.val_parts)
         better = np.nan_to_num(val, nan=-1.0) > self.best_val
         if active is not None:
             better &= np.asarray(active, dtype=bool)
@@ -326,9 +340,9 @@ class Session:
     def validation_losses(self, flat) -> np.ndarray:
         """(k, m) mean cross-entropy of each of the k flat models on each client's validation
         split (all models on all splits, batched over models, in chunks of inputs)."""
-        models = self.stack(flat)
+        models = self.on_device(self.stack(flat))
         owner = np.concatenate([np.full(len(p), i) for i, p in enumerate(self.val_parts)])
-        idx = torch.as_tensor(np.concatenate(self.val_parts))
+        idx = torch.as_tensor(np.concatenate(self.val_parts), device=self.device)
         k = next(iter(models.values())).shape[0]
         chunk = chunk_size(self.model, self.X, k)
         f = vmap(lambda p, x: functional_call(self.model, p, (x,)), in_dims=(0, None))
@@ -338,7 +352,7 @@ class Session:
             logits = f(models, self.X[i])
             per.append(torch.nn.functional.cross_entropy(
                 logits.transpose(1, 2), self.Y[i].expand(k, -1), reduction="none"))
-        per = torch.cat(per, dim=1).double().numpy()
+        per = torch.cat(per, dim=1).double().cpu().numpy()
         counts = np.maximum(np.bincount(owner, minlength=self.clients), 1)
         return np.stack([np.bincount(owner, weights=row, minlength=self.clients) / counts
                          for row in per])
@@ -346,7 +360,8 @@ class Session:
     def own_validation_losses(self, flat) -> np.ndarray:
         """(m,) mean cross-entropy of client i's flat model on its own validation split (the
         diagonal of :meth:`validation_losses`, at 1/m of its cost)."""
-        return loss_on_parts(self.model, self.stack(flat), self.X, self.Y, self.val_parts)
+        return loss_on_parts(self.model, self.on_device(self.stack(flat)), self.X, self.Y,
+                             self.val_parts)
 
     def keep_best(self, params, who) -> dict:
         """``params`` with the rows of the clients ``who`` (bool mask) replaced by their best

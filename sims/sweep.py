@@ -241,7 +241,7 @@ def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
 # Config fields added after stores were written, at the value that does what the code did
 # before they existed: a config holding such a value hashes as it did before the field
 # (stored cells stay current); any other value is a new config.
-ADDED_FIELDS = {"payments": "paper", "prices": "paper"}
+ADDED_FIELDS = {"payments": "paper", "prices": "paper", "device": "cpu"}
 
 
 def config_fields(cfg) -> dict:

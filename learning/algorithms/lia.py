@@ -35,7 +35,9 @@ def rounds(s: Session, oracle: bool = False):
             return np.asarray(s.cluster_of), None
         rng = np.random.default_rng(s.round_rng.integers(2**63))
         t0 = time.perf_counter()
-        I, _ = influence_scores(s.model, start_params, s.X, s.Y, s.train_parts, s.val_parts,
+        # the influence scores run on the CPU (start_params live there; X, Y may not)
+        I, _ = influence_scores(s.model, start_params, s.X.cpu(), s.Y.cpu(), s.train_parts,
+                                s.val_parts,
                                 rng, k=cfg.lia_k, batch=cfg.batch, lr=cfg.lr)
         s.timings["influence"] = s.timings.get("influence", 0.0) + time.perf_counter() - t0
         return lia.cluster(I, "central"), (I, lia.cluster(I, "p2p"))

@@ -92,6 +92,8 @@ OPTIONS = (
     ("allow_quit", "iPFL: a client with negative round utility quits (keeps its best model)"),
     ("evaluate_every", "measure test accuracy every k rounds (and in the last)"),
     ("seed", "random seed"),
+    ("device", "where training and evaluation run: cpu, cuda, cuda:N, or auto (cuda when "
+               "present, else cpu)"),
 )
 
 
