@@ -300,9 +300,11 @@ class Session:
 
         idx = np.stack([self.batch_rng(i, 2**31 - 1).choice(p, size=self.cfg.batch)
                         for i, p in enumerate(self.train_parts)])
-        idx_t = torch.as_tensor(idx, device=self.device)
+        dev = self.X.device  # (a Flower node calls this with its own model, params and data)
+        idx_t = torch.as_tensor(idx, device=dev)
+        params = {k: v.to(dev) for k, v in self.params0.items()}
         with torch.enable_grad():
-            g = vmap(grad(loss))(self.on_device(self.params0), self.X[idx_t], self.Y[idx_t])
+            g = vmap(grad(loss))(params, self.X[idx_t], self.Y[idx_t])
         norms = torch.sqrt(sum((v.reshape(v.shape[0], -1) ** 2).sum(1) for v in g.values()))
         return norms.double().cpu().numpy().clip(min=1e-6)
 
