@@ -6,14 +6,16 @@
   code, or not writable;
 * :class:`CellFailed`: a sweep cell failed for a reason that is not a typed input error (a
   rule of the user's own raised): the message names the cell (scenario, mechanism, seed,
-  parameters) and the error.
+  parameters) and the error;
+* :class:`CellTimedOut`: a sweep cell ran past its time limit (``run_sweep(time_limit=)``,
+  ``fedmarket sweep --time-limit``): the message names the cell and how far it got.
 """
 
 from __future__ import annotations
 
 from mechanisms.errors import FedmarketError, MarketInputError
 
-__all__ = ["CellFailed", "SpecError", "StoreError"]
+__all__ = ["CellFailed", "CellTimedOut", "SpecError", "StoreError"]
 
 
 class SpecError(MarketInputError):
@@ -26,3 +28,7 @@ class StoreError(FedmarketError):
 
 class CellFailed(FedmarketError):
     """A sweep cell raised something other than a typed input error (``field`` "cell")."""
+
+
+class CellTimedOut(CellFailed):
+    """A sweep cell stopped at its time limit (``field`` "cell"); nothing of it is stored."""

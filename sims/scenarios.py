@@ -48,12 +48,13 @@ class Scenario:
     kind: str  # "mechanism" | "learning"
     config_factory: Callable[[], type]
     mechanisms: tuple
-    run: Callable[[object, str, int], pd.DataFrame]
+    run: Callable[..., pd.DataFrame]  # run(config, mechanism, seed, progress=None)
     description: str
     # every mechanism name a cell may use (default: ``mechanisms``), read on first use
     accepts: Callable[[], tuple] | None = None
     custom_rules: bool = False  # any iPFL mechanism (selection + payments + prices) allowed
     pricing_rules: bool = False  # any CPL pricing rule allowed
+    steps: str = "rounds"  # what run's progress(done, total) counts inside a cell
 
     def check_mechanism(self, mechanism) -> str:
         """The mechanism's canonical name if this scenario runs it; MarketInputError (naming
@@ -182,9 +183,10 @@ def market_rules(cfg: InclusiveMarket, mechanism: str):
     return cfg, {"rule": rule, "payments": payments, "prices": prices}
 
 
-def _inclusive(cfg: InclusiveMarket, mechanism: str, seed: int) -> pd.DataFrame:
+def _inclusive(cfg: InclusiveMarket, mechanism: str, seed: int,
+               progress=None) -> pd.DataFrame:
     cfg, rules = market_rules(cfg, mechanism)
-    res = run_inclusive_market(cfg, **rules)
+    res = run_inclusive_market(cfg, **rules, progress=progress)
     return res.rounds
 
 
@@ -211,14 +213,18 @@ class LiarScenario:
         as_seed("seed", self.seed)
 
 
-def _liars(cfg: LiarScenario, mechanism: str, seed: int) -> pd.DataFrame:
+def _liars(cfg: LiarScenario, mechanism: str, seed: int, progress=None) -> pd.DataFrame:
     base = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, seed=seed,
                            thresholds=cfg.thresholds)
     base, rules = market_rules(base, mechanism)
     lie = replace(base, liar=cfg.liar, liar_N=cfg.factor if cfg.kind == "size" else 1.0,
                   liar_c=cfg.factor if cfg.kind == "cost" else 1.0)
-    honest = run_inclusive_market(base, **rules).summary()
-    lied = run_inclusive_market(lie, **rules).summary()
+    # progress: the honest run's rounds, then the lying run's (2 x rounds in all)
+    steps = 2 * cfg.rounds
+    honest = run_inclusive_market(base, **rules, progress=None if progress is None else (
+        lambda done, _total: progress(done, steps))).summary()
+    lied = run_inclusive_market(lie, **rules, progress=None if progress is None else (
+        lambda done, _total: progress(cfg.rounds + done, steps))).summary()
     honest_ids = [i for i in range(len(lied)) if i != cfg.liar and lied.role[i] != "attacker"]
     others = lied.loc[honest_ids]
     return pd.DataFrame([{
@@ -250,11 +256,11 @@ class AttackScenario:
         as_seed("seed", self.seed)
 
 
-def _attacks(cfg: AttackScenario, mechanism: str, seed: int) -> pd.DataFrame:
+def _attacks(cfg: AttackScenario, mechanism: str, seed: int, progress=None) -> pd.DataFrame:
     mk = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, attack=cfg.attack,
                          metric=cfg.metric, seed=seed)
     mk, rules = market_rules(mk, mechanism)
-    res = run_inclusive_market(mk, **rules)
+    res = run_inclusive_market(mk, **rules, progress=progress)
     s = res.summary()
     att = s[s.role == "attacker"]
     honest = s[s.role != "attacker"]
@@ -265,9 +271,12 @@ def _attacks(cfg: AttackScenario, mechanism: str, seed: int) -> pd.DataFrame:
                           "honest_mean_utility": float(honest.utility.mean())}])
 
 
-def _cpl_pricing(cfg: CplBenchmark, mechanism: str, seed: int) -> pd.DataFrame:
+def _cpl_pricing(cfg: CplBenchmark, mechanism: str, seed: int,
+                 progress=None) -> pd.DataFrame:
     game = cfg.game()
-    if mechanism in cpl.METHODS:
+    if mechanism == "cvxpy-linesearch" and progress is not None:  # steps: its grid points
+        eq = cpl.solve(game, mechanism, progress=progress)
+    elif mechanism in cpl.METHODS:
         eq = cpl.solve(game, mechanism)
     else:
         eq = cpl.apply_pricing(game, cpl_pricing_rule(mechanism), name=mechanism)
@@ -280,10 +289,10 @@ def _cpl_pricing(cfg: CplBenchmark, mechanism: str, seed: int) -> pd.DataFrame:
                          else np.nan})
 
 
-def _learning(cfg, mechanism: str, seed: int) -> pd.DataFrame:
+def _learning(cfg, mechanism: str, seed: int, progress=None) -> pd.DataFrame:
     from learning.algorithms import run
 
-    res = run(replace(cfg, algorithm=mechanism, seed=seed))
+    res = run(replace(cfg, algorithm=mechanism, seed=seed), progress=progress)
     df = res.frame.copy()
     if "clusters" in res.extras and res.extras.get("true_clusters") is not None:
         from mechanisms import lia
@@ -347,7 +356,8 @@ def _registry():
         Scenario("cpl-pricing", "mechanism", fixed(CplBenchmark),
                  ("bisection", "uniform", "weighted"), _cpl_pricing,
                  "CPL: equilibrium vs posted prices (budget as a parameter)",
-                 lambda: (*cpl.METHODS, *cpl.PRICING_RULES), pricing_rules=True),
+                 lambda: (*cpl.METHODS, *cpl.PRICING_RULES), pricing_rules=True,
+                 steps="line-search points"),
         Scenario("ipfl-learning", "learning",
                  _learning_config(dataset="digits", clients=6, rounds=4, steps=20, batch=32,
                                   lr=0.05, beta=0.5),

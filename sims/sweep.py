@@ -14,6 +14,8 @@ stored atomically in an on-disk SQLite store as it finishes.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -22,7 +24,9 @@ import json
 import math
 import os
 import pickle
+import signal
 import sqlite3
+import threading
 import time
 import tomllib
 import urllib.parse
@@ -33,16 +37,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechanisms.errors import FedmarketError, MarketInputError, RuleFailed, as_int, as_seed
+from mechanisms.errors import (
+    FedmarketError,
+    MarketInputError,
+    RuleFailed,
+    as_int,
+    as_real,
+    as_seed,
+)
 from mechanisms.lookup import describe
 from mechanisms.processes import die_with_parent, stop_pool
 
-from .errors import CellFailed, SpecError, StoreError
+from .errors import CellFailed, CellTimedOut, SpecError, StoreError
 from .results import jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
-__all__ = ["ADDED_FIELDS", "EXECUTORS", "MAX_CELLS", "Cell", "Store", "config_fields",
-           "config_hash", "expand", "hash_config", "load_toml", "run_cell", "run_sweep"]
+__all__ = ["ADDED_FIELDS", "EXECUTORS", "MAX_CELLS", "Cell", "CellStep", "Store",
+           "config_fields", "config_hash", "describe_cell", "expand", "hash_config",
+           "load_toml", "run_cell", "run_sweep"]
 
 EXECUTORS = ("serial", "processes", "ray")
 
@@ -212,15 +224,99 @@ def describe_cell(cell: Cell) -> str:
         f" ({params})" if params else "")
 
 
-def run_cell(cell: Cell) -> tuple[str, pd.DataFrame, float]:
+@dataclass(frozen=True)
+class CellStep:
+    """How far a running cell is: ``done`` of ``total`` steps (``unit``: rounds, line-search
+    points; 0 of 0 as it starts) after ``seconds``; ``over`` when it has ended (finished,
+    failed or stopped at its time limit)."""
+
+    cell: Cell
+    done: int
+    total: int
+    unit: str
+    seconds: float
+    over: bool = False
+
+
+class _TimeUp(BaseException):
+    """A cell's time limit has passed. A BaseException: the toolkit's and a user rule's own
+    ``except Exception`` let it through to :func:`run_cell`."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float | None):
+    """Raise :class:`_TimeUp` in this thread once ``seconds`` have passed, whatever the cell
+    is doing (a sleep or a Python loop of a user's rule; a call into C ends first): SIGALRM,
+    in the main thread of a Unix process (serial sweeps, process-pool workers). Elsewhere the
+    limit is checked at the cell's steps only. A SIGALRM timer already set (by the caller,
+    a test runner's timeout) keeps its handler and rings at its own time, during the cell
+    or after it."""
+    if seconds is None or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    t0 = time.monotonic()
+    before, interval = signal.getitimer(signal.ITIMER_REAL)  # (0, 0): none set
+    rung = [False]  # the earlier timer rang during the cell
+
+    def ring(signum, frame):
+        elapsed = time.monotonic() - t0
+        if elapsed >= seconds - 1e-3 or rung[0] or not before:
+            raise _TimeUp
+        rung[0] = True  # the earlier timer's time: its handler, then ours again
+        signal.setitimer(signal.ITIMER_REAL, max(seconds - elapsed, 1e-3))
+        if callable(old):
+            old(signum, frame)
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, before) if before else seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # restored even if the alarm rang on the line above
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+            if before and not rung[0]:  # the earlier timer, with the time it had left
+                left = before - (time.monotonic() - t0)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
+def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
+             time_limit: float | None = None) -> tuple[str, pd.DataFrame, float]:
     """Compute one cell (in any process); returns (key, rows, seconds). A typed input error
     passes as itself; a rule of the user's own that raises (or anything else unexpected) is a
-    :class:`CellFailed` naming the cell and the error."""
+    :class:`CellFailed` naming the cell and the error.
+
+    ``progress(CellStep)`` as the cell starts and after each of its steps (a market's or a
+    training's rounds). ``time_limit`` (seconds): the cell stops once it has passed --
+    checked at every step, and by SIGALRM where the cell runs in a main thread, which ends
+    even one long call of a user's rule -- with a :class:`CellTimedOut` naming the cell and
+    how far it got."""
     t0 = time.perf_counter()
+    if time_limit is not None:
+        as_real("time_limit", time_limit, lo=0, lo_open=True)
     sc = SCENARIOS[cell.scenario]
     cfg = sc.make_config(dict(cell.params), cell.seed)
+    at = [0, 0]
+
+    def step(done, total):
+        at[:] = [int(done), int(total)]
+        seconds = time.perf_counter() - t0
+        if progress is not None:
+            progress(CellStep(cell, at[0], at[1], sc.steps, seconds))
+        if time_limit is not None and seconds > time_limit:
+            raise _TimeUp
+
     try:
-        df = sc.run(cfg, cell.mechanism, cell.seed).copy()
+        with _alarm(time_limit):
+            step(0, 0)
+            df = sc.run(cfg, cell.mechanism, cell.seed, progress=step).copy()
+    except _TimeUp:
+        so_far = f"after {at[0]} of {at[1]} {sc.steps}" if at[1] else "before its first step"
+        raise CellTimedOut("cell", f"{describe_cell(cell)}: stopped at its time limit of "
+                                   f"{time_limit:g} s {so_far}; not stored (a larger time "
+                                   "limit computes it on a rerun)") from None
     except RuleFailed as exc:
         raise CellFailed("cell", f"{describe_cell(cell)}: {exc}") from exc
     except FedmarketError:
@@ -493,11 +589,26 @@ class _FolderLock:
         self.fh.close()
 
 
-def _worker_init(parent: int, threads: int) -> None:
+_STEPS = None  # in a process-pool worker: the queue its cells' CellSteps go to
+
+
+def _worker_init(parent: int, threads: int, steps=None) -> None:
     """A process-pool worker: exit when its parent dies (kill -9 included), so that a killed
-    sweep leaves no orphans, and cap its threads."""
+    sweep leaves no orphans, cap its threads, and send its cells' steps to ``steps``."""
+    global _STEPS
     die_with_parent(parent)
     limit_threads(threads)
+    _STEPS = steps
+
+
+def _run_cell_in_worker(cell: Cell, time_limit: float | None):
+    """:func:`run_cell` in a pool worker, its steps sent to the parent (by key: a Cell need
+    not travel back)."""
+    send = None
+    if _STEPS is not None:
+        def send(st):
+            _STEPS.put((st.cell.key, st.done, st.total, st.unit, st.seconds))
+    return run_cell(cell, progress=send, time_limit=time_limit)
 
 
 def _versions_blob() -> str:
@@ -520,9 +631,20 @@ def limit_threads(threads: int) -> None:
 def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: int = 2,
               ray_address: str | None = None, threads: int = 1, reuse_stale: bool = False,
               recompute_stale: bool = False, recompute_damaged: bool = False,
-              progress: Callable[[int, int], None] | None = None) -> dict:
+              progress: Callable[[int, int], None] | None = None,
+              cell_progress: Callable[[CellStep], None] | None = None,
+              time_limit: float | None = None) -> dict:
     """Run every cell not yet in the store at ``out``; returns counts and timings. Each
     process worker is limited to ``threads`` math-library threads.
+
+    Progress: ``progress(done, total)`` in cells as each is stored; ``cell_progress(step)``
+    (a :class:`CellStep`) as a running cell starts, after each of its steps (rounds) and
+    when it ends -- from the process pool's workers too (within 0.2 s); a ray executor
+    reports whole cells only.
+
+    ``time_limit`` (seconds per cell, see :func:`run_cell`): a cell that runs past it is
+    stopped and not stored, and the sweep goes on with the others; the returned
+    ``timed_out`` lists one message per such cell, naming it. Nothing bounds a cell without.
 
     The store is locked for the sweep (a second sweep on the folder is refused) and checked
     on resume: every row's digest, and every finished cell's config hash and code version
@@ -541,6 +663,11 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     if executor not in EXECUTORS:
         raise MarketInputError("executor", f"unknown {executor!r}; choose one of {EXECUTORS}")
     as_int("workers", workers, lo=1, hi=1024)
+    if time_limit is not None:
+        as_real("time_limit", time_limit, lo=0, lo_open=True)
+    for name, fn in (("progress", progress), ("cell_progress", cell_progress)):
+        if fn is not None and not callable(fn):
+            raise MarketInputError(name, f"is {fn!r}; must be a function, or None")
     cells = list(cells)
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
@@ -556,11 +683,12 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     with _FolderLock(folder):
         return _run_locked(cells, out, executor, workers, ray_address, threads,
                            "reuse" if reuse_stale else "recompute" if recompute_stale
-                           else "refuse", bool(recompute_damaged), progress)
+                           else "refuse", bool(recompute_damaged), progress, cell_progress,
+                           time_limit)
 
 
 def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, fix_damaged,
-                progress):
+                progress, cell_progress, time_limit):
     vers, code = _versions_blob(), code_version()
     hashes = {c.key: config_hash(c) for c in cells}
     damaged, finished = [], {}
@@ -600,12 +728,33 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     t0 = time.perf_counter()
     work = 0.0
     done = 0
+    timed_out: list[str] = []
+    last_step: dict[str, CellStep] = {}
 
     def finish(key, df, seconds):
         nonlocal work, done
         store.put(by_key[key], df, seconds, vers, hashes[key], code)
         work += seconds
         done += 1
+        ended(key)
+        if progress is not None:
+            progress(skipped + done, len(cells))
+
+    def stepped(st: CellStep):
+        last_step[st.cell.key] = st
+        if cell_progress is not None:
+            cell_progress(st)
+
+    def ended(key):
+        st = last_step.pop(key, None)
+        if cell_progress is not None:
+            cell_progress(dataclasses.replace(st, over=True) if st is not None else
+                          CellStep(by_key[key], 0, 0, SCENARIOS[by_key[key].scenario].steps,
+                                   0.0, over=True))
+
+    def stopped(exc: CellTimedOut, key: str):
+        timed_out.append(exc.message)
+        ended(key)
         if progress is not None:
             progress(skipped + done, len(cells))
 
@@ -614,16 +763,43 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     try:
         if executor == "serial" or not todo:
             for c in todo:
-                finish(*run_cell(c))
-        elif executor == "processes":
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
-                                     initargs=(os.getpid(), threads)) as pool:
                 try:
-                    futures = [pool.submit(run_cell, c) for c in todo]
-                    for f in as_completed(futures):
-                        finish(*f.result())
+                    result = run_cell(c, progress=stepped, time_limit=time_limit)
+                except CellTimedOut as exc:
+                    stopped(exc, c.key)
+                    continue
+                finish(*result)
+        elif executor == "processes":
+            import multiprocessing
+            from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+            steps = multiprocessing.SimpleQueue() if cell_progress is not None else None
+
+            def drain():
+                while steps is not None and not steps.empty():
+                    key, d, t, unit, sec = steps.get()
+                    if key in by_key and key not in gone:
+                        stepped(CellStep(by_key[key], d, t, unit, sec))
+
+            gone: set[str] = set()  # cells ended: a late step of theirs is dropped
+            with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
+                                     initargs=(os.getpid(), threads, steps)) as pool:
+                try:
+                    futures = {pool.submit(_run_cell_in_worker, c, time_limit): c.key
+                               for c in todo}
+                    pending = set(futures)
+                    while pending:
+                        finished, pending = wait(pending, timeout=0.2,
+                                                 return_when=FIRST_COMPLETED)
+                        drain()
+                        for f in finished:
+                            gone.add(futures[f])
+                            try:
+                                result = f.result()
+                            except CellTimedOut as exc:
+                                stopped(exc, futures[f])
+                                continue
+                            finish(*result)
                 except BaseException:  # an error or Ctrl-C: stop now, not after every cell
                     stop_pool(pool)
                     raise
@@ -642,12 +818,16 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
                          include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR)
             remote = ray.remote(run_cell)
-            pending = [remote.remote(c) for c in todo]
+            refs = {remote.remote(c, time_limit=time_limit): c.key for c in todo}
+            pending = list(refs)
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 try:
                     result = ray.get(ready[0])
                 except ray.exceptions.RayTaskError as exc:  # a typed error reaches us as itself
+                    if isinstance(exc.cause, CellTimedOut):
+                        stopped(exc.cause, refs[ready[0]])
+                        continue
                     if isinstance(exc.cause, FedmarketError):
                         raise exc.cause from None
                     raise
@@ -660,7 +840,7 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     wall = time.perf_counter() - t0
     return {"cells": len(cells), "skipped": skipped, "ran": done,
             "stale_reused": len(stale) - len(redo), "stale_recomputed": len(redo),
-            "damaged_deleted": len(damaged),
+            "damaged_deleted": len(damaged), "timed_out": timed_out,
             "wall_s": wall, "work_s": work}
 
 

@@ -318,6 +318,15 @@ API = [
      MarketInputError, "workers"),
     ("sweep-workers-float", lambda: run_sweep([], "/nonexistent-i14", workers=2.5),
      MarketInputError, "workers"),
+    ("sweep-time-limit-zero", lambda: run_sweep([], "/nonexistent-i14", time_limit=0),
+     MarketInputError, "time_limit"),
+    ("sweep-time-limit-inf", lambda: run_sweep([], "/nonexistent-i14", time_limit=INF),
+     MarketInputError, "time_limit"),
+    ("sweep-time-limit-text", lambda: run_sweep([], "/nonexistent-i14", time_limit="5"),
+     MarketInputError, "time_limit"),
+    ("sweep-cell-progress-not-callable",
+     lambda: run_sweep([], "/nonexistent-i14", cell_progress=5), MarketInputError,
+     "cell_progress"),
     ("store-mode", lambda: Store("/nonexistent-i14", mode="a"), MarketInputError, "mode"),
     ("store-read-missing", lambda: Store("/nonexistent-i14", mode="r"), StoreError,
      "results"),
@@ -594,6 +603,12 @@ CLI = [
     ("prove-time-limit-nan", ["prove", "--engine", "batch", "--time-limit", "nan"],
      "time-limit"),
     ("prove-time-limit-zero", ["prove", "--time-limit", "0"], "time-limit"),
+    ("sweep-time-limit-zero", ["sweep", "{inp}/ok.toml", "--time-limit", "0"],
+     "--time-limit"),
+    ("sweep-time-limit-inf", ["sweep", "{inp}/ok.toml", "--time-limit", "inf"],
+     "--time-limit"),
+    ("sweep-time-limit-nan", ["sweep", "{inp}/ok.toml", "--time-limit", "nan"],
+     "--time-limit"),
     ("reproduce-seed-400-digits", ["reproduce", "--seeds", "1" + "0" * 400], "--seeds"),
     # prove
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
@@ -636,6 +651,14 @@ USER_RULES = textwrap.dedent("""
         import time
         time.sleep(0.05)
         return np.zeros(market.m)
+    def nap(market, D, T, P):  # merely slow: 0.05 s a round
+        import time
+        time.sleep(0.05)
+        return np.zeros(T.shape, dtype=bool)
+    def long_nap(market, D, T, P):  # one call that would take minutes
+        import time
+        time.sleep(300)
+        return np.zeros(T.shape, dtype=bool)
 """)
 
 
@@ -738,10 +761,14 @@ def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_exa
     from proofs import check
 
     subject = IpflMechanism("slow", payments=_slow_pay)
+    # without a limit the budget is the bound, and the report says so (this first search
+    # also sets Hypothesis up, about 1 s under load, which would count against the limit)
+    r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=3)
+    assert r.extra["stopped"] == "budget" and r.verdict in ("holds", "vacuous")
     heard = []
     t0 = time.perf_counter()
     r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=10_000,
-              time_limit=1.5, progress=lambda done, budget: heard.append(
+              time_limit=2.0, progress=lambda done, budget: heard.append(
                   (time.perf_counter(), done, budget)))
     took = time.perf_counter() - t0
     assert r.extra["stopped"] == "time limit" and 0 < r.examples < 10_000 and took < 10
@@ -754,11 +781,8 @@ def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_exa
     assert np.diff([t0] + [t for t, _, _ in heard]).max() < 3.0
     # the bound hides no failure: the slow rule pays nobody, which breaks IR
     r = check(subject, PROPERTIES["individual_rationality"], engine="hypothesis",
-              max_examples=10_000, time_limit=1.5)
+              max_examples=10_000, time_limit=2.0)
     assert r.verdict == "counterexample" and r.extra["stopped"] in ("budget", "time limit")
-    # without a limit the budget is the bound, and the report says so
-    r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=3)
-    assert r.extra["stopped"] == "budget" and r.verdict in ("holds", "vacuous")
 
 
 @pytest.mark.timeout(120)
@@ -767,7 +791,7 @@ def test_prove_hypothesis_rows_honour_the_time_limit_and_show_examples(sandbox, 
     monkeypatch.setenv("COLUMNS", "400")  # table rows on one line each
     t0 = time.perf_counter()
     code = main(["prove", "--subject", "userrules_i23:slow_pay", "--property",
-                 "budget_balance", "--examples", "10000", "--time-limit", "1.5",
+                 "budget_balance", "--examples", "10000", "--time-limit", "2",
                  "--progress-every", "0"])
     took = time.perf_counter() - t0
     out = capsys.readouterr()
@@ -781,6 +805,94 @@ def test_prove_hypothesis_rows_honour_the_time_limit_and_show_examples(sandbox, 
     assert main(["prove", "--subject", "local", "--property", "budget_balance",
                  "--examples", "50", "--time-limit", "30", "--progress-every", "0"]) == 0
     assert "running: budget_balance on local: " in capsys.readouterr().err
+
+
+# a fast cell (local, 2 rounds) and a slow one: 100 rounds of 0.05 s (5 s at least)
+SLOW_CELLS = {"seeds": [0], "scenarios": [
+    {"name": "inclusive-market", "mechanisms": ["local"],
+     "params": {"rounds": 2, "n_params": 50}},
+    {"name": "inclusive-market", "mechanisms": ["userrules_i23:nap"],
+     "params": {"rounds": 100, "n_params": 50}}]}
+NAP = "inclusive-market / userrules_i23:nap / seed 0 (n_params=50, rounds=100)"
+
+
+@pytest.mark.timeout(120)  # an ignored limit would wait for the 300 s rule
+@pytest.mark.parametrize("executor", ["serial", "processes"])
+def test_a_slow_cell_shows_its_rounds_and_stops_at_the_time_limit(sandbox, monkeypatch,
+                                                                  executor):
+    tmp, _inp = sandbox
+    monkeypatch.syspath_prepend(str(tmp))
+    heard, cells_done = [], []
+    t0 = time.perf_counter()
+    stats = run_sweep(expand(SLOW_CELLS), tmp / "s", executor=executor, time_limit=1.0,
+                      progress=lambda d, t: cells_done.append((d, t)),
+                      cell_progress=heard.append)
+    took = time.perf_counter() - t0
+    assert took < 30
+    # the slow cell is stopped, named in one line; the fast one is stored
+    [message] = stats["timed_out"]
+    assert message.startswith(NAP + ": stopped at its time limit of 1 s after ")
+    assert "of 100 rounds; not stored" in message and "\n" not in message
+    assert stats["ran"] == 1 and cells_done[-1] == (1, 2)
+    store = Store(tmp / "s", mode="r")
+    assert store.cells().mechanism.tolist() == ["local"]
+    store.close()
+    # the slow cell's rounds were heard as they went (from the workers, too), then its end
+    naps = [st for st in heard if st.cell.mechanism == "userrules_i23:nap"]
+    rounds = [st.done for st in naps if not st.over]
+    assert rounds == sorted(rounds) and rounds[-1] >= 2 and len(set(rounds)) >= 3
+    assert {st.total for st in naps if st.done} == {100} and naps[0].unit == "rounds"
+    assert naps[-1].over and not any(st.over for st in naps[:-1])
+    assert max(st.seconds for st in naps) < 1.0 + 5  # steps stop once the limit passed
+    # every cell ends with an "over" step, the fast one included
+    assert sum(st.over for st in heard) == 2
+
+
+@pytest.mark.timeout(120)
+def test_a_rule_that_never_returns_is_stopped_at_the_time_limit(sandbox, monkeypatch):
+    tmp, _inp = sandbox
+    monkeypatch.syspath_prepend(str(tmp))
+    cells = expand({"seeds": [0], "scenarios": [
+        {"name": "inclusive-market", "mechanisms": ["userrules_i23:long_nap", "local"],
+         "params": {"rounds": 2, "n_params": 50}}]})
+    # a SIGALRM timer set before (pytest-timeout's, under pytest) is kept: its handler
+    # and its time left come back after the sweep
+    timer, handler = signal.getitimer(signal.ITIMER_REAL), signal.getsignal(signal.SIGALRM)
+    t0 = time.perf_counter()
+    stats = run_sweep(cells, tmp / "s", time_limit=0.5)
+    took = time.perf_counter() - t0
+    assert took < 30  # not the rule's 300 s: its one call is ended
+    [message] = stats["timed_out"]
+    assert "userrules_i23:long_nap / seed 0" in message and "before its first step" in message
+    assert stats["ran"] == 1  # the cell after it ran and is stored
+    assert signal.getsignal(signal.SIGALRM) is handler
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert (left == 0) == (timer[0] == 0) and left <= timer[0] - took + 0.5
+
+
+@pytest.mark.timeout(120)
+def test_sweep_time_limit_names_the_cell_keeps_the_finished_and_shows_rounds(sandbox,
+                                                                            capsys):
+    tmp, _inp = sandbox
+    (tmp / "slow.toml").write_text(
+        'seeds = [0]\n[[scenarios]]\nname = "inclusive-market"\nmechanisms = ["local"]\n'
+        'params = {rounds = 2, n_params = 50}\n[[scenarios]]\nname = "inclusive-market"\n'
+        'mechanisms = ["userrules_i23:nap"]\nparams = {rounds = 100, n_params = 50}\n')
+    code = main(["sweep", "slow.toml", "--out", "s", "--time-limit", "1",
+                 "--progress-every", "0"])
+    out = capsys.readouterr()
+    assert code == 1, out.err
+    err = out.err.splitlines()
+    cell_lines = [ln for ln in err if ln.startswith("fedmarket:")]
+    assert len(cell_lines) == 1 and cell_lines[0].startswith(
+        f"fedmarket: cell {NAP}: stopped at its time limit of 1 s after "), err
+    # while the slow cell ran, its rounds showed
+    assert any(f"; running: {NAP}: " in ln and "/100 rounds (" in ln for ln in err), err
+    assert "1 stopped at the time limit (not stored)" in out.out
+    # a rerun keeps the finished cell and tries the slow one again; --quiet still names it
+    code = main(["sweep", "slow.toml", "--out", "s", "--time-limit", "1", "--quiet"])
+    out = capsys.readouterr()
+    assert code == 1 and out.out == "" and out.err.count("\n") == 1 and NAP in out.err
 
 
 def test_a_sweep_prints_its_cell_count_first(sandbox, capsys):

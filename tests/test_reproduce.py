@@ -249,7 +249,13 @@ def test_report_keeps_swept_parameters_apart_and_exports_rounds(tmp_path):
     small = {"rounds": 2, "steps": 3, "clients": 4, "batch": 16}
     cells = [Cell("ipfl-learning", mech, tuple(sorted({**small, "beta": beta}.items())), seed)
              for mech in ("fedavg", "local") for beta in (0.5, 1.0) for seed in (0, 1)]
-    run_sweep(cells, tmp_path)
+    heard = []
+    run_sweep(cells, tmp_path, cell_progress=heard.append)
+    # every training cell reports its rounds as it trains (a long cell is not silent)
+    for cell in cells:
+        steps = [(st.done, st.total, st.unit, st.over) for st in heard if st.cell == cell]
+        assert steps == [(0, 0, "rounds", False), (1, 2, "rounds", False),
+                         (2, 2, "rounds", False), (2, 2, "rounds", True)], steps
     md, _ = write_report(tmp_path)
     table = pd.read_csv(tmp_path / "ipfl-learning.csv")
     assert len(table) == 4  # (mechanism, beta) pairs: beta 0.5 and 1.0 never merged

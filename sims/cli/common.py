@@ -157,14 +157,20 @@ class Running:
 
     def __init__(self, unit: str, clock=time.monotonic, shown: int = 2):
         self.unit, self.clock, self.shown = unit, clock, shown
-        self.items: dict = {}  # name -> (done, total, start)
+        self.items: dict = {}  # name -> (done, total, start, unit)
         self.ended: set = set()
 
-    def step(self, name: str, done: int, total: int) -> None:
+    def step(self, name: str, done: int, total: int, unit: str | None = None,
+             seconds: float | None = None) -> None:
+        """``unit``: what this item counts (default: the one given at construction);
+        ``seconds``: its time so far as measured where it runs (default: since its first
+        step here)."""
         if name in self.ended:
             return
-        start = self.items.pop(name, (0, 0, self.clock()))[2]
-        self.items[name] = (done, total, start)  # the latest last
+        start = self.items.pop(name, (0, 0, self.clock(), None))[2]
+        if seconds is not None:
+            start = self.clock() - seconds
+        self.items[name] = (done, total, start, unit or self.unit)  # the latest last
 
     def end(self, name: str) -> None:
         self.items.pop(name, None)
@@ -176,8 +182,8 @@ class Running:
         now = self.clock()
         latest = list(self.items.items())[::-1][:self.shown]
         text = "running: " + "; ".join(
-            f"{name}: {done:,}/{total:,} {self.unit} ({_duration(now - start)})"
-            for name, (done, total, start) in latest)
+            f"{name}: " + (f"{done:,}/{total:,} {unit}" if total else "started")
+            + f" ({_duration(now - start)})" for name, (done, total, start, unit) in latest)
         more = len(self.items) - len(latest)
         return text + (f" and {more} more" if more else "")
 

@@ -72,6 +72,7 @@ def run(args) -> int:
     from ..errors import SpecError
     from ..reproduce import display_path, spec, with_rules, write_reproduction
     from ..sweep import expand, run_sweep
+    from .sweep import cell_reporters
 
     try:
         cells = expand(spec(args.setting, args.seeds, args.with_algorithms))
@@ -106,7 +107,7 @@ def run(args) -> int:
               "recompute_damaged": args.recompute_damaged}
         with progress_reporter("reproduce cells", quiet=args.quiet,
                                every=args.progress_every) as progress:
-            stats = run_sweep(cells, args.out, **kw, progress=progress)
+            stats = run_sweep(cells, args.out, **kw, **cell_reporters(progress, len(cells)))
         if not args.quiet:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 
 from ..errors import SpecError
 from ..sweep import EXECUTORS, MAX_CELLS, PRESETS
 from .common import (
+    Running,
     add_command,
     add_progress,
     add_quiet,
@@ -16,7 +19,7 @@ from .common import (
     writable_folder,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "cell_reporters", "run"]
 
 
 def add_parser(sub, full: bool = False) -> None:
@@ -43,6 +46,10 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--max-cells", dest="max_cells", type=integer, default=MAX_CELLS,
                    help="refuse a grid of more cells than this (counted before any is "
                         "built; building alone takes about 0.2 ms a cell)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="at most this many seconds per cell: a cell past it (a slow rule of "
+                        "your own, a long training) is stopped, named in one line and not "
+                        "stored, and the sweep goes on (exit status 1); default: no limit")
     add_quiet(p)
     add_progress(p)
     p.set_defaults(func=run)
@@ -61,6 +68,9 @@ def run(args) -> int:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
     if args.max_cells < 1:
         raise SpecError("--max-cells", f"is {args.max_cells}; must be >= 1")
+    if args.time_limit is not None and not 0 < args.time_limit < math.inf:
+        raise SpecError("--time-limit", f"is {args.time_limit}; must be a finite number of "
+                                        "seconds > 0")
 
     def counted(n):  # the count comes first: building a large grid takes a while
         if not args.quiet:
@@ -73,13 +83,19 @@ def run(args) -> int:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
                           ray_address=args.ray_address, reuse_stale=args.reuse_stale,
                           recompute_stale=args.recompute_stale,
-                          recompute_damaged=args.recompute_damaged, progress=progress)
+                          recompute_damaged=args.recompute_damaged,
+                          **cell_reporters(progress, len(cells)),
+                          time_limit=args.time_limit)
+    for message in stats["timed_out"]:  # even with --quiet: these cells are not stored
+        print(f"fedmarket: cell {message}", file=sys.stderr)
     if not args.quiet:
         kept = (f" ({stats['stale_reused']} stale, kept)" if stats["stale_reused"] else
                 f" ({stats['stale_recomputed']} stale, recomputed)"
                 if stats["stale_recomputed"] else "")
-        print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already done"
-              f"{kept}; "
+        late = (f", {len(stats['timed_out'])} stopped at the time limit (not stored)"
+                if stats["timed_out"] else "")
+        print(f"{stats['cells']} cells: {stats['ran']} run{late}, {stats['skipped']} already "
+              f"done{kept}; "
               + (f"{stats['damaged_deleted']} damaged cells deleted and recomputed; "
                  if stats["damaged_deleted"] else "") +
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
@@ -88,4 +104,31 @@ def run(args) -> int:
         md, page = write_report(args.out)
         if not args.quiet:
             print(f"report: {md} and {page}")
-    return 0
+    return 1 if stats["timed_out"] else 0
+
+
+def cell_reporters(progress, cells: int) -> dict:
+    """``run_sweep``'s ``progress`` and ``cell_progress`` from a :func:`progress_reporter`
+    callback (None: none): cells done of all, noted with how far the running cells are
+    (``running: CELL: 7/20 rounds (31 s)``), so that a long cell -- a slow rule of your own,
+    a training run -- shows a change every --progress-every seconds, not a silent wait."""
+    if progress is None:
+        return {"progress": None, "cell_progress": None}
+    from ..sweep import describe_cell
+
+    running = Running("rounds")
+    state = [0, cells]
+
+    def cells_done(done, total):
+        state[:] = [done, total]
+        progress(done, total, running.note())
+
+    def cell_step(st):
+        name = describe_cell(st.cell)
+        if st.over:
+            running.end(name)
+        else:
+            running.step(name, st.done, st.total, unit=st.unit, seconds=st.seconds)
+        progress(*state, running.note())
+
+    return {"progress": cells_done, "cell_progress": cell_step}
