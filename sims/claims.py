@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .results import write_atomic
+
 __all__ = [
     "COMPARABLE",
     "RULE",
@@ -800,7 +802,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
                   "shared, loaded machine, so read the ratios rather than the absolutes):", "",
                   _md(cost), ""]
     lines += _bench_costs(inputs / COSTS)
-    page.write_text("\n".join(lines) + "\n")
+    write_atomic(page, lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
     return page
 
 
@@ -897,7 +899,7 @@ def _round_figures(rounds: dict, folder: Path) -> list[tuple[str, Path]]:
             fig.suptitle(title)
             fig.tight_layout()
             path = folder / f"reproduction_rounds_{name}{'_' + str(part) if part else ''}.svg"
-            fig.savefig(path, metadata={"Date": None})
+            write_atomic(path, lambda tmp, fig=fig: fig.savefig(tmp, metadata={"Date": None}))
             plt.close(fig)
             out.append((title, path))
     return out

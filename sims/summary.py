@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .results import write_atomic
+
 __all__ = ["FILES", "Summary", "config_of", "read", "summarise", "write"]
 
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
@@ -142,11 +144,12 @@ def write(summary: Summary, folder) -> list[Path]:
     paths = [folder / f for f in FILES]
     cells = pd.concat(summary.cells.values(), ignore_index=True) if summary.cells else \
         pd.DataFrame(columns=["scenario", "cell"])
-    _tidy(cells).to_csv(paths[0], index=False)
+    write_atomic(paths[0], lambda tmp: _tidy(cells).to_csv(tmp, index=False))
     rounds = pd.concat(summary.rounds.values(), ignore_index=True) if summary.rounds else \
         pd.DataFrame(columns=["scenario", "cell", "round"])
-    _tidy(rounds).to_csv(paths[1], index=False)
-    paths[2].write_text(json.dumps(summary.meta, indent=1, sort_keys=True, default=str) + "\n")
+    write_atomic(paths[1], lambda tmp: _tidy(rounds).to_csv(tmp, index=False))
+    meta = json.dumps(summary.meta, indent=1, sort_keys=True, default=str) + "\n"
+    write_atomic(paths[2], lambda tmp: tmp.write_text(meta))
     return paths
 
 

@@ -1334,6 +1334,29 @@ def test_a_full_disk_during_a_report_is_one_line_and_leaves_no_partial_file(
         assert f.read_bytes() == (tmp_path / "full" / f.name).read_bytes(), f.name
 
 
+@pytest.mark.parametrize(("argv", "written"), [
+    (["cpl", "--clients", "4", "--points", "5", "--out", "o", "--quiet"], "o/prices.png"),
+    (["market", "--rounds", "1", "--out", "o", "--quiet"],
+     "o/transactions.png"),
+], ids=["cpl", "market"])
+def test_a_full_disk_while_a_figure_is_written_leaves_no_partial_file(argv, written,
+                                                                    tmp_path, monkeypatch,
+                                                                    capsys):
+    from matplotlib.figure import Figure
+
+    def half_then_full(self, fname, *args, **kwargs):  # a disk that fills mid-write
+        Path(fname).write_bytes(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", half_then_full)
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0], err
+    assert not (tmp_path / written).exists()  # neither the half file nor its temporary
+    assert not [p for p in (tmp_path / "o").iterdir() if p.name.startswith(".")]
+
+
 def test_reading_a_finished_store_writes_nothing_beside_it(tmp_path):
     # a finished store leaves WAL mode, so a read-only opening (a report) needs no -shm and
     # -wal files; a new sweep into it takes WAL up again

@@ -53,7 +53,7 @@ def run(args) -> int:
 
     from ..cpl_game import budget_sweep, compare_pricing
     from ..plots import plot_budget_sweep, plot_cpl_participation, plot_cpl_prices
-    from ..results import write_table
+    from ..results import write_atomic, write_table
 
     bench = CplBenchmark(clients=args.clients, c=args.c, v_mean=args.v_mean, G=args.G,
                          budget=args.budget, alpha=args.alpha, R=args.R, q_min=args.q_min,
@@ -80,7 +80,7 @@ def run(args) -> int:
     plot_cpl_prices(game, eq, ax=axes[0])
     plot_cpl_participation(game, eq, ax=axes[1])
     fig.tight_layout()
-    fig.savefig(out / "prices.png", dpi=110)
+    write_atomic(out / "prices.png", lambda tmp: fig.savefig(tmp, dpi=110), "--out")
     plt.close(fig)
     written = [out / "comparison.csv", out / "prices.png"]
     if args.sweep:
@@ -90,7 +90,8 @@ def run(args) -> int:
         fig, ax = plt.subplots(figsize=(6, 4))
         plot_budget_sweep(sweep, ax=ax)
         fig.tight_layout()
-        fig.savefig(out / "budget_sweep.png", dpi=110)
+        write_atomic(out / "budget_sweep.png", lambda tmp: fig.savefig(tmp, dpi=110),
+                     "--out")
         plt.close(fig)
         written += [out / "budget_sweep.csv", out / "budget_sweep.png"]
     if not args.quiet:

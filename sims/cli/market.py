@@ -49,7 +49,7 @@ def run(args) -> int:
     with progress_reporter("market rounds", quiet=args.quiet,
                            every=args.progress_every) as progress:
         result = run_inclusive_market(cfg, progress=progress)
-    from ..results import write_table
+    from ..results import write_atomic, write_table
 
     summary = result.summary()
     rounds_csv, _ = write_table(result.rounds, out / "rounds.csv", result.provenance)
@@ -66,7 +66,7 @@ def run(args) -> int:
     plot_transaction_graph(result.flows, result.roles, ax=ax,
                            title=f"iPFL inclusive market: money flows over {cfg.rounds} rounds")
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    write_atomic(png, lambda tmp: fig.savefig(tmp, dpi=110), "--out")
     plt.close(fig)
     if not args.quiet:
         print_table(summary, f"Inclusive market (Fig. 5), rule={cfg.rule}, seed={cfg.seed}")

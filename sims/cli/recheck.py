@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..results import write_atomic
 from .common import add_command, integer, print_table
 
 __all__ = ["add_parser", "run"]
@@ -28,7 +29,7 @@ def run(args) -> int:
 
     df = recheck(args.run_dir, args.server_round)
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False), "--csv")
     print_table(df, f"re-check of {args.run_dir}")
     bad = int((~df["ok"]).sum())
     print(f"{len(df) - bad} of {len(df)} checks passed")

@@ -180,7 +180,7 @@ def run(args) -> int:
 
     from ..errors import SpecError
     from ..plots import plot_accuracy
-    from ..results import write_table
+    from ..results import write_atomic, write_table
 
     cfg_fields = {f.name for f in fields(TrainConfig)}
     common = {k: v for k, v in vars(args).items() if k in cfg_fields and v is not None}
@@ -210,10 +210,13 @@ def run(args) -> int:
             fig, ax = plt.subplots(figsize=(7, 6))
             plot_influence(res.extras["influence"], res.extras["clusters"], ax=ax)
             fig.tight_layout()
-            fig.savefig(out / f"{stem}_influence.png", dpi=110)
+            write_atomic(out / f"{stem}_influence.png",
+                         lambda tmp, fig=fig: fig.savefig(tmp, dpi=110), "--out")
             plt.close(fig)
-            (out / f"{stem}_clusters.json").write_text(json.dumps(
-                {"clusters": res.extras["clusters"], "influence": res.extras["influence"]}))
+            text = json.dumps({"clusters": res.extras["clusters"],
+                               "influence": res.extras["influence"]})
+            write_atomic(out / f"{stem}_clusters.json",
+                         lambda tmp, text=text: tmp.write_text(text), "--out")
             written += [out / f"{stem}_influence.png", out / f"{stem}_clusters.json"]
         if not args.quiet:
             final = res.final()
@@ -226,7 +229,7 @@ def run(args) -> int:
     plot_accuracy(frame, ax=ax)
     ax.set_title(f"{args.dataset}, {args.partition}, {args.clients} clients")
     fig.tight_layout()
-    fig.savefig(out / "accuracy.png", dpi=110)
+    write_atomic(out / "accuracy.png", lambda tmp: fig.savefig(tmp, dpi=110), "--out")
     plt.close(fig)
     written.append(out / "accuracy.png")
     if not args.quiet:
