@@ -54,13 +54,21 @@ from .checker import (
 from .checker import subject_name as _name
 from .checker import verdict as verdict_of
 from .regret import MisreportBatch, regret_arrays
-from .strategies import CPL_FLOOR_RTOL
+from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS
 
-__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "MarketArrays", "batch_rule",
+__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "SIZE_POWER", "MarketArrays", "batch_rule",
            "check_batch", "cpl_sampler", "ipfl_sampler", "misreports_batch", "over_arrays",
            "settle_batch"]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
+# iPFL markets of m = 2..12 clients are drawn with P(m) ~ m^-3: every size is drawn (about
+# 11 % of the markets have 5 or more clients, 0.3 % have 12), small ones most often. Clearing
+# a market costs ~m^2 (thresholds, the greedy scan), a regret example clears ~30 of them and
+# the exact selection enumerates more: drawn uniformly over 2..12, rows took several times
+# the time of the former 2-4 (regret) or 2-7 clients (on the loaded shared host: local/thm2
+# 29.7 s for 10^4 examples, 2-4 clients about 10 s; exact/individual_rationality 30.2 s vs
+# 1.9 s); with m^-3 a market costs about what one of uniform 2..4 clients did.
+SIZE_POWER = 3.0
 CHUNK = 4096  # instances drawn and evaluated per step
 _TOL = 1e-9  # the iPFL properties' relative tolerance (proofs.ipfl_properties._TOL)
 
@@ -107,10 +115,21 @@ class Sampler:
     n_glob = 0
     min_m = 2
     max_m = 7
+    size_power = 0.0  # P(m clients) proportional to m ** -size_power (0: uniform)
+
+    def sizes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(client counts, their probabilities): min_m..max_m, P(m) ~ m ** -size_power."""
+        ms = np.arange(self.min_m, self.max_m + 1)
+        w = ms.astype(float) ** -self.size_power
+        return ms, w / w.sum()
 
     def draw(self, rng, size: int) -> list[Draws]:
         """``size`` instances grouped by client count (in draw order within a group)."""
-        ms = rng.integers(self.min_m, self.max_m + 1, size=size)
+        if self.size_power:
+            sizes, p = self.sizes()
+            ms = rng.choice(sizes, size=size, p=p)
+        else:
+            ms = rng.integers(self.min_m, self.max_m + 1, size=size)
         out = []
         for m in range(self.min_m, self.max_m + 1):
             k = int((ms == m).sum())
@@ -136,7 +155,8 @@ class IpflSpec:
     liar: str | None = None  # None | "who" | "over" | "any"
     perm: bool = False
     ties: bool = False
-    max_m: int = 6
+    max_m: int = MAX_CLIENTS
+    size_power: float = SIZE_POWER  # P(m clients) ~ m ** -size_power (Sampler.sizes)
 
 
 # client fields: N, c, K, role, liar key, perm key; globals: lam, symmetric, factor kind, factor
@@ -153,6 +173,7 @@ class IpflSampler(Sampler):
     def __init__(self, spec: IpflSpec):
         self.spec = spec
         self.max_m = spec.max_m
+        self.size_power = spec.size_power
 
     def arrays(self, d: Draws) -> dict:
         """The instances of ``d`` as arrays (N, c, K (B, m); lam (B,); D (B, m, m); client
@@ -215,7 +236,7 @@ class IpflSampler(Sampler):
                 "glob": [0.0, 0.5]}
 
 
-_REGRET = IpflSpec(liar="who", max_m=4)  # the regret-search properties' cases
+_REGRET = IpflSpec(liar="who")  # the regret-search properties' cases
 
 IPFL_SPECS: dict[str, IpflSpec] = {
     "budget_balance": IpflSpec(),
@@ -223,7 +244,7 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     "individual_rationality": IpflSpec(),
     "ir_negative_distances": IpflSpec(negative=True),
     "local_optimality": IpflSpec(),
-    "global_optimality": IpflSpec(max_m=5),
+    "global_optimality": IpflSpec(max_m=P.GLOBAL_MAX_CLIENTS),
     "lemma1": IpflSpec(liar="over"),
     "thm2": _REGRET,
     "thm3": IpflSpec(positive=True, lam_min=0.01, liar="who"),
@@ -357,9 +378,9 @@ class CplSampler(Sampler):
 CPL_SPECS = {
     "cpl_se_identities": {"large_v": True, "budget": "any"},
     "cpl_threshold": {"large_v": True},
-    "cpl_threshold_all": {"large_v": True, "max_n": 3},
+    "cpl_threshold_all": {"large_v": True},
     "cpl_beats_baselines": {"positive_budget": True, "baselines_off_floor": True},
-    "cpl_beats_baselines_any": {"max_n": 4, "positive_budget": True},
+    "cpl_beats_baselines_any": {"positive_budget": True},
     "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
 }
 
@@ -368,19 +389,24 @@ def cpl_sampler(key: str) -> CplSampler:
     return CplSampler(**CPL_SPECS[key])
 
 
-def sampler_for(prop) -> Sampler | None:
-    """The built-in sampler of a registered property, or the property's own ``sample``."""
+def sampler_for(prop, max_clients: int | None = None) -> Sampler | None:
+    """The built-in sampler of a registered property, or the property's own ``sample``;
+    ``max_clients`` (validated by :func:`proofs.check`) raises its largest market."""
     from .registry import PROPERTIES
 
     if prop.sample is not None:
-        return prop.sample()
-    if PROPERTIES.get(prop.key) is not prop:
+        sampler = prop.sample()
+    elif PROPERTIES.get(prop.key) is not prop:
         return None
-    if prop.key in IPFL_SPECS:
-        return ipfl_sampler(prop.key)
-    if prop.key in CPL_SPECS:
-        return cpl_sampler(prop.key)
-    return None
+    elif prop.key in IPFL_SPECS:
+        sampler = ipfl_sampler(prop.key)
+    elif prop.key in CPL_SPECS:
+        sampler = cpl_sampler(prop.key)
+    else:
+        return None
+    if max_clients is not None and isinstance(sampler, Sampler):
+        sampler.max_m = int(max_clients)
+    return sampler
 
 
 # ------------------------------------------------------------------ batched clearing
@@ -798,7 +824,8 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
 
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
                 chunk: int = CHUNK, time_limit: float | None = None,
-                bulk: bool = True, progress=None) -> Report:
+                bulk: bool = True, progress=None,
+                max_clients: int | None = None) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
@@ -818,10 +845,11 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
 
     Falls back to the Hypothesis engine when the property has no numpy sampler (the
     report's ``engine`` then says "hypothesis"; the time limit and progress go with it)."""
-    sampler = sampler_for(prop)
+    sampler = sampler_for(prop, max_clients)
     if sampler is None:
         return check_hypothesis(subject, prop, max_examples, seed, tolerance, None,
-                                time_limit=time_limit, progress=progress)
+                                time_limit=time_limit, progress=progress,
+                                max_clients=max_clients)
     report_progress = Throttle(progress)
     bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)

@@ -161,6 +161,11 @@ class Property:
     needs : optional kind of subject the property reads (``subject.kind``), e.g. "solver"
         for the CPL properties about the equilibrium's multiplier; any other kind is refused
         before checking.
+    clients : optional ``(fewest, most)`` clients per market that ``instances`` (and
+        ``sample``) draw by default; reports show the range beside the preconditions. A
+        property that gives it takes ``check(..., max_clients=k)``: then ``instances`` is
+        called as ``instances(max_clients=k)`` (the built-in properties draw 2-12 iPFL
+        clients, 1-12 CPL clients: :data:`proofs.strategies.MAX_CLIENTS`).
     """
 
     key: str
@@ -175,6 +180,7 @@ class Property:
     sample: Callable | None = None
     batch: Callable | None = None
     needs: str | None = None
+    clients: tuple[int, int] | None = None
 
     def __post_init__(self):
         if not isinstance(self.key, str) or not self.key:
@@ -188,6 +194,20 @@ class Property:
         for name in ("sample", "batch"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise CheckerInputError(name, "must be callable or None")
+        if self.clients is not None:
+            ok = (isinstance(self.clients, tuple) and len(self.clients) == 2
+                  and all(isinstance(k, numbers.Integral) and not isinstance(k, bool)
+                          for k in self.clients) and 1 <= self.clients[0] <= self.clients[1])
+            if not ok:
+                raise CheckerInputError("clients", f"is {self.clients!r}; must be a pair of "
+                                                   "integers (fewest, most) with 1 <= fewest "
+                                                   "<= most, or None")
+
+    def strategy(self, max_clients: int | None = None):
+        """The Hypothesis strategy of instances (up to ``max_clients`` clients if given)."""
+        if max_clients is None:
+            return self.instances()
+        return self.instances(max_clients=max_clients)
 
     def __repr__(self):
         return f"Property({self.key!r})"
@@ -329,6 +349,8 @@ class Report:
         instance, shrinking included (None if none was measured). For the incentive
         properties it is the largest regret found: the true utility a misreport gained. It
         is a lower bound on the worst case, not the worst case.
+    clients : (fewest, most) clients per market the search drew from (None: the property
+        does not say); ``row()`` shows it in the preconditions.
     """
 
     property: Property
@@ -346,6 +368,7 @@ class Report:
     extra: dict = field(default_factory=dict)
     largest_violation: float | None = None
     discriminating: int | None = None  # None: as effective (a report built without it)
+    clients: tuple[int, int] | None = None  # (fewest, most) clients per drawn market
 
     def __post_init__(self):
         if self.discriminating is None:
@@ -367,12 +390,21 @@ class Report:
     def effective_per_second(self) -> float:
         return self.effective / self.seconds if self.seconds > 0 else math.inf
 
+    @property
+    def preconditions(self) -> str:
+        """The property's preconditions and the market sizes drawn ("...; 2-12 clients")."""
+        text = self.property.preconditions
+        if self.clients is None:
+            return text
+        lo, hi = self.clients
+        return f"{text}; {lo}-{hi} clients" if lo < hi else f"{text}; {lo} clients"
+
     def row(self) -> dict:
         return {
             "property": self.property.name,
             "key": self.property.key,
             "reference": self.property.reference,
-            "preconditions": self.property.preconditions,
+            "preconditions": self.preconditions,
             "subject": self.subject,
             "verdict": self.verdict,
             "drawn": self.examples,
@@ -514,7 +546,8 @@ _verdict = verdict  # kept name
 def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
           tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
           time_limit: float | None = None, min_effective: int | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Report:
+          progress: Callable[[int, int], None] | None = None,
+          max_clients: int | None = None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : instances to draw; None takes the active Hypothesis profile's budget
@@ -539,8 +572,13 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         engine (it draws until that many were effective, so only a time limit stops it
         short), none for the Hypothesis engine (its drawn examples include some outside the
         preconditions; the vacuity rule applies).
+    max_clients : the largest market to draw (both engines); None: the property's own range
+        (``prop.clients``: 2-12 clients for the built-in iPFL properties). Refused for a
+        property that does not say how many clients it draws. The report's ``clients`` and
+        its preconditions column show the range drawn.
     """
     max_examples, tolerance = _validate(subject, prop, max_examples, tolerance)
+    clients = _clients(prop, max_clients)
     if time_limit is not None and not (isinstance(time_limit, numbers.Real)
                                        and math.isfinite(time_limit) and time_limit > 0):
         raise CheckerInputError("time_limit", f"is {time_limit!r}; must be a finite number "
@@ -556,20 +594,40 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         from .batch import check_batch
 
         report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
-                             tolerance=tolerance, time_limit=time_limit, progress=progress)
+                             tolerance=tolerance, time_limit=time_limit, progress=progress,
+                             max_clients=max_clients)
         need = min_effective
         if need is None and report.engine == "batch":  # not a Hypothesis fallback
             need = max_examples
     elif engine == "hypothesis":
         report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
-                                   time_limit=time_limit, progress=progress)
+                                   time_limit=time_limit, progress=progress,
+                                   max_clients=max_clients)
         need = min_effective
     else:
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
+    report = dataclasses.replace(report, clients=clients)
     if report.verdict == "holds" and need is not None and report.effective < need:
         report = dataclasses.replace(report, verdict="inconclusive",
                                      extra={**report.extra, "min_effective": int(need)})
     return report
+
+
+def _clients(prop: Property, max_clients) -> tuple[int, int] | None:
+    """The (fewest, most) clients a check of ``prop`` draws, ``max_clients`` validated."""
+    if max_clients is None:
+        return prop.clients
+    if prop.clients is None:
+        raise CheckerInputError("max_clients", f"is {max_clients!r}, but property "
+                                               f"{prop.key!r} does not say how many clients "
+                                               "it draws (its Property has clients=None)")
+    lo = prop.clients[0]
+    if (isinstance(max_clients, bool) or not isinstance(max_clients, numbers.Integral)
+            or max_clients < lo):
+        raise CheckerInputError("max_clients", f"is {max_clients!r}; must be an integer >= "
+                                               f"{lo} (the fewest clients {prop.key!r} "
+                                               "draws), or None")
+    return (lo, int(max_clients))
 
 
 class _Failed(AssertionError):
@@ -681,15 +739,18 @@ def _steer(score: float) -> float:
 
 
 def check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
-                     time_limit: float | None = None, progress=None) -> Report:
+                     time_limit: float | None = None, progress=None,
+                     max_clients=None) -> Report:
     """The Hypothesis engine behind ``check(..., engine="hypothesis")`` (arguments validated
     there); the batch engine falls back to it for a property without a numpy sampler."""
     return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
-                             time_limit=time_limit, progress=progress)
+                             time_limit=time_limit, progress=progress,
+                             max_clients=max_clients)
 
 
 def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
-                      time_limit: float | None = None, progress=None) -> Report:
+                      time_limit: float | None = None, progress=None,
+                      max_clients=None) -> Report:
     found: list = []
     errors: list = []
     broken: list = []  # the property's own code raised (not the subject's)
@@ -705,7 +766,7 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
     @settings(max_examples=max_examples, deadline=deadline, database=None,
               suppress_health_check=list(HealthCheck), derandomize=False,
               phases=phases, print_blob=False, report_multiple_bugs=False)
-    @given(prop.instances())
+    @given(prop.strategy(max_clients))
     def search(instance):
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             raise _TimeUp

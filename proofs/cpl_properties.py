@@ -3,6 +3,7 @@ built into the instance strategies, and the variants with a precondition dropped
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ import numpy as np
 from mechanisms import cpl
 
 from .checker import Property, excess
-from .strategies import CPL_FLOOR_RTOL, cpl_games
+from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, cpl_games
 
 __all__ = ["CPL_PROPERTIES", "CplCase"]
 
@@ -38,8 +39,16 @@ class CplCase:
         return self.code()
 
 
-def _games(**kw):
-    return cpl_games(**kw).map(CplCase)
+def _games(max_n=MAX_CLIENTS, **kw):
+    """``instances`` of a property: ``(max_clients=None) -> strategy`` of games of 1 to
+    ``max_clients`` (default ``max_n``) clients."""
+
+    def instances(max_clients=None):
+        top = max_n if max_clients is None else max_clients
+        return cpl_games(max_n=top, **kw).map(CplCase)
+
+    instances.clients = (1, max_n)  # the default range, read into Property.clients
+    return instances
 
 
 # ---------------------------------------------------------------------------- violations
@@ -160,38 +169,38 @@ def budget_feasible(subject, case):
 
 
 CPL_PROPERTIES = {
-    p.key: p
+    p.key: dataclasses.replace(p, clients=p.instances.clients)
     for p in [
         Property("cpl_se_identities", "Equilibrium identities",
                  "4 c q^3/K + v = 1/lambda* (interior); P = (K/2q^2)(1/lambda* - 3v); "
                  "q(P^SE) = q^SE; budget binds or q = q_max", "Lemma, SE",
-                 "feasible budget", "cpl", lambda: _games(large_v=True, budget="any"),
+                 "feasible budget", "cpl", _games(large_v=True, budget="any"),
                  se_identities, needs="solver",
                  note="it reads the budget multiplier lambda* of the equilibrium"),
         Property("cpl_threshold", "Price-sign threshold theorem",
                  "P_n > 0 iff v_n < v^t = 1/(3 lambda*)", "threshold theorem",
                  "interior clients (q_min < q_n < q_max_n)", "cpl",
-                 lambda: _games(large_v=True), threshold_interior, needs="solver",
+                 _games(large_v=True), threshold_interior, needs="solver",
                  note="it reads the threshold v^t = 1/(3 lambda*) of the equilibrium"),
         Property("cpl_threshold_all", "Price-sign threshold theorem, clipped clients too",
                  "P_n > 0 iff v_n < v^t = 1/(3 lambda*)",
                  "threshold theorem (precondition dropped)", "every client", "cpl",
-                 lambda: _games(large_v=True, max_n=3), threshold_all, needs="solver",
+                 _games(large_v=True), threshold_all, needs="solver",
                  note="it reads the threshold v^t = 1/(3 lambda*) of the equilibrium; a client "
                       "pinned at q_max can pay (P < 0) with v_n < v^t"),
         Property("cpl_beats_baselines", "Equilibrium beats uniform and weighted pricing",
                  "bound(q^SE) <= bound(q^baseline) at the same budget", "Sec. VI claim",
                  "B > 0; the baseline leaves no client on the q_min floor", "cpl",
-                 lambda: _games(positive_budget=True, baselines_off_floor=True),
+                 _games(positive_budget=True, baselines_off_floor=True),
                  beats_baselines),
         Property("cpl_beats_baselines_any", "Equilibrium beats baselines, floor allowed",
                  "bound(q^SE) <= bound(q^baseline) at the same budget",
                  "Sec. VI claim (precondition dropped)", "B > 0", "cpl",
-                 lambda: _games(max_n=4, positive_budget=True), beats_baselines_any,
+                 _games(positive_budget=True), beats_baselines_any,
                  note="a floor client is paid less than P(q_min) by the baseline"),
         Property("cpl_budget_feasible", "Within budget",
                  "sum_n P_n q_n(P) <= B with the clients' best responses q_n(P)", "P1 budget",
-                 "B > 0", "cpl", lambda: _games(positive_budget=True, budget="any"),
+                 "B > 0", "cpl", _games(positive_budget=True, budget="any"),
                  budget_feasible),
     ]
 }

@@ -4,6 +4,7 @@ preconditions built into its instance strategy, and the variants with a precondi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -14,9 +15,10 @@ from mechanisms import ipfl
 
 from .checker import Property, excess
 from .regret import Misreport, regret_search
-from .strategies import ipfl_instances, misreports
+from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 
 __all__ = [
+    "GLOBAL_MAX_CLIENTS",
     "IPFL_PROPERTIES",
     "IpflCase",
     "best_misreport",
@@ -73,9 +75,17 @@ class IpflCase:
 
 
 def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, ties=False,
-           max_m=6):
+           max_m=MAX_CLIENTS):
+    """``instances`` of a property: ``(max_clients=None) -> strategy`` of markets of 2 to
+    ``max_clients`` (default ``max_m``) clients with the preconditions built in."""
+
+    def instances(max_clients=None):
+        return build(max_m if max_clients is None else max_clients)
+
+    instances.clients = (2, max_m)  # the default range, read into Property.clients
+
     @st.composite
-    def build(draw):
+    def build(draw, max_m):
         market, D = draw(ipfl_instances(negative_distances=negative, positive_distances=positive,
                                         symmetric=None, max_m=max_m,
                                         distinct=perm and not ties))
@@ -98,7 +108,7 @@ def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, t
         p = draw(st.permutations(list(range(market.m))).map(np.array)) if perm else None
         return IpflCase(market, D, client, factor, p)
 
-    return build
+    return instances
 
 
 def _settle(subject, case, allow_negative=False):
@@ -300,10 +310,11 @@ thm2_no_gain_from_overstating_c = _no_regret("c", "over")
 # ---------------------------------------------------------------------------- the list
 
 _BASE = "truthful reports; d_ij >= 0"
-_REGRET_M = 4  # markets of 2-4 clients for the regret searches (each example clears ~30)
+# Eq. 10's global optimum is enumerated over every subset of sellers: 2^(m-1) per buyer
+GLOBAL_MAX_CLIENTS = 8
 
 IPFL_PROPERTIES = {
-    p.key: p
+    p.key: dataclasses.replace(p, clients=p.instances.clients)
     for p in [
         Property("budget_balance", "Budget balance", "sum_i p_i = 0", "Eq. 13",
                  _BASE, "ipfl", _cases(), budget_balance),
@@ -320,7 +331,8 @@ IPFL_PROPERTIES = {
                  _BASE, "ipfl", _cases(), local_optimality),
         Property("global_optimality", "Global optimality of each buyer's choice",
                  "phi_i(a_i) = min over all subsets S of phi_i(S)", "Eq. 10",
-                 _BASE + "; m <= 5 (subsets enumerated)", "ipfl", _cases(max_m=5),
+                 _BASE + " (subsets enumerated)", "ipfl",
+                 _cases(max_m=GLOBAL_MAX_CLIENTS),
                  global_optimality, note="the greedy rules are heuristics (the paper says so)"),
         Property("lemma1", "Monotone sales in the reported cost",
                  "reporting c_i' > c_i weakly shrinks {j : a_ji = 1}", "Lemma 1",
@@ -329,7 +341,7 @@ IPFL_PROPERTIES = {
         Property("thm2", "No gain from overstating c",
                  "overstating c_i never raises i's true utility (regret search)", "Thm 2",
                  _BASE + "; one client overstates c (x 1 to 100)", "ipfl",
-                 _cases(liar="who", max_m=_REGRET_M), thm2_no_gain_from_overstating_c),
+                 _cases(liar="who"), thm2_no_gain_from_overstating_c),
         Property("thm3", "Isolation as N_i grows",
                  "reported N_i -> inf (here x 1e12) => nobody buys from i", "Thm 3",
                  "d_ji > 0 for all j; lam > 0", "ipfl",
@@ -352,7 +364,7 @@ IPFL_PROPERTIES = {
                    f"{way}stating {dim}_i never raises i's true utility (regret search)",
                    ref, _BASE + f" for all but the liar; {dim}_i x "
                    + ("1 to 100" if way == "over" else "1/100 to 1"), "ipfl",
-                   _cases(liar="who", max_m=_REGRET_M), _no_regret(dim, way))
+                   _cases(liar="who"), _no_regret(dim, way))
           for dim, way, ref in [("N", "over", "Table 2 (not a theorem)"),
                                 ("N", "under", "Table 2 (not a theorem)"),
                                 ("c", "under", "- (Thm 2 covers overstating only)"),

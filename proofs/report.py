@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import multiprocessing
 import numbers
@@ -36,7 +37,7 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
                engine: str = "hypothesis", time_limit: float | None = None, jobs: int = 1,
                progress: Callable[[str, str], None] | None = None,
                row_progress: Callable[[str, str, int, int], None] | None = None,
-               ) -> list[tuple[Report, bool]]:
+               max_clients: int | None = None) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
     ``engine`` "hypothesis" or "batch"; ``time_limit`` caps each row's seconds, with either
@@ -49,11 +50,13 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
     raised here as it is serially. ``progress(subject, property)`` is called as each row
     (with its exhaustive companion) is done, in the order they finish;
     ``row_progress(subject, property, done, budget)`` as a row's search goes (examples done
-    of its budget, see :func:`proofs.check`; from the worker processes too)."""
+    of its budget, see :func:`proofs.check`; from the worker processes too); ``max_clients``: the
+    largest market every row draws (default: each property's own, 2-12 clients; see
+    :func:`proofs.check`)."""
     if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
         raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
     wanted = set(properties) if properties else None
-    tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive)
+    tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive, max_clients)
              for sname in dict.fromkeys(subjects or SUBJECTS) for key in SUBJECTS[sname].declares
              if wanted is None or key in wanted]
     rows: list = [None] * len(tasks)
@@ -78,20 +81,22 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
 
 
 def check_row(sname: str, key: str, examples: int, seed: int, engine: str,
-              time_limit: float | None, exhaustive: bool,
+              time_limit: float | None, exhaustive: bool, max_clients: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[tuple[Report, bool]]:
     """One row of the report, by names (what a worker process receives): the check of
     property ``key`` of subject ``sname`` as declared, plus its exhaustive companion.
     ``progress(done, budget)``: the search's examples, see :func:`proofs.check`."""
     subject, prop = SUBJECTS[sname], PROPERTIES[key]
     declared = subject.declares[key]
+    kw = {} if max_clients is None else {"max_clients": max_clients}
     result = contract_check(subject, prop, declared, max_examples=examples, seed=seed,
-                            engine=engine, time_limit=time_limit, progress=progress)
+                            engine=engine, time_limit=time_limit, progress=progress, **kw)
     out = [(result.report, result.as_declared)]
     if exhaustive and key in EXHAUSTIVE:
         # a claimed property must hold on every grid market; a property known to fail may
         # still hold on the small grid (its counterexamples can need more clients)
         rep = check_exhaustive(subject, prop, tiny_markets(**TINY_GRID))
+        rep = dataclasses.replace(rep, clients=(TINY_GRID["m"], TINY_GRID["m"]))
         out.append((rep, rep.holds if declared else True))
     return out
 
@@ -180,7 +185,8 @@ def frame(results) -> pd.DataFrame:
 
 
 def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
-           results, *, jobs: int = 1, wall_seconds: float | None = None) -> str:
+           results, *, jobs: int = 1, wall_seconds: float | None = None,
+           max_clients: int | None = None) -> str:
     """The report's preamble: how it was made, and whether every claim got its budget.
 
     ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
@@ -190,6 +196,8 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         cmd += f" --time-limit {time_limit:g}"
     if exhaustive:
         cmd += " --exhaustive"
+    if max_clients is not None:
+        cmd += f" --max-clients {max_clients}"
     if jobs > 1:
         cmd += f" --jobs {jobs}"
     cmd += " --markdown docs/reference-theorems.md"
@@ -210,7 +218,8 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         f"not to hold, whose search may draw up to {FALSIFY_FACTOR}x the target), "
         "`effective` those on which the property evaluated the subject, `discriminating` "
         "those of them on which the property could have failed (the misreport changed the "
-        "outcome, the interesting branch of the precondition was hit); "
+        "outcome, the interesting branch of the precondition was hit); the preconditions "
+        "column ends with the market sizes drawn (\"2-12 clients\"); "
         "a claim with effective < 0.5 x drawn would read \"vacuous\". `engine` says which "
         "engine produced the row (\"batch\": numpy draws cleared and evaluated in bulk; "
         "\"batch, per instance\": numpy draws evaluated one instance at a time, for "

@@ -13,6 +13,7 @@ from mechanisms import ipfl
 
 __all__ = [
     "CPL_FLOOR_RTOL",
+    "MAX_CLIENTS",
     "cpl_games",
     "distance_matrices",
     "ipfl_instances",
@@ -22,6 +23,12 @@ __all__ = [
 ]
 
 _finite = {"allow_nan": False, "allow_infinity": False}
+
+MAX_CLIENTS = 12
+"""The largest market the checker draws by default, for every iPFL and CPL property (the
+smallest: 2 iPFL clients, 1 CPL client); ``check(..., max_clients=k)`` draws up to k. A rule
+that misbehaves only in larger markets is caught only when they are drawn (issue 20, part 3).
+"""
 
 CPL_FLOOR_RTOL = 1e-12
 """A CPL response q_n <= q_min (1 + CPL_FLOOR_RTOL) counts as on the q_min floor."""

@@ -614,6 +614,7 @@ CLI = [
     ("prove-unknown-property", ["prove", "--property", "thm9"], "property"),
     ("prove-unknown-subject", ["prove", "--subject", "nobody"], "subject"),
     ("prove-examples-0", ["prove", "--examples", "0"], "examples"),
+    ("prove-max-clients-1", ["prove", "--max-clients", "1"], "max-clients"),
     ("prove-seed-negative-batch", ["prove", "--engine", "batch", "--seed", "-1"], "seed"),
     ("prove-jobs-0", ["prove", "--jobs", "0"], "--jobs"),
     ("prove-jobs-negative", ["prove", "--jobs", "-2"], "--jobs"),

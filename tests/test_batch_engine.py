@@ -193,14 +193,15 @@ def test_batch_engine_draws_until_the_target_of_effective_examples():
 
 
 def test_batch_engine_stops_a_mostly_unchecked_property_at_twice_the_target():
-    """A property checked on about 1 draw in 5 (two-client markets only) cannot reach its
-    target: the engine stops at twice the target drawn and the verdict reads vacuous."""
+    """A property checked on about 1 draw in 5 (three-client markets only: P(m) ~ m^-3 over
+    2-12 clients) cannot reach its target: the engine stops at twice the target drawn and
+    the verdict reads vacuous."""
     from proofs import Property
 
     base = PROPERTIES["budget_balance"]
 
     def two_clients_only(subject, case):
-        return base.violation(subject, case) if case.market.m == 2 else None
+        return base.violation(subject, case) if case.market.m == 3 else None
 
     from proofs.batch import ipfl_sampler
 

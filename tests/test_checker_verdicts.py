@@ -211,14 +211,18 @@ def _pays_big_market_liars(market, A, D):
     return p - (0.5 * c if market.m >= 5 else 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 part 3 open: the regret properties draw "
-                                       "markets of 2-4 clients, so a rule that pays liars "
-                                       "only from 5 clients on is not caught yet")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_rule_that_pays_liars_only_in_larger_markets_is_caught(engine):
+    """Issue 20 part 3: the regret properties drew 2-4 clients and certified this rule; they
+    draw 2-12 now, and the counterexample found needs its 5 clients (shrinking keeps them)."""
     subject = IpflMechanism("big-market-liars", "local", payments=_pays_big_market_liars)
     r = check(subject, PROPERTIES["thm2"], max_examples=100, engine=engine)
     assert r.verdict == "counterexample"
+    assert r.counterexample.instance.market.m >= 5
+    assert r.clients == (2, 12) and "2-12 clients" in r.row()["preconditions"]
+    # the known-bad variant of the size range itself: capped at 4 clients it is missed
+    small = check(subject, PROPERTIES["thm2"], max_examples=100, engine=engine, max_clients=4)
+    assert small.verdict == "holds" and small.clients == (2, 4)
 
 
 @pytest.mark.parametrize("returned", [True, np.True_, "0", [0.0]])
@@ -235,3 +239,32 @@ def test_a_violation_that_is_not_a_number_is_refused_not_coerced(returned):
     # and a real number still passes through
     ok = dataclasses.replace(bb, key="mine", violation=lambda subject, case: np.float64(0.0))
     assert ok.evaluate(subject, instance)[0] == 0.0
+
+
+def test_max_clients_is_validated_and_shown_in_every_report(tmp_path):
+    """The market sizes are a visible precondition (issue 20, part 3): the report row and
+    the theorem report's markdown name the range drawn; max_clients raises it, is refused
+    below the fewest clients and for a property that does not say what it draws."""
+    from proofs import CheckerInputError
+    from sims.cli import main
+
+    bb = PROPERTIES["budget_balance"]
+    r = check(SUBJECTS["local"], bb, max_examples=200, engine="batch", max_clients=15)
+    assert r.clients == (2, 15) and r.row()["preconditions"].endswith("; 2-15 clients")
+    from proofs.batch import sampler_for
+    for key, top in (("budget_balance", 12), ("thm2", 12), ("cpl_threshold", 12)):
+        for cap in (None, 15):
+            groups = sampler_for(PROPERTIES[key], cap).draw(np.random.default_rng(0), 4000)
+            assert max(d.m for d in groups) == (cap or top), (key, cap)
+    with pytest.raises(CheckerInputError, match="max_clients"):
+        check(SUBJECTS["local"], bb, max_examples=10, max_clients=1)
+    mine = dataclasses.replace(bb, key="mine", clients=None)
+    assert check(SUBJECTS["local"], mine, max_examples=10).clients is None
+    with pytest.raises(CheckerInputError, match="does not say how many clients"):
+        check(SUBJECTS["local"], mine, max_examples=10, max_clients=5)
+    out = tmp_path / "theorems.md"
+    assert main(["prove", "--engine", "batch", "--examples", "200", "--subject", "local",
+                 "--property", "budget_balance", "--max-clients", "5", "--quiet",
+                 "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "--max-clients 5" in text and "truthful reports; d_ij >= 0; 2-5 clients" in text

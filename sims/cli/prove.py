@@ -37,6 +37,9 @@ def add_parser(sub, full: bool = False) -> None:
                         "short reports what it checked and reads 'inconclusive', not "
                         "'holds'; checked between examples)")
     p.add_argument("--seed", type=integer, default=0, help="random seed of the example search")
+    p.add_argument("--max-clients", type=integer, default=None, metavar="K",
+                   help="draw markets of up to K clients (default: each property's own "
+                        "range, 2-12 clients; shown in the preconditions column)")
     p.add_argument("--subject", action="append",
                    help="only this subject (repeatable; default: every built-in subject); "
                         "'module:name' checks your own: an IpflMechanism / CplPricingRule "
@@ -105,7 +108,11 @@ def _run(args) -> int:
     if args.time_limit is not None and not 0 < args.time_limit < math.inf:
         raise MarketInputError("time-limit", f"is {args.time_limit}; must be a finite number "
                                              "of seconds > 0")
-    opts = {"engine": args.engine, "time_limit": args.time_limit}
+    if args.max_clients is not None and args.max_clients < 2:
+        raise MarketInputError("max-clients", f"is {args.max_clients}; must be an integer "
+                                              ">= 2 (clients per market)")
+    opts = {"engine": args.engine, "time_limit": args.time_limit,
+            "max_clients": args.max_clients}
     chosen = list(SUBJECTS) if args.subject is None else args.subject
     own_rows = [(subj, key) for name, subj in own.items()
                 for key in (CERTIFIED_PROPERTIES if name in designed
@@ -152,7 +159,8 @@ def _run(args) -> int:
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
-                      results, jobs=args.jobs, wall_seconds=wall) + markdown(results)
+                      results, jobs=args.jobs, wall_seconds=wall,
+                      max_clients=args.max_clients) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
     for report, _ in results:  # a rule that raised: its own error, one line (--quiet too)
         if report.verdict == "error":
@@ -235,6 +243,8 @@ def _check_own(rows, args, done, examples=None) -> list:
         prop = PROPERTIES[key]
         kw = {"time_limit": args.time_limit, "progress": None if examples is None else
               functools.partial(examples, subject.name, key)}
+        if args.max_clients is not None:
+            kw["max_clients"] = args.max_clients
         if key in subject.declares:
             got = contract_check(subject, prop, bool(subject.declares[key]),
                                  max_examples=args.examples, seed=args.seed,
