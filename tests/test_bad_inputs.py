@@ -1180,11 +1180,13 @@ def test_sweep_pool_dies_with_sigterm_and_sigint(tmp_path, sig):
 
 @pytest.mark.slow  # a fresh interpreter runs the command (about 10-40 s on 2 shared cores)
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
-def test_reproduce_pool_dies_with_kill_9(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["kill-9", "sigterm", "sigint"])
+def test_reproduce_pool_dies_with_its_parent(tmp_path, sig):
     kids, left = _kill_and_watch(["reproduce", "--setting", "digits", "--seeds", "0",
                                   "--out", "rep", "--workers", "2", "--quiet"], tmp_path,
-                                 signal.SIGKILL, lambda kids: len(kids) >= 2)
-    assert len(kids) >= 2 and not left, "orphaned reproduce workers"
+                                 sig, lambda kids: len(kids) >= 2)
+    assert len(kids) >= 2 and not left, f"orphaned reproduce workers after {sig.name}"
 
 
 def test_store_corruption_tampering_and_stale_cells(tmp_path):
