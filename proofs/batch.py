@@ -156,6 +156,7 @@ class IpflSpec:
     perm: bool = False
     ties: bool = False
     max_m: int = MAX_CLIENTS
+    min_m: int = 2
     size_power: float = SIZE_POWER  # P(m clients) ~ m ** -size_power (Sampler.sizes)
 
 
@@ -172,7 +173,7 @@ class IpflSampler(Sampler):
 
     def __init__(self, spec: IpflSpec):
         self.spec = spec
-        self.max_m = spec.max_m
+        self.min_m, self.max_m = spec.min_m, spec.max_m
         self.size_power = spec.size_power
 
     def arrays(self, d: Draws) -> dict:
@@ -253,6 +254,10 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     "permutation_ties": IpflSpec(perm=True, ties=True),
     **{f"truthful_{key}": _REGRET for key in ("N_over", "N_under", "c_under", "K_over",
                                               "K_under")},
+    "budget_identity": IpflSpec(),
+    "shapley_efficiency": IpflSpec(),
+    "shapley_symmetry": IpflSpec(ties=True, min_m=3),
+    "greedy_tie_rule": IpflSpec(ties=True, min_m=3),
 }
 
 
@@ -382,6 +387,7 @@ CPL_SPECS = {
     "cpl_beats_baselines": {"positive_budget": True, "baselines_off_floor": True},
     "cpl_beats_baselines_any": {"positive_budget": True},
     "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
+    "cpl_threshold_formula": {"large_v": True},
 }
 
 
@@ -431,7 +437,7 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
     out = ipfl.clear_batch(MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
                            payments=money, prices=prices, allow_negative_distances=True)
     return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
-            "market": out.market}
+            "W": out.welfare, "R": out.remittances, "market": out.market}
 
 
 def _scale(s):
@@ -526,6 +532,72 @@ def _global(settle, a):
     return _excess(np.maximum(gap.max(axis=1), 0.0), _TOL * _scale(s))
 
 
+def _budget_identity(settle, a):
+    """:func:`proofs.ipfl_properties.budget_identity` over a batch (the same statement)."""
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    U, p, W = s["U"], s["p"], s["W"]
+    gap = np.abs(U.sum(axis=1) - (W - p.sum(axis=1)))
+    scale = 1.0 + np.abs(U).sum(axis=1) + np.abs(W) + np.abs(p).sum(axis=1)
+    return _excess(gap, _TOL * scale), np.ones(len(W), bool), s["A"].any(axis=(1, 2))
+
+
+def _shapley_shares(s, a):
+    """Sh_ij = r_ij + lam (N_j/N_i) d_ij on the bought pairs (as
+    :func:`proofs.ipfl_properties.shapley_efficiency` reads them), None without remittances."""
+    if s["R"] is None:
+        return None
+    N = a["N"]
+    ratio = N[:, None, :] / N[:, :, None]
+    return np.where(s["A"], s["R"] + a["lam"][:, None, None] * ratio * a["D"], 0.0)
+
+
+def _shapley_efficiency(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    shares = _shapley_shares(s, a)
+    if shares is None:
+        raise ValueError("the rule returned payments, not remittances")  # one by one
+    A, N, K = s["A"], a["N"], a["K"]
+    bought = (A * N[:, None, :]).sum(axis=2)
+    gain = s["market"].gain.value
+    value = gain(bought, K, N) - gain(0.0 * bought, K, N)
+    buyers = A.any(axis=2)
+    gap = np.where(buyers, np.abs(shares.sum(axis=2) - value), 0.0)
+    tol = _TOL * (1.0 + np.abs(value) + np.abs(shares).sum(axis=2))
+    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(N), bool),
+            buyers.any(axis=1))
+
+
+def _twin_buyers(A):
+    """(B, m) bool: the rows other than the twins (clients 1 and 2)."""
+    rows = np.ones(A.shape[:2], dtype=bool)
+    rows[:, 1:3] = False
+    return rows
+
+
+def _shapley_symmetry(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    shares = _shapley_shares(s, a)
+    if shares is None or s["A"].shape[1] < 3:
+        raise ValueError("no remittances, or no twins")  # evaluated one by one
+    A = s["A"]
+    both = A[:, :, 1] & A[:, :, 2] & _twin_buyers(A)
+    s1, s2 = shares[:, :, 1], shares[:, :, 2]
+    gap = np.where(both, np.abs(s1 - s2), 0.0)
+    tol = _TOL * (1.0 + np.abs(s1) + np.abs(s2))
+    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(A), bool),
+            both.any(axis=1))
+
+
+def _greedy_tie_rule(settle, a):
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    A = s["A"]
+    if A.shape[1] < 3:
+        raise ValueError("no twins")  # evaluated one by one
+    rows = _twin_buyers(A)
+    wrong = np.sum(rows & A[:, :, 2] & ~A[:, :, 1], axis=1).astype(float)
+    return wrong, np.ones(len(A), bool), np.any(rows & (A[:, :, 1] != A[:, :, 2]), axis=1)
+
+
 def _no_deficit(settle, a):
     s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
@@ -579,6 +651,10 @@ def _regret(dimension: str, direction: str):
 BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
     "budget_balance": (P.budget_balance, _bb),
     "no_deficit": (P.no_deficit, _no_deficit),
+    "budget_identity": (P.budget_identity, _budget_identity),
+    "shapley_efficiency": (P.shapley_efficiency, _shapley_efficiency),
+    "shapley_symmetry": (P.shapley_symmetry, _shapley_symmetry),
+    "greedy_tie_rule": (P.greedy_tie_rule, _greedy_tie_rule),
     "individual_rationality": (P.individual_rationality, _ir),
     "ir_negative_distances": (P.individual_rationality, _ir),
     "local_optimality": (P.local_optimality, _eq11),
@@ -691,6 +767,21 @@ def _cpl_signs(interior_only):
     return evaluate
 
 
+def _cpl_threshold_formula(kind, solve, g):
+    """:func:`proofs.cpl_properties.threshold_formula` over a batch (the same statement)."""
+    eq = solve(g)
+    vt, lam, P, q = eq.v_threshold, eq.multiplier, eq.prices, eq.q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = _interior_b(g, q)
+        implied = g.v + 2.0 * q**2 * P / (3.0 * g.K)
+        off = np.max(np.where(inner, np.abs(implied - vt[:, None]), 0.0), axis=1) / vt
+        worst = np.maximum(np.abs(vt * 3.0 * lam - 1.0), off)
+    finite = (np.isfinite(P).all(axis=1) & np.isfinite(q).all(axis=1) & np.isfinite(vt)
+              & (vt > 0) & np.isfinite(lam) & (lam > 0))
+    amount = np.where(finite, _excess(worst, 1e-7), np.inf)
+    return np.where(eq.slack, 0.0, amount), ~eq.slack, ~eq.slack & inner.any(axis=1)
+
+
 def _cpl_beats(floor_precondition):
     from . import cpl_properties as C
 
@@ -739,6 +830,7 @@ def _cpl_evaluators():
         "cpl_beats_baselines": (C.beats_baselines, _cpl_beats(True), ("solver",)),
         "cpl_beats_baselines_any": (C.beats_baselines_any, _cpl_beats(False), ("solver",)),
         "cpl_budget_feasible": (C.budget_feasible, _cpl_budget, ("solver", "pricing")),
+        "cpl_threshold_formula": (C.threshold_formula, _cpl_threshold_formula, ("solver",)),
     }
 
 
@@ -750,6 +842,8 @@ def vectorised(prop, subject) -> Callable | None:
     if PROPERTIES.get(prop.key) is not prop:
         return None
     if prop.key in CPL_SPECS:
+        if prop.key not in _cpl_evaluators():
+            return None  # evaluated game by game
         scalar, fn, kinds = _cpl_evaluators()[prop.key]
         found = _cpl_batch_subject(subject)
         if found is None or found[0] not in kinds or prop.violation is not scalar:

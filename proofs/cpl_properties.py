@@ -168,6 +168,29 @@ def budget_feasible(subject, case):
     return excess((spent - g.budget) / max(1.0, abs(g.budget)), 1e-9)
 
 
+def threshold_formula(subject, case):
+    """The threshold's formula (spec cpl.md): v^t = 1/(3 lambda*), and it is where the
+    equilibrium price changes sign: with P_n = (K_n/2 q_n^2)(1/lambda* - 3 v_n) for an
+    interior client, v^t = v_n + 2 q_n^2 P_n / (3 K_n) for every interior client n, read
+    from the subject's prices and responses (relative error). Binding budgets only (a slack
+    budget has no threshold); NaN or a non-positive threshold is a failure."""
+    g = case.game
+    eq = subject.solve(g)
+    if eq.status == "slack":
+        return None
+    vt, lam = eq.v_threshold, eq.multiplier
+    P = _finite_prices(g, eq)
+    q = np.asarray(eq.q, dtype=float)
+    if P is None or not np.isfinite(q).all() or not (
+            math.isfinite(vt) and vt > 0 and math.isfinite(lam) and lam > 0):
+        return math.inf
+    errors = [abs(vt * 3.0 * lam - 1.0)]
+    inner = _interior(g, q)
+    implied = g.v[inner] + 2.0 * q[inner] ** 2 * P[inner] / (3.0 * g.K[inner])
+    errors += list(np.abs(implied - vt) / vt)
+    return excess(max(errors), 1e-7), 0.0, bool(inner.any())
+
+
 CPL_PROPERTIES = {
     p.key: dataclasses.replace(p, clients=p.instances.clients)
     for p in [
@@ -188,6 +211,12 @@ CPL_PROPERTIES = {
                  _games(large_v=True), threshold_all, needs="solver",
                  note="it reads the threshold v^t = 1/(3 lambda*) of the equilibrium; a client "
                       "pinned at q_max can pay (P < 0) with v_n < v^t"),
+        Property("cpl_threshold_formula", "Threshold formula",
+                 "v^t = 1/(3 lambda*) = v_n + 2 q_n^2 P_n / (3 K_n) for every interior client",
+                 "threshold theorem (formula)", "binding budget", "cpl", _games(large_v=True),
+                 threshold_formula, needs="solver",
+                 note="it reads the multiplier lambda* and the threshold v^t of the "
+                      "equilibrium"),
         Property("cpl_beats_baselines", "Equilibrium beats uniform and weighted pricing",
                  "bound(q^SE) <= bound(q^baseline) at the same budget", "Sec. VI claim",
                  "B > 0; the baseline leaves no client on the q_min floor", "cpl",

@@ -75,19 +75,19 @@ class IpflCase:
 
 
 def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, ties=False,
-           max_m=MAX_CLIENTS):
+           max_m=MAX_CLIENTS, min_m=2):
     """``instances`` of a property: ``(max_clients=None) -> strategy`` of markets of 2 to
     ``max_clients`` (default ``max_m``) clients with the preconditions built in."""
 
     def instances(max_clients=None):
         return build(max_m if max_clients is None else max_clients)
 
-    instances.clients = (2, max_m)  # the default range, read into Property.clients
+    instances.clients = (min_m, max_m)  # the default range, read into Property.clients
 
     @st.composite
     def build(draw, max_m):
         market, D = draw(ipfl_instances(negative_distances=negative, positive_distances=positive,
-                                        symmetric=None, max_m=max_m,
+                                        symmetric=None, min_m=min_m, max_m=max_m,
                                         distinct=perm and not ties))
         if lam_min > 0 and market.lam < lam_min:
             market = market.replace(lam=draw(st.floats(lam_min, 5.0)))
@@ -215,6 +215,81 @@ def budget_side(subject, case) -> str:
     s = _settle(subject, case)
     total, tol = float(s.payments.sum()), _TOL * _scale(s)
     return "deficit" if total < -tol else "surplus" if total > tol else "balanced"
+
+
+# ------------------------------------------------------------- accounting and the rules' own facts
+
+
+def budget_identity(subject, case):
+    """Eq. 3 summed over the clients: sum_i U_i = SW - sum_i p_i, the welfare of Eq. 5 less
+    what the clients pay out of the market (to the operator; 0 for a balanced rule), read from
+    the outcome's own utilities, welfare and payments. Discriminating when somebody traded
+    (with no trade every term is 0)."""
+    s = _settle(subject, case)
+    U, p = np.asarray(s.utilities, dtype=float), np.asarray(s.payments, dtype=float)
+    gap = abs(float(U.sum()) - (float(s.welfare) - float(p.sum())))
+    scale = 1.0 + float(np.abs(U).sum()) + abs(float(s.welfare)) + float(np.abs(p).sum())
+    return excess(gap, _TOL * scale), gap, bool(np.any(s.adjacency))
+
+
+def _shapley_shares(s, case):
+    """Sh_ij = r_ij + lam (N_j/N_i) d_ij on the bought pairs (Eq. 12's model-difference term
+    added back to the remittance), or None when the rule returned payments only."""
+    if s.remittances is None:
+        return None
+    mk, A = case.market, np.asarray(s.adjacency, dtype=bool)
+    ratio = mk.N[None, :] / mk.N[:, None]
+    return np.where(A, np.asarray(s.remittances) + mk.lam * ratio * np.asarray(case.D), 0.0)
+
+
+def shapley_efficiency(subject, case):
+    """For every buyer i: sum_j Sh_ij = v_i(S_i) - v_i({}), the value of the coalition of the
+    sellers it bought from, v_i(T) = g_i(sum_{j in T} N_j) (the Shapley values of a game add
+    up to the grand coalition's value). Discriminating when somebody bought."""
+    s = _settle(subject, case)
+    shares = _shapley_shares(s, case)
+    if shares is None:
+        return None  # nothing to read: the rule returned payments, not remittances
+    mk, A = case.market, np.asarray(s.adjacency, dtype=bool)
+    bought = (A * mk.N[None, :]).sum(axis=1)
+    value = mk.gain.value(bought, mk.K, mk.N) - mk.gain.value(0.0 * bought, mk.K, mk.N)
+    buyers = A.any(axis=1)
+    gap = np.where(buyers, np.abs(shares.sum(axis=1) - value), 0.0)
+    tol = _TOL * (1.0 + np.abs(value) + np.abs(shares).sum(axis=1))
+    return excess(float(np.max(gap - tol, initial=0.0))), 0.0, bool(buyers.any())
+
+
+def shapley_symmetry(subject, case):
+    """Two sellers that are the same client in all but the label (clients 1 and 2 of the
+    ties precondition: same N, c, K and distances) get the same Shapley value from every
+    buyer that bought both. Discriminating when some buyer bought both."""
+    if case.market.m < 3:
+        return None
+    s = _settle(subject, case)
+    shares = _shapley_shares(s, case)
+    if shares is None:
+        return None
+    A = np.asarray(s.adjacency, dtype=bool)
+    both = A[:, 1] & A[:, 2]
+    both[1:3] = False  # the twins themselves
+    gap = np.where(both, np.abs(shares[:, 1] - shares[:, 2]), 0.0)
+    tol = _TOL * (1.0 + np.abs(shares[:, 1]) + np.abs(shares[:, 2]))
+    return excess(float(np.max(gap - tol, initial=0.0))), 0.0, bool(both.any())
+
+
+def greedy_tie_rule(subject, case):
+    """The greedy selections' documented tie rule (mechanisms.ipfl.selection: thresholds in
+    descending order, ties: the lower index first): between two identical sellers (clients
+    1 and 2 of the ties precondition, whose thresholds tie for every buyer) a buyer that
+    takes only one takes client 1. The violation counts buyers that took client 2 alone;
+    discriminating when some buyer took exactly one of the two."""
+    if case.market.m < 3:
+        return None
+    A = np.asarray(_settle(subject, case).adjacency, dtype=bool)
+    rows = np.ones(case.market.m, dtype=bool)
+    rows[1:3] = False  # the twins themselves
+    wrong = float(np.sum(rows & A[:, 2] & ~A[:, 1]))
+    return wrong, wrong, bool(np.any(rows & (A[:, 1] != A[:, 2])))
 
 
 _SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
@@ -373,6 +448,24 @@ IPFL_PROPERTIES = {
         Property("no_deficit", "No deficit (weak budget balance)",
                  "sum_i p_i >= 0: the operator never pays", "-", _BASE, "ipfl", _cases(),
                  no_deficit),
+        Property("budget_identity", "Budget identity",
+                 "sum_i U_i = SW - sum_i p_i: utilities add up to the welfare less what "
+                 "leaves the market", "Eqs. 3, 5", _BASE, "ipfl", _cases(), budget_identity),
+        Property("shapley_efficiency", "Shapley efficiency",
+                 "for every buyer i, sum_j Sh_ij = g_i(sum_j a_ij N_j) - g_i(0) with Sh_ij = "
+                 "r_ij + lam (N_j/N_i) d_ij", "Shapley value (efficiency)",
+                 _BASE + "; the rule returns remittances", "ipfl", _cases(),
+                 shapley_efficiency),
+        Property("shapley_symmetry", "Shapley symmetry",
+                 "two sellers identical but for the label get the same Sh_ij from every "
+                 "buyer of both", "Shapley value (symmetry)",
+                 _BASE + "; clients 1 and 2 identical; the rule returns remittances", "ipfl",
+                 _cases(ties=True, min_m=3), shapley_symmetry),
+        Property("greedy_tie_rule", "Greedy tie rule",
+                 "between two sellers with tied thresholds a buyer that takes one takes the "
+                 "lower index", "Box 2 (ties: lower index first, as documented)",
+                 _BASE + "; clients 1 and 2 identical", "ipfl", _cases(ties=True, min_m=3),
+                 greedy_tie_rule),
     ]
 }
 

@@ -151,6 +151,8 @@ def test_numpy_draws_have_the_strategies_shape(key):
     from hypothesis import HealthCheck, given, settings
 
     spec = IPFL_SPECS[key]
+    # the range the reports show is the range both engines draw
+    assert PROPERTIES[key].clients == (spec.min_m, spec.max_m)
     seen = []
 
     @settings(max_examples=25, database=None, suppress_health_check=list(HealthCheck))
@@ -162,6 +164,7 @@ def test_numpy_draws_have_the_strategies_shape(key):
     drawn = [c for d in IpflSampler(spec).draw(np.random.default_rng(0), 200)
              for c in IpflSampler(spec).cases(d)]
     for group in (seen, drawn):
+        assert spec.min_m <= min(c.market.m for c in group)
         assert max(c.market.m for c in group) <= spec.max_m
         assert {c.client is None for c in group} == {spec.liar is None}
         assert {c.factor is None for c in group} == {spec.liar not in ("over", "any")}
