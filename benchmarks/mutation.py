@@ -299,12 +299,14 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
 def scores(results: list[dict], engines) -> str:
     """The markdown table of a run: per engine, how many mutants were killed, survived,
     raised inside the checker, timed out; then one row per mutant."""
-    lines = ["| | killed | survived | internal error | timeout |", "|---|---|---|---|---|"]
+    lines = ["| | killed | survived | internal error | timeout | not run |",
+             "|---|---|---|---|---|---|"]
     faults = [r for r in results if r["mutant"] not in IDENTITIES and r.get("status") != "stale"]
     for engine in engines:
         got = [r.get(engine, {}).get("status") for r in faults]
         lines.append(f"| {engine} | {got.count('killed')} | {got.count('survived')} | "
-                     f"{got.count('internal error')} | {got.count('timeout')} |")
+                     f"{got.count('internal error')} | {got.count('timeout')} | "
+                     f"{got.count(None)} |")
     lines += ["", "| mutant | fault | " + " | ".join(engines) + " |",
               "|---|---|" + "---|" * len(engines)]
     for r in results:
@@ -312,7 +314,7 @@ def scores(results: list[dict], engines) -> str:
         for engine in engines:
             e = r.get(engine)
             if e is None:
-                cells.append(r.get("status", "-"))
+                cells.append(r.get("status", "not run"))
                 continue
             cell = f"{e['status']} ({e['seconds']:g} s)"
             if e.get("by"):
@@ -345,6 +347,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per engine run")
     p.add_argument("--markdown", type=Path, default=None,
                    help="write the scores into this page (between mutation-scores markers)")
+    p.add_argument("--no-run", action="store_true",
+                   help="run nothing: the table of what --out holds (an engine a mutant was "
+                        "not scored by reads 'not run')")
     args = p.parse_args(argv)
     names = {m.name for m in MUTANTS}
     for name in args.only or []:
@@ -359,7 +364,7 @@ def main(argv=None) -> int:
             done[r["mutant"]] = r
     for m in chosen:
         prev = done.get(m.name)
-        if prev is not None and all(e in prev for e in args.engines):
+        if args.no_run or (prev is not None and all(e in prev for e in args.engines)):
             continue
         r = run_mutant(m, args.engines, batch=args.batch, hypothesis=args.hypothesis,
                        time_limit=args.time_limit, timeout=args.timeout)

@@ -36,3 +36,13 @@ def test_a_fault_is_killed_and_an_identity_survives(mutation):
     same = mutation.run_mutant(by["greedy_unstable_ties"], ["batch"],
                                rows=["local/local_optimality", "box2/budget_balance"], **kw)
     assert same["batch"]["status"] == "survived", same
+
+
+def test_the_table_counts_what_each_engine_scored_and_what_it_did_not(mutation):
+    results = [{"mutant": "a", "what": "fault a", "batch": {"status": "killed", "seconds": 1},
+                "tests": {"status": "survived", "seconds": 2}},
+               {"mutant": "b", "what": "fault b", "batch": {"status": "survived", "seconds": 3}}]
+    table = mutation.scores(results, ["batch", "tests"])
+    assert "| batch | 1 | 1 | 0 | 0 | 0 |" in table
+    assert "| tests | 0 | 1 | 0 | 0 | 1 |" in table
+    assert "| b | fault b | survived (3 s) | not run |" in table
