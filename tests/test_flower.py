@@ -351,6 +351,43 @@ def test_cpl_gradient_norms_come_with_the_registration(tmp_path):
     assert asked["prices"] == folded["prices"] and asked["q"] == folded["q"]
 
 
+def test_ipfl_final_evaluation_comes_with_the_last_rounds_uploads():
+    """iPFL: a node's final model is its last upload, so the last round's train message asks
+    the node to evaluate it too and no evaluation message is sent. Replies without that
+    evaluation (the known-bad variant, as an older app's) get the evaluation round as before,
+    with the same numbers."""
+    from flwr.app import MetricRecord
+
+    grid = FakeGrid(CFG)
+    res = _serve(grid, CFG)
+    assert "evaluate" not in {m.metadata.message_type for m in grid.sent}
+    last = [m for m in grid.sent if m.metadata.message_type == "train"
+            and dict(m.content["config"])["server-round"] == CFG.rounds]
+    assert len(last) == 4 and all(dict(m.content["config"])["evaluate"] == 1 for m in last)
+
+    old = FakeGrid(CFG)
+    answer = old._answer
+    folded = ("acc_own", "loss", "acc_personalised")
+
+    def without_evaluation(msg):
+        reply = answer(msg)
+        if reply is not None and msg.metadata.message_type == "train" and \
+                "metrics" in reply.content:
+            metrics = {k: v for k, v in dict(reply.content["metrics"]).items()
+                       if k not in folded}
+            reply = Message(RecordDict({"arrays": reply.content["arrays"],
+                                        "metrics": MetricRecord(metrics)}), reply_to=msg)
+        return reply
+
+    old._answer = without_evaluation
+    ref = _serve(old, CFG)
+    assert sum(m.metadata.message_type == "evaluate" for m in old.sent) == 4
+    assert res["pids"] == ref["pids"] == [0, 1, 2, 3]
+    for key in folded:
+        np.testing.assert_array_equal(res[key],
+                                      ref[key])
+
+
 def test_recheck_catches_a_tampered_round(tmp_path):
     res = _serve(FakeGrid(CFG), CFG, tmp_path, **{"save-uploads": True})
     checks = recheck(res["run_dir"])

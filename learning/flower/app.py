@@ -141,14 +141,21 @@ def _client_evaluate(msg: Message, context: Context, default) -> Message:
 
 
 # ------------------------------------------------------------------------------ server side
-def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: int) -> dict:
+def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: int,
+                    done: dict | None = None) -> dict:
+    """Each final model's evaluation by its node: ``done`` (pid -> metrics) those that came
+    with the last round's replies; the others are sent an evaluation message."""
     from .strategies import metrics_of, short_reason
 
+    done = dict(done or {})
+    models = {p: m for p, m in models.items() if p not in done}
+    if not models:
+        return done
     sent = {p: Message(RecordDict({"arrays": models[p], "config": ConfigRecord({})}),
                        dst_node_id=registry.members[p].node, message_type=MessageType.EVALUATE)
             for p in registry.live(grid) if p in models}
     replies = grid.send_and_receive(list(sent.values()), timeout=timeout)
-    out = {}
+    out = done
     for p, reply in registry.collect(server_round, sent, replies, "evaluation",
                                      timeout).items():
         if reply.has_error():
@@ -228,7 +235,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
     if cfg.algorithm == "ipfl":
         strategy = IpflStrategy(registry=registry, lam=cfg.lam, eta=cfg.eta, metric=cfg.metric,
                                 rule=cfg.rule, reference=theta0, recorder=recorder,
-                                timeout=fc.round_timeout, allow_quit=cfg.allow_quit)
+                                timeout=fc.round_timeout, allow_quit=cfg.allow_quit,
+                                rounds=cfg.rounds)
         t0 = time.perf_counter()
         strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds,
                        timeout=fc.round_timeout)
@@ -258,7 +266,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
                         "q": {str(p): v for p, v in strategy.q.items()},
                         "prices": {str(p): v for p, v in strategy.prices.items()}})
     # suspect nodes (silent or unavailable, dead most likely) are not waited for again
-    evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1)
+    done = {p: m for p, m in getattr(strategy, "evaluated", {}).items() if p in finals}
+    evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1, done)
     summary.update({
         "pids": sorted(evals), "strategy_seconds": seconds,
         "acc_personalised": [evals[p].get("acc_personalised", float("nan"))

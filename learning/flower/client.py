@@ -136,6 +136,8 @@ def _train(request) -> dict:
                              _params(received, template), np.array([prox]))
     arrays = [_flat(trained)]  # the model as one flat array (fewer objects per message)
     metrics["acc-val"] = _validate(model, trained, state)
+    if conf.get("evaluate"):  # the run's last round: the final evaluation of this upload
+        metrics.update(_evaluation(state, model, trained))
     return {"arrays": arrays, "metrics": metrics, "own": arrays}
 
 
@@ -176,25 +178,30 @@ def _gradient_norm(cfg, state, model, template, arrays, X, Y) -> float:
 
 
 def _evaluate(request) -> dict:
+    _, state, model, template, _, _ = _node(request)
+    params = _params(_flatten(request["arrays"]), template)
+    return {"metrics": {"pid": state.spec.partition_id, **_evaluation(state, model, params)}}
+
+
+def _evaluation(state, model, params) -> dict:
+    """acc_own, loss and (with a reference test set) acc_personalised of ``params``."""
     from types import SimpleNamespace
 
     import torch
 
     from ..evaluate import evaluate
 
-    _, state, model, template, _, _ = _node(request)
     has_ref = state.x_test is not None
     ref = SimpleNamespace(x_test=state.x_test if has_ref else state.x_own_test,
                           y_test=state.y_test if has_ref else state.y_own_test)
-    pers, own, loss = evaluate(model, _params(_flatten(request["arrays"]), template), ref,
-                               state.label_dist[None], [np.arange(len(state.y_own_test))],
+    pers, own, loss = evaluate(model, params, ref, state.label_dist[None],
+                               [np.arange(len(state.y_own_test))],
                                torch.as_tensor(state.x_own_test),
                                torch.as_tensor(state.y_own_test))
-    metrics = {"pid": state.spec.partition_id, "acc_own": float(own[0]),
-               "loss": float(loss[0])}
+    metrics = {"acc_own": float(own[0]), "loss": float(loss[0])}
     if has_ref:
         metrics["acc_personalised"] = float(pers[0])
-    return {"metrics": metrics}
+    return metrics
 
 
 OPS = {"train": _train, "query": _query, "evaluate": _evaluate}

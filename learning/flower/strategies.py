@@ -499,10 +499,14 @@ class IpflStrategy(_Base):
     def __init__(self, *, registry: Registry, lam: float, eta: float = paper.IPFL_ETA,
                  metric: str = "cosine", rule: str = "local",
                  reference: np.ndarray | None = None, recorder: Callable | None = None,
-                 timeout: float = 3600, allow_quit: bool = False):
+                 timeout: float = 3600, allow_quit: bool = False, rounds: int | None = None):
         super().__init__(registry, recorder, timeout)
         self.lam, self.eta, self.metric, self.rule = float(lam), float(eta), metric, rule
         self.allow_quit = bool(allow_quit)
+        # the run's last round: its train message asks each node to evaluate its upload too
+        # (a node's final model is its last upload), which saves the final evaluation round
+        self.rounds = rounds
+        self.evaluated: dict[int, dict] = {}  # pid -> evaluation of its final model
         self.reference = reference
         self.centres: dict[int, np.ndarray] = {}
         self.personal: dict[int, np.ndarray] = {}
@@ -537,6 +541,8 @@ class IpflStrategy(_Base):
                                 "train-call": server_round - 1,
                                 "bill": self._last(pid, "payment"),
                                 "utility": self._last(pid, "utility")})
+            if server_round == self.rounds:
+                cfg["evaluate"] = 1
             # a fresh RecordDict per node: every node gets its own centre and bill
             messages[pid] = Message(RecordDict({"arrays": record, "config": cfg}),
                                     dst_node_id=node, message_type=MessageType.TRAIN)
@@ -574,10 +580,13 @@ class IpflStrategy(_Base):
         return good
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]):
+        replies = list(replies)
         good = self._valid(server_round, replies)
         pids = sorted(good)
         for pid in pids:
             self.personal[pid] = good[pid]
+        if server_round == self.rounds:
+            self._take_evaluations(replies, good)
         self.centres = {}
         record = {"algorithm": "ipfl", "round": server_round, "participants": pids,
                   "sent": sorted(self.sent.get(server_round, {})),
@@ -634,6 +643,25 @@ class IpflStrategy(_Base):
         return None, MetricRecord({"participants": len(pids),
                                    "budget-residual": out.budget_residual,
                                    "mean-utility": float(out.utilities.mean())})
+
+    def _take_evaluations(self, replies: list[Message], good: dict) -> None:
+        """The evaluations that came with the last round's valid uploads, for the nodes whose
+        final model is that upload (a quitter keeping an earlier one is evaluated apart)."""
+        for reply in replies:
+            if reply.has_error() or "metrics" not in reply.content:
+                continue
+            metrics = metrics_of(reply)
+            pid = int(metrics.get("pid", -1))
+            got = _evaluation_of(metrics)
+            if got is not None and pid in good and self.personal.get(pid) is good[pid]:
+                self.evaluated[pid] = got
+
+
+def _evaluation_of(metrics: dict) -> dict | None:
+    """The final-evaluation metrics a node sent with its last upload, or None."""
+    keys = ("acc_own", "loss", "acc_personalised")
+    out = {k: float(metrics[k]) for k in keys if k in metrics}
+    return out if "acc_own" in out and "loss" in out else None
 
 
 class CplStrategy(_Base):
