@@ -920,6 +920,43 @@ def test_a_cpl_pricing_rule_cannot_write_into_the_game():
         cpl.apply_pricing(g, cpl.PRICING_RULES["uniform"]).prices.tolist()
 
 
+def _pays_by_zero(market, A, D):
+    return 1 // 0
+
+
+def _writes_into_distances(market, A, D):
+    D[0, 1] = 0.0  # the arrays clear hands a rule are read-only: refused, D unchanged
+    return np.zeros(len(market.N))
+
+
+def _selects_by_writing(market, D, T, P):
+    T[...] = 0.0
+    return np.zeros(T.shape, dtype=bool)
+
+
+def _prices_not_a_rule(market):  # the wrong arity: a TypeError inside the call
+    return None
+
+
+@pytest.mark.parametrize("kind, fn, needle", [
+    ("payments", _pays_by_zero, "ZeroDivisionError"),
+    ("payments", _writes_into_distances, "read-only"),
+    ("rule", _selects_by_writing, "read-only"),
+    ("prices", _prices_not_a_rule, "TypeError"),
+])
+def test_ipfl_clear_names_a_user_rule_that_raises(kind, fn, needle):
+    # the same surface as cpl.apply_pricing: RuleFailed naming the kind of rule, the rule and
+    # its own error (chained), never the rule's raw exception; the caller's D stays intact
+    mk = market()
+    D = pairwise_distances(np.random.default_rng(0).normal(size=(len(mk.N), 4)))
+    before = D.copy()
+    with pytest.raises(RuleFailed, match=needle) as e:
+        ipfl.clear(mk, D, **{kind: fn})
+    assert e.value.field == kind and fn.__name__ in str(e.value)
+    assert e.value.__cause__ is not None
+    assert (D == before).all()
+
+
 # ---------------------------------------------------------------------------------------
 # read-only outputs: we run as root, so chmod would not stop a write; the commands decide
 # by os.access (sims.cli.common.writable_folder), which is what is made to say "read-only"

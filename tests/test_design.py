@@ -193,6 +193,26 @@ def test_saved_rule_loads_by_file_and_by_name(tmp_path, monkeypatch):
         load_rule(path)
 
 
+def test_a_full_disk_while_a_rule_is_saved_leaves_no_partial_file(tmp_path, monkeypatch):
+    # the parameter file and its module are written whole or not at all (sims.results)
+    from pathlib import Path
+
+    from sims.errors import StoreError
+
+    real = Path.write_text
+
+    def half_then_full(self, data, *args, **kwargs):  # a disk that fills mid-write
+        real(self, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    space = LinearSpace()
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(StoreError, match="No space left on device"):
+        save_rule(tmp_path / "designed_rule.json", space, space.point(marginal=1.0),
+                  name="designed")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_user_space(tmp_path, monkeypatch):
     (tmp_path / "myspace.py").write_text(
         "import numpy as np\nfrom mechanisms.ipfl import over_arrays\n\n"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import MarketInputError, as_floats, check_sellers
+from ..lookup import call_rule
 from . import money, rules, selection
 from .market import Market, MarketArrays, read_only
 from .thresholds import MODES
@@ -148,10 +149,19 @@ def _check_output(kind: str, value, shapes: tuple) -> np.ndarray:
 _BUILT_IN = (*rules.PAYMENT_RULES.values(), *rules.PRICE_RULES.values())  # fresh arrays
 
 
+def _call(field: str, label: str, fn: Callable, *args):
+    """``fn(*args)``; a rule of the user's own that raises (its own bug, a write into the
+    read-only arrays it is handed, a function that is not a rule) is a RuleFailed naming
+    ``field``, the rule and its error, as in cpl.apply_pricing and the learning runs."""
+    if fn in _BUILT_IN or fn is rules.share_all:
+        return fn(*args)
+    return call_rule(field, label, fn, *args)
+
+
 def _price_step(label: str, fn: Callable, market, D: np.ndarray) -> np.ndarray:
     """Prices of the price rule (..., m, m), checked (numbers, no NaN), diagonal +inf."""
     shape = D.shape
-    P = _check_output("prices", fn(market, D), (shape,))
+    P = _check_output("prices", _call("prices", label, fn, market, D), (shape,))
     if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
         P = P.copy()
     if np.isnan(P).any():
@@ -165,7 +175,7 @@ def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
     """The adjacency of a selection rule given as a function, checked: (..., m, m), 0/1
     entries, nobody buying its own model."""
     shape = T.shape
-    A = np.asarray(fn(market, D, T, P))
+    A = np.asarray(_call("rule", label, fn, market, D, T, P))
     if A.shape != shape:
         raise MarketInputError("rule", f"{label} returned shape {A.shape}, expected {shape}")
     if A.dtype != bool:  # NaN would cast to True: only 0/1 entries pass
@@ -187,7 +197,8 @@ def _money_step(label: str, fn: Callable, market, A, D):
     """(remittances or None, payments) of a payment rule: (..., m, m) remittances give Eq. 13
     payments; (..., m) payments are taken as they are. Must be finite."""
     shape = A.shape
-    out = _check_output("payments", fn(market, A, D), (shape, shape[:-1]))
+    out = _check_output("payments", _call("payments", label, fn, market, A, D),
+                        (shape, shape[:-1]))
     if not np.isfinite(out).all():
         raise MarketInputError("payments", f"{label} returned NaN or inf; money must be "
                                            "finite")

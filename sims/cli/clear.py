@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from mechanisms import ipfl
-from mechanisms.lookup import guarded
 
 from ..errors import SpecError
 from ..results import read_text, write_atomic
@@ -108,13 +107,8 @@ def run(args) -> int:
     market, D = load_market_file(args.market_file)
     if args.csv:
         writable_file("--csv", args.csv)
-    # a rule of the user's own that raises is answered in one line naming it (RuleFailed)
-    rules = {}
-    for kind, spec in (("rule", args.rule), ("payments", args.payments),
-                       ("prices", args.prices)):
-        label, fn = ipfl.resolve(kind, spec)
-        rules[kind] = guarded(kind, label, fn) if ":" in spec else spec
-    options = dict(**rules,
+    # a rule of the user's own that raises is a RuleFailed naming it (ipfl.clear), one line
+    options = dict(rule=args.rule, payments=args.payments, prices=args.prices,
                    thresholds=args.thresholds, exact_method=args.exact_method,
                    exact_node_limit=args.exact_node_limit,
                    exact_time_limit=args.exact_time_limit,

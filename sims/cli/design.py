@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+from ..results import write_atomic
 from .common import (
     add_command,
     add_progress,
@@ -180,7 +181,7 @@ def run(args) -> int:
     ax = plot_frontier(table)
     ax.set_title(f"{test.size} held-out markets (seed {heldout})")
     ax.figure.tight_layout()
-    ax.figure.savefig(out / "frontier.png", dpi=120)
+    write_atomic(out / "frontier.png", lambda tmp: ax.figure.savefig(tmp, dpi=120), "--out")
 
     cert = None
     if args.certify_examples:
@@ -190,12 +191,14 @@ def run(args) -> int:
             cert = certify("designed", load_rule(rule_path), seed=heldout,
                            training_seed=args.seed, examples=args.certify_examples,
                            estimates=result.summary, progress=bar)
-        cert.to_csv(out / "certification.csv", index=False)
-    (out / "design.json").write_text(json.dumps(
+        write_atomic(out / "certification.csv", lambda tmp: cert.to_csv(tmp, index=False),
+                     "--out")
+    text = json.dumps(
         {**{k: v for k, v in provenance.items() if k != "versions"},
          "params": result.params, "score": result.score, "feasible": result.feasible,
          "rule_file": rule_path.name, "seconds": time.perf_counter() - t0},
-        indent=2, default=str) + "\n")
+        indent=2, default=str) + "\n"
+    write_atomic(out / "design.json", lambda tmp: tmp.write_text(text), "--out")
     if args.quiet:
         return 0
     print(f"designed rule ({result.goal}): "

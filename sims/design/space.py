@@ -338,11 +338,14 @@ def save_rule(path, space, theta, *, name: str, extra: dict | None = None) -> Pa
     doc = {"name": name, "space": space.to_json(),
            "theta": dict(zip(space.names, theta.tolist(), strict=True)), **(extra or {})}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, default=float) + "\n")
-    path.with_suffix(".py").write_text(
-        f'"""The designed payment rule {name!r} (parameters in {path.name})."""\n'
-        "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
-        f"payments = load_rule(Path(__file__).with_suffix('.json'))\n")
+    from ..results import write_atomic  # whole files or none (a full disk is one line)
+
+    text = json.dumps(doc, indent=2, default=float) + "\n"
+    write_atomic(path, lambda tmp: tmp.write_text(text), "path")
+    module = (f'"""The designed payment rule {name!r} (parameters in {path.name})."""\n'
+              "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
+              f"payments = load_rule(Path(__file__).with_suffix('.json'))\n")
+    write_atomic(path.with_suffix(".py"), lambda tmp: tmp.write_text(module), "path")
     return path
 
 
