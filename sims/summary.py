@@ -80,7 +80,8 @@ def _per_client(f: pd.DataFrame) -> pd.DataFrame:
         last["n_bought"] = by["n_bought"].mean()
     last["n_rounds"] = f.groupby("cell")["round"].nunique().reindex(
         last.index.get_level_values("cell")).to_numpy()
-    if "cluster" in f and f["cluster"].notna().any():
+    # CFL's clusters (with its update norms); pFedLIA's clusters have no update norms
+    if "update_norm" in f and "cluster" in f and f["cluster"].notna().any():
         per_cell = f.groupby("cell").agg(cfl_clusters=("cluster", "max"),
                                          cfl_max_update_norm=("update_norm", "max"))
         per_cell["cfl_clusters"] += 1

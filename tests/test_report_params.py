@@ -83,3 +83,21 @@ def test_swept_and_place_on_a_frame():
     # the known-bad way: grouping on the raw column drops the cell that lacks it
     assert df.groupby("param_lam").size().sum() == 3
     assert placed.groupby("param_lam", observed=True).size().sum() == 4
+
+
+def test_the_summary_takes_clusters_without_update_norms():
+    """pFedLIA's rows carry clusters but no update norms (CFL's carry both): summarising
+    them raised KeyError 'update_norm' (seen on the reproduction's lia-vs-oracle cells)."""
+    from sims.summary import summarise
+
+    f = _rows("lia", 0, None).assign(cell="k1", scenario="lia-vs-oracle", cluster=0)
+    f = f.drop(columns=["param_partition"])
+    index = pd.DataFrame({"key": ["k1"], "scenario": ["lia-vs-oracle"], "code": ["c"]})
+    s = summarise({"lia-vs-oracle": f}, index, command="x", setting="reduced", seeds=[0],
+                  expected={"lia-vs-oracle": 1})
+    out = s.cells["lia-vs-oracle"]
+    assert len(out) == 3 and "cfl_clusters" not in out
+    cfl = f.assign(update_norm=0.5)
+    out = summarise({"lia-vs-oracle": cfl}, index, command="x", setting="reduced", seeds=[0],
+                    expected={"lia-vs-oracle": 1}).cells["lia-vs-oracle"]
+    assert (out.cfl_clusters == 1).all() and (out.cfl_max_update_norm == 0.5).all()
