@@ -17,3 +17,18 @@ def _forget_modules_written_by_the_test(tmp_path_factory):
     for name, module in list(sys.modules.items()):
         if (getattr(module, "__file__", None) or "").startswith(root):
             del sys.modules[name]
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """``user_module(name, source)``: a module of the user's own, written into the test's
+    temporary folder and importable by name (the autouse fixture above forgets it afterwards);
+    returns the folder."""
+
+    def write(name: str, source: str):
+        (tmp_path / f"{name}.py").write_text(source)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        sys.modules.pop(name, None)
+        return tmp_path
+
+    return write

@@ -35,12 +35,8 @@ def broken(market, A, D):
 
 
 @pytest.fixture
-def myrules(tmp_path, monkeypatch):
-    (tmp_path / "myrules.py").write_text(RULES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("myrules", None)
-    yield tmp_path
-    sys.modules.pop("myrules", None)
+def myrules(user_module):
+    return user_module("myrules", RULES)
 
 
 def test_a_payment_rule_of_your_own_settles_every_round(myrules):

@@ -2,7 +2,6 @@
 rounds(session) generator function) or an installed entry point, in TrainConfig, ``fedmarket
 train``, sweeps and ``fedmarket reproduce``."""
 
-import sys
 
 import numpy as np
 import pandas as pd
@@ -62,12 +61,8 @@ NOT_AN_ALGORITHM = 3
 
 
 @pytest.fixture
-def myalgos(tmp_path, monkeypatch):
-    (tmp_path / "myalgos.py").write_text(MODULE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("myalgos", None)
-    yield tmp_path
-    sys.modules.pop("myalgos", None)
+def myalgos(user_module):
+    return user_module("myalgos", MODULE)
 
 
 def test_an_algorithm_of_your_own_runs_through_the_same_loop(myalgos):
