@@ -98,13 +98,22 @@ def plot_cpl_participation(game, eq, ax=None):
 
 
 def plot_budget_sweep(df, ax=None):
-    """Objective bound against budget, one line per pricing scheme (tidy input)."""
+    """Objective bound against budget, one line per pricing scheme (tidy input: ``budget``,
+    ``scheme``, ``objective_bound``; with ``low`` and ``high`` columns, the interval over
+    seeds as a band around each line)."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     for name, part in df.groupby("scheme"):
-        ax.plot(part["budget"], part["objective_bound"], marker="o", ms=3, label=name)
+        part = part.sort_values("budget")
+        line, = ax.plot(part["budget"], part["objective_bound"], marker="o", ms=3, label=name)
+        if {"low", "high"} <= set(part.columns):
+            ok = np.isfinite(part["low"].to_numpy(float)) & np.isfinite(
+                part["high"].to_numpy(float))
+            if ok.any():
+                ax.fill_between(part["budget"][ok], part["low"][ok], part["high"][ok],
+                                color=line.get_color(), alpha=0.15, lw=0)
     ax.set_yscale("log")
     ax.set_xlabel("budget B")
     ax.set_ylabel("bound sum K (1 - q)/q")

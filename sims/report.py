@@ -50,6 +50,14 @@ class _Doc:
         self.md += [_md_table(df), "", f"(table: `{name}.csv`)", ""]
         self.html.append(df.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
 
+    def data(self, df: pd.DataFrame, name: str, provenance: dict) -> Path:
+        """A tidy table as CSV with its JSON sidecar (provenance), named in the text but not
+        printed."""
+        from .results import write_table
+
+        path, _ = write_table(df, self.folder / f"{name}.csv", provenance)
+        return path
+
     def figure(self, fig, name: str, caption: str):
         """Saved as SVG (vector, for papers) and PNG (for the HTML page)."""
         path = self.folder / f"{name}.png"
@@ -179,25 +187,74 @@ def _attacks(doc: _Doc, df: pd.DataFrame):
     doc.table(df[cols].sort_values(["metric", "attack"]), "attacks")
 
 
+CPL_NOTE = (
+    "Each cell (pricing rule, budget, seed) is one game, solved or priced on its own; its "
+    "numbers are computed per seed, then given as the mean and Student's t 95 % interval "
+    "over seeds (rules are compared on the same games: the same seeds at each budget). "
+    "objective_bound: the convergence bound sum K (1 - q)/q the server minimises (lower is "
+    "better); spent: sum P_n q_n; client_utility_sum: the clients' total profit; "
+    "negative_prices: clients charged to take part.")
+
+
+def _provenance(df: pd.DataFrame, scenario: str) -> dict:
+    """Where a report table's numbers come from: the store's cells and their settings."""
+    out = {"scenario": scenario, "command": "fedmarket report",
+           "seeds": sorted(int(s) for s in df.seed.unique())}
+    if "cell" in df:
+        cells = df.groupby("cell", sort=True).first()
+        out["cells"] = {k: {"mechanism": r.mechanism, "seed": int(r.seed),
+                            **({"config_hash": r.config_hash} if "config_hash" in df else {}),
+                            **({"seed_entropy": str(r.seed_entropy)}
+                               if "seed_entropy" in df else {})}
+                        for k, r in cells.iterrows()}
+    if "versions" in df:
+        out["code_versions"] = sorted(map(str, df.versions.unique()))
+    return out
+
+
 def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     import matplotlib.pyplot as plt
 
+    from .comparison import CPL_METRICS, cpl_per_seed, intervals, readable
     from .plots import plot_budget_sweep
 
     doc.heading("CPL pricing")
-    per = df.groupby(["mechanism", "budget"], as_index=False).agg(
-        objective_bound=("objective_bound", "first"), spent=("spent", "first"),
-        client_utility_sum=("utility", "sum"), negative_prices=("price", lambda p: (p < 0).sum()))
-    doc.table(per.sort_values(["budget", "mechanism"]), "cpl_pricing")
-    sweep = per.rename(columns={"mechanism": "scheme"})
-    if sweep.budget.nunique() > 1:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        plot_budget_sweep(sweep, ax=ax)
-        doc.figure(fig, "cpl_budget_sweep", "Bound against budget for each pricing rule")
+    doc.para(CPL_NOTE)
+    others = [c for c in swept(df) if c != "param_budget"]
+    df = place(df, others)
+    keys = ["mechanism", *others, "budget"]
+    per_seed = cpl_per_seed(df, keys)
+    summary = intervals(per_seed, keys, list(CPL_METRICS),
+                        bounds={"objective_bound": (0.0, np.inf)})
+    doc.table(readable(summary, keys).sort_values(["budget", *others, "mechanism"]),
+              "cpl_pricing")
+    prov = _provenance(df, "cpl-pricing")
+    seeds_path = doc.data(per_seed, "cpl_pricing_seeds", prov)
+    summary_path = doc.data(summary, "cpl_pricing_intervals", prov)
+    doc.para(f"One row per cell: `{seeds_path.name}`; the intervals as numbers: "
+             f"`{summary_path.name}` (each with a JSON sidecar: cells, config hashes, seeds, "
+             "versions).")
+    if per_seed.budget.nunique() > 1:
+        bound = summary[summary.metric == "objective_bound"]
+        for k, part in (bound.groupby(others, observed=True) if others else [((), bound)]):
+            k = k if isinstance(k, tuple) else (k,)
+            label = ", ".join(f"{c[len('param_'):]}={v}" for c, v in zip(others, k,
+                                                                          strict=True))
+            fig, ax = plt.subplots(figsize=(6, 4))
+            plot_budget_sweep(part.rename(columns={"mechanism": "scheme",
+                                                   "mean": "objective_bound"}), ax=ax)
+            seeds = int(part.seeds.max())
+            what = "; ".join(filter(None, [label, f"mean and 95 % interval over {seeds} seeds"]))
+            ax.set_title(f"CPL: bound vs budget ({what})", fontsize=9)
+            slug = "_".join(str(v).replace(" ", "-") for v in k)
+            doc.figure(fig, "cpl_budget_sweep" + (f"_{slug}" if slug else ""),
+                       f"Bound against budget for each pricing rule ({what})")
     eq = df[df.mechanism == "bisection"]
-    if not eq.empty:
+    if not eq.empty:  # one game: the largest budget, the first seed and setting
         b = eq.budget.max()
         part = eq[eq.budget == b]
+        part = part[part.seed == part.seed.min()]
+        part = part[part.cell == part.cell.iloc[0]] if "cell" in part else part
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         axes[0].scatter(part.v, part.price, s=14)
         vt = part.v_threshold.iloc[0]
@@ -210,7 +267,8 @@ def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
         axes[1].set_xscale("log")
         axes[1].set_xlabel("a_n")
         axes[1].set_ylabel("q_n")
-        doc.figure(fig, "cpl_prices", f"Equilibrium prices and participation (B = {b:g})")
+        doc.figure(fig, "cpl_prices", f"Equilibrium prices and participation (B = {b:g}, "
+                                      f"seed {int(part.seed.iloc[0])})")
     if verdict_examples:
         from .verdicts import cpl_verdicts
 

@@ -1,0 +1,181 @@
+"""Mechanism comparisons for the report: each cell's (seed's) numbers, their mean and 95 %
+interval over seeds, and the clients a mechanism leaves worse off.
+
+Every number is computed per seed first (one cell is one game), then summarised over seeds
+with :func:`sims.claims.ci95`, as the learning tables are: rows of different seeds (different
+games) are never mixed inside one number.
+
+* :func:`cpl_per_seed`: one row per (CPL pricing rule, budget, other swept parameters, seed);
+* :func:`market_per_seed`: one row per (iPFL mechanism, swept parameters, seed) of a market
+  scenario: social welfare (Eq. 5, the clearing's :attr:`mechanisms.ipfl.Outcome.welfare`),
+  total payments, the operator's signed balance (:attr:`mechanisms.ipfl.Outcome.budget_surplus`,
+  positive a surplus, negative a deficit), participation and individual-rationality failures;
+* :func:`ir_failures`: one row per (mechanism, seed, client) whose utility was negative in
+  some round, with the size of the worst shortfall;
+* :func:`intervals`: a tidy summary, one row per (keys, metric): mean, low, high, seeds;
+* :func:`readable`: the same as a table of "mean [low, high]" strings, a column per metric.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .claims import ci95
+
+__all__ = ["CPL_METRICS", "IR_TOL", "MARKET_METRICS", "cpl_per_seed", "intervals",
+           "ir_failures", "market_per_seed", "readable"]
+
+IR_TOL = 1e-9  # a utility below -IR_TOL * max(1, |gain|) is a failure of IR (float rounding)
+
+# metric -> what it is (the report's legend); order = the tables' column order
+CPL_METRICS = {
+    "objective_bound": "the convergence bound sum K (1 - q)/q the server minimises (lower is "
+                       "better)",
+    "spent": "what the server pays, sum P_n q_n",
+    "client_utility_sum": "the clients' total profit",
+    "negative_prices": "clients charged to take part (P_n < 0)",
+}
+MARKET_METRICS = {
+    "welfare": "social welfare (Eq. 5, true types) summed over the rounds",
+    "total_payments": "money the clients paid (to sellers or to the operator), summed over "
+                      "rounds",
+    "operator_balance": "the operator's balance sum_i p_i summed over rounds: positive a "
+                        "surplus it keeps, negative a deficit it pays",
+    "worst_round_balance": "the operator's balance in its worst round (negative: the largest "
+                           "deficit of a round)",
+    "participation": "share of clients that buy or sell at least one model, mean over rounds",
+    "ir_failures": "(round, client) pairs with a negative utility (IR fails)",
+    "min_utility": "the lowest utility of any client in any round (negative: IR fails)",
+}
+ROUND_COLUMNS = ("round_welfare", "round_operator_balance")  # written by the market scenarios
+
+
+def _keys(df: pd.DataFrame, keys) -> list[str]:
+    return [k for k in keys if k in df.columns]
+
+
+def cpl_per_seed(df: pd.DataFrame, keys=("mechanism", "budget")) -> pd.DataFrame:
+    """One row per (``keys``, seed) of a ``cpl-pricing`` frame (one row per client and
+    cell): the cell's bound and spending (the same on each of its rows), the clients' total
+    profit and the number of negative prices.
+
+    >>> f = pd.DataFrame({"mechanism": "uniform", "budget": 15.0, "seed": [0, 0, 1, 1],
+    ...                   "objective_bound": [2.0, 2.0, 4.0, 4.0], "spent": 15.0,
+    ...                   "utility": [1.0, 2.0, 3.0, -1.0], "price": [1.0, 1.0, 1.0, -1.0]})
+    >>> cpl_per_seed(f)[["seed", "objective_bound", "client_utility_sum",
+    ...                  "negative_prices"]].to_numpy().tolist()
+    [[0.0, 2.0, 3.0, 0.0], [1.0, 4.0, 2.0, 1.0]]
+    """
+    by = df.groupby([*_keys(df, keys), "seed"], observed=True, sort=True)
+    out = by.agg(objective_bound=("objective_bound", "first"), spent=("spent", "first"),
+                 client_utility_sum=("utility", "sum"),
+                 negative_prices=("price", lambda p: int((p < 0).sum())))
+    if "cell" in df:  # the cell each number comes from
+        out["cell"] = by["cell"].first()
+    return out.reset_index()
+
+
+def _ir_mask(df: pd.DataFrame) -> pd.Series:
+    return df["utility"] < -IR_TOL * np.maximum(1.0, df["gain"].abs())
+
+
+def market_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
+    """One row per (``keys``, seed) of a market scenario's frame (one row per round and
+    client, with the clearing's ``round_welfare`` and ``round_operator_balance`` on each row
+    of its round): the metrics of :data:`MARKET_METRICS`.
+
+    A frame without the round columns (cells stored by older code) raises a KeyError that
+    names them."""
+    missing = [c for c in ROUND_COLUMNS if c not in df.columns]
+    if missing:
+        raise KeyError(f"the rows lack {missing} (cells computed before these were stored; "
+                       "rerun the sweep with --recompute-stale)")
+    keys = _keys(df, keys)
+    cell = [*keys, "seed"]
+    rounds = df.groupby([*cell, "round"], observed=True, sort=True)
+    per_round = rounds.agg(welfare=("round_welfare", "first"),
+                           balance=("round_operator_balance", "first"),
+                           paid=("paid", "sum"))
+    trading = (df["n_bought"] + df["n_sold"]) > 0
+    per_round["participation"] = trading.groupby(
+        [df[k] for k in [*cell, "round"]], observed=True, sort=True).mean()
+    by = per_round.groupby(level=cell, observed=True, sort=True)
+    out = pd.DataFrame({
+        "welfare": by.welfare.sum(),
+        "total_payments": by.paid.sum(),
+        "operator_balance": by.balance.sum(),
+        "worst_round_balance": by.balance.min(),
+        "participation": by.participation.mean(),
+    })
+    fails = _ir_mask(df)
+    g = df.assign(_fail=fails).groupby(cell, observed=True, sort=True)
+    out["ir_failures"] = g["_fail"].sum().astype(int)
+    out["min_utility"] = g["utility"].min()
+    return out.reset_index()
+
+
+def ir_failures(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
+    """One row per (``keys``, seed, client) whose utility was negative in some round (below
+    -:data:`IR_TOL` x max(1, |gain|)): its role, in how many rounds, the worst round and its
+    utility there (the shortfall), its cumulative utility and the cell, so that the case can
+    be rerun (the cell's scenario, mechanism, parameters and seed)."""
+    keys = _keys(df, keys)
+    who = [*keys, "seed", "client"]
+    cols = [*who, *(["role"] if "role" in df else []), "round", "utility",
+            *(["cell"] if "cell" in df else [])]
+    bad = df.loc[_ir_mask(df), cols]
+    if bad.empty:
+        return pd.DataFrame(columns=[*who, *(["role"] if "role" in df else []), "rounds_failed",
+                                     "worst_round", "worst_utility", "cumulative_utility",
+                                     *(["cell"] if "cell" in df else [])])
+    worst = bad.loc[bad.groupby(who, observed=True, sort=True)["utility"].idxmin()]
+    worst = worst.rename(columns={"round": "worst_round", "utility": "worst_utility"})
+    worst = worst.set_index(who)
+    worst.insert(0, "rounds_failed", bad.groupby(who, observed=True).size())
+    cum = df.groupby(who, observed=True).utility.sum().rename("cumulative_utility")
+    worst = worst.join(cum)
+    order = [*(["role"] if "role" in df else []), "rounds_failed", "worst_round",
+             "worst_utility", "cumulative_utility", *(["cell"] if "cell" in df else [])]
+    return worst[order].reset_index().sort_values(["worst_utility", *who]).reset_index(
+        drop=True)
+
+
+def intervals(per_seed: pd.DataFrame, keys, metrics, bounds=None) -> pd.DataFrame:
+    """Tidy summary over seeds: one row per (``keys``, metric) with the mean, the 95 %
+    interval (Student's t; NaN with one seed) and the number of seeds. ``bounds``: metric ->
+    (lo, hi), the range a metric cannot leave (its interval is clipped to it).
+
+    >>> f = pd.DataFrame({"mechanism": ["a", "a", "a"], "seed": [0, 1, 2],
+    ...                   "welfare": [1.0, 2.0, 3.0]})
+    >>> intervals(f, ["mechanism"], ["welfare"]).round(3).to_numpy().tolist()
+    [['a', 'welfare', 2.0, -0.484, 4.484, 3]]
+    """
+    rows = []
+    for k, g in per_seed.groupby(list(keys), observed=True, sort=True):
+        k = k if isinstance(k, tuple) else (k,)
+        for metric in metrics:
+            m, lo, hi, n = ci95(g[metric].to_numpy(dtype=float), (bounds or {}).get(metric))
+            rows.append({**dict(zip(keys, k, strict=True)), "metric": metric, "mean": m,
+                         "low": lo, "high": hi, "seeds": n})
+    return pd.DataFrame(rows, columns=[*keys, "metric", "mean", "low", "high", "seeds"])
+
+
+def _text(m: float, lo: float, hi: float, n: int) -> str:
+    if n == 0:
+        return "n/a"
+    if n == 1:
+        return f"{m:.4g} (1 seed)"
+    return f"{m:.4g} [{lo:.4g}, {hi:.4g}]"
+
+
+def readable(summary: pd.DataFrame, keys) -> pd.DataFrame:
+    """:func:`intervals`' rows as one row per ``keys``: "mean [low, high]" per metric (signs
+    kept: a deficit reads negative) and the number of seeds."""
+    keys = list(keys)
+    text = summary.assign(v=[_text(r.mean, r.low, r.high, r.seeds)
+                             for r in summary.itertuples()])
+    wide = text.pivot(index=keys, columns="metric", values="v")
+    wide = wide[list(dict.fromkeys(summary.metric))]
+    seeds = summary.groupby(keys, observed=True).seeds.max().rename("seeds")
+    return wide.join(seeds).reset_index()
