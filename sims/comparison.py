@@ -23,8 +23,8 @@ import pandas as pd
 
 from .claims import ci95
 
-__all__ = ["CPL_METRICS", "IR_TOL", "MARKET_METRICS", "cpl_per_seed", "intervals",
-           "ir_failures", "market_per_seed", "readable"]
+__all__ = ["CPL_METRICS", "IR_TOL", "MARKET_METRICS", "ROLE_METRICS", "cpl_per_seed",
+           "intervals", "ir_failures", "market_per_seed", "readable", "roles_per_seed"]
 
 IR_TOL = 1e-9  # a utility below -IR_TOL * max(1, |gain|) is a failure of IR (float rounding)
 
@@ -115,6 +115,33 @@ def market_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     return out.reset_index()
 
 
+ROLE_METRICS = {
+    "attacker_earned": "what the attackers earned, summed over rounds",
+    "min_honest_utility": "the lowest cumulative utility of an honest client",
+    "mean_trader_utility": "mean cumulative utility of a trader",
+    "mean_buyer_utility": "mean cumulative utility of a buyer",
+    "mean_seller_utility": "mean cumulative utility of a seller",
+}
+
+
+def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
+    """One row per (``keys``, seed) of the inclusive market: the metrics of
+    :data:`ROLE_METRICS` from each client's cumulative utility and earnings (NaN for a role
+    the market lacks)."""
+    keys = _keys(df, keys)
+    cell = [*keys, "seed"]
+    per = df.groupby([*cell, "client", "role"], observed=True, as_index=False).agg(
+        utility=("utility", "sum"), earned=("earned", "sum"))
+    rows = []
+    for k, g in per.groupby(cell, observed=True, sort=True):
+        rows.append({**dict(zip(cell, k, strict=True)),
+                     "attacker_earned": g[g.role == "attacker"].earned.sum(),
+                     "min_honest_utility": g[g.role != "attacker"].utility.min(),
+                     **{f"mean_{r}_utility": g[g.role == r].utility.mean()
+                        for r in ("trader", "buyer", "seller")}})
+    return pd.DataFrame(rows)
+
+
 def ir_failures(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     """One row per (``keys``, seed, client) whose utility was negative in some round (below
     -:data:`IR_TOL` x max(1, |gain|)): its role, in how many rounds, the worst round and its
@@ -161,20 +188,37 @@ def intervals(per_seed: pd.DataFrame, keys, metrics, bounds=None) -> pd.DataFram
     return pd.DataFrame(rows, columns=[*keys, "metric", "mean", "low", "high", "seeds"])
 
 
-def _text(m: float, lo: float, hi: float, n: int) -> str:
+ZERO = 1e-9  # relative to a metric's largest magnitude: below it a number is float rounding
+
+
+def _text(m: float, lo: float, hi: float, n: int, scale: float) -> str:
+    def g(x):
+        return "0" if abs(x) < ZERO * scale else f"{x:.4g}"
+
     if n == 0:
         return "n/a"
     if n == 1:
-        return f"{m:.4g} (1 seed)"
-    return f"{m:.4g} [{lo:.4g}, {hi:.4g}]"
+        return f"{g(m)} (1 seed)"
+    return f"{g(m)} [{g(lo)}, {g(hi)}]"
 
 
 def readable(summary: pd.DataFrame, keys) -> pd.DataFrame:
     """:func:`intervals`' rows as one row per ``keys``: "mean [low, high]" per metric (signs
-    kept: a deficit reads negative) and the number of seeds."""
+    kept: a deficit reads negative) and the number of seeds. A number below :data:`ZERO`
+    times its metric's largest magnitude (at least 1) reads 0: float rounding of a balanced
+    budget (1e-15) is not a surplus.
+
+    >>> s = pd.DataFrame({"mechanism": ["a", "b"], "metric": "operator_balance",
+    ...                   "mean": [5e-16, -9.37], "low": [-6e-15, -12.0],
+    ...                   "high": [7e-15, -6.7], "seeds": 3})
+    >>> readable(s, ["mechanism"]).operator_balance.tolist()
+    ['0 [0, 0]', '-9.37 [-12, -6.7]']
+    """
     keys = list(keys)
-    text = summary.assign(v=[_text(r.mean, r.low, r.high, r.seeds)
-                             for r in summary.itertuples()])
+    vals = summary[["mean", "low", "high"]].abs().max(axis=1)
+    scale = vals.groupby(summary.metric).transform("max").fillna(0.0).clip(lower=1.0)
+    text = summary.assign(v=[_text(r.mean, r.low, r.high, r.seeds, sc)
+                             for r, sc in zip(summary.itertuples(), scale, strict=True)])
     wide = text.pivot(index=keys, columns="metric", values="v")
     wide = wide[list(dict.fromkeys(summary.metric))]
     seeds = summary.groupby(keys, observed=True).seeds.max().rename("seeds")

@@ -110,7 +110,10 @@ class InclusiveMarket:
 
 @dataclass(frozen=True, eq=False)
 class InclusiveResult:
-    """Rounds (tidy: one row per round and client), cumulative flows and provenance."""
+    """Rounds (tidy: one row per round and client; ``round_welfare`` and
+    ``round_operator_balance`` are the round's :attr:`mechanisms.ipfl.Outcome.welfare` and
+    :attr:`~mechanisms.ipfl.Outcome.budget_surplus`, the same on each row of the round),
+    cumulative flows and provenance."""
 
     config: InclusiveMarket
     market: ipfl.Market
@@ -199,6 +202,10 @@ def run_inclusive_market(
         bought += out.adjacency
         frame.insert(0, "round", t)
         frame.insert(2, "role", roles)
+        # the round's totals as the clearing computed them (Eq. 5; sum_i p_i, signed), on
+        # each of its rows: take one per round, never a sum over clients
+        frame["round_welfare"] = out.welfare
+        frame["round_operator_balance"] = out.budget_surplus
         frames.append(frame)
         if progress is not None:
             progress(t + 1, cfg.rounds)

@@ -14,6 +14,8 @@ __all__ = [
     "plot_cpl_prices",
     "plot_influence",
     "plot_transaction_graph",
+    "plot_utility_boxes",
+    "wrap_label",
 ]
 
 ROLE_COLOURS = {
@@ -56,6 +58,45 @@ def plot_transaction_graph(flows, roles, ax=None, *, title="Cumulative money flo
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_title(title)
     ax.set_axis_off()
+    return ax
+
+
+def wrap_label(name: str, width: int = 24) -> str:
+    """A mechanism's name on lines of about ``width`` characters, broken after its "+" and
+    ":" separators (``local+myrules:pay+myrules:prices`` is three parts); a part longer than
+    ``width`` keeps its own line.
+
+    >>> print(wrap_label("local+mymodule:my_payments+mymodule:my_prices"))
+    local+mymodule:
+    my_payments+mymodule:
+    my_prices
+    """
+    parts, line = [], ""
+    for piece in name.replace("+", "+\0").replace(":", ":\0").split("\0"):
+        if line and len(line) + len(piece) > width:
+            parts.append(line)
+            line = ""
+        line += piece
+    return "\n".join([*parts, line]) if line else "\n".join(parts)
+
+
+def plot_utility_boxes(per, ax=None, *, by="mechanism", column="utility"):
+    """One horizontal box per ``by`` value (tidy input, one row per client and seed: its
+    cumulative ``column``), names wrapped by :func:`wrap_label` on the vertical axis, so that
+    long rule names ("module:function" parts) stay readable; a line at zero (below it, the
+    client lost by taking part)."""
+    import matplotlib.pyplot as plt
+
+    names = sorted(per[by].unique(), key=str)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(names)))
+    ax.boxplot([per.loc[per[by] == n, column].to_numpy(float) for n in names],
+               orientation="horizontal", tick_labels=[wrap_label(str(n)) for n in names])
+    ax.invert_yaxis()  # the first name on top
+    ax.tick_params(axis="y", labelsize=8)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel(f"cumulative {column} per client")
+    ax.set_title("Individual rationality (Fig. 3): per-client utility", fontsize=10)
     return ax
 
 

@@ -12,7 +12,8 @@ import pandas as pd
 
 from mechanisms.errors import FedmarketError
 
-from .errors import StoreError
+from .errors import SpecError, StoreError
+from .ranking import DEFAULT, Priorities, rank
 from .results import write_atomic
 from .scenarios import SCENARIOS
 from .sweep import Store
@@ -45,10 +46,20 @@ class _Doc:
         self.md += [text, ""]
         self.html.append(f"<p>{html.escape(text)}</p>")
 
-    def table(self, df: pd.DataFrame, name: str):
+    def table(self, df: pd.DataFrame, name: str, *, shown: int | None = None,
+              columns: list | None = None):
+        """The whole table as ``name``.csv; on the page its first ``shown`` rows (all by
+        default) and ``columns`` (all by default)."""
         write_atomic(self.folder / f"{name}.csv", lambda tmp: df.to_csv(tmp, index=False))
-        self.md += [_md_table(df), "", f"(table: `{name}.csv`)", ""]
-        self.html.append(df.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
+        part = df if shown is None else df.head(shown)
+        part = part if columns is None else part[columns]
+        more = "" if len(part) == len(df) and part.shape[1] == df.shape[1] else (
+            f"; {len(part)} of {len(df)} rows shown" if len(part) < len(df) else
+            "; every column in the file")
+        self.md += [_md_table(part), "", f"(table: `{name}.csv`{more})", ""]
+        self.html.append(part.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
+        if more:
+            self.html.append(f"<p>(table: {html.escape(name)}.csv{html.escape(more)})</p>")
 
     def data(self, df: pd.DataFrame, name: str, provenance: dict) -> Path:
         """A tidy table as CSV with its JSON sidecar (provenance), named in the text but not
@@ -72,35 +83,119 @@ class _Doc:
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
+MARKET_NOTE = (
+    "Each cell (mechanism, seed) is one market run for its rounds; every number is computed "
+    "per seed, then given as the mean and Student's t 95 % interval over seeds (the same "
+    "markets for every mechanism). Signs are kept: the operator's balance is sum_i p_i, "
+    "positive a surplus it keeps, negative a deficit it pays. ")
+
+
+IR_SHOWN = 12  # IR failures printed on the page (worst first); the CSV holds them all
+
+
+def _rerun(df: pd.DataFrame, scenario: str) -> dict:
+    """cell key -> the cell as JSON (scenario, mechanism, params, seed): what
+    ``sims.sweep.run_cell(Cell(scenario, mechanism, tuple(sorted(params.items())), seed))``
+    recomputes."""
+    import json
+
+    out = {}
+    for key, g in df.groupby("cell", sort=True):
+        r = g.iloc[0]
+        params = {c[len("param_"):]: (v.item() if hasattr(v, "item") else v)
+                  for c in g.columns if c.startswith("param_") and pd.notna(v := r[c])}
+        out[key] = json.dumps({"scenario": scenario, "mechanism": r.mechanism,
+                               "params": dict(sorted(params.items())), "seed": int(r.seed)})
+    return out
+
+
+def _ranking(doc: _Doc, per_seed: pd.DataFrame, keys: list, priorities: Priorities,
+             verdicts: pd.DataFrame | None):
+    """The mechanisms ranked under ``priorities`` within each setting of the swept
+    parameters."""
+    from .ranking import CRITERIA
+
+    doc.heading("Ranking under your priorities", level=4)
+    stated = "your --rank-by" if priorities != Priorities.parse(DEFAULT) else (
+        f"the default {DEFAULT!r}; state yours with --rank-by")
+    doc.para(f"Priorities ({stated}): {priorities.describe()}. "
+             + " ".join(f"{c}: {CRITERIA[c].text}." for c in priorities.criteria)
+             + " Each value is a mean over seeds; 'ahead_of_next' is the paired difference "
+               "to the next rule over the same seeds on the criterion that ordered them, "
+               "with its 95 % interval ('separated' when it excludes zero).")
+    others = keys[1:]
+    parts = []
+    for k, g in (per_seed.groupby(others, observed=True) if others else [((), per_seed)]):
+        k = k if isinstance(k, tuple) else (k,)
+        r = rank(g, priorities, keys=keys, verdicts=verdicts)
+        parts.append(r)
+    doc.table(pd.concat(parts, ignore_index=True), "inclusive_ranking")
+
+
+def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
+               priorities: Priorities | None = None):
     import matplotlib.pyplot as plt
 
+    from .comparison import (
+        IR_TOL,
+        MARKET_METRICS,
+        ROLE_METRICS,
+        intervals,
+        ir_failures,
+        market_per_seed,
+        readable,
+        roles_per_seed,
+    )
     from .inclusive import InclusiveMarket, run_inclusive_market
-    from .plots import plot_transaction_graph
+    from .plots import plot_transaction_graph, plot_utility_boxes
     from .scenarios import market_rules
     from .verdicts import ipfl_verdicts
 
     doc.heading("Inclusive market (Fig. 5)")
-    per = df.groupby(["mechanism", "seed", "client", "role"], as_index=False).agg(
+    raw = df
+    mechs = sorted(df.mechanism.unique())
+    verdicts = ipfl_verdicts(mechs, examples=verdict_examples) if verdict_examples else None
+    keys = ["mechanism", *swept(df)]
+    df = place(df, keys[1:])
+    prov = _provenance(raw, "inclusive-market")
+    doc.heading("Which rule? Welfare, money, participation, individual rationality", level=3)
+    doc.para(MARKET_NOTE + " ".join(f"{k}: {v}." for k, v in MARKET_METRICS.items()))
+    try:
+        per_seed = market_per_seed(df, keys)
+    except KeyError as exc:
+        per_seed = None
+        doc.para(f"Not compared: {exc.args[0]}.")
+    if per_seed is not None:
+        summary = intervals(per_seed, keys, list(MARKET_METRICS),
+                            bounds={"participation": (0.0, 1.0)})
+        doc.table(readable(summary, keys), "inclusive_comparison")
+        a = doc.data(per_seed, "inclusive_comparison_seeds", prov)
+        b = doc.data(summary, "inclusive_comparison_intervals", prov)
+        doc.para(f"One row per cell: `{a.name}`; the intervals as numbers: `{b.name}`.")
+        _ranking(doc, per_seed, keys, priorities or Priorities.parse(DEFAULT), verdicts)
+    fails = ir_failures(df, keys)
+    doc.heading("Individual rationality failures", level=4)
+    if fails.empty:
+        doc.para("No client of any mechanism had a negative utility in any round "
+                 f"(tolerance {IR_TOL:g} x max(1, |gain|)).")
+    else:
+        fails["rerun"] = fails.cell.map(_rerun(raw, "inclusive-market"))
+        doc.para(f"{len(fails)} (mechanism, seed, client) with a negative utility in some "
+                 "round, worst first: in how many rounds, the worst round and the utility "
+                 "there (the shortfall), and the cumulative utility. 'rerun' is the cell: "
+                 "`sims.sweep.run_cell(Cell(scenario, mechanism, tuple(sorted("
+                 "params.items())), seed))` recomputes it.")
+        doc.table(fails, "inclusive_ir_failures", shown=IR_SHOWN,
+                  columns=[c for c in fails.columns if c not in ("cell", "rerun")])
+    roles = roles_per_seed(df, keys)
+    doc.heading("By role", level=3)
+    doc.table(readable(intervals(roles, keys, list(ROLE_METRICS)), keys), "inclusive_summary")
+    per = df.groupby([*keys, "seed", "client", "role"], observed=True, as_index=False).agg(
         utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
-    budget = df.groupby(["mechanism", "seed", "round"]).payment.sum().abs().groupby(
-        "mechanism").max()
-    summary = per.groupby("mechanism").apply(lambda g: pd.Series({
-        "attacker_earned": g[g.role == "attacker"].earned.sum(),
-        "min_honest_utility": g[g.role != "attacker"].utility.min(),
-        "mean_trader_utility": g[g.role == "trader"].utility.mean(),
-        "mean_buyer_utility": g[g.role == "buyer"].utility.mean(),
-        "mean_seller_utility": g[g.role == "seller"].utility.mean(),
-    }), include_groups=False).reset_index()
-    summary["max_budget_residual"] = summary.mechanism.map(budget)
-    doc.table(summary, "inclusive_summary")
-    mechs = sorted(per.mechanism.unique())
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.boxplot([per[per.mechanism == m].utility for m in mechs], tick_labels=mechs)
-    ax.axhline(0, color="grey", lw=0.8)
-    ax.set_ylabel("cumulative utility per client")
-    ax.set_title("Individual rationality (Fig. 3): per-client utility")
-    doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by mechanism")
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(mechs)))
+    plot_utility_boxes(per, ax=ax)
+    doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by mechanism "
+                                       "(every client of every seed)")
     fig, ax = plt.subplots(figsize=(8, 4))
     roles = [r for r in ("trader", "buyer", "seller", "attacker") if r in set(per.role)]
     width = 0.8 / len(mechs)
@@ -113,7 +208,7 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     ax.set_ylabel("mean cumulative utility")
     ax.legend(frameon=False, fontsize=8)
     doc.figure(fig, "utility_by_role", "Mean cumulative utility by role, for each mechanism")
-    first = df[(df.seed == df.seed.min())]
+    first = raw[(raw.seed == raw.seed.min())]
     rounds = int(first["round"].max()) + 1
     params = {c[len("param_"):]: first[c].iloc[0] for c in first.columns
               if c.startswith("param_")}
@@ -132,9 +227,8 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
         slug = "".join(ch if ch.isalnum() else "_" for ch in mech)
         doc.figure(fig, f"transaction_graph_{slug}", f"Money flows over {rounds} rounds "
                                                   f"({mech}, seed {cfg.seed}){note}")
-    if verdict_examples:
-        _verdicts(doc, ipfl_verdicts(mechs, examples=verdict_examples), "inclusive_verdicts",
-                  verdict_examples)
+    if verdicts is not None:
+        _verdicts(doc, verdicts, "inclusive_verdicts", verdict_examples)
 
 
 def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
@@ -450,13 +544,21 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
                                           f"({label or 'all'})")
 
 
-def write_report(folder, out=None, *, verdict_examples: int = 10_000) -> tuple[Path, Path]:
+def write_report(folder, out=None, *, verdict_examples: int = 10_000,
+                 rank_by: str | Priorities = DEFAULT) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
     empty, corrupt or foreign store is a StoreError and nothing is written.
 
     ``verdict_examples``: markets the property checker draws per (mechanism, property) for
-    the verdict tables of the iPFL and CPL sections (0: no verdict tables)."""
+    the verdict tables of the iPFL and CPL sections (0: no verdict tables).
+    ``rank_by``: the priorities the market mechanisms are ranked under
+    (:class:`sims.ranking.Priorities` or its text, e.g. ``"ir,deficit,welfare"`` or
+    ``"welfare=2,ir=1"``); checked before anything is read."""
+    priorities = rank_by if isinstance(rank_by, Priorities) else Priorities.parse(rank_by)
+    if priorities.needs_verdicts and not verdict_examples:
+        raise SpecError("rank-by", "truthfulness needs the verdict tables; give "
+                                   "verdict_examples (--verdict-examples) above 0")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -479,8 +581,10 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000) -> tuple[P
                     "cpl-pricing": _cpl}
         for scenario in cells.scenario.unique():
             df = store.frame(scenario)
-            if scenario in ("inclusive-market", "cpl-pricing"):
-                handlers[scenario](doc, df, verdict_examples)
+            if scenario == "inclusive-market":
+                _inclusive(doc, df, verdict_examples, priorities)
+            elif scenario == "cpl-pricing":
+                _cpl(doc, df, verdict_examples)
             elif scenario in handlers:
                 handlers[scenario](doc, df)
             elif SCENARIOS[scenario].kind == "learning":

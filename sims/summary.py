@@ -38,7 +38,8 @@ __all__ = ["FILES", "Summary", "config_of", "read", "summarise", "write"]
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
 ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
 ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought")
-PER_ROUND_ONLY = ("cluster", "update_norm", "active", "participated")
+PER_ROUND_ONLY = ("cluster", "update_norm", "active", "participated", "round_welfare",
+                  "round_operator_balance")
 
 
 class Summary:

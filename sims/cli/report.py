@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..ranking import CRITERIA, DEFAULT
 from .common import add_command, integer, writable_folder
 
 __all__ = ["MAX_VERDICT_EXAMPLES", "add_parser", "run"]
@@ -19,6 +20,12 @@ def add_parser(sub, full: bool = False) -> None:
                         "mechanism and property for the verdict tables; fewer read "
                         "'inconclusive' (default 10000; 0: no verdict tables; at most "
                         "100,000)")
+    p.add_argument("--rank-by", dest="rank_by", default=DEFAULT, metavar="PRIORITIES",
+                   help="how to rank the market mechanisms: criteria in order "
+                        "('ir,deficit,welfare': fewest IR failures first, then the smallest "
+                        "deficit, then the highest welfare) or weighted ('welfare=2,ir=1'; "
+                        "each criterion scaled to [0, 1] over the rules compared); criteria: "
+                        + ", ".join(CRITERIA))
     p.set_defaults(func=run)
 
 
@@ -32,10 +39,18 @@ def run(args) -> int:
         raise MarketInputError("verdict-examples", f"is {args.verdict_examples}; must lie in "
                                                    f"[0, {MAX_VERDICT_EXAMPLES:,}] (markets "
                                                    "per mechanism and property)")
+    from ..errors import SpecError
+    from ..ranking import Priorities
+
+    priorities = Priorities.parse(args.rank_by)
+    if priorities.needs_verdicts and args.verdict_examples == 0:
+        raise SpecError("rank-by", "truthfulness needs the verdict tables; give "
+                                   "--verdict-examples above 0")
     # where the report goes is checked first: even a read-only opening of the store leaves
     # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
-    md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples)
+    md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples,
+                            rank_by=priorities)
     print(f"wrote {md} and {page}")
     return 0
