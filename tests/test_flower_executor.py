@@ -46,7 +46,7 @@ def test_every_clientapp_task_runs_in_the_warm_executor(tmp_path):
 
     cfg = {"algorithm": "ipfl", "dataset": "digits", "clients": 2, "rounds": 2, "steps": 5,
            "batch": 16, "lr": 0.05, "beta": 0.5}
-    with Loopback(REPO, 2, tmp_path / "fed", workers=True) as fed:
+    with Loopback(REPO, 2, tmp_path / "fed", workers=True, timings=True) as fed:
         assert fed.warm
         res = fed.run({**cfg, "round-timeout": 300.0, "registration-timeout": 300.0},
                       timeout=600)
@@ -63,6 +63,9 @@ def test_every_clientapp_task_runs_in_the_warm_executor(tmp_path):
         # every message to the node: its registration query and 2 rounds (the last one also
         # evaluates the node's final model)
         assert ended == ["0"] * 3, log[-3000:]
+        # the run's app bundle is installed by the node's first task only
+        steps = re.findall(r"steps \(s\): input [\d.]+ message [\d.]+ (install|cached) ", log)
+        assert steps == ["install", "cached", "cached"], log[-3000:]
 
 
 def test_the_howtos_executor_commands_use_flags_it_has():

@@ -39,6 +39,11 @@ import time
 __all__ = ["preload", "serve"]
 
 TASK_TYPE = "flwr-clientapp"  # flwr.supercore.constant.TaskType.CLIENT_APP
+# seconds between task requests while idle. Each request is served by the SuperNode: at 0.1 s
+# four idle nodes and their executors took 0.25 of the 2-core host's CPU (0.07 at 0.5 s),
+# while a task's message reaches the SuperNode after its task (a child waits for it: 1.3 s
+# median at load average 15), so a task taken up to 0.2 s later mostly waits the same
+POLL = 0.2
 
 
 # what every ClientApp task needs: flwr's ClientApp runtime (what a flwr-clientapp process
@@ -80,7 +85,7 @@ def _client(address: str, insecure: bool, certificates: bytes | None):
 
 
 def _run_child(address: str, token: str, insecure: bool, certificates: bytes | None,
-               pdeath) -> None:
+               pdeath, installed: bool = False, timings=None) -> None:
     """In the forked child: one ClientApp task (:func:`run_task`); never returns."""
     code = 1
     try:
@@ -90,7 +95,8 @@ def _run_child(address: str, token: str, insecure: bool, certificates: bytes | N
         if pdeath is not None:
             pdeath()
         _forget_own()
-        code = run_task(address, token, insecure, certificates)
+        code = run_task(address, token, insecure, certificates, installed=installed,
+                        timings=timings)
     except SystemExit as exc:  # flwr's signal handler ends the task with sys.exit(code)
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # a child never returns into the parent's loop
@@ -109,7 +115,8 @@ def _run_child(address: str, token: str, insecure: bool, certificates: bytes | N
 PULL_BACKOFF = (0.02, 0.2)  # first wait, longest wait (s); flwr-clientapp's: 1 s, 10 s
 
 
-def run_task(address: str, token: str, insecure: bool, certificates: bytes | None) -> int:
+def run_task(address: str, token: str, insecure: bool, certificates: bytes | None, *,
+             installed: bool = False, timings=None) -> int:
     """One ClientApp task, the steps of flwr 1.42's ``run_clientapp`` (flwr's own functions
     for each): task heartbeat, pull the task's context, run and app bundle, pull the
     message, install the bundle, load the run's ClientApp, call it (an exception becomes the
@@ -122,12 +129,22 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
     and ``run_clientapp`` retries a missing object after 1 s, then 2 s, 4 s ... A flwr-clientapp
     process, seconds of imports, never asks that early; a warm task does, and then waited 1 to
     3 s per message (measured). Here the message is pulled with :data:`PULL_BACKOFF`. No
-    telemetry is sent."""
+    telemetry is sent.
+
+    ``installed``: the run's app bundle (its hash) was installed by an earlier task of this
+    executor, so it is not unpacked and checked again (flwr's ``install_from_fab`` does that
+    for every message, then finds the app installed: 0.1 to 0.6 s per message on the loaded
+    2-core host). ``timings(line)``, if given, receives the seconds each step took: ``input``
+    (the task's context, run and bundle), ``message`` (its objects, which the SuperNode may
+    still be pulling from the SuperLink), ``install`` (or ``cached``: ``installed``),
+    ``loaded`` (the ClientApp),
+    ``called`` (the node's work), ``pushed`` (the reply), ``done`` (status and context)."""
     from flwr.app import Message
     from flwr.app.error import Error
     from flwr.cli.install import install_from_fab
     from flwr.clientapp.client_app import LoadClientAppError
     from flwr.clientapp.utils import get_load_client_app_fn
+    from flwr.common.config import get_project_dir
     from flwr.common.constant import ErrorCode, SubStatus
     from flwr.common.serde import context_from_proto, fab_from_proto, run_from_proto
     from flwr.proto.node_pb2 import Node
@@ -171,6 +188,10 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
                              exit_message="Task stopped.", exit_handlers=[on_exit])
     message = reply = None
     code = 0
+    stamps = [("start", time.monotonic())]
+
+    def _t(name: str) -> None:
+        stamps.append((name, time.monotonic()))
     try:
         heartbeat.start()
         res = client.PullTaskInput(PullTaskInputRequest())
@@ -178,6 +199,7 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
         TaskIdentity.node_id = res.context.node_id
         context = state["context"] = context_from_proto(res.context)
         run, fab = run_from_proto(res.run), fab_from_proto(res.fab)
+        _t("input")
         pulled = client.PullMessages(PullAppMessagesRequest())
         if not pulled.messages_list:
             raise RuntimeError("No messages received from Runtime API")
@@ -188,10 +210,17 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
                                                       context.run_id),
             return_type=Message, initial_backoff=PULL_BACKOFF[0], backoff_cap=PULL_BACKOFF[1])
         message.metadata.__dict__["_message_id"] = tree.object_id  # as run_clientapp sets it
-        install_from_fab(fab.content, skip_prompt=True)
+        _t("message")
+        if installed and get_project_dir(run.fab_id, run.fab_version, fab.hash_str).is_dir():
+            _t("cached")
+        else:
+            install_from_fab(fab.content, skip_prompt=True)
+            _t("install")
         app = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)(
             run.fab_id, run.fab_version, fab.hash_str)
+        _t("loaded")
         reply = app(message=message, context=context)
+        _t("called")
         state["status"], state["details"] = SubStatus.COMPLETED, ""
     except Exception as exc:  # flwr's error reply, as run_clientapp builds it
         import traceback
@@ -209,6 +238,7 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
     try:
         if reply is not None and state["context"] is not None:
             push_message(client, reply, state["context"])
+            _t("pushed")
     except Exception:
         import traceback
 
@@ -216,6 +246,12 @@ def run_task(address: str, token: str, insecure: bool, certificates: bytes | Non
         code = 1
     finally:
         on_exit()
+        _t("done")
+        if timings is not None:
+            from itertools import pairwise
+
+            timings(" ".join(f"{name} {t - before:.3f}"
+                             for (_, before), (name, t) in pairwise(stamps)))
     return code
 
 
@@ -241,12 +277,16 @@ def _raise_stop(sig, frame) -> None:
 
 
 def serve(address: str, *, insecure: bool = True, root_certificates: str | None = None,
-          poll: float = 0.1, max_tasks: int | None = None, modules=(), log=None) -> int:
+          poll: float = POLL, max_tasks: int | None = None, modules=(), log=None,
+          timings: bool = False) -> int:
     """Serve ClientApp tasks of the SuperNode whose Runtime API is at ``address`` until
     SIGTERM/SIGINT (or ``max_tasks`` tasks have run and ended). ``poll``: seconds between
     ``AcquireTask`` calls while idle. ``modules``: more to import up front (:func:`preload`).
     ``log(line)`` receives a line per task (launched,
-    ended with its exit code). Returns the number of tasks run."""
+    ended with its exit code; with ``timings``, the seconds each of its steps took,
+    :func:`run_task`). Returns the number of tasks run. A run's app bundle is installed by
+    the first task of the run that this process serves (a FAB hash whose task ended with
+    0 is not installed again)."""
     from mechanisms.processes import kill_with_parent
 
     if not 0.01 <= poll <= 60:
@@ -263,13 +303,14 @@ def serve(address: str, *, insecure: bool = True, root_certificates: str | None 
     from flwr.proto.runtime_pb2 import AcquireTaskRequest
 
     pdeath = kill_with_parent(signal.SIGTERM)  # the C library is loaded here, not in a child
-    children: dict[int, float] = {}
+    children: dict[int, tuple[float, str]] = {}  # pid -> (when it started, its FAB's hash)
+    installed: set[str] = set()  # FABs a child of this process installed and ran
     launched = 0
     previous = {sig: signal.signal(sig, _raise_stop) for sig in _SIGNALS}
     client = _client(address, insecure, certificates)
     try:
         while max_tasks is None or launched < max_tasks or children:
-            _reap(children, say)
+            _reap(children, say, installed)
             if max_tasks is not None and launched >= max_tasks:
                 time.sleep(poll)
                 continue
@@ -281,8 +322,10 @@ def serve(address: str, *, insecure: bool = True, root_certificates: str | None 
                 pid = _fork()
                 if pid == 0:
                     client = None
-                    _run_child(address, res.token, insecure, certificates, pdeath)
-                children[pid] = time.monotonic()
+                    _run_child(address, res.token, insecure, certificates, pdeath,
+                               installed=res.task.fab_hash in installed,
+                               timings=_steps_line(say, res.task.task_id) if timings else None)
+                children[pid] = (time.monotonic(), res.task.fab_hash)
                 launched += 1
                 say(f"task {res.task.task_id} (run {res.task.run_id}): child {pid}")
                 continue  # another task may be waiting
@@ -297,7 +340,12 @@ def serve(address: str, *, insecure: bool = True, root_certificates: str | None 
     return launched
 
 
-def _reap(children: dict[int, float], say) -> None:
+def _steps_line(say, task_id: int):
+    return lambda line: say(f"task {task_id} steps (s): {line}")
+
+
+def _reap(children: dict[int, tuple[float, str]], say, installed: set | None = None) -> None:
+    """Collect the children that ended; a FAB whose task ended with 0 is ``installed``."""
     for pid in list(children):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -305,12 +353,14 @@ def _reap(children: dict[int, float], say) -> None:
             children.pop(pid)
             continue
         if done:
-            began = children.pop(pid)
-            say(f"child {pid} ended with {os.waitstatus_to_exitcode(status)} after "
-                f"{time.monotonic() - began:.3f} s")
+            began, fab = children.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            if code == 0 and installed is not None and fab:
+                installed.add(fab)
+            say(f"child {pid} ended with {code} after {time.monotonic() - began:.3f} s")
 
 
-def _stop_children(children: dict[int, float], say, grace: float = 5.0) -> None:
+def _stop_children(children: dict[int, tuple[float, str]], say, grace: float = 5.0) -> None:
     """SIGTERM to every running child (flwr's handler pushes the task's status), SIGKILL to
     those left after ``grace``."""
     for pid in children:
@@ -342,8 +392,10 @@ def main(argv=None) -> int:
                    help="talk to the Runtime API without TLS")
     p.add_argument("--root-certificates", default=None,
                    help="the CA file of a Runtime API served with TLS")
-    p.add_argument("--poll", type=float, default=0.1,
-                   help="seconds between task requests while idle (default 0.1)")
+    p.add_argument("--poll", type=float, default=POLL,
+                   help=f"seconds between task requests while idle (default {POLL})")
+    p.add_argument("--timings", action="store_true",
+                   help="log the seconds each step of each task took")
     p.add_argument("--preload", action="append", default=[], metavar="MODULE",
                    help="also import MODULE up front (repeatable; e.g. torch for a node "
                         "without a warm worker)")
@@ -359,7 +411,7 @@ def main(argv=None) -> int:
     try:
         serve(args.runtime_api_address, insecure=args.insecure,
               root_certificates=args.root_certificates, poll=args.poll,
-              modules=args.preload,
+              modules=args.preload, timings=args.timings,
               log=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr,
                                      flush=True))
     except ValueError as exc:

@@ -14,8 +14,11 @@ task in a forked child of one long-lived process; ``warm=False`` leaves it to fl
 SuperExec (a fresh ``flwr-clientapp`` process per message). ``workers=True`` starts a warm
 node worker (:mod:`learning.flower.worker`) next to each SuperNode and names it in the
 node's config (without workers, the executor imports torch up front). ``task_poll`` sets how
-often a node's executor (or SuperExec: ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's default
-1 s) asks for a ClientApp task; here 0.1 s.
+often a node's executor (default :data:`learning.flower.executor.POLL`, 0.2 s) or, with
+``warm=False``, its SuperExec (``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, flwr's default 1 s; here
+0.1 s) asks for a ClientApp task; the SuperLink's own SuperExec, which starts a run's
+ServerApp, keeps flwr's 1 s. ``timings=True`` has each executor log the seconds each step of
+each task took (``executor<i>.log`` in ``workdir``).
 
 The federation dies with the process that started it, however that process ends:
 
@@ -177,7 +180,8 @@ class Loopback:
     (default: next to this Python)."""
 
     def __init__(self, app_dir, nodes, workdir, *, workers: bool = False, warm: bool = True,
-                 bin_dir=None, start_timeout: float = 60.0, task_poll: float = 0.1):
+                 bin_dir=None, start_timeout: float = 60.0, task_poll: float | None = None,
+                 timings: bool = False):
         self.app_dir = Path(app_dir).resolve()
         self.workdir = Path(workdir).resolve()
         n = nodes if isinstance(nodes, int) else len(nodes)
@@ -185,7 +189,11 @@ class Loopback:
                               "cache-dir": str(self.workdir / "cache")} for i in range(n)] \
             if isinstance(nodes, int) else [dict(c) for c in nodes]
         self.workers, self.warm, self.start_timeout = workers, warm, start_timeout
-        self.task_poll = float(task_poll)
+        from .executor import POLL
+
+        self.task_poll = float(task_poll if task_poll is not None else
+                               POLL if warm else 0.1)
+        self.timings = bool(timings)
         self.bin = Path(bin_dir) if bin_dir else Path(sys.executable).parent
         self.home = self.workdir / "flwr-home"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -195,13 +203,13 @@ class Loopback:
                     "PYTHONPATH": os.pathsep.join(
                         [str(self.app_dir)] + ([os.environ["PYTHONPATH"]]
                                                if os.environ.get("PYTHONPATH") else [])),
-                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-                    "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(float(task_poll))}
+                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
 
     # ------------------------------------------------------------------ processes
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "wb")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                env={**self.env, **(env or {})},
                                 cwd=self.workdir, start_new_session=True,
                                 preexec_fn=kill_with_parent(signal.SIGTERM))
         log.close()
@@ -257,12 +265,15 @@ class Loopback:
         self._spawn(f"node{i}", [str(self.bin / "flower-supernode"), "--insecure",
                                  "--superlink", f"127.0.0.1:{self.port}",
                                  "--port", str(runtime), "--node-config", _pairs(config)]
-                    + (["--isolation", "process"] if self.warm else []))
+                    + (["--isolation", "process"] if self.warm else []),
+                    env=None if self.warm else {  # its SuperExec's poll (flwr's: 1 s)
+                        "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(self.task_poll)})
         if self.warm:
             self._spawn(f"executor{i}", [
                 sys.executable, "-m", "learning.flower.executor", "--insecure",
                 "--runtime-api-address", f"127.0.0.1:{runtime}", "--poll", str(self.task_poll),
-                *([] if self.workers else ["--preload", "torch"])])
+                *([] if self.workers else ["--preload", "torch"]),
+                *(["--timings"] if self.timings else [])])
 
     def kill_node(self, i: int) -> None:
         """Kill SuperNode ``i``, its executor and worker (their whole process groups:

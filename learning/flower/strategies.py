@@ -47,8 +47,9 @@ from flwr.supercore import log
 
 from mechanisms import cpl, ipfl, paper
 
-__all__ = ["CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry", "digest",
-           "flat_to_record", "metrics_of", "record_to_flat", "short_reason"]
+__all__ = ["PULL_BACKOFF", "CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry",
+           "digest", "flat_to_record", "metrics_of", "pull_replies", "record_to_flat",
+           "short_reason"]
 
 TYPE_KEYS = ("N", "c", "K", "v")
 
@@ -90,12 +91,89 @@ def _config(msg: Message) -> dict:
     return dict(rec) if rec is not None else {}
 
 
+# how often a pull asks the SuperLink again for an object of a reply it does not hold yet
+# (first wait, longest wait; s). flwr's Grid: 1 s, then 2 s, 4 s ... up to 10 s
+PULL_BACKOFF = (0.02, 0.2)
+
+
+def _http_grid(grid) -> bool:
+    """Whether ``grid`` is flwr 1.42's deployment Grid (the Runtime API over HTTP), whose
+    replies :meth:`PollingGrid.pull_messages` pulls itself."""
+    try:
+        from flwr.superlink.grid.http_grid import HttpGrid
+    except ImportError:  # pragma: no cover - another flwr layout: flwr's own pull
+        return False
+    return isinstance(grid, HttpGrid) and hasattr(type(grid), "_runtime_client")
+
+
+def pull_replies(grid, message_ids, backoff: tuple[float, float] = PULL_BACKOFF):
+    """The replies to ``message_ids`` that the SuperLink holds, pulled from flwr's deployment
+    Grid ``grid`` with flwr's own functions, as ``HttpGrid.pull_messages`` pulls them (the
+    messages, then each one's objects, then a receipt), with one difference: an object the
+    SuperLink does not hold yet is asked for again after ``backoff[0]`` s, doubling up to
+    ``backoff[1]``, not after 1 s, 2 s, 4 s.
+
+    Why: the SuperLink hands a reply out as soon as the SuperNode has pushed the message,
+    before its objects (``flwr/superlink/servicer/runtime/runtime_handlers.py``,
+    ``pull_messages``; one request each), so a server that polls every 0.1 s mostly finds a
+    reply whose objects are still arriving; flwr's Grid then waited 1 s or more per round
+    (measured: 1.4 s median on the loaded 2-core host). A reply whose objects never arrive
+    becomes flwr's MESSAGE_UNAVAILABLE error reply, as in flwr."""
+    from flwr.app import Metadata
+    from flwr.app.error import Error
+    from flwr.app.message import make_message
+    from flwr.proto.message_pb2 import ConfirmMessageReceivedRequest
+    from flwr.proto.runtime_pb2 import PullAppMessagesRequest
+    from flwr.supercore.constant import SYSTEM_MESSAGE_TYPE
+    from flwr.supercore.date import now
+    from flwr.supercore.inflatable.inflatable_object import iterate_object_tree
+    from flwr.supercore.inflatable.inflatable_protobuf_utils import (
+        make_pull_object_fn_protobuf,
+    )
+    from flwr.supercore.inflatable.inflatable_utils import (
+        ObjectPullError,
+        inflate_object_from_contents,
+        pull_objects,
+    )
+
+    client = grid._runtime_client  # flwr's connection of this ServerApp (its token)
+    run_id = grid.run.run_id
+    res = client.PullMessages(PullAppMessagesRequest(message_ids=list(message_ids)))
+    out: list[Message] = []
+    for proto, tree in zip(res.messages_list, res.message_object_trees, strict=True):
+        msg_id = proto.metadata.message_id
+        try:
+            contents = pull_objects(
+                [t.object_id for t in iterate_object_tree(tree)],
+                make_pull_object_fn_protobuf(client.PullObject, grid.node, run_id),
+                initial_backoff=backoff[0], backoff_cap=backoff[1])
+        except ObjectPullError as exc:  # flwr's error reply for it
+            out.append(make_message(
+                metadata=Metadata(run_id=run_id, message_id="", src_node_id=grid.node.node_id,
+                                  dst_node_id=grid.node.node_id,
+                                  message_type=SYSTEM_MESSAGE_TYPE, group_id="", ttl=0,
+                                  reply_to_message_id=proto.metadata.reply_to_message_id,
+                                  created_at=now().timestamp()),
+                error=Error(code=ErrorCode.MESSAGE_UNAVAILABLE,
+                            reason=f"Reply message objects are unavailable. {exc}")))
+            continue
+        client.ConfirmMessageReceived(ConfirmMessageReceivedRequest(
+            node=grid.node, run_id=run_id, message_object_id=msg_id))
+        message = inflate_object_from_contents(msg_id, contents)
+        message.metadata.__dict__["_message_id"] = msg_id  # as flwr's Grid sets it
+        out.append(message)
+    return out
+
+
 class PollingGrid:
     """A Grid whose ``send_and_receive`` polls for replies every ``interval`` seconds (flwr
-    1.42's deployment Grid sleeps 3 s between polls, a floor under every round)."""
+    1.42's deployment Grid sleeps 3 s between polls, a floor under every round), and whose
+    ``pull_messages`` asks again for a reply's missing objects within
+    :data:`PULL_BACKOFF` (:func:`pull_replies`; flwr's Grid waits 1 s, then 2 s ...)."""
 
     def __init__(self, grid: Grid, interval: float = 0.1):
         self.grid, self.interval = grid, float(interval)
+        self.http = _http_grid(grid)
 
     def __getattr__(self, name):
         return getattr(self.grid, name)
@@ -107,6 +185,8 @@ class PollingGrid:
         return self.grid.push_messages(messages)
 
     def pull_messages(self, message_ids):
+        if self.http:
+            return pull_replies(self.grid, message_ids)
         return self.grid.pull_messages(message_ids)
 
     def send_and_receive(self, messages, *, timeout: float | None = None):
@@ -118,7 +198,7 @@ class PollingGrid:
         first = True
         while pending and (first or deadline is None or time.monotonic() < deadline):
             first = False
-            replies = list(self.grid.pull_messages(pending))
+            replies = list(self.pull_messages(pending))
             got.extend(replies)
             pending.difference_update(r.metadata.reply_to_message_id for r in replies)
             if pending and not replies:
