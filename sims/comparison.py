@@ -23,7 +23,7 @@ import pandas as pd
 
 from .claims import ci95
 
-__all__ = ["CPL_METRICS", "IR_TOL", "MARKET_METRICS", "ROLE_METRICS", "cpl_per_seed",
+__all__ = ["CPL_BOUNDS", "CPL_METRICS", "IR_TOL", "MARKET_METRICS", "ROLE_METRICS", "cpl_per_seed",
            "intervals", "ir_failures", "market_per_seed", "readable", "roles_per_seed"]
 
 IR_TOL = 1e-9  # a utility below -IR_TOL * max(1, |gain|) is a failure of IR (float rounding)
@@ -36,6 +36,8 @@ CPL_METRICS = {
     "client_utility_sum": "the clients' total profit",
     "negative_prices": "clients charged to take part (P_n < 0)",
 }
+CPL_BOUNDS = {"objective_bound": (0.0, np.inf), "spent": (0.0, np.inf),
+              "negative_prices": (0.0, np.inf)}  # ranges the CPL metrics cannot leave
 MARKET_METRICS = {
     "welfare": "social welfare (Eq. 5, true types) summed over the rounds",
     "total_payments": "money the clients paid (to sellers or to the operator), summed over "

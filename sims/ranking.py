@@ -217,7 +217,7 @@ def _ahead(per_seed, table, keys, priorities: Priorities) -> list[str]:
     out = []
     for i, (here, nxt) in enumerate(zip(rows, [*rows[1:], None], strict=True)):
         if nxt is None:
-            out.append("")
+            out.append("last")
             continue
         if priorities.weights is None:
             name = next((n for n in priorities.criteria

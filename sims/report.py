@@ -309,7 +309,7 @@ def _provenance(df: pd.DataFrame, scenario: str) -> dict:
 def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     import matplotlib.pyplot as plt
 
-    from .comparison import CPL_METRICS, cpl_per_seed, intervals, readable
+    from .comparison import CPL_BOUNDS, CPL_METRICS, cpl_per_seed, intervals, readable
     from .plots import plot_budget_sweep
 
     doc.heading("CPL pricing")
@@ -318,8 +318,7 @@ def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     df = place(df, others)
     keys = ["mechanism", *others, "budget"]
     per_seed = cpl_per_seed(df, keys)
-    summary = intervals(per_seed, keys, list(CPL_METRICS),
-                        bounds={"objective_bound": (0.0, np.inf)})
+    summary = intervals(per_seed, keys, list(CPL_METRICS), bounds=CPL_BOUNDS)
     doc.table(readable(summary, keys).sort_values(["budget", *others, "mechanism"]),
               "cpl_pricing")
     prov = _provenance(df, "cpl-pricing")

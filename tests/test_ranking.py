@@ -84,7 +84,7 @@ def test_ahead_of_next_is_the_paired_difference_on_the_deciding_criterion():
     assert r.loc["c", "ahead_of_next"] == "welfare +4 [-8.706, +16.71] (not separated)"
     # a - b on ir (lower is better): b - a = 3, 1 -> +2 [-10.71, +14.71]
     assert r.loc["a", "ahead_of_next"].startswith("ir +2 [")
-    assert r.loc["b", "ahead_of_next"] == ""
+    assert r.loc["b", "ahead_of_next"] == "last"
     sep = frame([("x", s, 10.0 + s, 0, 0.0) for s in range(4)]
                 + [("y", s, 5.0 + s, 0, 0.0) for s in range(4)])
     assert rank(sep, Priorities.parse("welfare")).ahead_of_next[0] == \
@@ -113,3 +113,15 @@ def test_cli_answers_bad_priorities_in_one_line(tmp_path, capsys):
                  "--verdict-examples", "0"]) == 2
     assert "truthfulness needs the verdict tables" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_sweep_checks_rank_by_before_any_cell(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[[scenarios]]\nname = "inclusive-market"\nmechanisms = ["local"]\n'
+                    'params = { rounds = 1, n_params = 100 }\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--report", "--rank-by", "x"]) == 2
+    assert "rank-by: unknown criterion 'x'" in capsys.readouterr().err
+    assert main(["sweep", str(spec), "--out", str(out), "--rank-by", "welfare"]) == 2
+    assert "add --report" in capsys.readouterr().err
+    assert not (out / "store.sqlite").exists()

@@ -43,6 +43,10 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
+    p.add_argument("--rank-by", dest="rank_by", default=None, metavar="PRIORITIES",
+                   help="with --report: how the report ranks the market mechanisms (see "
+                        "`fedmarket report --help`; default: "
+                        "'ir,deficit,welfare')")
     p.add_argument("--max-cells", dest="max_cells", type=integer, default=MAX_CELLS,
                    help="refuse a grid of more cells than this (counted before any is "
                         "built; building alone takes about 0.2 ms a cell)")
@@ -64,6 +68,12 @@ def run(args) -> int:
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
         user_modules(Path(args.spec).resolve().parent)
+    if args.rank_by is not None:  # checked before any cell runs
+        from ..ranking import Priorities
+
+        if not args.report:
+            raise SpecError("--rank-by", "ranks the report's mechanisms; add --report")
+        Priorities.parse(args.rank_by)
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
     if args.max_cells < 1:
@@ -101,7 +111,8 @@ def run(args) -> int:
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
               f"({args.executor})")
     if args.report:
-        md, page = write_report(args.out)
+        md, page = write_report(args.out, **({"rank_by": args.rank_by}
+                                             if args.rank_by is not None else {}))
         if not args.quiet:
             print(f"report: {md} and {page}")
     return 1 if stats["timed_out"] else 0
