@@ -180,6 +180,9 @@ def intervals(per_seed: pd.DataFrame, keys, metrics, bounds=None) -> pd.DataFram
     >>> intervals(f, ["mechanism"], ["welfare"]).round(3).to_numpy().tolist()
     [['a', 'welfare', 2.0, -0.484, 4.484, 3]]
     """
+    clash = sorted({"metric", "mean", "low", "high", "seeds"} & set(keys))
+    if clash:
+        raise ValueError(f"keys {clash} clash with the summary's own columns; rename them")
     rows = []
     for k, g in per_seed.groupby(list(keys), observed=True, sort=True):
         k = k if isinstance(k, tuple) else (k,)

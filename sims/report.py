@@ -265,20 +265,41 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
         doc.table(ces, f"{name}_details")
 
 
+SEEDS_NOTE = ("One row per cell (mechanism, setting, seed) in the store; here the mean and "
+              "Student's t 95 % interval over seeds per mechanism and setting.")
+
+
+def _over_seeds(doc: _Doc, df: pd.DataFrame, keys: list, metrics: list, name: str,
+                scenario: str):
+    """A scenario whose rows are one per cell: the metrics' mean and 95 % interval over seeds
+    per ``keys`` (and every other swept parameter), the cells themselves as a CSV."""
+    from .comparison import intervals, readable
+
+    others = [c for c in swept(df) if c[len("param_"):] not in keys]
+    df = place(df, others)
+    keys = ["mechanism", *[k for k in keys if k in df], *others]
+    doc.table(readable(intervals(df, keys, metrics), keys), name)
+    cells = df[[*keys, "seed", *(["cell"] if "cell" in df else []), *metrics]]
+    path = doc.data(cells.sort_values([*keys, "seed"]), f"{name}_seeds",
+                    _provenance(df, scenario))
+    doc.para(f"{SEEDS_NOTE} The cells: `{path.name}`.")
+
+
 def _liars(doc: _Doc, df: pd.DataFrame):
     doc.heading("Liars (Table 2)")
     doc.para("The liar's TRUE cumulative utility when lying vs honest, with exact thresholds "
              "and with the published code's numerics side by side.")
-    cols = ["kind", "factor", "thresholds", "liar_utility_honest", "liar_utility_lying",
-            "liar_gain", "liar_buyers", "honest_min_utility"]
-    doc.table(df[cols].sort_values(["kind", "factor", "thresholds"]), "liars")
+    _over_seeds(doc, df, ["kind", "factor", "thresholds"],
+                ["liar_utility_honest", "liar_utility_lying", "liar_gain", "liar_buyers",
+                 "honest_min_utility"], "liars", "liars")
 
 
 def _attacks(doc: _Doc, df: pd.DataFrame):
     doc.heading("Attacks (Fig. 4, mechanism level)")
-    cols = ["attack", "metric", "attacker_earned", "attacker_buyers", "honest_min_utility",
-            "honest_mean_utility"]
-    doc.table(df[cols].sort_values(["metric", "attack"]), "attacks")
+    # the distance metric's column is named apart from the summary's 'metric' column
+    _over_seeds(doc, df.rename(columns={"metric": "distance"}), ["distance", "attack"],
+                ["attacker_earned", "attacker_buyers", "honest_min_utility",
+                 "honest_mean_utility"], "attacks", "attacks")
 
 
 CPL_NOTE = (

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sims.claims import ci95
 from sims.comparison import cpl_per_seed, intervals
 from sims.report import write_report
 from sims.sweep import Store, expand, run_sweep
@@ -226,3 +227,24 @@ def test_box_plot_labels_stay_readable_with_long_rule_names():
     fig.canvas.draw()
     assert _overlaps(ax.get_xticklabels())
     plt.close(fig)
+
+
+def test_liars_and_attacks_tables_keep_the_mechanism_and_count_every_seed(tmp_path):
+    spec = {"seeds": [0, 1], "scenarios": [
+        {"name": "liars", "mechanisms": ["local", "exact+vcg"],
+         "params": {"kind": "size", "factor": 10.0, "rounds": 2, "n_params": 200}},
+        {"name": "attacks", "mechanisms": ["local"],
+         "params": {"attack": ["gaussian", "same"], "rounds": 2, "n_params": 200}}]}
+    run_sweep(expand(spec), tmp_path)
+    write_report(tmp_path, verdict_examples=0)
+    store = Store(tmp_path, mode="r")
+    liars = store.frame("liars")
+    store.close()
+    table = pd.read_csv(tmp_path / "liars.csv").set_index("mechanism")
+    assert set(table.index) == {"local", "exact+vcg"} and (table.seeds == 2).all()
+    for mech, g in liars.groupby("mechanism"):
+        m, lo, hi, _ = ci95(g.liar_gain)
+        assert table.loc[mech, "liar_gain"] == f"{m:.4g} [{lo:.4g}, {hi:.4g}]"
+    attacks = pd.read_csv(tmp_path / "attacks.csv")
+    assert attacks.attack.tolist() == ["gaussian", "same"] and (attacks.seeds == 2).all()
+    assert "distance" in attacks and len(pd.read_csv(tmp_path / "attacks_seeds.csv")) == 4
