@@ -30,10 +30,15 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
 
-# The Flower tests alone (the simulation starts Ray, the deployment test a SuperLink and four
-# SuperNodes on 127.0.0.1: a few minutes).
+# The Flower tests alone, with the further deployments `make test` skips (--flower-full: CPL's
+# kill-and-rejoin on a second loopback federation). The simulation starts Ray, each deployment
+# test a SuperLink and four SuperNodes on 127.0.0.1: minutes each; run them one file at a time
+# on a small host.
 test-flower: $(STAMP)
-	$(PY) -m pytest -q tests/test_flower.py tests/test_flower_deploy.py
+	$(PY) -m pytest -q --flower-full tests/test_flower.py
+	$(PY) -m pytest -q --flower-full tests/test_flower_executor.py
+	$(PY) -m pytest -q --flower-full tests/test_flower_loopback.py
+	$(PY) -m pytest -q --flower-full tests/test_flower_deploy.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -7,6 +7,22 @@ from proofs.profiles import load_profile
 load_profile()  # dev / ci / nightly ship with the package (proofs/profiles.py)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--flower-full", action="store_true",
+                     help="also run the tests marked flower_full (more Flower deployments on "
+                          "127.0.0.1, minutes each; make test-flower)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--flower-full"):
+        return
+    skip = pytest.mark.skip(reason="a further Flower deployment: run with --flower-full "
+                                   "(make test-flower)")
+    for item in items:
+        if "flower_full" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _forget_modules_written_by_the_test(tmp_path_factory):
     """Tests and doc pages write rule modules (``myrules.py``) into their temporary folder and

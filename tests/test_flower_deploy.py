@@ -1,12 +1,17 @@
-"""A real deployment on 127.0.0.1: a SuperLink and four SuperNodes (each with a warm worker)
-as processes on free ports; iPFL then CPL for eight rounds with a round timeout of 28 s, in each
-run node 3 killed after round 1 and restarted at once (a new Flower node id while flwr still
-lists the dead one). Asserts the ledger, the ServerApp's WARNING naming the client (not the
-SuperLink), that round 2 ended within its timeout, that the restarted node trades again in
-a later round of the same run (it registers without holding a round up: in the round after
-flwr lists it, or the one after that), and the offline re-check. Everything the test
-started, and every process flwr started below it, is stopped by process id (Loopback.stop);
-every wait is bounded."""
+"""A real deployment on 127.0.0.1: a SuperLink and four SuperNodes (each with a warm worker and
+executor) as processes on free ports; eight rounds with a round timeout of 28 s, node 3 killed
+after round 1 and restarted at once (a new Flower node id while flwr still lists the dead one).
+Asserts the ledger, the ServerApp's WARNING naming the client (not the SuperLink), that round 2
+ended within its timeout, that the restarted node trades again in a later round of the same
+run, and the offline re-check. Everything the test started, and every process flwr started
+below it, is stopped by process id (Loopback.stop); every wait is bounded.
+
+The default suite runs iPFL (and a run that fails, for its status); the same fault under CPL
+(the restart keeps its price) runs with ``pytest --flower-full`` (``make test-flower``): it
+exercises the same registry against a real federation a second time, at about 200 s on the
+loaded 2-core development host, and the CPL rejoin itself is asserted in the default suite
+against the fake grid (``tests/test_flower.py::
+test_a_dead_node_still_listed_is_replaced_by_its_restart_in_the_next_round[cpl]``)."""
 
 import json
 import time
@@ -103,7 +108,29 @@ def test_deployment_on_loopback_a_killed_node_is_named_and_rejoins_in_the_same_r
         for t in range(1, ROUNDS + 1):
             assert abs(sum(r["payment"] for r in res["ledger"] if r["round"] == t)) < 1e-9
 
-        # CPL: the same fault after the prices are set; the restart keeps client 3's price
+        # `flwr run` exits 0 for a run that fails: the status says so, and wait() at once
+        run_id = fed.submit({**BASE, "algorithm": "fedavg", "out": str(out)})
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"finished:failed.*'fedavg'"):
+            fed.wait(out / f"run-{run_id}", 300, check_every=3)
+        assert time.monotonic() - t0 < 120 and fed.status(run_id)["status"] == "finished:failed"
+        started = list(fed.procs.values())
+        below = set(fed.seen) - {p.pid for p in started}  # flwr's own: SuperExecs, apps
+    _check_all_stopped(fed, started, below)
+
+
+def _check_all_stopped(fed, started, below) -> None:
+    # SuperLink, 4 SuperNodes, their workers and warm executors: all stopped
+    assert len(started) == 13 and all(p.poll() is not None for p in started)
+    assert len(below) >= 5 and fed.survivors() == []  # and everything they started (tasks)
+
+
+@pytest.mark.flower_full
+@pytest.mark.timeout(1200)
+def test_cpl_on_loopback_a_killed_node_rejoins_in_the_same_run_with_its_price(tmp_path):
+    out = tmp_path / "out"
+    with Loopback(REPO, 4, tmp_path / "fed", workers=True) as fed:
+        # the fault after the prices are set; the restart keeps client 3's price
         run_id = fed.submit({**BASE, "algorithm": "cpl", "cpl-budget": 5.0,
                              "save-uploads": True, "out": str(out)})
         run_dir = out / f"run-{run_id}"
@@ -115,15 +142,6 @@ def test_deployment_on_loopback_a_killed_node_is_named_and_rejoins_in_the_same_r
         draw = np.random.default_rng([0, 3, back - 1]).random()
         assert (3 in cpl["participation"][back - 1]["participants"]) == (draw < q3)
         assert "cpl aggregate" in set(recheck(run_dir)["check"])
-
-        # `flwr run` exits 0 for a run that fails: the status says so, and wait() at once
-        run_id = fed.submit({**BASE, "algorithm": "fedavg", "out": str(out)})
-        t0 = time.monotonic()
-        with pytest.raises(RuntimeError, match=r"finished:failed.*'fedavg'"):
-            fed.wait(out / f"run-{run_id}", 300, check_every=3)
-        assert time.monotonic() - t0 < 120 and fed.status(run_id)["status"] == "finished:failed"
         started = list(fed.procs.values())
-        below = set(fed.seen) - {p.pid for p in started}  # flwr's own: SuperExecs, apps
-    # SuperLink, 4 SuperNodes, their workers and warm executors: all stopped
-    assert len(started) == 13 and all(p.poll() is not None for p in started)
-    assert len(below) >= 5 and fed.survivors() == []  # and everything they started (tasks)
+        below = set(fed.seen) - {p.pid for p in started}
+    _check_all_stopped(fed, started, below)
