@@ -248,3 +248,13 @@ def test_liars_and_attacks_tables_keep_the_mechanism_and_count_every_seed(tmp_pa
     attacks = pd.read_csv(tmp_path / "attacks.csv")
     assert attacks.attack.tolist() == ["gaussian", "same"] and (attacks.seeds == 2).all()
     assert "distance" in attacks and len(pd.read_csv(tmp_path / "attacks_seeds.csv")) == 4
+
+
+def test_rows_without_the_round_totals_are_named_not_guessed(market_report):
+    """Cells stored before round_welfare / round_operator_balance existed: the comparison
+    says which columns are missing (no welfare re-derived from other columns)."""
+    from sims.comparison import market_per_seed
+
+    _, _, frame = market_report
+    with pytest.raises(KeyError, match=r"round_welfare.*--recompute-stale"):
+        market_per_seed(frame.drop(columns=["round_welfare"]))
