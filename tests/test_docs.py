@@ -25,6 +25,17 @@ def test_docs_laid_out_by_kind():
     assert {"tutorial", "howto", "explanation", "reference"} <= kinds
 
 
+def test_readme_starts_with_the_two_commands():
+    """The README opens with exactly `make demo` and `make test`, each a target of the Makefile."""
+    text = (ROOT / "README.md").read_text()
+    first = FENCE.search(text)
+    assert first is not None and text[:first.start()].strip() == "# fedmarket"
+    commands = [line.split("#")[0].strip() for line in first.group(2).splitlines()]
+    assert [c for c in commands if c] == ["make demo", "make test"]
+    targets = re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M)
+    assert {"demo", "test"} <= set(targets)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
