@@ -266,6 +266,8 @@ class TrainResult:
     seconds: float
     timings: dict = field(default_factory=dict)
     extras: dict = field(default_factory=dict)  # e.g. LIA's influence matrix and clusters
+    resumed_from: int = 0  # rounds restored from a checkpoint (learning.checkpoint)
+    checkpointed: bool = True  # False: its algorithm keeps no Session.carry (restarts)
 
     def final(self) -> pd.DataFrame:
         """Per client: last-round accuracies (``acc_personalised``, ``acc_own``), the best

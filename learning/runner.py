@@ -22,6 +22,7 @@ from mechanisms.errors import RuleFailed
 from mechanisms.lookup import describe
 
 from .algorithms import REGISTRY, get
+from .checkpoint import Checkpoint
 from .config import TrainConfig, TrainResult
 from .session import LEDGER, Session
 
@@ -49,42 +50,69 @@ def _next_round(gen, name: str, t: int):
     return out
 
 
-def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None) -> TrainResult:
-    """Train ``cfg.rounds`` rounds; ``progress(done, total)`` after each."""
+def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
+        checkpoint: Checkpoint | None = None, log=None) -> TrainResult:
+    """Train ``cfg.rounds`` rounds; ``progress(done, total)`` after each (and, resumed, once
+    with the rounds restored).
+
+    ``checkpoint`` (:class:`learning.checkpoint.Checkpoint`): resume from it if it holds this
+    run, and write it after every round; the numbers are those of a run never stopped. The
+    file stays when the run ends (the caller removes it once the results are safe).
+    ``log`` (:class:`learning.roundlog.RoundLog`): each round's rows as they come."""
     t0 = time.perf_counter()
     s = Session(cfg)
     custom = cfg.algorithm not in REGISTRY  # an algorithm of the user's own (get)
-    gen = get(cfg.algorithm).rounds(s)
     rows = []
-    nan = np.full(cfg.clients, np.nan)
-    for t in range(cfg.rounds):
-        params, ledger, extra = _next_round(gen, cfg.algorithm, t) if custom else next(gen)
-        active = extra.get("active", np.ones(cfg.clients, bool))
-        val = s.validate(params, active)
-        if t % cfg.evaluate_every == 0 or t == cfg.rounds - 1:
-            pers, own, loss = s.evaluate(params)
-        else:
-            pers, own, loss = nan, nan, nan
-        frame = pd.DataFrame({
-            "algorithm": cfg.algorithm, "round": t, "client": np.arange(cfg.clients),
-            "role": list(s.roles), "active": active,
-            "acc_personalised": pers, "acc_own": own, "acc_val": val, "loss": loss,
-            **{k: np.asarray(v, dtype=float) for k, v in ledger.items()},
-        })
-        if "participated" in extra:
-            frame["participated"] = extra["participated"]
-        if "clusters" in extra:  # CFL's and pFedLIA's cluster of each client this round
-            frame["cluster"] = np.asarray(extra["clusters"], dtype=int)
-        if "update_norm" in extra:  # CFL: ||dW_i||, which its split rule compares with eps2
-            frame["update_norm"] = np.asarray(extra["update_norm"], dtype=float)
-        rows.append(frame)
-        if progress is not None:
-            progress(t + 1, cfg.rounds)
+    before = 0.0  # seconds of the rounds restored from the checkpoint
+    saved = checkpoint.load(cfg) if checkpoint is not None else None
+    if saved is not None:
+        s.restore(saved.session)
+        rows, before = list(saved.rows), saved.seconds
+    start = len(rows)
+    if log is not None:
+        log.begin(cfg, rows)
+    if start and progress is not None:
+        progress(start, cfg.rounds)
+    try:
+        gen = get(cfg.algorithm).rounds(s)
+        nan = np.full(cfg.clients, np.nan)
+        for t in range(start, cfg.rounds):
+            params, ledger, extra = _next_round(gen, cfg.algorithm, t) if custom else next(gen)
+            active = extra.get("active", np.ones(cfg.clients, bool))
+            val = s.validate(params, active)
+            if t % cfg.evaluate_every == 0 or t == cfg.rounds - 1:
+                pers, own, loss = s.evaluate(params)
+            else:
+                pers, own, loss = nan, nan, nan
+            frame = pd.DataFrame({
+                "algorithm": cfg.algorithm, "round": t, "client": np.arange(cfg.clients),
+                "role": list(s.roles), "active": active,
+                "acc_personalised": pers, "acc_own": own, "acc_val": val, "loss": loss,
+                **{k: np.asarray(v, dtype=float) for k, v in ledger.items()},
+            })
+            if "participated" in extra:
+                frame["participated"] = extra["participated"]
+            if "clusters" in extra:  # CFL's and pFedLIA's cluster of each client this round
+                frame["cluster"] = np.asarray(extra["clusters"], dtype=int)
+            if "update_norm" in extra:  # CFL: ||dW_i||, which its split rule compares with eps2
+                frame["update_norm"] = np.asarray(extra["update_norm"], dtype=float)
+            rows.append(frame)
+            if log is not None:
+                log.round(t, frame)
+            if checkpoint is not None and s.carried is not None \
+                    and checkpoint.due(t + 1, cfg.rounds):
+                checkpoint.save(cfg, t + 1, rows, before + time.perf_counter() - t0, s.snapshot())
+            if progress is not None:
+                progress(t + 1, cfg.rounds)
+    finally:
+        if log is not None:
+            log.close()
     df = pd.concat(rows, ignore_index=True)
     if custom and not np.isfinite(df[[c for c in LEDGER if c in df]].to_numpy()).all():
         raise RuleFailed("algorithm", f"{cfg.algorithm} put NaN or inf in its ledger")
     # the authors' figure: each client's best personalised test accuracy over the rounds so far
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised"].cummax()
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised_best"].ffill()
-    return TrainResult(cfg, df, s.roles, s.entropy, time.perf_counter() - t0,
-                       {k: round(v, 3) for k, v in s.timings.items()}, dict(s.extras))
+    return TrainResult(cfg, df, s.roles, s.entropy, before + time.perf_counter() - t0,
+                       {k: round(v, 3) for k, v in s.timings.items()}, dict(s.extras),
+                       resumed_from=start, checkpointed=s.carried is not None)

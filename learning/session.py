@@ -34,10 +34,16 @@ parameters, the roles and economic types (:mod:`mechanisms.roles`) and the marke
 ``keep_best(params, who)``               the clients ``who`` get back their best model
                                          by validation accuracy (a quitter's model)
 ``baseline_ledger(W)`` / ``zero_ledger()``  the ledger of a non-market algorithm
+``carry(initial)``                       the dict an algorithm keeps its round-to-round
+                                         state in (checkpointed with the session)
+``snapshot()`` / ``restore(state)``      everything a run carries between rounds, and back
 =====================================  ==================================================
 
 Every algorithm (:mod:`learning.algorithms`) is a generator ``rounds(session)`` that yields one
-:class:`Round` (params to evaluate, ledger, extra) per round.
+:class:`Round` (params to evaluate, ledger, extra) per round. An algorithm that keeps what it
+carries from one round to the next in :meth:`Session.carry`'s dict, and yields as the last step
+of its loop, can be checkpointed after any round and resumed with the same numbers
+(:mod:`learning.checkpoint`); every built-in one does.
 """
 
 from __future__ import annotations
@@ -132,6 +138,8 @@ class Session:
         self.extras: dict = {}
         self.best_val = np.full(m, -np.inf)
         self.best_params = self.params0
+        self.carried: dict | None = None  # the algorithm's state (carry), once it asks
+        self._restored: dict | None = None
 
     def _prepare(self, data, stream):
         """Input standardisation (``normalise``: Fashion-MNIST as the authors' transforms,
@@ -375,6 +383,50 @@ class Session:
         mask = torch.as_tensor(np.asarray(who, dtype=bool))
         return {k: torch.where(mask.view(-1, *([1] * (v.dim() - 1))), source[k], v)
                 for k, v in params.items()}
+
+    # ------------------------------------------------------------------ checkpoints
+    def carry(self, initial) -> dict:
+        """The dict in which an algorithm keeps what it carries from one round to the next
+        (models, optimiser and aggregation state, its own random generators): ``initial()``
+        (called only on a fresh start, so a setup that draws from :attr:`round_rng` draws
+        once) or, in a run resumed from a checkpoint, the dict as it was after the last
+        checkpointed round. The algorithm updates the dict in place before each yield and
+        yields as the last step of its loop: resumed, it enters the loop at the top."""
+        if self._restored is not None:
+            self.carried, self._restored = self._restored, None
+        else:
+            self.carried = dict(initial())
+        return self.carried
+
+    def snapshot(self) -> dict:
+        """Everything this session carries between rounds, for a checkpoint: the algorithm's
+        carry, the training-call count (which picks every client's batch stream), the state
+        of the round and attack generators and of torch's, the best models by validation
+        accuracy, timings and extras. Taken while the algorithm waits at its yield."""
+        state = {"carry": self.carried, "train_calls": self.train_calls,
+                 "round_rng": self.round_rng.bit_generator.state,
+                 "attack_rng": self.attack_rng.bit_generator.state,
+                 "torch_rng": torch.get_rng_state(),
+                 "best_val": self.best_val, "best_params": self.best_params,
+                 "timings": self.timings, "extras": self.extras}
+        if self.device.type == "cuda":
+            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def restore(self, state: dict) -> None:
+        """Back to a :meth:`snapshot` (before the algorithm's generator starts: its
+        :meth:`carry` then returns the snapshot's dict)."""
+        self._restored = state["carry"]
+        self.train_calls = state["train_calls"]
+        self.round_rng.bit_generator.state = state["round_rng"]
+        self.attack_rng.bit_generator.state = state["attack_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.best_val = state["best_val"]
+        self.best_params = state["best_params"]
+        self.timings = state["timings"]
+        self.extras = state["extras"]
 
     # ------------------------------------------------------------------ ledgers
     def zero_ledger(self) -> dict:

@@ -4,7 +4,6 @@ versions and seed."""
 from __future__ import annotations
 
 import json
-import os
 import platform
 from collections.abc import Callable
 from importlib import metadata
@@ -12,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from mechanisms.files import replace_atomically
 
 from .errors import SpecError, StoreError
 
@@ -40,19 +41,11 @@ def write_atomic(path, write: Callable[[Path], object], field: str = "out") -> P
     ``path`` (same suffix, so writers that infer the format still do), which then replaces
     ``path`` in one rename. A failure (a full disk) removes the temporary file, leaves any
     earlier ``path`` as it was, and is a one-line :class:`StoreError` naming ``field``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        return replace_atomically(path, write)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise StoreError(field, f"cannot write {path}: {exc.strerror or exc} (nothing "
                                 "half-written is left)") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def versions() -> dict:

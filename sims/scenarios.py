@@ -289,10 +289,11 @@ def _cpl_pricing(cfg: CplBenchmark, mechanism: str, seed: int,
                          else np.nan})
 
 
-def _learning(cfg, mechanism: str, seed: int, progress=None) -> pd.DataFrame:
+def _learning(cfg, mechanism: str, seed: int, progress=None, **kw) -> pd.DataFrame:
+    """One training run (``kw``: the runner's ``checkpoint`` and ``log``)."""
     from learning.algorithms import run
 
-    res = run(replace(cfg, algorithm=mechanism, seed=seed), progress=progress)
+    res = run(replace(cfg, algorithm=mechanism, seed=seed), progress=progress, **kw)
     df = res.frame.copy()
     if "clusters" in res.extras and res.extras.get("true_clusters") is not None:
         from mechanisms import lia

@@ -6,6 +6,10 @@ stored atomically in an on-disk SQLite store as it finishes.
   are one database row (key = the cell's hash), written by the one process that owns the
   store, and commits group the cells finished in the last ~0.2 s. A kill loses at most those
   uncommitted cells, which are not marked done and so are recomputed on resume.
+* A learning cell checkpoints after every round (``out/checkpoints``,
+  :mod:`learning.checkpoint`): killed, it resumes after its last finished round with the
+  numbers of a run never stopped; an algorithm of the user's own that keeps no
+  ``Session.carry`` restarts its cell instead (declared in :mod:`learning.checkpoint`).
 * Executors: ``serial``, ``processes`` (a local process pool), ``ray`` (optional extra; point
   it at a cluster with ``ray_address``). Workers only compute; the parent writes.
 * Every row carries the scenario, mechanism, cell key, config hash, seed entropy and package
@@ -53,8 +57,8 @@ from .results import jsonable, read_text, versions
 from .scenarios import SCENARIOS
 
 __all__ = ["ADDED_FIELDS", "EXECUTORS", "MAX_CELLS", "Cell", "CellStep", "Store",
-           "config_fields", "config_hash", "describe_cell", "expand", "hash_config",
-           "load_toml", "run_cell", "run_sweep"]
+           "checkpoint_path", "config_fields", "config_hash", "describe_cell", "expand",
+           "hash_config", "load_toml", "log_path", "run_cell", "run_sweep"]
 
 EXECUTORS = ("serial", "processes", "ray")
 
@@ -282,8 +286,22 @@ def _alarm(seconds: float | None):
                 signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
 
 
+def checkpoint_path(folder, cell: Cell) -> Path:
+    """Where a learning cell's per-round checkpoint lives in a checkpoint folder."""
+    return Path(folder) / f"{cell.key}.pt"
+
+
+def log_path(folder, cell: Cell) -> Path:
+    """A learning cell's per-round log folder under ``folder``:
+    ``scenario/mechanism/seed<S>-<key>`` (characters other than letters, digits, ``-_.``
+    in a mechanism's name written as ``_``)."""
+    mech = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cell.mechanism)
+    return Path(folder) / cell.scenario / mech / f"seed{cell.seed}-{cell.key}"
+
+
 def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
-             time_limit: float | None = None) -> tuple[str, pd.DataFrame, float]:
+             time_limit: float | None = None, checkpoints=None,
+             log_dir=None) -> tuple[str, pd.DataFrame, float]:
     """Compute one cell (in any process); returns (key, rows, seconds). A typed input error
     passes as itself; a rule of the user's own that raises (or anything else unexpected) is a
     :class:`CellFailed` naming the cell and the error.
@@ -292,7 +310,14 @@ def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
     training's rounds). ``time_limit`` (seconds): the cell stops once it has passed --
     checked at every step, and by SIGALRM where the cell runs in a main thread, which ends
     even one long call of a user's rule -- with a :class:`CellTimedOut` naming the cell and
-    how far it got."""
+    how far it got.
+
+    A learning cell with ``checkpoints`` (a folder) resumes from its checkpoint there
+    (:func:`checkpoint_path`, :mod:`learning.checkpoint`), if one of this config and code
+    is there, and writes one after every round: a cell killed or stopped at its time limit
+    loses only the round it was in. The file stays; the sweep removes it once the cell is
+    stored. With ``log_dir`` it writes its per-round log (:mod:`learning.roundlog`) under
+    :func:`log_path`."""
     t0 = time.perf_counter()
     if time_limit is not None:
         as_real("time_limit", time_limit, lo=0, lo_open=True)
@@ -308,15 +333,27 @@ def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
         if time_limit is not None and seconds > time_limit:
             raise _TimeUp
 
+    kw = {}
+    if sc.kind == "learning" and checkpoints is not None:
+        from learning.checkpoint import Checkpoint
+
+        kw["checkpoint"] = Checkpoint(checkpoint_path(checkpoints, cell),
+                                      tag=f"{hash_config(cfg)}:{code_version()}")
+    if sc.kind == "learning" and log_dir is not None:
+        from learning.roundlog import RoundLog
+
+        kw["log"] = RoundLog(log_path(log_dir, cell))
     try:
         with _alarm(time_limit):
             step(0, 0)
-            df = sc.run(cfg, cell.mechanism, cell.seed, progress=step).copy()
+            df = sc.run(cfg, cell.mechanism, cell.seed, progress=step, **kw).copy()
     except _TimeUp:
         so_far = f"after {at[0]} of {at[1]} {sc.steps}" if at[1] else "before its first step"
+        kept = ("; its checkpoint is kept: a rerun resumes it there" if "checkpoint" in kw
+                and kw["checkpoint"].path.is_file() else "")
         raise CellTimedOut("cell", f"{describe_cell(cell)}: stopped at its time limit of "
                                    f"{time_limit:g} s {so_far}; not stored (a larger time "
-                                   "limit computes it on a rerun)") from None
+                                   f"limit computes it on a rerun){kept}") from None
     except RuleFailed as exc:
         raise CellFailed("cell", f"{describe_cell(cell)}: {exc}") from exc
     except FedmarketError:
@@ -601,14 +638,15 @@ def _worker_init(parent: int, threads: int, steps=None) -> None:
     _STEPS = steps
 
 
-def _run_cell_in_worker(cell: Cell, time_limit: float | None):
+def _run_cell_in_worker(cell: Cell, time_limit: float | None, checkpoints=None, log_dir=None):
     """:func:`run_cell` in a pool worker, its steps sent to the parent (by key: a Cell need
     not travel back)."""
     send = None
     if _STEPS is not None:
         def send(st):
             _STEPS.put((st.cell.key, st.done, st.total, st.unit, st.seconds))
-    return run_cell(cell, progress=send, time_limit=time_limit)
+    return run_cell(cell, progress=send, time_limit=time_limit, checkpoints=checkpoints,
+                    log_dir=log_dir)
 
 
 def _versions_blob() -> str:
@@ -633,9 +671,16 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
               recompute_stale: bool = False, recompute_damaged: bool = False,
               progress: Callable[[int, int], None] | None = None,
               cell_progress: Callable[[CellStep], None] | None = None,
-              time_limit: float | None = None) -> dict:
+              time_limit: float | None = None, checkpoints: bool = True,
+              log_dir=None) -> dict:
     """Run every cell not yet in the store at ``out``; returns counts and timings. Each
     process worker is limited to ``threads`` math-library threads.
+
+    Learning cells write a per-round checkpoint to ``out/checkpoints`` (unless
+    ``checkpoints`` is False) and a killed sweep resumes each running cell after its last
+    finished round, with the numbers of a run never stopped (:func:`run_cell`); a cell's
+    checkpoint is deleted once its rows are committed. ``log_dir``: every learning cell's
+    per-round log goes under it (:func:`log_path`).
 
     Progress: ``progress(done, total)`` in cells as each is stored; ``cell_progress(step)``
     (a :class:`CellStep`) as a running cell starts, after each of its steps (rounds) and
@@ -684,11 +729,12 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
         return _run_locked(cells, out, executor, workers, ray_address, threads,
                            "reuse" if reuse_stale else "recompute" if recompute_stale
                            else "refuse", bool(recompute_damaged), progress, cell_progress,
-                           time_limit)
+                           time_limit, folder / "checkpoints" if checkpoints else None,
+                           None if log_dir is None else str(log_dir))
 
 
 def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, fix_damaged,
-                progress, cell_progress, time_limit):
+                progress, cell_progress, time_limit, ckpts, log_dir):
     vers, code = _versions_blob(), code_version()
     hashes = {c.key: config_hash(c) for c in cells}
     damaged, finished = [], {}
@@ -734,6 +780,9 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     def finish(key, df, seconds):
         nonlocal work, done
         store.put(by_key[key], df, seconds, vers, hashes[key], code)
+        if ckpts is not None and checkpoint_path(ckpts, by_key[key]).is_file():
+            store.flush()  # the rows are safe before their checkpoint goes
+            checkpoint_path(ckpts, by_key[key]).unlink(missing_ok=True)
         work += seconds
         done += 1
         ended(key)
@@ -764,7 +813,8 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
         if executor == "serial" or not todo:
             for c in todo:
                 try:
-                    result = run_cell(c, progress=stepped, time_limit=time_limit)
+                    result = run_cell(c, progress=stepped, time_limit=time_limit,
+                                      checkpoints=ckpts, log_dir=log_dir)
                 except CellTimedOut as exc:
                     stopped(exc, c.key)
                     continue
@@ -785,8 +835,8 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
             with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                                      initargs=(os.getpid(), threads, steps)) as pool:
                 try:
-                    futures = {pool.submit(_run_cell_in_worker, c, time_limit): c.key
-                               for c in todo}
+                    futures = {pool.submit(_run_cell_in_worker, c, time_limit, ckpts,
+                                           log_dir): c.key for c in todo}
                     pending = set(futures)
                     while pending:
                         finished, pending = wait(pending, timeout=0.2,
@@ -818,7 +868,8 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
                          include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR)
             remote = ray.remote(run_cell)
-            refs = {remote.remote(c, time_limit=time_limit): c.key for c in todo}
+            refs = {remote.remote(c, time_limit=time_limit, checkpoints=ckpts,
+                                  log_dir=log_dir): c.key for c in todo}
             pending = list(refs)
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)

@@ -131,8 +131,8 @@ def get(name: str) -> Algorithm:
     return Algorithm(name, obj, "custom", doc[0] if doc else name)
 
 
-def run(cfg: TrainConfig, progress=None) -> TrainResult:
-    """See :func:`learning.runner.run`."""
+def run(cfg: TrainConfig, progress=None, **kw) -> TrainResult:
+    """See :func:`learning.runner.run` (``checkpoint=``, ``log=``)."""
     from ..runner import run as _run
 
-    return _run(cfg, progress)
+    return _run(cfg, progress, **kw)

@@ -38,9 +38,9 @@ def bipartition(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def rounds(s: Session):
     cfg, m = s.cfg, s.clients
-    clusters = [np.arange(m)]
-    params = s.params0
+    st = s.carry(lambda: {"clusters": [np.arange(m)], "params": s.params0})
     while True:
+        clusters, params = st["clusters"], st["params"]
         start = s.flatten(params).double()
         trained = s.train(params)
         dW = s.uploads(trained).double() - start
@@ -56,13 +56,13 @@ def rounds(s: Session):
                 splits.append([idc[a].tolist(), idc[b].tolist()])
             else:
                 new.append(idc)
-        clusters = new
+        st["clusters"] = clusters = new
         W = np.zeros((m, m))
         labels = np.zeros(m, dtype=int)
         for k, idc in enumerate(clusters):
             W[np.ix_(idc, idc)] = 1.0 / len(idc)
             labels[idc] = k
-        params = s.stack((start + torch.as_tensor(W) @ dW).float())
+        st["params"] = s.stack((start + torch.as_tensor(W) @ dW).float())
         s.extras.setdefault("cfl_splits", []).extend(
             {"round": len(s.extras.get("cfl_norms", [])), "groups": g} for g in splits)
         s.extras.setdefault("cfl_norms", []).append(dW.norm(dim=1).max().item())

@@ -34,7 +34,7 @@ def prices_and_q(g: cpl.Game, pricing: str):
 
 def rounds(s: Session):
     cfg, m = s.cfg, s.clients
-    glob = s.flatten(s.params0)[0]
+    st = s.carry(lambda: {"glob": s.flatten(s.params0)[0]})
     g = game(s)
     prices, q = prices_and_q(g, cfg.cpl_pricing)
     U_expected = cpl.client_utilities(g, prices, q)
@@ -46,8 +46,8 @@ def rounds(s: Session):
     gain = U_expected + cost + payment
     while True:
         S = s.round_rng.random(m) < q
-        trained = s.train(s.broadcast(glob), active=S)
-        glob = s.unbiased_step(glob, s.uploads(trained), S, q)
+        trained = s.train(s.broadcast(st["glob"]), active=S)
+        st["glob"] = glob = s.unbiased_step(st["glob"], s.uploads(trained), S, q)
         ledger = {"gain": gain, "cost": cost, "payment": payment, "utility": U_expected,
                   "n_bought": np.zeros(m), "n_sold": S.astype(float)}
         yield Round(s.broadcast(glob), ledger, {"participated": S, "q": q})

@@ -14,11 +14,11 @@ from ..session import Round, Session
 
 def rounds(s: Session):
     m = s.clients
-    glob = s.flatten(s.params0)[0]
-    personal = s.params0
+    st = s.carry(lambda: {"glob": s.flatten(s.params0)[0], "personal": s.params0})
     full = np.ones((m, m))
     while True:
-        start = s.broadcast(glob)
-        personal = s.train(personal, centre=start, prox=np.full(m, s.cfg.ditto_lam))
-        glob = s.aggregate(s.uploads(s.train(start)), s.fedavg_weights())
-        yield Round(personal, s.baseline_ledger(full), {})
+        start = s.broadcast(st["glob"])
+        st["personal"] = s.train(st["personal"], centre=start,
+                                 prox=np.full(m, s.cfg.ditto_lam))
+        st["glob"] = s.aggregate(s.uploads(s.train(start)), s.fedavg_weights())
+        yield Round(st["personal"], s.baseline_ledger(full), {})

@@ -66,11 +66,13 @@ def rounds(s: Session):
     """Each round: local training (round 0 plain, later rounds proximal toward u_i), evaluation
     of the trained models, then the attention weights and the next cloud models u_i."""
     cfg, m = s.cfg, s.clients
-    params, u = s.params0, None
+    st = s.carry(lambda: {"params": s.params0, "u": None})
     while True:
-        trained = s.train(params, centre=u, prox=None if u is None else np.full(m, cfg.fedamp_lam))
+        u = st["u"]
+        trained = s.train(st["params"], centre=u,
+                          prox=None if u is None else np.full(m, cfg.fedamp_lam))
         up = s.uploads(trained)
-        params = s.persist(trained, up)
+        st["params"] = s.persist(trained, up)
         if cfg.fedamp_attention == "paper":
             W = attention_paper(ipfl.pairwise_distances(up.double().numpy(), "l2sq"),
                                 cfg.fedamp_alpha, cfg.fedamp_dsigma)
@@ -78,5 +80,5 @@ def rounds(s: Session):
             cos = 1.0 - ipfl.pairwise_distances(up.double().numpy(), "cosine",
                                                 reference=s.theta0)
             W = attention(cos, cfg.fedamp_sigma, cfg.fedamp_self)
-        u = s.stack(s.aggregate(up, W))
+        st["u"] = s.stack(s.aggregate(up, W))
         yield Round(trained, s.baseline_ledger(W), {"graph": W})

@@ -11,11 +11,11 @@ from ..session import Round, Session
 
 def rounds(s: Session, prox: float = 0.0):
     m = s.clients
-    glob = s.flatten(s.params0)[0]
+    st = s.carry(lambda: {"glob": s.flatten(s.params0)[0]})
     full = np.ones((m, m))
     while True:
-        start = s.broadcast(glob)
+        start = s.broadcast(st["glob"])
         trained = s.train(start, centre=start if prox else None,
                           prox=np.full(m, prox) if prox else None)
-        glob = s.aggregate(s.uploads(trained), s.fedavg_weights())
-        yield Round(s.broadcast(glob), s.baseline_ledger(full), {})
+        st["glob"] = s.aggregate(s.uploads(trained), s.fedavg_weights())
+        yield Round(s.broadcast(st["glob"]), s.baseline_ledger(full), {})

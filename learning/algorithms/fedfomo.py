@@ -42,12 +42,13 @@ def weights(L_old: np.ndarray, L: np.ndarray, dist: np.ndarray, candidate: np.nd
 def rounds(s: Session):
     m = s.clients
     M = min(s.cfg.fedfomo_M, m)
-    P = np.ones((m, m))
-    rng = np.random.default_rng(s.round_rng.integers(2**63))
-    params = s.params0
+    st = s.carry(lambda: {"P": np.ones((m, m)),
+                          "rng": np.random.default_rng(s.round_rng.integers(2**63)),
+                          "params": s.params0})
+    P, rng = st["P"], st["rng"]  # updated in place
     while True:
-        old = s.flatten(params).double()
-        trained = s.train(params)
+        old = s.flatten(st["params"]).double()
+        trained = s.train(st["params"])
         own = s.flatten(trained).double()
         up = s.uploads(trained).double()
         candidate = np.zeros((m, m), dtype=bool)
@@ -60,5 +61,5 @@ def rounds(s: Session):
         helped = W.sum(axis=1) > 0
         new = torch.where(torch.as_tensor(helped)[:, None],
                           torch.as_tensor(W, dtype=torch.float64) @ up, old)
-        params = s.persist(s.stack(new.float()), up.float())
+        st["params"] = s.persist(s.stack(new.float()), up.float())
         yield Round(trained, s.baseline_ledger(candidate), {"graph": W})

@@ -75,10 +75,11 @@ def rounds(s: Session):
     round: it keeps its best model so far by its own validation accuracy (this round's
     trained model included) and no longer trades or trains."""
     cfg, m = s.cfg, s.clients
-    params, centres = s.params0, None
-    active = np.ones(m, dtype=bool)
+    st = s.carry(lambda: {"params": s.params0, "centres": None,
+                          "active": np.ones(m, dtype=bool)})
     chosen = rules(cfg)
     while True:
+        params, centres, active = st["params"], st["centres"], st["active"]
         trained = s.train(params, centre=None if centres is None else s.stack(centres),
                           prox=None if centres is None else np.full(m, cfg.lam / cfg.eta),
                           active=active)
@@ -95,5 +96,6 @@ def rounds(s: Session):
                 s.validate(trained, active)  # this round's models count toward the best
                 params = s.keep_best(params, quit_now)
                 active &= ~quit_now
+        st.update(params=params, centres=centres, active=active)
         yield Round(trained, ledger(out), {"active": trained_by,
                                            "adjacency": out.adjacency})

@@ -6,7 +6,7 @@ from ..session import Round, Session
 
 
 def rounds(s: Session):
-    params = s.params0
+    st = s.carry(lambda: {"params": s.params0})
     while True:
-        params = s.train(params)
-        yield Round(params, s.zero_ledger(), {})
+        st["params"] = s.train(st["params"])
+        yield Round(st["params"], s.zero_ledger(), {})

@@ -43,8 +43,9 @@ def rounds(s: Session):
     and the next aggregates theta_bar_i."""
     m = s.clients
     p = s.N_rep / s.N_rep.sum()
-    centre = None
+    st = s.carry(lambda: {"centre": None})
     while True:
+        centre = st["centre"]
         if centre is None:
             trained = s.train(s.params0)
         else:
@@ -53,5 +54,5 @@ def rounds(s: Session):
         cos = 1.0 - ipfl.pairwise_distances(up.double().numpy(), "cosine", reference=s.theta0)
         np.fill_diagonal(cos, 1.0)
         A = graph(p, cos, s.cfg.pfedgraph_alpha)
-        centre = s.stack(s.aggregate(up, A))
+        st["centre"] = s.stack(s.aggregate(up, A))
         yield Round(trained, s.baseline_ledger(A), {"graph": A})

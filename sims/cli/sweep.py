@@ -40,6 +40,11 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--recompute-damaged", action="store_true",
                    help="delete the cells whose rows fail their checksum and compute them "
                         "again (refused otherwise, the store untouched)")
+    p.add_argument("--log-dir", default=None,
+                   help="per-round logs of every learning cell run, under LOG_DIR/scenario/"
+                        "mechanism/seed<S>-<cell>: rounds.csv (always) and TensorBoard event "
+                        "files where the tensorboard package is installed (pip install "
+                        "fedmarket[tensorboard])")
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
@@ -88,6 +93,8 @@ def run(args) -> int:
 
     cells = expand(spec, max_cells=args.max_cells, counted=counted)
     writable_folder("--out", args.out)
+    if args.log_dir:
+        writable_folder("--log-dir", args.log_dir)
     with progress_reporter("sweep cells", quiet=args.quiet,
                            every=args.progress_every) as progress:
         stats = run_sweep(cells, args.out, executor=args.executor, workers=args.workers,
@@ -95,7 +102,7 @@ def run(args) -> int:
                           recompute_stale=args.recompute_stale,
                           recompute_damaged=args.recompute_damaged,
                           **cell_reporters(progress, len(cells)),
-                          time_limit=args.time_limit)
+                          time_limit=args.time_limit, log_dir=args.log_dir)
     for message in stats["timed_out"]:  # even with --quiet: these cells are not stored
         print(f"fedmarket: cell {message}", file=sys.stderr)
     if not args.quiet:

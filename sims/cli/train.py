@@ -163,6 +163,10 @@ def add_parser(sub, full: bool = False) -> None:
                    default=cfg["lockstep"].default,
                    help="train clients one by one (the reference path) instead of in lockstep")
     p.add_argument("--out", default="results/train", help="folder for Parquet, JSON and PNG")
+    p.add_argument("--log-dir", default=None,
+                   help="per-round logs, one folder per algorithm: rounds.csv (always) and "
+                        "TensorBoard event files where the tensorboard package is installed "
+                        "(pip install fedmarket[tensorboard])")
     add_quiet(p)
     add_progress(p)
 
@@ -194,14 +198,22 @@ def run(args) -> int:
             raise
         raise SpecError("--algorithm", exc.message) from None
     out = writable_folder("--out", args.out)
+    logs = writable_folder("--log-dir", args.log_dir) if args.log_dir else None
     results, written = [], []
     for cfg in configs:
         algorithm = cfg.algorithm
+        stem = algorithm.replace(":", "-")  # an algorithm of your own: module-attr.parquet
+        log = None
+        if logs is not None:
+            from learning.roundlog import RoundLog
+
+            log = RoundLog(logs / stem)
         with progress_reporter(f"{algorithm}: rounds", quiet=args.quiet,
                                every=args.progress_every) as progress:
-            res = train(cfg, progress=progress)
+            res = train(cfg, progress=progress, log=log)
         results.append(res)
-        stem = algorithm.replace(":", "-")  # an algorithm of your own: module-attr.parquet
+        if log is not None:
+            written.append(log.csv)
         table, side = write_table(res.frame, out / f"{stem}.parquet", res.provenance())
         written += [table, side]
         if "influence" in res.extras:
