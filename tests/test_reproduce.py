@@ -305,3 +305,30 @@ def test_reproduce_filters_run_only_the_named_cells(tmp_path, capsys):
     assert "Table 2, liars (exact thresholds)" in text
     assert main([*argv[:-1], "--algorithms", "nosuch", "--quiet"]) == 2
     assert "--algorithms" in capsys.readouterr().err
+
+
+def test_medium_setting_is_fig2_at_scale_on_the_algorithms_that_decide_it():
+    """--setting medium: Fig. 2 only, all 60,000 training and 10,000 test images, more rounds
+    and steps than the reduced setting, 3 seeds, each partition on iPFL, Local, FedAvg and the
+    best baseline of the reduced setting there, as the committed reduced summary has it."""
+    from pathlib import Path
+
+    from sims.reproduce import FASHION, MEDIUM_ALGORITHMS
+
+    cells = expand(spec("medium"))
+    assert {c.scenario for c in cells} == {"fig2"} and len(cells) == 3 * 3 * 4
+    assert {c.seed for c in cells} == {0, 1, 2}
+    for c in cells:
+        p = dict(c.params)
+        assert p["dataset"] == "fashion-mnist" and p["train_subsample"] == 0
+        assert p["test_subsample"] == 0
+        assert p["rounds"] > FASHION["rounds"] and p["steps"] > FASHION["steps"]
+        assert c.mechanism in MEDIUM_ALGORITHMS[p["partition"]]
+    summary = Path(__file__).parents[1] / "docs" / "reproduction_cells.csv"
+    d = pd.read_csv(summary, low_memory=False)
+    d = d[d.scenario == "fig2"]
+    best = (d.groupby(["param_partition", "mechanism", "seed"]).acc_personalised_best.mean()
+            .groupby(["param_partition", "mechanism"]).mean())
+    for part, algos in MEDIUM_ALGORITHMS.items():
+        others = best[part].drop(["ipfl", "local", "fedavg"])
+        assert {"ipfl", "local", "fedavg", others.idxmax()} == set(algos), part
