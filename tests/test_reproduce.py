@@ -332,3 +332,42 @@ def test_medium_setting_is_fig2_at_scale_on_the_algorithms_that_decide_it():
     for part, algos in MEDIUM_ALGORITHMS.items():
         others = best[part].drop(["ipfl", "local", "fedavg"])
         assert {"ipfl", "local", "fedavg", others.idxmax()} == set(algos), part
+
+
+def _fig2_rows(parts_seeds: dict, lead: float) -> pd.DataFrame:
+    rows = []
+    for part, seeds in parts_seeds.items():
+        for seed in seeds:
+            for mech, acc, util in (("ipfl", 0.80 + lead + 0.001 * seed, 30.0 + seed),
+                                    ("local", 0.80, 0.0), ("fedavg", 0.50, 10.0),
+                                    ("fedamp", 0.79, 20.0)):
+                rows.append({"scenario": "fig2", "cell": f"{part}{seed}{mech}",
+                             "mechanism": mech, "seed": seed, "client": 0, "round": 19,
+                             "acc_personalised_best": acc, "acc_personalised": acc,
+                             "utility": util, "n_bought": 1.0, "param_partition": part})
+    return pd.DataFrame(rows)
+
+
+def test_scale_section_counts_only_the_medium_cells_run(tmp_path):
+    """The page's reduced-vs-medium section: from the medium summary next to it only; a
+    partition with fewer than 3 seeds run is inconclusive even where its interval is clear
+    of the margin (known-bad: the tests' own verdict with 2 seeds reads reproduced), one
+    without cells 'not run'; no medium summary, no section."""
+    from sims import summary
+    from sims.claims import scale_section
+
+    reduced = claims({"fig2": _fig2_rows({"niid": [0, 1, 2], "skew": [0, 1, 2],
+                                          "cluster": [0, 1, 2]}, 0.0)})
+    assert scale_section(reduced, tmp_path / "medium") == []
+    medium = _fig2_rows({"niid": [0, 1, 2], "skew": [0, 1]}, 0.05)
+    summary.write(summary.Summary({"fig2": medium}, {}, {"setting": "medium",
+                                                        "done": {"fig2": 20},
+                                                        "expected": {"fig2": 36}}),
+                  tmp_path / "medium")
+    text = "\n".join(scale_section(reduced, tmp_path / "medium"))
+    assert "(20 of 36;" in text
+    assert "| Fig. 2, niid (published) | reproduced | reproduced | 3 of 3 |" in text
+    assert "| Fig. 2, skew (published) | reproduced | inconclusive | 2 of 3 |" in text
+    assert "| Fig. 2, cluster (published) | reproduced | not run | 0 of 3 |" in text
+    two = next(c for c in claims({"fig2": medium}) if c.name.startswith("Fig. 2, skew"))
+    assert two.verdict == "reproduced"  # what the section must not print with 2 seeds
