@@ -114,3 +114,20 @@ def test_sweep_log_dir(tmp_path):
     rows = logged_rows(log_path(tmp_path / "logs", cells[0]))
     assert rows["round"].tolist() == stored["round"].tolist()
     assert rows.acc_val.tolist() == stored.acc_val.tolist()
+
+
+def test_train_log_dir(tmp_path, monkeypatch):
+    """fedmarket train --log-dir: one folder per algorithm, its rows those of the run's table;
+    a --log-dir that is a file is one line (exit 2), before any training."""
+    from sims.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--dataset", "digits", "--clients", "4", "--rounds", "2", "--steps", "2",
+            "--algorithm", "local", "fedavg", "--out", "t", "--log-dir", "logs", "--quiet"]
+    assert main(argv) == 0
+    for alg in ("local", "fedavg"):
+        table = pd.read_parquet(tmp_path / "t" / f"{alg}.parquet")
+        rows = logged_rows(tmp_path / "logs" / alg)
+        assert rows.acc_val.tolist() == table.acc_val.tolist()
+    (tmp_path / "afile").write_text("")
+    assert main([*argv[:-3], "--log-dir", "afile", "--quiet"]) == 2
