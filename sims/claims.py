@@ -3,8 +3,9 @@ paper's statement, ours as mean and 95 % interval over seeds, the setup (generat
 configurations its cells ran), and a verdict by one rule (:data:`RULE`).
 
 Statistics are over SEEDS: each seed gives one number per test (e.g. the mean over clients of
-a run), and the interval is Student's t interval of those numbers; the spread over clients is
-reported separately and labelled so. ``write_page`` renders docs/reproduction.md.
+a run), and the interval is Student's t interval of those numbers (:func:`sims.stats.ci95`,
+shared with the sweep report); the spread over clients is reported separately and labelled so.
+``write_page`` renders docs/reproduction.md.
 
 The verdict rule, the same for every claim: a claim is one or more :class:`Test` s, each a
 per-seed quantity, the side of a margin the paper says it lies on (``>=``, ``>``, ``<=``,
@@ -26,14 +27,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .comparison import cpl_per_seed
 from .results import write_atomic
+from .stats import ACC, DACC, ci95, t_half_width
 
 __all__ = [
     "COMPARABLE",
     "RULE",
     "Claim",
     "Test",
-    "ci95",
     "claims",
     "combine",
     "seed_table",
@@ -86,38 +88,6 @@ RULE = ("Each claim is a set of tests, each a per-seed quantity, the side of a m
         "some are and some are not, and inconclusive otherwise.")
 
 
-ACC = (0.0, 1.0)  # an accuracy's range: its intervals are clipped to it
-DACC = (-1.0, 1.0)  # the range of a difference of two accuracies
-
-
-def ci95(values, bounds=None) -> tuple[float, float, float, int]:
-    """(mean, low, high, n) of Student's t 95 % interval over the given per-seed values
-    (low = high = NaN for a single seed). With ``bounds = (lo, hi)``, the range the quantity
-    cannot leave (an accuracy's [0, 1]), the interval is clipped to it: the t interval's
-    coverage is unchanged by dropping values no seed can take.
-
-    >>> m, lo, hi, n = ci95([1.0, 2.0, 3.0])
-    >>> round(m, 3), round(lo, 3), round(hi, 3), n
-    (2.0, -0.484, 4.484, 3)
-    >>> [round(x, 3) for x in ci95([0.95, 0.97, 0.99], bounds=ACC)[:3]]
-    [0.97, 0.92, 1.0]
-    """
-    from scipy import stats
-
-    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    n = v.size
-    if n == 0:
-        return np.nan, np.nan, np.nan, 0
-    m = float(v.mean())
-    if n == 1:
-        return m, np.nan, np.nan, 1
-    half = float(stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / np.sqrt(n))
-    lo, hi = m - half, m + half
-    if bounds is not None:
-        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
-    return m, lo, hi, n
-
-
 def fmt(values, digits: int = 3, bounds=None) -> str:
     m, lo, hi, n = ci95(values, bounds)
     if n == 0:
@@ -140,8 +110,6 @@ def seeds_needed(values, side: str, margin: float) -> int | None:
     >>> seeds_needed([1.0, 3.0], ">", 2.0) is None  # the mean on the margin
     True
     """
-    from scipy import stats
-
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
     if v.size < 2:
         return None
@@ -152,7 +120,7 @@ def seeds_needed(values, side: str, margin: float) -> int | None:
     if sd == 0.0:
         return 2
     n = np.arange(2, MAX_SEEDS + 1)
-    ok = np.flatnonzero(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n) < gap)
+    ok = np.flatnonzero(t_half_width(sd, n) < gap)
     return int(n[ok[0]]) if ok.size else None
 
 
@@ -589,8 +557,8 @@ def _cpl(frames, cfgs) -> list[Claim]:
              "client profit than uniform and weighted pricing at the same budget (CPL paper)")
     if df is None or df.empty:
         return [_not_run("CPL pricing", paper, "no cells")]
-    per = df.groupby(["mechanism", "budget", "seed"], as_index=False).agg(
-        bound=("objective_bound", "first"), profit=("utility", "sum"))
+    per = cpl_per_seed(df).rename(columns={"objective_bound": "bound",
+                                           "client_utility_sum": "profit"})
     rows, tests = [], []
     for b, g in per.groupby("budget"):
         w = g.pivot_table(index="seed", columns="mechanism", values=["bound", "profit"])

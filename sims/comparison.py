@@ -2,7 +2,7 @@
 interval over seeds, and the clients a mechanism leaves worse off.
 
 Every number is computed per seed first (one cell is one game), then summarised over seeds
-with :func:`sims.claims.ci95`, as the learning tables are: rows of different seeds (different
+with :func:`sims.stats.ci95`, as the learning tables are: rows of different seeds (different
 games) are never mixed inside one number.
 
 * :func:`cpl_per_seed`: one row per (CPL pricing rule, budget, other swept parameters, seed);
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .claims import ci95
+from .stats import ci95
 
 __all__ = ["CPL_BOUNDS", "CPL_METRICS", "IR_TOL", "MARKET_METRICS", "ROLE_METRICS", "cpl_per_seed",
            "intervals", "ir_failures", "market_per_seed", "readable", "roles_per_seed"]

@@ -185,7 +185,8 @@ def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mec
     ``bounds`` ([0, 1]; None: a quantity without bounds, such as a utility). One line per
     ``by`` value."""
     import matplotlib.pyplot as plt
-    from scipy import stats
+
+    from .stats import t_half_width
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
@@ -194,7 +195,7 @@ def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mec
         mean = per.mean(axis=1)
         n = per.notna().sum(axis=1)
         sd = per.std(axis=1, ddof=1).fillna(0.0)
-        half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
+        half = np.where(n >= 2, t_half_width(sd, np.maximum(n, 2)), 0.0)  # 1 seed: no band
         line, = ax.plot(mean.index, mean.to_numpy(), lw=1.4, label=name)
         lo, hi = (-np.inf, np.inf) if bounds is None else bounds
         ax.fill_between(mean.index, np.clip(mean - half, lo, hi), np.clip(mean + half, lo, hi),

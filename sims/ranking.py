@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .claims import ci95
 from .errors import SpecError
+from .stats import ci95
 
 __all__ = ["CRITERIA", "DEFAULT", "INCENTIVE_PROPERTIES", "TIE", "Criterion", "Priorities",
            "rank"]

@@ -449,7 +449,7 @@ def _against(doc: _Doc, runs: pd.DataFrame, key: str, keys: list[str], title: st
     a mechanism whose cells lack ``key`` is a horizontal band across the plot."""
     import matplotlib.pyplot as plt
 
-    from .claims import ACC, ci95
+    from .stats import ACC, ci95
 
     param = key[len("param_"):]
     cats = [c for c in pd.Categorical(runs[key]).categories if c != NOT_SET]
@@ -500,9 +500,10 @@ def _against(doc: _Doc, runs: pd.DataFrame, key: str, keys: list[str], title: st
 def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
     import matplotlib.pyplot as plt
 
-    from .claims import ci95, per_run, seed_table
+    from .claims import per_run, seed_table
     from .plots import plot_accuracy_by_round
     from .results import write_table
+    from .stats import ci95
 
     doc.heading(title)
     doc.para(LEARNING_NOTE)

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sims.claims import ci95
 from sims.comparison import cpl_per_seed, intervals
 from sims.report import write_report
+from sims.stats import ci95
 from sims.sweep import Store, expand, run_sweep
 
 

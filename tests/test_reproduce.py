@@ -7,10 +7,8 @@ import pandas as pd
 import pytest
 
 from sims.claims import (
-    ACC,
     MARGINS,
     Test,
-    ci95,
     claims,
     combine,
     fmt,
@@ -20,6 +18,7 @@ from sims.claims import (
     write_page,
 )
 from sims.reproduce import spec, write_reproduction
+from sims.stats import ACC, ci95
 from sims.sweep import Cell, expand, run_sweep
 
 
