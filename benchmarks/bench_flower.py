@@ -69,14 +69,38 @@ def simulation(out: Path) -> float:
     return _per_round(_round_ends(Path(got[0]["run_dir"]))[1:])
 
 
+STEPS = ("input", "message", "install", "loaded", "called", "pushed", "done")
+
+
 def deployment(workdir: Path, workers: bool, warm: bool) -> float:
     from learning.flower.loopback import Loopback
 
     repo = Path(__file__).resolve().parents[1]
-    with Loopback(repo, 4, workdir, workers=workers, warm=warm) as fed:
+    with Loopback(repo, 4, workdir, workers=workers, warm=warm, timings=warm) as fed:
         res = fed.run({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0},
                       timeout=1800)
     return _per_round(_round_ends(Path(res["run_dir"]))[1:])
+
+
+def task_steps(workdir: Path) -> dict[str, float]:
+    """Median seconds of each step of the training tasks the warm executors ran (their
+    ``--timings`` lines; each node's first task, its registration query, left out) and of
+    the node's work in its worker (``train``)."""
+    import re
+    from statistics import median
+
+    steps: dict[str, list[float]] = {}
+    for log in sorted(workdir.glob("executor*.log")):
+        lines = re.findall(r"steps \(s\): (.*)", log.read_text())[1:]
+        for line in lines:
+            words = line.split()
+            for name, sec in zip(words[::2], words[1::2], strict=True):
+                steps.setdefault("install" if name == "cached" else name, []).append(
+                    float(sec))
+    for log in sorted(workdir.glob("worker*.log")):
+        steps.setdefault("work", []).extend(
+            float(m) for m in re.findall(r" train \d+ ([\d.]+) s", log.read_text()))
+    return {k: median(v) for k, v in steps.items() if v}
 
 
 def main(argv=None) -> None:
@@ -127,6 +151,28 @@ def main(argv=None) -> None:
         print(f"   {name:<55s} {sec:7.3f} {sleeps:7.3f} {base:7.3f} "
               f"{sec - sleeps - base:7.3f}")
     print(f"   (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end)")
+    steps = task_steps(tmp / "warm")
+    if steps:
+        warm = rows[2][1]
+        task = sum(steps.get(k, 0.0) for k in STEPS)
+        print("Where a warm deployment round goes (median seconds of one node's training "
+              "task, from the executors' --timings and the workers' logs):")
+        what = {"input": "the task's context, run and app bundle from the SuperNode",
+                "message": "its message's objects: the server's push to the SuperLink and "
+                           "the SuperNode's pull from it (flwr's, 1 s retries included)",
+                "install": "the app bundle (installed by the node's first task only)",
+                "loaded": "loading the ClientApp",
+                "called": f"the ClientApp, of which {steps.get('work', 0.0):.3f} s the "
+                          "node's training in its worker",
+                "pushed": "the reply to the SuperNode", "done": "the task's status"}
+        for k in STEPS:
+            if k in steps:
+                print(f"   {steps[k]:7.3f} s  {what[k]}")
+        print(f"   {task:7.3f} s  the task in all; the other {warm - task:.3f} s of the "
+              f"{warm:.3f} s round: flwr's SuperNode sleeping 3 s before it pulls, polling "
+              "every 0.5 s for the reply and uploading it to the SuperLink (an HTTP request "
+              "per object), the server's pull, and the server's clearing and next messages "
+              "(ours)")
 
 
 def clientapp_start() -> tuple[float, float]:
