@@ -40,21 +40,22 @@ import numpy as np
 from mechanisms import cpl, ipfl
 
 from . import ipfl_properties as P
-from .checker import (
+from .core import (
     VACUITY_THRESHOLD,
+    CheckerInputError,
     Counterexample,
     Report,
     SubjectError,
     Tally,
     Throttle,
-    check_hypothesis,
     evaluate_instance,
     evaluate_once,
+    is_builtin,
 )
-from .checker import subject_name as _name
-from .checker import verdict as verdict_of
+from .core import subject_name as _name
+from .core import verdict as verdict_of
 from .regret import MisreportBatch, regret_arrays
-from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS
+from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase
 
 __all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "SIZE_POWER", "MarketArrays", "batch_rule",
            "check_batch", "cpl_sampler", "ipfl_sampler", "misreports_batch", "over_arrays",
@@ -332,8 +333,6 @@ class CplSampler(Sampler):
         return cpl.GameBatch(a, G, c, v, q_max, budget, alpha, R, q_min)
 
     def cases(self, d: Draws) -> list:
-        from .cpl_properties import CplCase
-
         u, g = d.client, d.glob
         q_lo, uq, gq = self._q_max_units(d)
         out = []
@@ -398,11 +397,9 @@ def cpl_sampler(key: str) -> CplSampler:
 def sampler_for(prop, max_clients: int | None = None) -> Sampler | None:
     """The built-in sampler of a registered property, or the property's own ``sample``;
     ``max_clients`` (validated by :func:`proofs.check`) raises its largest market."""
-    from .registry import PROPERTIES
-
     if prop.sample is not None:
         sampler = prop.sample()
-    elif PROPERTIES.get(prop.key) is not prop:
+    elif not is_builtin(prop):
         return None
     elif prop.key in IPFL_SPECS:
         sampler = ipfl_sampler(prop.key)
@@ -698,159 +695,17 @@ def batch_rule(subject):
     return settle
 
 
-# ------------------------------------------------------------------------ CPL in bulk
-
-_POSTED = {"uniform": lambda g: np.ones_like(g.a), "weighted": lambda g: g.a,
-           "gradient": lambda g: g.a * g.G}
-
-
-def _cpl_batch_subject(subject):
-    """("solver", solve) or ("pricing", prices-of-games) when ``subject`` can be evaluated
-    on a :class:`mechanisms.cpl.GameBatch`: the bisection solver without options, or a
-    built-in posted price (uniform, weighted, gradient); None otherwise."""
-    from .subjects import CplPricingRule, CplSolver
-
-    if type(subject).solve not in (CplSolver.solve, CplPricingRule.solve):
-        return None  # a subclass solves its own way: evaluate what it does, one by one
-    if isinstance(subject, CplSolver) and subject.method == "bisection" \
-            and not dict(subject.options):
-        return "solver", cpl.solve_batch
-    if isinstance(subject, CplPricingRule) and isinstance(subject.rule, str) \
-            and subject.rule in _POSTED:
-        shape = _POSTED[subject.rule]
-        return "pricing", lambda g: cpl.posted_pricing_batch(g, shape(g)).prices
-    return None
-
-
-def _interior_b(g, q):
-    return (q > g.q_min[:, None] * (1 + 1e-9)) & (q < g.q_max * (1 - 1e-9))
-
-
-def _cpl_se(kind, solve, g):
-    eq = solve(g)
-    resid = np.max(np.abs(cpl.best_response(g, eq.prices) - eq.q) / eq.q, axis=1)
-    slack_gap = np.max(np.abs(eq.q - g.q_max), axis=1)
-    inner = _interior_b(g, eq.q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(eq.slack, 1.0, 1.0 / eq.multiplier)[:, None]
-        share = 4 * g.c * eq.q**3 / g.K + g.v
-        kkt = np.max(np.where(inner, np.abs(share - mu), 0.0), axis=1) / mu[:, 0]
-        alt = g.K / (2 * eq.q**2) * (mu - 3 * g.v)
-        scale = 1.0 + np.max(np.abs(eq.prices), axis=1)
-        price = np.max(np.where(inner, np.abs(alt - eq.prices), 0.0), axis=1) / scale
-    binding = np.maximum.reduce([kkt, price, eq.budget_residual])
-    worst = np.maximum(resid, np.where(eq.slack, slack_gap, binding))
-    finite = (np.isfinite(eq.prices).all(axis=1) & np.isfinite(eq.q).all(axis=1)
-              & (eq.slack | (np.isfinite(eq.multiplier) & (eq.multiplier > 0))))
-    return np.where(finite, _excess(worst, 1e-7), np.inf), np.ones(g.size, bool)
-
-
-def _cpl_signs(interior_only):
-    def evaluate(kind, solve, g):
-        eq = solve(g)
-        vt = eq.v_threshold[:, None]
-        with np.errstate(invalid="ignore"):
-            sel = np.abs(g.v - vt) > 1e-6 * vt
-        P = eq.prices
-        sel &= np.abs(P) > 1e-9 * (1 + np.abs(P).max(axis=1, keepdims=True))
-        if interior_only:
-            sel &= _interior_b(g, eq.q)
-        count = np.sum(sel & ((P > 0) != (g.v < vt)), axis=1).astype(float)
-        # NaN is a failure: non-finite prices or threshold (binding budgets only)
-        broken = ~(np.isfinite(P).all(axis=1) & np.isfinite(eq.v_threshold)
-                   & (eq.v_threshold > 0))
-        # discriminating: some client's sign was tested (away from the threshold, nonzero
-        # price, interior where required)
-        return (np.where(eq.slack, 0.0, np.where(broken, np.inf, count)), ~eq.slack,
-                sel.any(axis=1))
-
-    return evaluate
-
-
-def _cpl_threshold_formula(kind, solve, g):
-    """:func:`proofs.cpl_properties.threshold_formula` over a batch (the same statement)."""
-    eq = solve(g)
-    vt, lam, P, q = eq.v_threshold, eq.multiplier, eq.prices, eq.q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inner = _interior_b(g, q)
-        implied = g.v + 2.0 * q**2 * P / (3.0 * g.K)
-        off = np.max(np.where(inner, np.abs(implied - vt[:, None]), 0.0), axis=1) / vt
-        worst = np.maximum(np.abs(vt * 3.0 * lam - 1.0), off)
-    finite = (np.isfinite(P).all(axis=1) & np.isfinite(q).all(axis=1) & np.isfinite(vt)
-              & (vt > 0) & np.isfinite(lam) & (lam > 0))
-    amount = np.where(finite, _excess(worst, 1e-7), np.inf)
-    return np.where(eq.slack, 0.0, amount), ~eq.slack, ~eq.slack & inner.any(axis=1)
-
-
-def _cpl_beats(floor_precondition):
-    from . import cpl_properties as C
-
-    def evaluate(kind, solve, g):
-        positive = g.budget > 0
-        safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
-                             g.alpha, g.R, g.q_min)
-        worst = np.full(g.size, -np.inf)
-        compared = np.zeros(g.size, bool)
-        eq = solve(safe)
-        # the bound the prices buy, recomputed from the best responses (as the scalar check)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            bound = safe.bound(cpl.best_response(safe, eq.prices))
-        bound = np.where(np.isfinite(eq.prices).all(axis=1), bound, np.nan)
-        for shape in (np.ones_like(g.a), g.a):
-            base = cpl.posted_pricing_batch(safe, shape)
-            use = positive.copy()
-            if floor_precondition:
-                use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):  # as _relative_gap
-                gap = (bound - base.objective) / np.maximum(
-                    base.objective, C.BOUND_FLOOR * safe.K.sum(axis=1))
-            worst = np.where(use, np.maximum(worst, gap), worst)
-            compared |= use
-        return np.where(compared, _excess(worst, 1e-9), 0.0), compared
-
-    return evaluate
-
-
-def _cpl_budget(kind, solve, g):
-    # the spend recomputed from the prices and the clients' best responses, for solvers too
-    P = solve(g).prices if kind == "solver" else solve(g)
-    with np.errstate(invalid="ignore"):
-        spent = np.sum(P * cpl.best_response(g, P), axis=1)
-    return (_excess((spent - g.budget) / np.maximum(1.0, np.abs(g.budget)), 1e-9),
-            np.ones(g.size, bool))
-
-
-def _cpl_evaluators():
-    from . import cpl_properties as C
-
-    return {
-        "cpl_se_identities": (C.se_identities, _cpl_se, ("solver",)),
-        "cpl_threshold": (C.threshold_interior, _cpl_signs(True), ("solver",)),
-        "cpl_threshold_all": (C.threshold_all, _cpl_signs(False), ("solver",)),
-        "cpl_beats_baselines": (C.beats_baselines, _cpl_beats(True), ("solver",)),
-        "cpl_beats_baselines_any": (C.beats_baselines_any, _cpl_beats(False), ("solver",)),
-        "cpl_budget_feasible": (C.budget_feasible, _cpl_budget, ("solver", "pricing")),
-        "cpl_threshold_formula": (C.threshold_formula, _cpl_threshold_formula, ("solver",)),
-    }
-
-
 def vectorised(prop, subject) -> Callable | None:
     """A function ``draws -> violations`` (or ``(violations, effective)``) when the pair can
     be evaluated in bulk."""
-    from .registry import PROPERTIES
-
-    if PROPERTIES.get(prop.key) is not prop:
+    if not is_builtin(prop):
         return None
-    if prop.key in CPL_SPECS:
-        if prop.key not in _cpl_evaluators():
-            return None  # evaluated game by game
-        scalar, fn, kinds = _cpl_evaluators()[prop.key]
-        found = _cpl_batch_subject(subject)
-        if found is None or found[0] not in kinds or prop.violation is not scalar:
+    if prop.key in CPL_SPECS:  # the CPL properties evaluate themselves in bulk (prop.batch)
+        bulk = prop.batch(subject) if prop.batch is not None else None
+        if bulk is None:
             return None
-        kind, solve = found
         sampler = cpl_sampler(prop.key)
-        return lambda d: fn(kind, solve, sampler.games(d))
+        return lambda d: bulk(sampler.games(d))
     settle = batch_rule(subject)
     if settle is None or prop.key not in BATCH_EVALUATORS:
         return None
@@ -937,13 +792,14 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     ``progress(effective, max_examples)`` hears the effective count between chunks (at most
     ten times a second, and at the end).
 
-    Falls back to the Hypothesis engine when the property has no numpy sampler (the
-    report's ``engine`` then says "hypothesis"; the time limit and progress go with it)."""
+    A property without a numpy sampler (:func:`sampler_for` None) is refused here;
+    :func:`proofs.check` runs the Hypothesis engine for it instead (the report's ``engine``
+    then says "hypothesis"; the time limit and progress go with it)."""
     sampler = sampler_for(prop, max_clients)
     if sampler is None:
-        return check_hypothesis(subject, prop, max_examples, seed, tolerance, None,
-                                time_limit=time_limit, progress=progress,
-                                max_clients=max_clients)
+        raise CheckerInputError("prop", f"{prop.key!r} has no numpy sampler; "
+                                        "proofs.check(engine='batch') checks it with the "
+                                        "Hypothesis engine")
     report_progress = Throttle(progress)
     bulk = vectorised(prop, subject) if bulk else None
     rng = np.random.default_rng(seed)

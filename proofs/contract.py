@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checker import CheckerInputError, Property, Report, SubjectError, check
+from . import profiles
+from .checker import check
+from .core import CATALOGUE, CheckerInputError, Property, Report, SubjectError
 
 __all__ = ["FALSIFY_FACTOR", "ContractResult", "assert_contract", "check_contract", "resolve"]
 
@@ -78,8 +80,7 @@ def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
     mapping ``property key -> True | False``; a subject that declares nothing (and no
     ``extra``) is a mistake, not a pass: :class:`CheckerInputError` for each.
     """
-    from .registry import PROPERTIES
-
+    PROPERTIES = CATALOGUE["property"]  # the built-ins (proofs.registry fills it)
     if getattr(subject, "family", None) not in ("ipfl", "cpl") or \
             not hasattr(subject, "declares"):
         raise CheckerInputError("subject", f"is {_short(subject)} ({type(subject).__name__});"
@@ -143,8 +144,6 @@ def contract_check(subject, prop: Property, declared: bool, *, max_examples=None
                    **kwargs) -> ContractResult:
     """One declaration: a claim gets the budget (default: the active profile's); a property
     declared not to hold gets FALSIFY_FACTOR times it to find its counterexample."""
-    from . import profiles
-
     budget = profiles.budget() if max_examples is None else max_examples
     if not declared and isinstance(budget, int):
         budget *= FALSIFY_FACTOR

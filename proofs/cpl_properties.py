@@ -5,39 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from mechanisms import cpl
 
-from .checker import Property, excess
-from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, cpl_games
+from .core import Property, excess
+from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
+from .subjects import CplPricingRule, CplSolver
 
 __all__ = ["CPL_PROPERTIES", "CplCase"]
-
-def _arr(a) -> str:
-    return "[" + ", ".join(repr(float(v)) for v in np.ravel(a)) + "]"
-
-
-@dataclass(frozen=True, eq=False)
-class CplCase:
-    """A CPL game (and, for some properties, extra data drawn with it)."""
-
-    game: cpl.Game
-    extra: tuple = ()
-
-    def code(self) -> str:
-        g = self.game
-        s = (f"game = cpl.Game(a={_arr(g.a)}, G={_arr(g.G)}, c={_arr(g.c)}, v={_arr(g.v)}, "
-             f"budget={g.budget!r}, alpha={g.alpha!r}, R={g.R!r}, q_min={g.q_min!r}, "
-             f"q_max={_arr(g.q_max)})")
-        return s + (f"\ncase = CplCase(game, {self.extra!r})" if self.extra
-                    else "\ncase = CplCase(game)")
-
-    def __repr__(self):
-        return self.code()
-
 
 def _games(max_n=MAX_CLIENTS, **kw):
     """``instances`` of a property: ``(max_clients=None) -> strategy`` of games of 1 to
@@ -191,6 +168,144 @@ def threshold_formula(subject, case):
     return excess(max(errors), 1e-7), 0.0, bool(inner.any())
 
 
+# ---------------------------------------------------------------- in bulk (the batch engine)
+
+
+_POSTED = {"uniform": lambda g: np.ones_like(g.a), "weighted": lambda g: g.a,
+           "gradient": lambda g: g.a * g.G}
+
+
+def _cpl_batch_subject(subject):
+    """("solver", solve) or ("pricing", prices-of-games) when ``subject`` can be evaluated
+    on a :class:`mechanisms.cpl.GameBatch`: the bisection solver without options, or a
+    built-in posted price (uniform, weighted, gradient); None otherwise."""
+    if type(subject).solve not in (CplSolver.solve, CplPricingRule.solve):
+        return None  # a subclass solves its own way: evaluate what it does, one by one
+    if isinstance(subject, CplSolver) and subject.method == "bisection" \
+            and not dict(subject.options):
+        return "solver", cpl.solve_batch
+    if isinstance(subject, CplPricingRule) and isinstance(subject.rule, str) \
+            and subject.rule in _POSTED:
+        shape = _POSTED[subject.rule]
+        return "pricing", lambda g: cpl.posted_pricing_batch(g, shape(g)).prices
+    return None
+
+
+def _interior_b(g, q):
+    return (q > g.q_min[:, None] * (1 + 1e-9)) & (q < g.q_max * (1 - 1e-9))
+
+
+def _cpl_se(kind, solve, g):
+    eq = solve(g)
+    resid = np.max(np.abs(cpl.best_response(g, eq.prices) - eq.q) / eq.q, axis=1)
+    slack_gap = np.max(np.abs(eq.q - g.q_max), axis=1)
+    inner = _interior_b(g, eq.q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(eq.slack, 1.0, 1.0 / eq.multiplier)[:, None]
+        share = 4 * g.c * eq.q**3 / g.K + g.v
+        kkt = np.max(np.where(inner, np.abs(share - mu), 0.0), axis=1) / mu[:, 0]
+        alt = g.K / (2 * eq.q**2) * (mu - 3 * g.v)
+        scale = 1.0 + np.max(np.abs(eq.prices), axis=1)
+        price = np.max(np.where(inner, np.abs(alt - eq.prices), 0.0), axis=1) / scale
+    binding = np.maximum.reduce([kkt, price, eq.budget_residual])
+    worst = np.maximum(resid, np.where(eq.slack, slack_gap, binding))
+    finite = (np.isfinite(eq.prices).all(axis=1) & np.isfinite(eq.q).all(axis=1)
+              & (eq.slack | (np.isfinite(eq.multiplier) & (eq.multiplier > 0))))
+    return np.where(finite, _excess_b(worst, 1e-7), np.inf), np.ones(g.size, bool)
+
+
+def _cpl_signs(interior_only):
+    def evaluate(kind, solve, g):
+        eq = solve(g)
+        vt = eq.v_threshold[:, None]
+        with np.errstate(invalid="ignore"):
+            sel = np.abs(g.v - vt) > 1e-6 * vt
+        P = eq.prices
+        sel &= np.abs(P) > 1e-9 * (1 + np.abs(P).max(axis=1, keepdims=True))
+        if interior_only:
+            sel &= _interior_b(g, eq.q)
+        count = np.sum(sel & ((P > 0) != (g.v < vt)), axis=1).astype(float)
+        # NaN is a failure: non-finite prices or threshold (binding budgets only)
+        broken = ~(np.isfinite(P).all(axis=1) & np.isfinite(eq.v_threshold)
+                   & (eq.v_threshold > 0))
+        # discriminating: some client's sign was tested (away from the threshold, nonzero
+        # price, interior where required)
+        return (np.where(eq.slack, 0.0, np.where(broken, np.inf, count)), ~eq.slack,
+                sel.any(axis=1))
+
+    return evaluate
+
+
+def _cpl_threshold_formula(kind, solve, g):
+    """:func:`threshold_formula` over a batch (the same statement)."""
+    eq = solve(g)
+    vt, lam, P, q = eq.v_threshold, eq.multiplier, eq.prices, eq.q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = _interior_b(g, q)
+        implied = g.v + 2.0 * q**2 * P / (3.0 * g.K)
+        off = np.max(np.where(inner, np.abs(implied - vt[:, None]), 0.0), axis=1) / vt
+        worst = np.maximum(np.abs(vt * 3.0 * lam - 1.0), off)
+    finite = (np.isfinite(P).all(axis=1) & np.isfinite(q).all(axis=1) & np.isfinite(vt)
+              & (vt > 0) & np.isfinite(lam) & (lam > 0))
+    amount = np.where(finite, _excess_b(worst, 1e-7), np.inf)
+    return np.where(eq.slack, 0.0, amount), ~eq.slack, ~eq.slack & inner.any(axis=1)
+
+
+def _cpl_beats(floor_precondition):
+    def evaluate(kind, solve, g):
+        positive = g.budget > 0
+        safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
+                             g.alpha, g.R, g.q_min)
+        worst = np.full(g.size, -np.inf)
+        compared = np.zeros(g.size, bool)
+        eq = solve(safe)
+        # the bound the prices buy, recomputed from the best responses (as the scalar check)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            bound = safe.bound(cpl.best_response(safe, eq.prices))
+        bound = np.where(np.isfinite(eq.prices).all(axis=1), bound, np.nan)
+        for shape in (np.ones_like(g.a), g.a):
+            base = cpl.posted_pricing_batch(safe, shape)
+            use = positive.copy()
+            if floor_precondition:
+                use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):  # as _relative_gap
+                gap = (bound - base.objective) / np.maximum(
+                    base.objective, BOUND_FLOOR * safe.K.sum(axis=1))
+            worst = np.where(use, np.maximum(worst, gap), worst)
+            compared |= use
+        return np.where(compared, _excess_b(worst, 1e-9), 0.0), compared
+
+    return evaluate
+
+
+def _cpl_budget(kind, solve, g):
+    # the spend recomputed from the prices and the clients' best responses, for solvers too
+    P = solve(g).prices if kind == "solver" else solve(g)
+    with np.errstate(invalid="ignore"):
+        spent = np.sum(P * cpl.best_response(g, P), axis=1)
+    return (_excess_b((spent - g.budget) / np.maximum(1.0, np.abs(g.budget)), 1e-9),
+            np.ones(g.size, bool))
+
+
+def _excess_b(x, tol):
+    """:func:`proofs.core.excess` elementwise (NaN is a failure: inf)."""
+    out = np.maximum(0.0, x - tol)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def _bulk(fn, kinds):
+    """A Property's ``batch`` hook: ``subject -> (GameBatch -> arrays)`` for the subjects
+    evaluated in bulk (of a kind in ``kinds``), None for the others (one by one)."""
+    def for_subject(subject):
+        found = _cpl_batch_subject(subject)
+        if found is None or found[0] not in kinds:
+            return None
+        kind, solve = found
+        return lambda games: fn(kind, solve, games)
+
+    return for_subject
+
+
 CPL_PROPERTIES = {
     p.key: dataclasses.replace(p, clients=p.instances.clients)
     for p in [
@@ -198,38 +313,42 @@ CPL_PROPERTIES = {
                  "4 c q^3/K + v = 1/lambda* (interior); P = (K/2q^2)(1/lambda* - 3v); "
                  "q(P^SE) = q^SE; budget binds or q = q_max", "Lemma, SE",
                  "feasible budget", "cpl", _games(large_v=True, budget="any"),
-                 se_identities, needs="solver",
+                 se_identities, needs="solver", batch=_bulk(_cpl_se, ("solver",)),
                  note="it reads the budget multiplier lambda* of the equilibrium"),
         Property("cpl_threshold", "Price-sign threshold theorem",
                  "P_n > 0 iff v_n < v^t = 1/(3 lambda*)", "threshold theorem",
                  "interior clients (q_min < q_n < q_max_n)", "cpl",
                  _games(large_v=True), threshold_interior, needs="solver",
+                 batch=_bulk(_cpl_signs(True), ("solver",)),
                  note="it reads the threshold v^t = 1/(3 lambda*) of the equilibrium"),
         Property("cpl_threshold_all", "Price-sign threshold theorem, clipped clients too",
                  "P_n > 0 iff v_n < v^t = 1/(3 lambda*)",
                  "threshold theorem (precondition dropped)", "every client", "cpl",
                  _games(large_v=True), threshold_all, needs="solver",
+                 batch=_bulk(_cpl_signs(False), ("solver",)),
                  note="it reads the threshold v^t = 1/(3 lambda*) of the equilibrium; a client "
                       "pinned at q_max can pay (P < 0) with v_n < v^t"),
         Property("cpl_threshold_formula", "Threshold formula",
                  "v^t = 1/(3 lambda*) = v_n + 2 q_n^2 P_n / (3 K_n) for every interior client",
                  "threshold theorem (formula)", "binding budget", "cpl", _games(large_v=True),
                  threshold_formula, needs="solver",
+                 batch=_bulk(_cpl_threshold_formula, ("solver",)),
                  note="it reads the multiplier lambda* and the threshold v^t of the "
                       "equilibrium"),
         Property("cpl_beats_baselines", "Equilibrium beats uniform and weighted pricing",
                  "bound(q^SE) <= bound(q^baseline) at the same budget", "Sec. VI claim",
                  "B > 0; the baseline leaves no client on the q_min floor", "cpl",
                  _games(positive_budget=True, baselines_off_floor=True),
-                 beats_baselines),
+                 beats_baselines, batch=_bulk(_cpl_beats(True), ("solver",))),
         Property("cpl_beats_baselines_any", "Equilibrium beats baselines, floor allowed",
                  "bound(q^SE) <= bound(q^baseline) at the same budget",
                  "Sec. VI claim (precondition dropped)", "B > 0", "cpl",
                  _games(positive_budget=True), beats_baselines_any,
+                 batch=_bulk(_cpl_beats(False), ("solver",)),
                  note="a floor client is paid less than P(q_min) by the baseline"),
         Property("cpl_budget_feasible", "Within budget",
                  "sum_n P_n q_n(P) <= B with the clients' best responses q_n(P)", "P1 budget",
                  "B > 0", "cpl", _games(positive_budget=True, budget="any"),
-                 budget_feasible),
+                 budget_feasible, batch=_bulk(_cpl_budget, ("solver", "pricing"))),
     ]
 }

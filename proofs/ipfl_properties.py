@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 
-from .checker import Property, excess
+from .core import Property, excess
 from .regret import Misreport, regret_search
 from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from mechanisms import cpl, ipfl
 
-from .checker import CheckerInputError, Property
+from .contract import contract_check
+from .core import CATALOGUE, CheckerInputError, Property, registered
 from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 
-PROPERTIES = {**IPFL_PROPERTIES, **CPL_PROPERTIES}
+# the catalogue of proofs.core is the registry: the engines, reports and pickles read it
+# there without importing this module (which imports every property module)
+PROPERTIES = CATALOGUE["property"]
+PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -68,7 +72,8 @@ _REFERENCE_EXTRA = {
 # which selects with local), CPL's threshold formula for the solver; each holds at 10^4
 # effective examples with the batch engine (seed 0) and rejects a known-bad variant
 # (tests/test_checker_identities.py).
-SUBJECTS = {
+SUBJECTS = CATALOGUE["subject"]
+SUBJECTS.update({
     "box2": IpflMechanism("box2", "box2", declares={
         **_IPFL_COMMON, "local_optimality": False, "global_optimality": False, "thm2": True,
         "greedy_tie_rule": True}),
@@ -89,18 +94,7 @@ SUBJECTS = {
         "cpl_budget_feasible": True, "cpl_threshold_formula": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True})
        for rule in cpl.PRICING_RULES},
-}
-
-
-def registered(kind: str, name: str):
-    """The built-in ``"property"`` or ``"subject"`` of that name: how both pickle (a report
-    checked in a worker process comes back naming the very objects of this registry)."""
-    table = {"property": PROPERTIES, "subject": SUBJECTS}.get(kind)
-    if table is None:
-        raise CheckerInputError("kind", f"is {kind!r}; allowed: 'property', 'subject'")
-    if name not in table:
-        raise CheckerInputError(kind, f"unknown {name!r}; choose from {list(table)}")
-    return table[name]
+})
 
 
 def check_declared(subject, key, **kwargs):
@@ -110,8 +104,6 @@ def check_declared(subject, key, **kwargs):
 
     ``key``: a property key from ``subject.declares`` (built-in), or your own
     :class:`~proofs.Property` whose key the subject declares."""
-    from .contract import contract_check
-
     prop = key if isinstance(key, Property) else PROPERTIES.get(key)
     pkey = prop.key if prop is not None else key
     if prop is None:

@@ -6,14 +6,17 @@ valid market. Used by the test suite and by the property checker.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from hypothesis import strategies as st
 
-from mechanisms import ipfl
+from mechanisms import cpl, ipfl
 
 __all__ = [
     "CPL_FLOOR_RTOL",
     "MAX_CLIENTS",
+    "CplCase",
     "cpl_games",
     "distance_matrices",
     "ipfl_instances",
@@ -187,3 +190,26 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
         top = max(hi, lo)  # hi, unless baselines_off_floor found no binding budget
         B = top + frac * (abs(top) + 1.0)
     return game.replace(budget=B)
+
+
+def _arr(a) -> str:
+    return "[" + ", ".join(repr(float(v)) for v in np.ravel(a)) + "]"
+
+
+@dataclass(frozen=True, eq=False)
+class CplCase:
+    """A CPL game (and, for some properties, extra data drawn with it)."""
+
+    game: cpl.Game
+    extra: tuple = ()
+
+    def code(self) -> str:
+        g = self.game
+        s = (f"game = cpl.Game(a={_arr(g.a)}, G={_arr(g.G)}, c={_arr(g.c)}, v={_arr(g.v)}, "
+             f"budget={g.budget!r}, alpha={g.alpha!r}, R={g.R!r}, q_min={g.q_min!r}, "
+             f"q_max={_arr(g.q_max)})")
+        return s + (f"\ncase = CplCase(game, {self.extra!r})" if self.extra
+                    else "\ncase = CplCase(game)")
+
+    def __repr__(self):
+        return self.code()

@@ -12,6 +12,8 @@ from typing import ClassVar
 from mechanisms import cpl, ipfl
 from mechanisms.errors import MarketInputError
 
+from .core import is_builtin, registered
+
 __all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "Settlement", "subject_from"]
 
 Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
@@ -31,9 +33,7 @@ class _Registered:
     subject pickles field by field (its rules must then be importable functions)."""
 
     def __reduce_ex__(self, protocol):
-        from .registry import SUBJECTS, registered
-
-        if SUBJECTS.get(self.name) is self:
+        if is_builtin(self):
             return registered, ("subject", self.name)
         return super().__reduce_ex__(protocol)
 
