@@ -147,22 +147,25 @@ def test_a_property_without_a_sampler_falls_back_to_hypothesis_and_says_so():
 def test_numpy_draws_have_the_strategies_shape(key):
     """The batch sampler of a property draws instances shaped like its Hypothesis strategy
     (client count range, who lies, misreport factor, permutation), so both engines check
-    the same statement."""
-    from hypothesis import HealthCheck, given, settings
+    the same statement. Derandomised in every profile: both engines reach both ends of the
+    client-count range (Hypothesis by a search for each end, numpy by its size law)."""
+    from hypothesis import HealthCheck, Phase, find, given, settings
 
     spec = IPFL_SPECS[key]
     # the range the reports show is the range both engines draw
     assert PROPERTIES[key].clients == (spec.min_m, spec.max_m)
     seen = []
+    fixed = settings(max_examples=25, database=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck))
 
-    @settings(max_examples=25, database=None, suppress_health_check=list(HealthCheck))
+    @fixed
     @given(PROPERTIES[key].instances())
     def collect(case):
         seen.append(case)
 
     collect()
-    drawn = [c for d in IpflSampler(spec).draw(np.random.default_rng(0), 200)
-             for c in IpflSampler(spec).cases(d)]
+    sampler = IpflSampler(spec)
+    drawn = [c for d in sampler.draw(np.random.default_rng(0), 200) for c in sampler.cases(d)]
     for group in (seen, drawn):
         assert spec.min_m <= min(c.market.m for c in group)
         assert max(c.market.m for c in group) <= spec.max_m
@@ -171,7 +174,14 @@ def test_numpy_draws_have_the_strategies_shape(key):
         assert {c.perm is None for c in group} == {not spec.perm}
         negative = any((c.D < 0).any() for c in group)
         assert negative == spec.negative or (not negative and group is seen)
-    assert max(c.market.m for c in drawn) == max(c.market.m for c in seen) or len(seen) < 25
+    # both ends of the range: numpy gives every count in it a positive probability, and the
+    # Hypothesis strategy draws a market of exactly min_m and of exactly max_m clients
+    ms, p = sampler.sizes()
+    assert list(ms) == list(range(spec.min_m, spec.max_m + 1)) and (p > 0).all()
+    search = settings(fixed, max_examples=1000, phases=[Phase.generate])  # no shrinking
+    for end in (spec.min_m, spec.max_m):
+        assert find(PROPERTIES[key].instances(), lambda c, end=end: c.market.m == end,
+                    settings=search).market.m == end
 
 
 def test_batch_engine_is_reproducible():

@@ -65,7 +65,8 @@ def test_game_batch_round_trips_and_rejects_mixed_sizes():
 
 @pytest.mark.parametrize("key", sorted(CPL_SPECS))
 def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):
-    """The bulk evaluation of each CPL property (proofs.batch) gives, on every draw, the
+    """The bulk evaluation of each CPL property (its Property.batch hook in
+    proofs.cpl_properties) gives, on every draw, the
     same violation and the same effective flag as the scalar property on the subject."""
     from proofs import PROPERTIES, SUBJECTS
     from proofs.batch import vectorised
