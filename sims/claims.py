@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import cpl_per_seed
+from .comparison import cpl_per_seed, roles_per_seed
 from .results import write_atomic
 from .stats import ACC, DACC, ci95, t_half_width
 
@@ -503,17 +503,10 @@ def _fig5(frames, cfgs) -> list[Claim]:
              "buyers pay and sellers earn (Fig. 5, 12 clients, 20 rounds)")
     df = frames.get("inclusive-market")
     if df is not None and not df.empty:
-        for mech, g in df.groupby("mechanism"):
-            per = g.groupby(["seed", "client", "role"], as_index=False).agg(
-                utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
-            by = per.groupby("seed")
-            att = by.apply(lambda x: x[x.role == "attacker"].earned.sum(), include_groups=False)
-            hmin = by.apply(lambda x: x[x.role != "attacker"].utility.min(),
-                            include_groups=False)
-            buy = by.apply(lambda x: (x[x.role == "buyer"].paid - x[x.role == "buyer"].earned)
-                           .mean(), include_groups=False)
-            sell = by.apply(lambda x: (x[x.role == "seller"].earned - x[x.role == "seller"]
-                                       .paid).mean(), include_groups=False)
+        for mech, r in roles_per_seed(df).groupby("mechanism", sort=True):
+            g = df[df.mechanism == mech]
+            att, hmin = r.attacker_earned, r.min_honest_utility
+            buy, sell = r.buyer_net_payment, r.seller_net_income
             tests = [Test("attacker's earnings", att, *_m("fig5 attacker"), 2),
                      Test("smallest honest utility", hmin, *_m("fig5 honest"), 2),
                      Test("buyers' net payment", buy, *_m("fig5 buyers"), 2),

@@ -23,7 +23,8 @@ import pandas as pd
 
 from .stats import ci95
 
-__all__ = ["CPL_BOUNDS", "CPL_METRICS", "IR_TOL", "MARKET_METRICS", "ROLE_METRICS", "cpl_per_seed",
+__all__ = ["CPL_BOUNDS", "CPL_METRICS", "IR_TOL", "MARKET_METRICS", "NET_METRICS",
+           "ROLE_METRICS", "cpl_per_seed",
            "intervals", "ir_failures", "market_per_seed", "readable", "roles_per_seed"]
 
 IR_TOL = 1e-9  # a utility below -IR_TOL * max(1, |gain|) is a failure of IR (float rounding)
@@ -126,21 +127,38 @@ ROLE_METRICS = {
 }
 
 
+NET_METRICS = {
+    "buyer_net_payment": "mean over buyers of what a buyer paid minus what it earned",
+    "seller_net_income": "mean over sellers of what a seller earned minus what it paid",
+}  # computed beside ROLE_METRICS (the reproduction's Fig. 5 tests); not in the report's table
+
+
 def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     """One row per (``keys``, seed) of the inclusive market: the metrics of
-    :data:`ROLE_METRICS` from each client's cumulative utility and earnings (NaN for a role
-    the market lacks)."""
+    :data:`ROLE_METRICS` and :data:`NET_METRICS` from each client's cumulative utility,
+    earnings and payments (NaN for a role the market lacks).
+
+    >>> f = pd.DataFrame({"mechanism": "m", "seed": 0, "client": [0, 1, 2],
+    ...                   "role": ["attacker", "buyer", "seller"], "utility": [0.0, 2.0, 1.0],
+    ...                   "earned": [0.0, 0.5, 3.0], "paid": [0.0, 3.0, 0.5]})
+    >>> r = roles_per_seed(f).iloc[0]
+    >>> float(r.min_honest_utility), float(r.buyer_net_payment), float(r.seller_net_income)
+    (1.0, 2.5, 2.5)
+    """
     keys = _keys(df, keys)
     cell = [*keys, "seed"]
     per = df.groupby([*cell, "client", "role"], observed=True, as_index=False).agg(
-        utility=("utility", "sum"), earned=("earned", "sum"))
+        utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
     rows = []
     for k, g in per.groupby(cell, observed=True, sort=True):
+        buyers, sellers = g[g.role == "buyer"], g[g.role == "seller"]
         rows.append({**dict(zip(cell, k, strict=True)),
                      "attacker_earned": g[g.role == "attacker"].earned.sum(),
                      "min_honest_utility": g[g.role != "attacker"].utility.min(),
                      **{f"mean_{r}_utility": g[g.role == r].utility.mean()
-                        for r in ("trader", "buyer", "seller")}})
+                        for r in ("trader", "buyer", "seller")},
+                     "buyer_net_payment": (buyers.paid - buyers.earned).mean(),
+                     "seller_net_income": (sellers.earned - sellers.paid).mean()})
     return pd.DataFrame(rows)
 
 
