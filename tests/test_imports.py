@@ -183,3 +183,16 @@ def test_no_import_circle_among_the_proofs_modules():
 
 def test_the_one_circle_left_is_batch_and_ipfl_properties():
     assert proofs_circles() == [{"proofs.batch", "proofs.ipfl_properties"}]
+
+
+def test_no_import_circle_among_the_sims_modules_and_one_interval():
+    """sims has no circle (at any depth: function-level imports count), and the seed-level
+    interval has one home, sims.stats, which the verdicts, the report's tables, the ranking
+    and the plots import and which imports no sims module."""
+    graph = import_graph("sims", sources("sims"))
+    assert graph["sims.claims"] >= {"sims.stats", "sims.comparison"}  # the graph is read
+    assert circles(graph) == []
+    assert graph["sims.stats"] == set()
+    for user in ("claims", "comparison", "report", "ranking", "plots"):
+        assert "sims.stats" in graph[f"sims.{user}"], user
+    assert "sims.claims" not in graph["sims.comparison"]
