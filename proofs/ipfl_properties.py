@@ -23,6 +23,7 @@ __all__ = [
     "IpflCase",
     "best_misreport",
     "budget_side",
+    "operator_balance",
     "tiny_markets",
 ]
 
@@ -210,11 +211,19 @@ def no_deficit(subject, case):
     return excess(-float(s.payments.sum()), _TOL * _scale(s))
 
 
-def budget_side(subject, case) -> str:
-    """"deficit" (sum p < 0: the operator pays), "surplus" (sum p > 0) or "balanced"."""
+def operator_balance(subject, case) -> tuple[str, float]:
+    """(side, amount) of the operator's balance on ``case``: amount = sum_i p_i, signed
+    (positive a surplus it keeps, negative a deficit it pays), and side "deficit", "surplus"
+    or "balanced" (|amount| within float rounding of the market's scale)."""
     s = _settle(subject, case)
     total, tol = float(s.payments.sum()), _TOL * _scale(s)
-    return "deficit" if total < -tol else "surplus" if total > tol else "balanced"
+    return ("deficit" if total < -tol else "surplus" if total > tol else "balanced"), total
+
+
+def budget_side(subject, case) -> str:
+    """"deficit" (sum p < 0: the operator pays), "surplus" (sum p > 0) or "balanced"
+    (the side of :func:`operator_balance`)."""
+    return operator_balance(subject, case)[0]
 
 
 # ------------------------------------------------------------- accounting and the rules' own facts

@@ -252,7 +252,8 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
              "'inconclusive' = fewer effective examples than the budget (a rule of your own "
              "not written over arrays is cleared market by market and may stop at the time "
              "limit); 'fails' = the checker found one (budget: deficit or "
-             "surplus; incentives: the largest regret the full misreport search of "
+             "surplus and the operator's signed balance sum_i p_i on the counterexample, "
+             "negative a deficit; incentives: the largest regret the full misreport search of "
              "proofs.regret finds on the counterexample, the figure the details describe; a "
              "lower bound on the worst case). 'not checked' rows say why in the details.")
     wide = table.assign(v=[cell(r) for r in table.itertuples()]).pivot(

@@ -6,8 +6,9 @@ included) the checker runs the budget, participation and incentive properties; f
 pricing rule, the budget and the comparison with the baselines, with the batch engine
 (numpy draws evaluated in bulk) at :data:`EXAMPLES` effective examples per cell by default.
 Each row: the verdict ("holds"; "counterexample", for budget balance with whether it is a
-deficit or a surplus; "inconclusive" when fewer effective examples than the budget were
-checked, never "holds"; "vacuous"), the engine, how many markets were drawn, checked and
+deficit or a surplus and the signed amount, the operator's sum_i p_i on the counterexample;
+"inconclusive" when fewer effective examples than the budget were checked, never "holds";
+"vacuous"), the engine, how many markets were drawn, checked and
 discriminating, and for the incentive properties the regret: the largest gain the full
 misreport search finds on the counterexample, the same number the detail describes.
 """
@@ -49,7 +50,7 @@ def ipfl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
     """One row per (mechanism, property). ``mechanisms``: canonical names
     ("selection+payments+prices", see :func:`sims.scenarios.parse_ipfl_mechanism`)."""
     from proofs import PROPERTIES, IpflMechanism, check
-    from proofs.ipfl_properties import best_misreport, budget_side
+    from proofs.ipfl_properties import best_misreport, operator_balance
 
     from .scenarios import parse_ipfl_mechanism
 
@@ -69,7 +70,8 @@ def ipfl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
             detail, regret = "", None
             ce = report.counterexample
             if ce is not None and key in ("budget_balance", "no_deficit"):
-                detail = budget_side(subject, ce.instance)
+                side, amount = operator_balance(subject, ce.instance)
+                detail = f"{side} {amount:+.4g}"  # the operator's sum_i p_i, signed
             dim = getattr(prop.violation, "dimension", None)
             if ce is not None and dim is not None:
                 # the figure and the detail come from one search: the largest gain the full

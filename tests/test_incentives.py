@@ -8,7 +8,7 @@ import pytest
 
 from mechanisms import ipfl
 from proofs import PROPERTIES, SUBJECTS, IpflMechanism, check
-from proofs.ipfl_properties import IpflCase, best_misreport, budget_side
+from proofs.ipfl_properties import IpflCase, best_misreport, budget_side, operator_balance
 from proofs.regret import misreport, regret_search
 
 BUDGET = 40
@@ -112,6 +112,24 @@ def test_budget_verdict_says_deficit_or_surplus():
     assert budget_side(SUBJECTS["local"], case) == "balanced"
     skim = IpflMechanism("skim", "local", payments=lambda market, A, D: np.full(market.m, 0.5))
     assert budget_side(skim, case) == "surplus"
+    # the signed amount, sum_i p_i: the operator pays VCG's deficit, keeps the skim's 2 x 0.5
+    side, amount = operator_balance(SUBJECTS["vcg"], case)
+    assert side == "deficit" and amount < 0
+    assert operator_balance(SUBJECTS["local"], case) == ("balanced", 0.0)
+    assert operator_balance(skim, case) == ("surplus", pytest.approx(1.0))
+
+
+def test_the_reports_budget_verdict_gives_the_signed_amount():
+    """The report's budget cell names the side and the operator's sum_i p_i on the
+    counterexample, the number operator_balance gives for that market."""
+    import re
+
+    from sims.verdicts import ipfl_verdicts
+
+    row = ipfl_verdicts(["exact+vcg"], examples=50, keys=("no_deficit",)).iloc[0]
+    assert row.verdict == "counterexample"
+    m = re.fullmatch(r"deficit (-\S+)", row.detail)
+    assert m and float(m.group(1)) < 0, row.detail
 
 
 def test_best_misreport_stops_early_but_full_search_finds_more():
