@@ -518,13 +518,9 @@ def _fig5(frames, cfgs) -> list[Claim]:
                 setup_of(g, cfgs), tests))
     df = frames.get("fig5-learning")
     if df is not None and not df.empty:
-        per = df.groupby(["seed", "client", "role"], as_index=False).agg(
-            utility=("utility", "sum"), payment=("payment", "sum"), sold=("n_sold", "sum"))
-        by = per.groupby("seed")
-        att_sold = by.apply(lambda x: x[x.role == "attacker"].sold.sum(), include_groups=False)
-        hmin = by.apply(lambda x: x[x.role != "attacker"].utility.min(), include_groups=False)
-        buy = by.apply(lambda x: x[x.role == "buyer"].payment.mean(), include_groups=False)
-        sell = by.apply(lambda x: -x[x.role == "seller"].payment.mean(), include_groups=False)
+        r = roles_per_seed(df, keys=())  # every cell of the scenario, per seed
+        att_sold, hmin = r.attacker_models_sold, r.min_honest_utility
+        buy, sell = r.buyer_net_payment, r.seller_net_income
         tests = [Test("models sold by the attacker", att_sold, *_m("fig5 attacker"), 1),
                  Test("smallest honest utility", hmin, *_m("fig5 honest"), 2),
                  Test("buyers' payment", buy, *_m("fig5 buyers"), 2),

@@ -23,9 +23,20 @@ import pandas as pd
 
 from .stats import ci95
 
-__all__ = ["CPL_BOUNDS", "CPL_METRICS", "IR_TOL", "MARKET_METRICS", "NET_METRICS",
-           "ROLE_METRICS", "cpl_per_seed",
-           "intervals", "ir_failures", "market_per_seed", "readable", "roles_per_seed"]
+__all__ = [
+    "CPL_BOUNDS",
+    "CPL_METRICS",
+    "FIG5_METRICS",
+    "IR_TOL",
+    "MARKET_METRICS",
+    "ROLE_METRICS",
+    "cpl_per_seed",
+    "intervals",
+    "ir_failures",
+    "market_per_seed",
+    "readable",
+    "roles_per_seed",
+]
 
 IR_TOL = 1e-9  # a utility below -IR_TOL * max(1, |gain|) is a failure of IR (float rounding)
 
@@ -127,16 +138,19 @@ ROLE_METRICS = {
 }
 
 
-NET_METRICS = {
-    "buyer_net_payment": "mean over buyers of what a buyer paid minus what it earned",
-    "seller_net_income": "mean over sellers of what a seller earned minus what it paid",
-}  # computed beside ROLE_METRICS (the reproduction's Fig. 5 tests); not in the report's table
+FIG5_METRICS = {
+    "buyer_net_payment": "mean over buyers of a buyer's net payment (paid minus earned)",
+    "seller_net_income": "mean over sellers of a seller's net income (earned minus paid)",
+    "attacker_models_sold": "models the attackers sold, summed over rounds",
+}  # computed beside ROLE_METRICS for the reproduction's Fig. 5 tests; not in the report's table
 
 
 def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
-    """One row per (``keys``, seed) of the inclusive market: the metrics of
-    :data:`ROLE_METRICS` and :data:`NET_METRICS` from each client's cumulative utility,
-    earnings and payments (NaN for a role the market lacks).
+    """One row per (``keys``, seed) of an inclusive market (mechanism level or with
+    training): the metrics of :data:`ROLE_METRICS` and :data:`FIG5_METRICS` from each
+    client's cumulative utility, earnings, payments and models sold (NaN for a role the
+    market lacks or a column its frame lacks). A client's net payment is ``paid - earned``
+    where the frame has both (the mechanism-level market), else its signed ``payment``.
 
     >>> f = pd.DataFrame({"mechanism": "m", "seed": 0, "client": [0, 1, 2],
     ...                   "role": ["attacker", "buyer", "seller"], "utility": [0.0, 2.0, 1.0],
@@ -144,21 +158,33 @@ def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     >>> r = roles_per_seed(f).iloc[0]
     >>> float(r.min_honest_utility), float(r.buyer_net_payment), float(r.seller_net_income)
     (1.0, 2.5, 2.5)
+    >>> g = f.drop(columns=["earned", "paid"]).assign(payment=[0.0, 2.5, -2.5],
+    ...                                              n_sold=[1, 0, 2])
+    >>> r = roles_per_seed(g, keys=()).iloc[0]
+    >>> float(r.buyer_net_payment), float(r.seller_net_income), int(r.attacker_models_sold)
+    (2.5, 2.5, 1)
     """
     keys = _keys(df, keys)
     cell = [*keys, "seed"]
-    per = df.groupby([*cell, "client", "role"], observed=True, as_index=False).agg(
-        utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
+    sums = {c: (c, "sum") for c in ("utility", "earned", "paid", "payment", "n_sold")
+            if c in df.columns}
+    per = df.groupby([*cell, "client", "role"], observed=True, as_index=False).agg(**sums)
+    if {"paid", "earned"} <= set(per.columns):
+        per["net"] = per.paid - per.earned
+    elif "payment" in per:
+        per["net"] = per.payment
     rows = []
     for k, g in per.groupby(cell, observed=True, sort=True):
+        att, honest = g[g.role == "attacker"], g[g.role != "attacker"]
         buyers, sellers = g[g.role == "buyer"], g[g.role == "seller"]
         rows.append({**dict(zip(cell, k, strict=True)),
-                     "attacker_earned": g[g.role == "attacker"].earned.sum(),
-                     "min_honest_utility": g[g.role != "attacker"].utility.min(),
+                     "attacker_earned": att.earned.sum() if "earned" in g else np.nan,
+                     "min_honest_utility": honest.utility.min(),
                      **{f"mean_{r}_utility": g[g.role == r].utility.mean()
                         for r in ("trader", "buyer", "seller")},
-                     "buyer_net_payment": (buyers.paid - buyers.earned).mean(),
-                     "seller_net_income": (sellers.earned - sellers.paid).mean()})
+                     "buyer_net_payment": buyers.net.mean() if "net" in g else np.nan,
+                     "seller_net_income": -sellers.net.mean() if "net" in g else np.nan,
+                     "attacker_models_sold": att.n_sold.sum() if "n_sold" in g else np.nan})
     return pd.DataFrame(rows)
 
 
