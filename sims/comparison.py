@@ -24,12 +24,14 @@ import pandas as pd
 from .stats import ci95
 
 __all__ = [
+    "CLIENT_SUMS",
     "CPL_BOUNDS",
     "CPL_METRICS",
     "FIG5_METRICS",
     "IR_TOL",
     "MARKET_METRICS",
     "ROLE_METRICS",
+    "client_totals",
     "cpl_per_seed",
     "intervals",
     "ir_failures",
@@ -145,6 +147,18 @@ FIG5_METRICS = {
 }  # computed beside ROLE_METRICS for the reproduction's Fig. 5 tests; not in the report's table
 
 
+CLIENT_SUMS = ("utility", "earned", "paid", "payment", "n_sold")
+
+
+def client_totals(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
+    """One row per (``keys``, seed, client, role) of an inclusive market: the client's
+    columns of :data:`CLIENT_SUMS` the frame has, summed over rounds (its cumulative
+    utility, earnings, payments and models sold)."""
+    sums = {c: (c, "sum") for c in CLIENT_SUMS if c in df.columns}
+    return df.groupby([*_keys(df, keys), "seed", "client", "role"], observed=True,
+                      as_index=False).agg(**sums)
+
+
 def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     """One row per (``keys``, seed) of an inclusive market (mechanism level or with
     training): the metrics of :data:`ROLE_METRICS` and :data:`FIG5_METRICS` from each
@@ -164,11 +178,8 @@ def roles_per_seed(df: pd.DataFrame, keys=("mechanism",)) -> pd.DataFrame:
     >>> float(r.buyer_net_payment), float(r.seller_net_income), int(r.attacker_models_sold)
     (2.5, 2.5, 1)
     """
-    keys = _keys(df, keys)
-    cell = [*keys, "seed"]
-    sums = {c: (c, "sum") for c in ("utility", "earned", "paid", "payment", "n_sold")
-            if c in df.columns}
-    per = df.groupby([*cell, "client", "role"], observed=True, as_index=False).agg(**sums)
+    cell = [*_keys(df, keys), "seed"]
+    per = client_totals(df, keys)
     if {"paid", "earned"} <= set(per.columns):
         per["net"] = per.paid - per.earned
     elif "payment" in per:

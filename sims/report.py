@@ -140,6 +140,7 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
         IR_TOL,
         MARKET_METRICS,
         ROLE_METRICS,
+        client_totals,
         intervals,
         ir_failures,
         market_per_seed,
@@ -190,8 +191,7 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
     roles = roles_per_seed(df, keys)
     doc.heading("By role", level=3)
     doc.table(readable(intervals(roles, keys, list(ROLE_METRICS)), keys), "inclusive_summary")
-    per = df.groupby([*keys, "seed", "client", "role"], observed=True, as_index=False).agg(
-        utility=("utility", "sum"), earned=("earned", "sum"), paid=("paid", "sum"))
+    per = client_totals(df, keys)
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(mechs)))
     plot_utility_boxes(per, ax=ax)
     doc.figure(fig, "utility_boxplot", "Per-client cumulative utility, by mechanism "
