@@ -65,9 +65,9 @@ def test_game_batch_round_trips_and_rejects_mixed_sizes():
 
 @pytest.mark.parametrize("key", sorted(CPL_SPECS))
 def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):
-    """The bulk evaluation of each CPL property (its Property.batch hook in
-    proofs.cpl_properties) gives, on every draw, the
-    same violation and the same effective flag as the scalar property on the subject."""
+    """Each CPL property is one check (proofs.cpl_properties): on the whole batch solved by
+    the bulk code (cpl.solve_batch, posted_pricing_batch) it gives, on every draw, the same
+    violation and effective flag as on that game alone solved by the subject's own solve."""
     from proofs import PROPERTIES, SUBJECTS
     from proofs.batch import vectorised
     from proofs.checker import evaluate_instance
