@@ -110,9 +110,14 @@ MUTANTS: tuple[Mutant, ...] = (
            "greedy < as <="),
     Mutant("greedy_off_by_one", "mechanisms/ipfl/selection.py", "for k in range(last):",
            "for k in range(last - 1):", "ipfl", _IPFL_TESTS, "greedy skips the last seller"),
+    # greedy_extra_seller: the first seller of every scanned row is taken whatever its
+    # threshold. Its former text, ``Sc[k] & ((n + Nc[k] < Tc[k]) | (k == 0))``, became an
+    # equivalent of greedy_lt_as_le at k = 0 with 577ead5: the scan visits only sellers with
+    # T > 0 (Sc), and every such T >= N_j (the threshold's floor), so the forced take
+    # differed from the original only where N_j == T_ij exactly (never drawn; it survived).
     Mutant("greedy_extra_seller", "mechanisms/ipfl/selection.py",
            "take = active & Sc[k] & (n + Nc[k] < Tc[k])",
-           "take = active & Sc[k] & ((n + Nc[k] < Tc[k]) | (k == 0))", "ipfl",
+           "take = active & ((Sc[k] & (n + Nc[k] < Tc[k])) | (k == 0))", "ipfl",
            _IPFL_TESTS, "greedy always takes one extra seller"),
     Mutant("greedy_ascending", "mechanisms/ipfl/selection.py",
            'order = np.argsort(-Tt, axis=-1, kind="stable")',

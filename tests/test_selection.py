@@ -248,3 +248,27 @@ def test_greedy_scan_of_the_top_thresholds_equals_the_full_scan(rule, top, monke
     assert np.array_equal(fn(T, N), full)
     for k in range(len(T)):
         assert np.array_equal(fn(T[k], N[k]), full[k])
+
+
+@pytest.mark.parametrize("rule", ["box2", "local"])
+def test_a_seller_is_bought_only_strictly_below_its_threshold(rule):
+    """Spec (Box 2): adding j on top of n is beneficial iff n + N_j < T_ij, strictly. At
+    n + N_j = T_ij the marginal gain equals the price (the definition of T_ij): the buyer is
+    indifferent, and the documented rule does not buy. Thresholds drawn from markets never
+    land exactly there (a null set; no property of the paper can see the difference), so it
+    is pinned here on exact thresholds: buyer 0 takes seller 1 (0 + 100 < 300) and not
+    seller 2 (100 + 100 = 200); buyer 1 takes seller 0 (100 < 100.5) and seller 2 is not
+    worth buying (T = 0); buyer 2 buys nothing (all T = 0). Known-bad: `<=` buys seller 2
+    for buyer 0; a scan that takes its first seller regardless buys for buyer 2."""
+    N = np.array([100.0, 100.0, 100.0])
+    T = np.array([[0.0, 300.0, 200.0],
+                  [100.5, 0.0, 0.0],
+                  [0.0, 0.0, 0.0]])
+    want = np.array([[False, True, False], [True, False, False], [False, False, False]])
+    fn = getattr(ipfl, rule)
+    np.testing.assert_array_equal(fn(T, N), want)
+    np.testing.assert_array_equal(fn(T[None], N[None])[0], want)  # in bulk too
+    # the known-bad variant: buying at equality (n + N_j <= T_ij) is a different graph
+    le = T.copy()
+    le[0, 2] = np.nextafter(200.0, np.inf)
+    assert fn(le, N)[0, 2]
