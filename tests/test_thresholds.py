@@ -177,3 +177,19 @@ def test_a_closed_form_off_by_a_little_is_caught():
     fin = np.isfinite(R) & (R > 0)
     tol = 64 * np.finfo(float).eps * (1.0 + N[fin] / R[fin])
     assert not (np.abs(T[fin] - R[fin]) <= tol * R[fin]).all()
+
+
+def test_a_pure_seller_never_buys_even_a_free_model():
+    """Spec (types): K_i = 0 is a pure seller, which never buys. Its zero gain makes every
+    positive price 'not worth buying' (T = 0) by itself, but a price of 0 (c_j = 0 and
+    lam d_ij = 0) would give T = inf ('always worth buying'): the pure seller's row is 0
+    whatever the prices, and clearing leaves its row of the graph empty."""
+    market = ipfl.Market(N=[100.0, 200.0, 300.0], c=[0.0, 0.0, 1.0], K=[0.0, 5e4, 5e4],
+                         lam=0.0)
+    D = np.full((3, 3), 0.5)
+    np.fill_diagonal(D, 0.0)
+    T = ipfl.thresholds(market, D)
+    np.testing.assert_array_equal(T[0], 0.0)
+    assert np.isinf(T[2, 1])  # the same free model is always worth buying for a buyer
+    for rule in ("box2", "local", "exact"):
+        assert not ipfl.clear(market, D, rule=rule).adjacency[0].any(), rule
