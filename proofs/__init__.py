@@ -1,8 +1,8 @@
 """Machine-checked statements about the mechanisms.
 
 * :func:`check` searches for a counterexample to a :class:`Property` for a subject and returns
-  a :class:`Report` (drawn and effective examples, verdict, engine); :func:`check_exhaustive`
-  does the same over a finite grid.
+  a :class:`Report` (drawn, effective and discriminating examples, verdict, engine);
+  :func:`check_exhaustive` does the same over a finite grid.
 * :func:`check_contract` / :func:`assert_contract`: every declaration of a subject, both ways.
 * :mod:`proofs.profiles`: the dev / ci / nightly Hypothesis profiles (``HYPOTHESIS_PROFILE``).
 * :data:`PROPERTIES` (iPFL and CPL, each with its exact preconditions) and :data:`SUBJECTS`
@@ -15,6 +15,7 @@
 
 from . import profiles
 from .checker import (
+    DRAW_FACTOR,
     VACUITY_THRESHOLD,
     CheckerInputError,
     Counterexample,
@@ -29,6 +30,7 @@ from .registry import PROPERTIES, SUBJECTS, check_declared
 from .subjects import CplPricingRule, CplSolver, IpflMechanism, Settlement
 
 __all__ = [
+    "DRAW_FACTOR",
     "PROPERTIES",
     "SUBJECTS",
     "VACUITY_THRESHOLD",

@@ -41,7 +41,8 @@ from mechanisms import cpl, ipfl
 
 from . import ipfl_properties as P
 from .core import (
-    VACUITY_THRESHOLD,
+    DRAW_FACTOR,
+    VACUITY_PROBE,
     CheckerInputError,
     Counterexample,
     Report,
@@ -51,6 +52,7 @@ from .core import (
     evaluate_instance,
     evaluate_once,
     is_builtin,
+    probed_vacuous,
 )
 from .core import subject_name as _name
 from .core import verdict as verdict_of
@@ -774,23 +776,25 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
                 chunk: int = CHUNK, time_limit: float | None = None,
                 bulk: bool = True, progress=None,
-                max_clients: int | None = None) -> Report:
+                max_clients: int | None = None,
+                min_discriminating: int | None = None) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
     could be evaluated in bulk (benchmarks/bench_checker.py compares the two).
 
-    ``max_examples`` is the number of EFFECTIVE examples to reach: instances are drawn until
-    that many were checked (preconditions met, subject evaluated), but at most
-    ``max_examples / VACUITY_THRESHOLD`` -- a property whose share stays below the threshold
-    reads "vacuous" anyway. A property with its preconditions built in draws exactly
-    ``max_examples``.
+    ``max_examples`` is the number of DISCRIMINATING examples to reach: instances are drawn
+    until that many were checked on which the property could have failed (preconditions
+    met, subject evaluated, ``prop.discriminates``), but at most :data:`DRAW_FACTOR` x
+    ``max_examples``; "holds" needs ``min_discriminating`` of them (default
+    ``max_examples``), fewer read "inconclusive", none "vacuous". A property that
+    discriminates on every draw draws exactly ``max_examples``.
 
     ``time_limit`` (seconds): stop drawing once it has passed; the report then counts what
     was drawn and checked (``extra["stopped"]`` says why), never the requested budget.
 
-    ``progress(effective, max_examples)`` hears the effective count between chunks (at most
-    ten times a second, and at the end).
+    ``progress(discriminating, max_examples)`` hears the discriminating count between
+    chunks (at most ten times a second, and at the end).
 
     A property without a numpy sampler (:func:`sampler_for` None) is refused here;
     :func:`proofs.check` runs the Hypothesis engine for it instead (the report's ``engine``
@@ -810,19 +814,28 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
     stopped = "budget"
-    cap = math.ceil(max_examples / VACUITY_THRESHOLD)  # drawn: beyond it, vacuous anyway
-    while tally.effective < max_examples and fail is None and error is None:
-        report_progress(tally.effective, max_examples)
-        drawn, effective = tally.drawn, tally.effective
+    cap = DRAW_FACTOR * max_examples  # drawn: beyond it, "inconclusive" (or "vacuous")
+    while tally.discriminating < max_examples and fail is None and error is None:
+        report_progress(tally.discriminating, max_examples)
+        drawn = tally.drawn
         if drawn >= cap:
             stopped = "draw cap"
+            break
+        if probed_vacuous(tally, max_examples):
+            stopped = "vacuous"
             break
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             stopped = "time limit"
             break
         step = chunk if bulk is not None else min(chunk, 256)
-        # never more than the effective examples still wanted: the count cannot overshoot
-        for d in sampler.draw(rng, min(step, max_examples - effective, cap - drawn)):
+        # the draws the discriminating examples still wanted need at the share seen so far
+        # (at least 1 in DRAW_FACTOR; all of them at first): a property that discriminates
+        # on every draw draws exactly max_examples
+        share = (max(tally.discriminating / drawn, 1 / DRAW_FACTOR) if drawn else 1.0)
+        wanted = math.ceil((max_examples - tally.discriminating) / share)
+        if drawn and tally.discriminating == 0:  # probing, up to the vacuity probe
+            wanted = max(max_examples, VACUITY_PROBE) - drawn
+        for d in sampler.draw(rng, min(step, wanted, cap - drawn)):
             viol = None
             if bulk is not None:
                 try:
@@ -841,14 +854,21 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 bad = np.flatnonzero(~(viol <= tolerance))
                 disc = eff & (disc | ~(viol <= 0))  # a failing instance discriminates
                 upto = int(bad[0]) + 1 if bad.size else d.size
+                # up to the instance that completes the budget: the count is exact
+                reach = np.flatnonzero(np.cumsum(disc[:upto])
+                                       >= max_examples - tally.discriminating)
+                if reach.size:
+                    upto = int(reach[0]) + 1
                 seen = viol[:upto][eff[:upto]]
                 seen = seen[np.isfinite(seen)]
                 if seen.size:
                     tally.note(float(seen.max()))
                 tally.add(upto, int(eff[:upto].sum()), int(disc[:upto].sum()))
-                if bad.size:
+                if bad.size and int(bad[0]) < upto:
                     fail = d.one(int(bad[0]))
                     fail_amount = viol[int(bad[0])]
+                    break
+                if tally.discriminating >= max_examples:
                     break
                 continue
             cases = sampler.cases(d)
@@ -868,9 +888,11 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 if amount is not None and amount > tolerance:
                     fail, fail_amount = d.one(k), amount
                     break
-            if fail is not None or error is not None:
+                if tally.discriminating >= max_examples:
+                    break
+            if fail is not None or error is not None or tally.discriminating >= max_examples:
                 break
-    report_progress(tally.effective, max_examples, final=True)
+    report_progress(tally.discriminating, max_examples, final=True)
     first_failure = tally.drawn if (fail is not None or error is not None) else None
     ce = None
     extra = {"mode": mode, "stopped": stopped}
@@ -902,7 +924,8 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
             ce = Counterexample(instance=case, violation=amount, property=prop,
                                 subject=subject, engine="batch")
     else:
-        verdict = verdict_of(False, tally)
+        verdict = verdict_of(False, tally, max_examples if min_discriminating is None
+                             else min_discriminating)
     return Report(property=prop, subject=_name(subject), verdict=verdict,
                   examples=tally.drawn, effective=tally.effective,
                   discriminating=tally.discriminating,

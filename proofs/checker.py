@@ -17,12 +17,15 @@ function returned a number (preconditions met) AND called the subject (the check
 property a tracking wrapper of the subject and counts its method calls) -- and whether it was
 *discriminating*: effective, and the property could have failed there (a failing instance
 always is). A :class:`Report` carries the three counts, ``examples`` (drawn), ``effective``
-and ``discriminating``; when no counterexample turned up and fewer than
-:data:`VACUITY_THRESHOLD` of the drawn examples were effective, the verdict is ``"vacuous"``,
-not ``"holds"``. The Hypothesis engine counts that share over the examples it drew without
-targeting (its targeted phase mutates the best-scoring, i.e. checkable, examples, which
-would inflate the share). The discriminating count is reported beside it (the vacuity rule
-does not read it yet: see docs/reference-proofs.md, "What effective means").
+and ``discriminating``. The budget (``max_examples``) counts DISCRIMINATING examples: both
+engines draw until that many were checked, at most :data:`DRAW_FACTOR` times the budget.
+"holds" needs the budget of discriminating examples without a counterexample; fewer reads
+``"inconclusive"``; none at all, or fewer than :data:`VACUITY_THRESHOLD` of the drawn
+examples effective, reads ``"vacuous"``: no evidence (a truthfulness check of a rule that
+ignores the reports is vacuous, however many lies were tried). The Hypothesis engine counts
+the examples it drew without targeting only (its targeted phase mutates the best-scoring,
+i.e. checkable and discriminating, examples: a property checkable on 0.1 % of the draws
+read "holds, 152 of 300 checked").
 
 **Errors.** An exception raised inside the subject (your rule, or the checker's validation of
 its output: shape, finite values, 0/1 adjacency) is an error *of the rule*: the verdict is
@@ -49,7 +52,9 @@ from hypothesis.errors import Unsatisfiable
 
 from .batch import check_batch, sampler_for
 from .core import (
+    DRAW_FACTOR,
     FAMILIES,
+    VACUITY_PROBE,
     VACUITY_THRESHOLD,
     VERDICTS,
     CheckerInputError,
@@ -62,6 +67,7 @@ from .core import (
     evaluate_instance,
     evaluate_once,
     excess,
+    probed_vacuous,
     subject_name,
     validate,
     verdict,
@@ -69,6 +75,7 @@ from .core import (
 
 # FAMILIES ... verdict live in proofs.core (shared by both engines) and are re-exported here
 __all__ = [
+    "DRAW_FACTOR",
     "FAMILIES",
     "VACUITY_THRESHOLD",
     "VERDICTS",
@@ -91,14 +98,17 @@ __all__ = [
 
 def check(subject, prop: Property, *, max_examples: int | None = None, seed: int | None = 0,
           tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
-          time_limit: float | None = None, min_effective: int | None = None,
+          time_limit: float | None = None, min_discriminating: int | None = None,
           progress: Callable[[int, int], None] | None = None,
-          max_clients: int | None = None) -> Report:
+          max_clients: int | None = None, min_effective: int | None = None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
-    max_examples : instances to draw; None takes the active Hypothesis profile's budget
-        (``HYPOTHESIS_PROFILE``, see :mod:`proofs.profiles`). The batch engine draws until
-        that many were effective (checked), at most ``max_examples / VACUITY_THRESHOLD``.
+    max_examples : the budget: discriminating examples to check (instances on which the
+        property could have failed, ``prop.discriminates``); None takes the active
+        Hypothesis profile's budget (``HYPOTHESIS_PROFILE``, see :mod:`proofs.profiles`).
+        Both engines draw until that many were checked, at most :data:`DRAW_FACTOR` times
+        as many draws (the Hypothesis engine counts its untargeted draws only, and tops its
+        first search of ``max_examples`` draws up with further seeded searches).
     seed : fixes the randomness (None: random); the example database is off, so the same call
         gives the same report in any process.
     tolerance : a violation counts only above it (finite, >= 0).
@@ -110,14 +120,12 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         of its budget without a counterexample reads "inconclusive", never "holds". The
         limit is checked between examples: one call of the subject is not interrupted.
     progress : ``progress(done, budget)`` as the search goes, at most ten times a second
-        and once at its end: examples drawn of ``max_examples`` (Hypothesis engine),
-        effective examples of ``max_examples`` (batch engine). Library code never prints;
-        ``fedmarket prove`` shows it.
-    min_effective : the evidence a "holds" needs: with fewer effective examples and no
-        counterexample the verdict is "inconclusive". Default: ``max_examples`` for the batch
-        engine (it draws until that many were effective, so only a time limit stops it
-        short), none for the Hypothesis engine (its drawn examples include some outside the
-        preconditions; the vacuity rule applies).
+        and once at its end: discriminating examples checked of ``max_examples``. Library
+        code never prints; ``fedmarket prove`` shows it.
+    min_discriminating : the evidence a "holds" needs: with fewer discriminating examples
+        and no counterexample the verdict is "inconclusive" (none: "vacuous"). Default:
+        ``max_examples``. ``min_effective`` is its former name (the rule now counts
+        discriminating examples); give one or the other.
     max_clients : the largest market to draw (both engines); None: the property's own range
         (``prop.clients``: 2-12 clients for the built-in iPFL properties). Refused for a
         property that does not say how many clients it draws. The report's ``clients`` and
@@ -132,32 +140,34 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     if progress is not None and not callable(progress):
         raise CheckerInputError("progress", f"is {progress!r}; must be a function "
                                             "progress(done, budget), or None")
-    if min_effective is not None and (isinstance(min_effective, bool) or not isinstance(
-            min_effective, numbers.Integral) or min_effective < 0):
-        raise CheckerInputError("min_effective", f"is {min_effective!r}; must be an integer "
-                                                 ">= 0, or None")
-    if engine == "batch" and sampler_for(prop, max_clients) is None:  # no numpy sampler
-        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, None,
-                                   time_limit=time_limit, progress=progress,
-                                   max_clients=max_clients)
-        need = min_effective
-    elif engine == "batch":
+    if min_effective is not None:
+        if min_discriminating is not None:
+            raise CheckerInputError("min_effective", "is the former name of "
+                                                     "min_discriminating; give one of them")
+        min_discriminating, name = min_effective, "min_effective"
+    else:
+        name = "min_discriminating"
+    if min_discriminating is not None and (isinstance(min_discriminating, bool) or not
+                                           isinstance(min_discriminating, numbers.Integral)
+                                           or min_discriminating < 0):
+        raise CheckerInputError(name, f"is {min_discriminating!r}; must be an integer >= 0, "
+                                      "or None")
+    need = max_examples if min_discriminating is None else int(min_discriminating)
+    if engine == "batch" and sampler_for(prop, max_clients) is not None:
         report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
                              tolerance=tolerance, time_limit=time_limit, progress=progress,
-                             max_clients=max_clients)
-        need = max_examples if min_effective is None else min_effective
-    elif engine == "hypothesis":
-        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
+                             max_clients=max_clients, min_discriminating=need)
+    elif engine in ("batch", "hypothesis"):  # batch without a numpy sampler: Hypothesis
+        report = _check_hypothesis(subject, prop, max_examples, seed, tolerance,
+                                   deadline if engine == "hypothesis" else None,
                                    time_limit=time_limit, progress=progress,
-                                   max_clients=max_clients)
-        need = min_effective
+                                   max_clients=max_clients, min_discriminating=need)
     else:
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
-    report = dataclasses.replace(report, clients=clients)
-    if report.verdict == "holds" and need is not None and report.effective < need:
-        report = dataclasses.replace(report, verdict="inconclusive",
-                                     extra={**report.extra, "min_effective": int(need)})
-    return report
+    extra = report.extra
+    if report.verdict == "inconclusive" and report.discriminating < need:
+        extra = {**extra, "min_discriminating": need}
+    return dataclasses.replace(report, clients=clients, extra=extra)
 
 
 def _clients(prop: Property, max_clients) -> tuple[int, int] | None:
@@ -270,42 +280,61 @@ def _steer(score: float) -> float:
 
 def check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
                      time_limit: float | None = None, progress=None,
-                     max_clients=None) -> Report:
+                     max_clients=None, min_discriminating: int | None = None) -> Report:
     """The Hypothesis engine behind ``check(..., engine="hypothesis")`` (arguments validated
     there); ``check(..., engine="batch")`` runs it for a property without a numpy
     sampler."""
     return _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline,
                              time_limit=time_limit, progress=progress,
-                             max_clients=max_clients)
+                             max_clients=max_clients, min_discriminating=min_discriminating)
+
+
+def _round_seed(seed, k: int):
+    """The seed of the k-th Hypothesis search of one check (k = 0: ``seed`` itself)."""
+    if seed is None or k == 0:
+        return seed
+    return (int(seed) * 1_000_003 + k) % 2**63
 
 
 def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
                       time_limit: float | None = None, progress=None,
-                      max_clients=None) -> Report:
+                      max_clients=None, min_discriminating: int | None = None) -> Report:
+    """Seeded Hypothesis searches until ``max_examples`` discriminating examples of
+    untargeted draws were checked: the first of ``max_examples`` draws (targeting halfway,
+    as Hypothesis schedules it), then top-ups sized by the discriminating share seen so far,
+    at most :data:`DRAW_FACTOR` x ``max_examples`` draws in all."""
     found: list = []
     errors: list = []
     broken: list = []  # the property's own code raised (not the subject's)
     tally = Tally()
+    need = max_examples if min_discriminating is None else min_discriminating
+    cap = DRAW_FACTOR * max_examples
     marking = _targeted_passes_marked()
     can_mark = marking.__enter__()
     phases = [Phase.explicit, Phase.generate, Phase.target, Phase.shrink]
-    if not can_mark:  # pragma: no cover - targeting off rather than an inflated share
+    if not can_mark:  # pragma: no cover - targeting off rather than an inflated count
         phases.remove(Phase.target)
+    strategy = prop.strategy(max_clients)
 
-    # the phases are fixed (a profile without shrinking must not turn it off silently);
-    # the budget comes from the argument, resolved from the active profile by check()
-    @settings(max_examples=max_examples, deadline=deadline, database=None,
-              suppress_health_check=list(HealthCheck), derandomize=False,
-              phases=phases, print_blob=False, report_multiple_bugs=False)
-    @given(prop.strategy(max_clients))
-    def search(instance):
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            raise _TimeUp
-        targeted = _TARGETING[0]
-        try:
-            _search(instance, targeted)
-        finally:
-            report_progress(tally.drawn, max_examples)
+    def searcher(size, round_seed, first):
+        # the phases are fixed (a profile without shrinking must not turn it off silently);
+        # the budget comes from the argument, resolved from the active profile by check();
+        # the top-ups draw the evidence without targeting (the first search targets)
+        @settings(max_examples=size, deadline=deadline, database=None,
+                  suppress_health_check=list(HealthCheck), derandomize=False,
+                  phases=phases if first else [p for p in phases if p != Phase.target],
+                  print_blob=False, report_multiple_bugs=False)
+        @given(strategy)
+        def search(instance):
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                raise _TimeUp
+            targeted = _TARGETING[0]
+            try:
+                _search(instance, targeted)
+            finally:
+                report_progress(tally.evidence, max_examples)
+
+        return search if round_seed is None else hypothesis_seed(round_seed)(search)
 
     def _search(instance, targeted):
         try:
@@ -329,18 +358,43 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
             found.append((instance, amount))  # the last one is Hypothesis' shrunk instance
             raise _Failed(f"{prop.key} violated by {amount}")
 
-    if seed is not None:
-        search = hypothesis_seed(seed)(search)
     report_progress = Throttle(progress)
     stopped = "budget"
     t0 = time.perf_counter()
     error = error_instance = None
+    verdict_ = None
+    rounds = 0
     try:
-        with _module_independent_draws():
-            search()
-        verdict_ = None
+        size = max_examples
+        while True:
+            before = tally.drawn
+            try:
+                with _module_independent_draws():
+                    searcher(size, _round_seed(seed, rounds), rounds == 0)()
+            finally:
+                rounds += 1
+            wanted = max_examples - tally.evidence
+            if wanted <= 0:
+                break
+            if probed_vacuous(tally, max_examples):
+                stopped = "vacuous"
+                break
+            if tally.drawn >= cap:
+                stopped = "draw cap"
+                break
+            if tally.drawn == before:  # the strategy has nothing new to draw
+                stopped = "exhausted"
+                break
+            # the next search: the draws the discriminating share seen so far needs (at
+            # least 1 in DRAW_FACTOR), at most as many as drawn so far (the first search's
+            # small early examples understate the share), within the cap
+            share = max(tally.evidence / max(tally.untargeted_drawn, 1), 1 / DRAW_FACTOR)
+            size = max(1, min(math.ceil(wanted / share), max(tally.drawn, max_examples),
+                              cap - tally.drawn))
+            if tally.evidence == 0:  # probing: up to the draws that may call it vacuous
+                size = min(size, max(max_examples, VACUITY_PROBE) - tally.untargeted_drawn)
     except _TimeUp:  # stopped while searching, or while shrinking what it had found
-        stopped, verdict_ = "time limit", None
+        stopped = "time limit"
         if found:
             verdict_ = "counterexample"
         elif errors or broken:
@@ -362,24 +416,25 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
     finally:
         marking.__exit__(None, None, None)
     seconds = time.perf_counter() - t0
-    report_progress(tally.drawn, max_examples, final=True)
+    report_progress(tally.evidence, max_examples, final=True)
     if verdict_ is None:
-        verdict_ = verdict(False, tally)
-        if stopped == "time limit" and (verdict_ == "holds" or tally.drawn == 0) \
-                and tally.drawn < max_examples:
-            verdict_ = "inconclusive"  # thin evidence: the search was cut short
+        verdict_ = verdict(False, tally, need)
     ce = None
     if verdict_ == "counterexample" and found:
         instance, amount = found[-1]
         ce = Counterexample(instance=instance, violation=amount, property=prop, subject=subject)
-    extra = {"untargeted": (tally.untargeted_drawn, tally.untargeted_effective),
-             "stopped": stopped}
+    extra = {"untargeted": (tally.untargeted_drawn, tally.untargeted_effective,
+                            tally.untargeted_discriminating),
+             "targeted": (tally.drawn - tally.untargeted_drawn,
+                          tally.effective - tally.untargeted_effective,
+                          tally.discriminating - tally.untargeted_discriminating),
+             "stopped": stopped, "searches": rounds}
     return Report(property=prop, subject=subject_name(subject), verdict=verdict_,
                   examples=tally.drawn, effective=tally.effective, seconds=seconds,
                   max_examples=max_examples, counterexample=ce, engine="hypothesis",
                   first_failure=tally.first_failure, error=error,
                   error_instance=error_instance, largest_violation=tally.largest,
-                  discriminating=tally.discriminating, extra=extra)
+                  discriminating=tally.evidence, extra=extra)
 
 
 def check_exhaustive(subject, prop: Property, instances: Iterable, *,

@@ -1,8 +1,12 @@
 """The contract check: every property a subject declares, checked both ways.
 
-Declared True (claimed): the verdict must be "holds" (a counterexample, an error or a vacuous
-search all break the contract). Declared False (known not to hold): the checker must find a
-counterexample by itself, and the shrunk instance must fail again when re-run.
+Declared True (claimed): the verdict must be "holds" (a counterexample, an error, thin
+evidence or a vacuous search all break the contract). Declared False (known not to hold): the
+checker must find a counterexample by itself, and the shrunk instance must fail again when
+re-run. Declared ``"vacuous"`` (:data:`VACUOUS`: the property cannot fail on this subject,
+e.g. a truthfulness check of a rule that ignores the reports -- true of the rule, but no
+evidence): the verdict must be "vacuous" with no discriminating example drawn, so a rule
+that starts reading the reports breaks the declaration.
 
 Use it in your own test suite::
 
@@ -23,7 +27,13 @@ from . import profiles
 from .checker import check
 from .core import CATALOGUE, CheckerInputError, Property, Report, SubjectError
 
-__all__ = ["FALSIFY_FACTOR", "ContractResult", "assert_contract", "check_contract", "resolve"]
+__all__ = ["FALSIFY_FACTOR", "VACUOUS", "ContractResult", "assert_contract", "check_contract",
+           "declaration", "resolve"]
+
+# The third declaration: the property holds trivially, whatever the subject does with the
+# instance -- no drawn example could have failed it (0 discriminating), so the check is no
+# evidence either way and reads "vacuous", never "holds".
+VACUOUS = "vacuous"
 
 # A property declared NOT to hold is a search target, not evidence: its search stops at the
 # first failure, so it may draw up to this many times the budget (time is spent only until the
@@ -34,10 +44,13 @@ FALSIFY_FACTOR = 10
 @dataclass(frozen=True)
 class ContractResult:
     report: Report
-    declared: bool
+    declared: bool | str  # True, False or VACUOUS
 
     @property
     def as_declared(self) -> bool:
+        if self.declared == VACUOUS:
+            return (self.report.verdict == "vacuous" and self.report.discriminating == 0
+                    and self.report.counterexample is None)
         if self.declared:
             return self.report.verdict == "holds"
         ce = self.report.counterexample
@@ -50,7 +63,8 @@ class ContractResult:
 
     def describe(self) -> str:
         r = self.report
-        what = "claimed" if self.declared else "declared not to hold"
+        what = ("declared vacuous" if self.declared == VACUOUS
+                else "claimed" if self.declared else "declared not to hold")
         s = (f"{r.subject}/{r.property.key} ({what}): {r.verdict}, {r.effective} of "
              f"{r.examples} drawn examples checked ({r.discriminating} discriminating), "
              f"engine {r.engine}")
@@ -61,13 +75,21 @@ class ContractResult:
         return s
 
 
-def _declared(where: str, key, value) -> bool:
-    """A declaration's value: True (claimed) or False (known not to hold), nothing else
-    (``bool('no')`` is True and ``bool(None)`` False: a typo would flip the claim)."""
+def declaration(key, value, where: str = "declares") -> bool | str:
+    """A declaration's value: True (claimed), False (known not to hold) or :data:`VACUOUS`
+    (cannot fail on this subject), nothing else (``bool('no')`` is True and ``bool(None)``
+    False: a typo would flip the claim)."""
     if isinstance(value, bool | np.bool_):
         return bool(value)
-    raise CheckerInputError(where, f"{key}: declared must be True (claimed) or False (known "
-                                   f"not to hold), got {value!r}")
+    if isinstance(value, str) and value == VACUOUS:
+        return VACUOUS
+    raise CheckerInputError(where, f"{key}: declared must be True (claimed), False (known "
+                                   f"not to hold) or {VACUOUS!r} (cannot fail: no example "
+                                   f"discriminates), got {value!r}")
+
+
+def _declared(where: str, key, value) -> bool | str:
+    return declaration(key, value, where)
 
 
 def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
@@ -77,7 +99,7 @@ def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
     ``subject.declares`` that is not a built-in property must come with its Property here.
     ``subject`` must be a checker subject (:class:`~proofs.IpflMechanism`,
     :class:`~proofs.CplSolver`, :class:`~proofs.CplPricingRule`) whose ``declares`` is a
-    mapping ``property key -> True | False``; a subject that declares nothing (and no
+    mapping ``property key -> True | False | "vacuous"``; a subject that declares nothing (and no
     ``extra``) is a mistake, not a pass: :class:`CheckerInputError` for each.
     """
     PROPERTIES = CATALOGUE["property"]  # the built-ins (proofs.registry fills it)
@@ -140,12 +162,14 @@ def check_contract(subject, extra=None, *, max_examples: int | None = None, seed
             for prop, declared in resolve(subject, extra)]
 
 
-def contract_check(subject, prop: Property, declared: bool, *, max_examples=None,
+def contract_check(subject, prop: Property, declared: bool | str, *, max_examples=None,
                    **kwargs) -> ContractResult:
-    """One declaration: a claim gets the budget (default: the active profile's); a property
-    declared not to hold gets FALSIFY_FACTOR times it to find its counterexample."""
+    """One declaration: a claim (or a vacuous declaration) gets the budget (default: the
+    active profile's); a property declared not to hold gets FALSIFY_FACTOR times it to find
+    its counterexample."""
+    declared = declaration(prop.key, declared)
     budget = profiles.budget() if max_examples is None else max_examples
-    if not declared and isinstance(budget, int):
+    if declared is False and isinstance(budget, int):
         budget *= FALSIFY_FACTOR
     return ContractResult(check(subject, prop, max_examples=budget, **kwargs), declared)
 

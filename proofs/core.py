@@ -24,7 +24,9 @@ from . import profiles
 
 __all__ = [
     "CATALOGUE",
+    "DRAW_FACTOR",
     "FAMILIES",
+    "VACUITY_PROBE",
     "VACUITY_THRESHOLD",
     "VERDICTS",
     "CheckerInputError",
@@ -38,6 +40,7 @@ __all__ = [
     "evaluate_once",
     "excess",
     "is_builtin",
+    "probed_vacuous",
     "registered",
     "subject_name",
     "validate",
@@ -55,6 +58,24 @@ VERDICTS = ("holds", "counterexample", "inconclusive", "vacuous", "unsatisfiable
 # vacuous); 0.5 leaves room for preconditions that can only be tested on the instance (a
 # CPL baseline on the q_min floor) and still flags the 25 % share such a property once had.
 VACUITY_THRESHOLD = 0.5
+
+# Both engines draw until the budget of DISCRIMINATING examples was checked (instances on
+# which the property could have failed), at most DRAW_FACTOR times the budget of draws. The
+# built-in claims discriminate on 21 % (the greedy tie rule) to 100 % of their draws (batch
+# engine, seed 0); a property discriminating on fewer than 1 draw in 20 stops at the cap and
+# reads "inconclusive" (none at all: "vacuous") -- its strategy should be rebuilt to reach
+# the branch it tests, not searched 100 times longer.
+DRAW_FACTOR = 20
+# ... and a search that found no discriminating example in its first max(budget,
+# VACUITY_PROBE) draws stops there, "vacuous": at a share of 1 in DRAW_FACTOR, the least that
+# can reach the budget within the cap, 100 draws hold none with probability 0.6 %.
+VACUITY_PROBE = 100
+
+
+def probed_vacuous(tally, max_examples: int) -> bool:
+    """Whether a search may stop as vacuous: no discriminating example in at least
+    max(``max_examples``, :data:`VACUITY_PROBE`) untargeted draws."""
+    return tally.evidence == 0 and tally.untargeted_drawn >= max(max_examples, VACUITY_PROBE)
 
 
 class CheckerInputError(ValueError):
@@ -141,6 +162,9 @@ class Property:
         property that gives it takes ``check(..., max_clients=k)``: then ``instances`` is
         called as ``instances(max_clients=k)`` (the built-in properties draw 2-12 iPFL
         clients, 1-12 CPL clients: :data:`proofs.strategies.MAX_CLIENTS`).
+    discriminates : which effective examples could have failed the property, in words (what
+        its ``violation`` says with its third value); "" says every effective example (the
+        violation returns no discriminating flag). Every built-in property states it.
     """
 
     key: str
@@ -156,8 +180,12 @@ class Property:
     batch: Callable | None = None
     needs: str | None = None
     clients: tuple[int, int] | None = None
+    discriminates: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.discriminates, str):
+            raise CheckerInputError("discriminates", f"is {self.discriminates!r}; must be a "
+                                                     "string")
         if not isinstance(self.key, str) or not self.key:
             raise CheckerInputError("key", f"is {self.key!r}; must be a non-empty string")
         if self.family not in FAMILIES:
@@ -302,15 +330,20 @@ class Counterexample:
 class Report:
     """What one check found, and how much evidence it rests on.
 
-    verdict : "holds", "counterexample", "inconclusive" (no counterexample, but fewer
-        effective examples than the declared budget ``min_effective``: the batch engine
-        stopped by its time limit, say), "vacuous" (fewer than VACUITY_THRESHOLD of the
-        drawn examples effective), "unsatisfiable" or "error" (the subject raised).
+    verdict : "holds" (no counterexample on at least the budget of discriminating
+        examples), "counterexample", "inconclusive" (no counterexample, but fewer
+        discriminating examples than the budget ``min_discriminating``: the engine hit its
+        time limit or its draw cap, :data:`DRAW_FACTOR` x the budget), "vacuous" (no
+        drawn example could have failed -- none discriminating, e.g. a truthfulness check
+        of a rule that ignores the reports -- or fewer than VACUITY_THRESHOLD of the drawn
+        examples effective), "unsatisfiable" or "error" (the subject raised).
     examples : instances drawn (up to the first failure; shrinking excluded).
     effective : of those, instances on which the property evaluated the subject.
     discriminating : of the effective, instances on which the property could have failed
         (the misreport changed the outcome, the interesting branch of the precondition was
-        hit; see the module doc).
+        hit: ``property.discriminates`` says which); the evidence the verdict counts. The
+        Hypothesis engine counts its untargeted draws only (``extra["targeted"]`` gives the
+        drawn / effective / discriminating counts of its targeted passes).
     first_failure : 1-based index, among the drawn, of the first failing instance (None if
         none); it moves with the budget and the seed.
     engine : "hypothesis", "batch" or "exhaustive": which engine produced the verdict.
@@ -428,8 +461,9 @@ def validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
 
 class Tally:
     """Drawn, effective and discriminating counts up to the first failure (both engines
-    keep one); the drawn and effective counts of untargeted draws are kept apart (the
-    vacuity rule reads them, see :func:`verdict`)."""
+    keep one); the counts of untargeted draws are kept apart: the vacuity rule reads them
+    (see :func:`verdict`), since the Hypothesis engine's targeted passes mutate the
+    best-scoring examples -- checkable, discriminating ones."""
 
     def __init__(self):
         self.drawn = 0
@@ -437,6 +471,7 @@ class Tally:
         self.discriminating = 0
         self.untargeted_drawn = 0
         self.untargeted_effective = 0
+        self.untargeted_discriminating = 0
         self.first_failure: int | None = None
         self.largest: float | None = None
 
@@ -458,6 +493,7 @@ class Tally:
         if not targeted:
             self.untargeted_drawn += 1
             self.untargeted_effective += int(effective)
+            self.untargeted_discriminating += int(discriminating)
         if failed:
             self.first_failure = self.drawn
 
@@ -468,6 +504,13 @@ class Tally:
         self.discriminating += discriminating
         self.untargeted_drawn += drawn
         self.untargeted_effective += effective
+        self.untargeted_discriminating += discriminating
+
+    @property
+    def evidence(self) -> int:
+        """The discriminating examples the verdict counts: those of untargeted draws (all of
+        them when every draw was targeted, which does not happen in practice)."""
+        return self.untargeted_discriminating if self.untargeted_drawn else self.discriminating
 
 
 class Throttle:
@@ -506,19 +549,23 @@ def evaluate_once(subject, prop: Property, instance) -> tuple[float | None, floa
     return amount, score, effective
 
 
-def verdict(found_failure: bool, tally: Tally, min_effective: int | None = None) -> str:
-    """"counterexample", else "vacuous" when fewer than :data:`VACUITY_THRESHOLD` of the
-    untargeted draws were effective (none at all: vacuous), else "inconclusive" when fewer
-    than ``min_effective`` examples were effective (thin evidence never reads "holds"),
-    else "holds"."""
+def verdict(found_failure: bool, tally: Tally, min_discriminating: int | None = None) -> str:
+    """"counterexample"; else "vacuous" when no drawn example could have failed (no
+    discriminating one) or fewer than :data:`VACUITY_THRESHOLD` of the untargeted draws were
+    effective; else "inconclusive" when fewer than ``min_discriminating`` discriminating
+    examples of untargeted draws were checked (thin evidence never reads "holds"); else
+    "holds". Nothing drawn at all (a time limit before the first example) is
+    "inconclusive"."""
     if found_failure:
         return "counterexample"
+    if tally.drawn == 0:
+        return "inconclusive"
     drawn, effective = tally.untargeted_drawn, tally.untargeted_effective
     if drawn == 0:  # every draw targeted (cannot happen in practice): count them all
         drawn, effective = tally.drawn, tally.effective
-    if tally.effective == 0 or effective < VACUITY_THRESHOLD * drawn:
+    if tally.effective == 0 or effective < VACUITY_THRESHOLD * drawn or tally.evidence == 0:
         return "vacuous"
-    if min_effective is not None and tally.effective < min_effective:
+    if min_discriminating is not None and tally.evidence < min_discriminating:
         return "inconclusive"
     return "holds"
 

@@ -169,7 +169,8 @@ def _threshold_formula(g, answer):
     finite = (_finite(P) & _finite(q) & np.isfinite(vt) & (vt > 0) & np.isfinite(lam)
               & (lam > 0))
     amount = np.where(finite, _excess_b(worst, 1e-7), np.inf)
-    return np.where(eq.slack, 0.0, amount), ~eq.slack, ~eq.slack & inner.any(axis=1)
+    # every binding game discriminates: v^t 3 lambda* = 1 is checked on each
+    return np.where(eq.slack, 0.0, amount), ~eq.slack, ~eq.slack
 
 
 BOUND_FLOOR = 1e-6
@@ -276,8 +277,26 @@ def _bulk(check, kinds):
     return for_subject
 
 
+_EVERY = ("every effective example (no discriminating flag: {what}, checked on each, "
+          "could break on any game)")
+# which effective examples could have failed each property (Property.discriminates)
+DISCRIMINATES = {
+    "cpl_se_identities": _EVERY.format(what="the best responses, the KKT identities and "
+                                            "the budget or q_max condition"),
+    "cpl_threshold": "some interior client's price sign was tested (v_n away from v^t by "
+                     "more than 1e-6 v^t, a nonzero price)",
+    "cpl_threshold_all": "some client's price sign was tested (v_n away from v^t by more "
+                         "than 1e-6 v^t, a nonzero price)",
+    "cpl_threshold_formula": "every effective example (a binding budget: v^t 3 lambda* = 1 "
+                             "is checked on each, the interior clients' formula beside it)",
+    "cpl_beats_baselines": _EVERY.format(what="the bound against each baseline compared"),
+    "cpl_beats_baselines_any": _EVERY.format(what="the bound against each baseline"),
+    "cpl_budget_feasible": _EVERY.format(what="the spend of the prices"),
+}
+
 CPL_PROPERTIES = {
-    p.key: dataclasses.replace(p, clients=p.instances.clients)
+    p.key: dataclasses.replace(p, clients=p.instances.clients,
+                               discriminates=DISCRIMINATES[p.key])
     for p in [
         Property("cpl_se_identities", "Equilibrium identities",
                  "4 c q^3/K + v = 1/lambda* (interior); P = (K/2q^2)(1/lambda* - 3v); "

@@ -397,8 +397,37 @@ _BASE = "truthful reports; d_ij >= 0"
 # Eq. 10's global optimum is enumerated over every subset of sellers: 2^(m-1) per buyer
 GLOBAL_MAX_CLIENTS = 8
 
+_EVERY = ("every effective example (no discriminating flag: {what}, checked on each, "
+          "could break on any market)")
+_LIE = ("some misreport the search tried changed the liar's true utility (by more than "
+        "the tolerance); a lie that changes nothing cannot show a regret")
+# which effective examples could have failed each property (Property.discriminates)
+DISCRIMINATES = {
+    "budget_balance": _EVERY.format(what="every payment"),
+    "no_deficit": _EVERY.format(what="every payment"),
+    "individual_rationality": _EVERY.format(what="every client's utility"),
+    "ir_negative_distances": _EVERY.format(what="every client's utility"),
+    "local_optimality": _EVERY.format(what="every buyer's single flips"),
+    "global_optimality": _EVERY.format(what="every buyer's choice against all subsets"),
+    "permutation": _EVERY.format(what="the relabelled outcome"),
+    "permutation_ties": _EVERY.format(what="the relabelled outcome"),
+    "lemma1": "the overstated cost changed who buys from the liar (an unchanged column "
+              "cannot gain a buyer)",
+    "thm3": "the client whose N grows sells to somebody in the truthful market or after "
+            "(isolation then has something to remove, or failed)",
+    "thm3_lam0": "the client whose N grows sells to somebody in the truthful market or "
+                 "after",
+    **{key: _LIE for key in ("thm2", "truthful_N_over", "truthful_N_under",
+                             "truthful_c_under", "truthful_K_over", "truthful_K_under")},
+    "budget_identity": "somebody traded (with no trade every term is 0)",
+    "shapley_efficiency": "somebody bought (a buyer's shares are then summed)",
+    "shapley_symmetry": "some buyer bought both identical sellers",
+    "greedy_tie_rule": "some buyer took exactly one of the two identical sellers",
+}
+
 IPFL_PROPERTIES = {
-    p.key: dataclasses.replace(p, clients=p.instances.clients)
+    p.key: dataclasses.replace(p, clients=p.instances.clients,
+                               discriminates=DISCRIMINATES[p.key])
     for p in [
         Property("budget_balance", "Budget balance", "sum_i p_i = 0", "Eq. 13",
                  _BASE, "ipfl", _cases(), budget_balance),

@@ -1,11 +1,12 @@
 """The built-in subjects and what each declares (True: claimed and checked; False: known not
-to hold, and the checker must find the counterexample)."""
+to hold, and the checker must find the counterexample; "vacuous": cannot fail on the subject,
+and the checker must find no example that could have failed)."""
 
 from __future__ import annotations
 
 from mechanisms import cpl, ipfl
 
-from .contract import contract_check
+from .contract import VACUOUS, contract_check
 from .core import CATALOGUE, CheckerInputError, Property, registered
 from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
@@ -57,13 +58,17 @@ _REFERENCE_EXTRA = {
                   "truthful_N_over": False, "truthful_N_under": False,
                   "truthful_c_under": False, "truthful_K_over": False,
                   "truthful_K_under": False, "budget_identity": True},
-    # share-all: every client buys every model, whatever the reports. Lemma 1 is left
-    # undeclared: no overstated cost changes its graph, so no instance could fail it (0 of
-    # 20,000 discriminating); its truthfulness claims are as vacuous (0 discriminating,
-    # reported in the theorem report's discriminating column).
+    # share-all: every client buys every model, whatever the reports (no payments), so no
+    # misreport of N, K or a finite c changes any outcome: Lemma 1 and the six truthfulness
+    # properties cannot fail on it (0 of 20,000 draws discriminating). Declared "vacuous"
+    # (proofs.contract.VACUOUS): true of the rule, but the checker has no evidence to show,
+    # and the contract asserts that none of its draws discriminates.
     "share-all": {"ir_negative_distances": False, "local_optimality": False,
                   "global_optimality": False, "thm3": False, "thm3_lam0": False,
-                  "permutation": True, "permutation_ties": True, "budget_identity": True},
+                  "permutation": True, "permutation_ties": True, "budget_identity": True,
+                  **dict.fromkeys(("lemma1", "thm2", "truthful_c_under", "truthful_K_over",
+                                   "truthful_K_under", "truthful_N_over",
+                                   "truthful_N_under"), VACUOUS)},
 }
 
 # The facts the papers and theory imply beyond the theorems (issue 20, part 2): the budget
@@ -111,5 +116,5 @@ def check_declared(subject, key, **kwargs):
     if pkey not in subject.declares:
         raise CheckerInputError("key", f"{subject.name!r} declares nothing about {pkey!r}; "
                                        f"it declares {sorted(subject.declares)}")
-    result = contract_check(subject, prop, bool(subject.declares[pkey]), **kwargs)
+    result = contract_check(subject, prop, subject.declares[pkey], **kwargs)
     return result.report, result.as_declared

@@ -16,8 +16,8 @@ import pandas as pd
 
 from mechanisms.processes import pool_worker, stop_pool, to_parent
 
-from .checker import CheckerInputError, Report, check_exhaustive
-from .contract import FALSIFY_FACTOR, contract_check
+from .checker import DRAW_FACTOR, CheckerInputError, Report, check_exhaustive
+from .contract import FALSIFY_FACTOR, VACUOUS, contract_check
 from .ipfl_properties import tiny_markets
 from .registry import PROPERTIES, SUBJECTS
 
@@ -97,7 +97,7 @@ def check_row(sname: str, key: str, examples: int, seed: int, engine: str,
         # still hold on the small grid (its counterexamples can need more clients)
         rep = check_exhaustive(subject, prop, tiny_markets(**TINY_GRID))
         rep = dataclasses.replace(rep, clients=(TINY_GRID["m"], TINY_GRID["m"]))
-        out.append((rep, rep.holds if declared else True))
+        out.append((rep, rep.holds if declared is True else True))
     return out
 
 
@@ -167,13 +167,20 @@ def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
             raise
 
 
+def _declared(report):
+    """What the report's subject declares about its property (None: a subject of your own
+    or nothing declared)."""
+    subject = SUBJECTS.get(report.subject)
+    return None if subject is None else subject.declares.get(report.property.key)
+
+
 def frame(results) -> pd.DataFrame:
     rows = []
     for report, ok in results:
         row = report.row()
-        declared = SUBJECTS[report.subject].declares[report.property.key] \
-            if report.subject in SUBJECTS else None
-        row["declared"] = {True: "holds", False: "fails", None: "-"}[declared]
+        declared = _declared(report)
+        row["declared"] = {True: "holds", False: "fails", VACUOUS: "vacuous",
+                           None: "-"}[declared]
         row["as_declared"] = ok
         if report.engine == "batch" and report.extra.get("mode") == "batch (per instance)":
             row["engine"] = "batch, per instance"
@@ -202,8 +209,8 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         cmd += f" --jobs {jobs}"
     cmd += " --markdown docs/reference-theorems.md"
     claims = [r for r, _ in results if r.engine != "exhaustive"
-              and r.verdict in ("holds", "inconclusive", "vacuous")]
-    short = [r for r in claims if r.effective < examples]
+              and r.verdict in ("holds", "inconclusive", "vacuous") and _declared(r) != VACUOUS]
+    short = [r for r in claims if r.discriminating < examples]
     total = sum(r.seconds for r, _ in results)
     took = f"{total:.0f} s of checking summed over the rows"
     if wall_seconds is not None:
@@ -218,27 +225,33 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         f"not to hold, whose search may draw up to {FALSIFY_FACTOR}x the target), "
         "`effective` those on which the property evaluated the subject, `discriminating` "
         "those of them on which the property could have failed (the misreport changed the "
-        "outcome, the interesting branch of the precondition was hit); the preconditions "
-        "column ends with the market sizes drawn (\"2-12 clients\"); "
-        "a claim with effective < 0.5 x drawn would read \"vacuous\". `engine` says which "
+        "outcome, the interesting branch of the precondition was hit; "
+        "docs/reference-proofs.md lists the definition of each property): the evidence. "
+        "Each engine draws until a row has its target of discriminating examples, at most "
+        f"{DRAW_FACTOR}x the target; a claim reads \"holds\" only with the target reached, "
+        "\"inconclusive\" with fewer, \"vacuous\" with none (or with effective < 0.5 x "
+        "drawn). A row declared \"vacuous\" is a property that cannot fail on the subject "
+        "(share-all ignores the reports, so no lie changes anything): true of the rule, no "
+        "evidence; the contract asserts that no draw discriminates. The preconditions "
+        "column ends with the market sizes drawn (\"2-12 clients\"). `engine` says which "
         "engine produced the row (\"batch\": numpy draws cleared and evaluated in bulk; "
         "\"batch, per instance\": numpy draws evaluated one instance at a time, for "
         "pairs the bulk clearing does not cover: other solvers, rules of your own not "
         "written over arrays).", "",
     ]
     if engine == "batch":
-        lines += ["The batch engine draws until a row has its target of effective examples "
-                  "(at most twice the target drawn), so `drawn` exceeds the target where some "
-                  "draws missed the preconditions.", ""]
+        lines += ["`drawn` exceeds the target where some draws missed the preconditions or "
+                  "could not have failed the property.", ""]
     if short and time_limit is not None:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
-                  f"{examples:,} effective examples** (per-row time limit {time_limit:g} s on "
+                  f"{examples:,} discriminating examples** (per-row time limit {time_limit:g} s on "
                   "this shared 2-core machine); their rows give the real counts. The full run "
                   f"is one command away: `fedmarket prove --engine {engine} --examples "
                   f"{examples}` without `--time-limit` (`make nightly`).", ""]
     elif short:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
-                  f"{examples:,} effective examples**: their rows give the real counts.", ""]
+                  f"{examples:,} discriminating examples**: their rows give the real counts.",
+                  ""]
     return "\n".join(lines) + "\n"
 
 

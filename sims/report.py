@@ -238,7 +238,8 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
         if r.verdict != "counterexample":
             if r.verdict == "not checked":
                 return "not checked"
-            return f"{r.verdict} ({r.effective:,} effective, {r.engine})"
+            return (f"{r.verdict} ({r.discriminating:,} discriminating of {r.effective:,} "
+                    f"effective, {r.engine})")
         if isinstance(r.regret, float) and r.regret == r.regret:
             return f"fails (regret {r.regret:.3g})"
         return f"fails ({r.detail})" if r.detail else "fails"
@@ -247,11 +248,15 @@ def _verdicts(doc: _Doc, table: pd.DataFrame, name: str, examples: int):
     from .verdicts import TIME_LIMIT
 
     doc.para(f"The property checker on markets it draws itself (batch engine, {examples:,} "
-             f"effective examples per property, at most {TIME_LIMIT:g} s each, seed 0), not on "
-             "the simulated market: 'holds' = no counterexample found on the full budget; "
-             "'inconclusive' = fewer effective examples than the budget (a rule of your own "
-             "not written over arrays is cleared market by market and may stop at the time "
-             "limit); 'fails' = the checker found one (budget: deficit or "
+             "discriminating examples per property -- markets on which the property could "
+             f"have failed, e.g. a lie that changed the outcome --, at most {TIME_LIMIT:g} s "
+             "each, seed 0), not on the simulated market: 'holds' = no counterexample found "
+             "on the full budget; 'inconclusive' = fewer discriminating examples than the "
+             "budget (a rule of your own not written over arrays is cleared market by market "
+             "and may stop at the time limit; a property that discriminates on fewer than 1 "
+             "draw in 20 stops at the draw cap); 'vacuous' = no drawn market could have "
+             "failed it (a truthfulness property of a rule that ignores the reports): no "
+             "evidence either way; 'fails' = the checker found one (budget: deficit or "
              "surplus and the operator's signed balance sum_i p_i on the counterexample, "
              "negative a deficit; incentives: the largest regret the full misreport search of "
              "proofs.regret finds on the counterexample, the figure the details describe; a "

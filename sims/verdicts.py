@@ -7,9 +7,10 @@ pricing rule, the budget and the comparison with the baselines, with the batch e
 (numpy draws evaluated in bulk) at :data:`EXAMPLES` effective examples per cell by default.
 Each row: the verdict ("holds"; "counterexample", for budget balance with whether it is a
 deficit or a surplus and the signed amount, the operator's sum_i p_i on the counterexample;
-"inconclusive" when fewer effective examples than the budget were checked, never "holds";
-"vacuous"), the engine, how many markets were drawn, checked and
-discriminating, and for the incentive properties the regret: the largest gain the full
+"inconclusive" when fewer discriminating examples -- markets on which the property could
+have failed -- than the budget were checked, never "holds"; "vacuous" when none was), the
+engine, how many markets were drawn, checked and discriminating, and for the incentive
+properties the regret: the largest gain the full
 misreport search finds on the counterexample, the same number the detail describes.
 """
 
@@ -21,7 +22,7 @@ from mechanisms.errors import FedmarketError
 
 __all__ = ["CPL_KEYS", "EXAMPLES", "IPFL_KEYS", "cpl_verdicts", "ipfl_verdicts"]
 
-EXAMPLES = 10_000  # effective examples per verdict cell (below it: "inconclusive")
+EXAMPLES = 10_000  # discriminating examples per verdict cell (below it: "inconclusive")
 TIME_LIMIT = 5.0  # seconds per cell: a rule the checker cannot clear in bulk (one of your own
 # not written over arrays) is evaluated market by market and may stop short: "inconclusive"
 
@@ -65,7 +66,7 @@ def ipfl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
         for key in keys:
             prop = PROPERTIES[key]
             report = check(subject, prop, max_examples=examples, seed=seed, engine=engine,
-                           min_effective=examples,
+                           min_discriminating=examples,
                            **({"time_limit": time_limit} if engine == "batch" else {}))
             detail, regret = "", None
             ce = report.counterexample
@@ -100,7 +101,7 @@ def cpl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
         for key in keys:
             rows.append(_row(name, key, check(subject, PROPERTIES[key], max_examples=examples,
                                               seed=seed, engine=engine,
-                                              min_effective=examples,
+                                              min_discriminating=examples,
                                               **({"time_limit": time_limit}
                                                  if engine == "batch" else {}))))
     return pd.DataFrame(rows)

@@ -193,37 +193,59 @@ def test_batch_engine_is_reproducible():
     assert a.counterexample.code() == b.counterexample.code()
 
 
-def test_batch_engine_draws_until_the_target_of_effective_examples():
-    """max_examples is the effective count to reach: the threshold theorem skips games with
-    no interior client (about 5 %), so it draws more than it checks, and checks exactly the
-    target; a property with its preconditions built in draws exactly the target."""
+def test_batch_engine_draws_until_the_target_of_discriminating_examples():
+    """max_examples is the discriminating count to reach, exactly: the threshold theorem
+    skips games with no interior client (about 5 %), Thm 2's regret search discriminates
+    only where some lie changed the liar's utility (about a third); a property that could
+    fail on every market draws exactly the target."""
     r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_threshold"], max_examples=5000,
               engine="batch")
-    assert r.verdict == "holds" and r.effective == 5000 < r.examples <= 10_000
+    assert r.verdict == "holds" and r.discriminating == 5000 < r.examples <= 10_000
+    r = check(SUBJECTS["local"], PROPERTIES["thm2"], max_examples=500, engine="batch")
+    assert r.verdict == "holds" and r.discriminating == 500
+    assert 2 * 500 < r.effective == r.examples < 4 * 500
     r = check(SUBJECTS["local"], PROPERTIES["individual_rationality"], max_examples=5000,
               engine="batch")
-    assert r.effective == r.examples == 5000
+    assert r.discriminating == r.effective == r.examples == 5000
 
 
-def test_batch_engine_stops_a_mostly_unchecked_property_at_twice_the_target():
-    """A property checked on about 1 draw in 5 (three-client markets only: P(m) ~ m^-3 over
-    2-12 clients) cannot reach its target: the engine stops at twice the target drawn and
-    the verdict reads vacuous."""
+def _mine(check_on):
     from proofs import Property
-
-    base = PROPERTIES["budget_balance"]
-
-    def two_clients_only(subject, case):
-        return base.violation(subject, case) if case.market.m == 3 else None
-
     from proofs.batch import ipfl_sampler
 
-    mine = Property("mine", "mine", "-", "-", "-", "ipfl", base.instances, two_clients_only,
+    base = PROPERTIES["budget_balance"]
+    return Property("mine", "mine", "-", "-", "-", "ipfl", base.instances, check_on,
                     sample=lambda: ipfl_sampler("budget_balance"))
+
+
+def test_batch_engine_reads_a_mostly_unchecked_property_vacuous():
+    """A property checked on about 1 draw in 5 (three-client markets only: P(m) ~ m^-3 over
+    2-12 clients) reaches its target of discriminating examples among about 5 x as many
+    draws, but fewer than half of the draws were checked: the strategy, not the property,
+    decided what was tested, and the verdict reads vacuous."""
+    base = PROPERTIES["budget_balance"]
+    mine = _mine(lambda subject, case: base.violation(subject, case)
+                 if case.market.m == 3 else None)
     r = check(SUBJECTS["local"], mine, max_examples=300, engine="batch")
     assert r.engine == "batch" and r.extra["mode"] == "batch (per instance)"
-    assert r.examples == 600 and 0 < r.effective < 300
-    assert r.verdict == "vacuous" and r.extra["stopped"] == "draw cap"
+    assert r.discriminating == r.effective == 300 and r.effective < 0.5 * r.examples
+    assert r.verdict == "vacuous" and r.extra["stopped"] == "budget"
+
+
+def test_batch_engine_stops_a_rarely_discriminating_property_at_the_draw_cap():
+    """Checked on every draw, but able to fail only on three-client markets with lam above
+    4.5 (1 draw in 50 or so): the target is out of reach within DRAW_FACTOR x the budget
+    of draws, and the verdict reads inconclusive, never holds."""
+    from proofs import DRAW_FACTOR
+
+    def rare(subject, case):
+        amount = PROPERTIES["budget_balance"].amount(subject, case)
+        return amount, amount, case.market.m == 3 and case.market.lam > 4.5
+
+    r = check(SUBJECTS["local"], _mine(rare), max_examples=100, engine="batch")
+    assert r.examples == DRAW_FACTOR * 100 and r.extra["stopped"] == "draw cap"
+    assert 0 < r.discriminating < 100 and r.effective == r.examples
+    assert r.verdict == "inconclusive"
 
 
 def test_time_limit_stops_the_batch_engine_and_the_report_says_so():
@@ -288,7 +310,7 @@ def test_regret_rows_are_searched_in_bulk_and_find_the_known_lies(rule):
         assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)", key
         assert r.counterexample.rerun() > 0
     r = check(SUBJECTS[rule], PROPERTIES["thm2"], max_examples=3000, engine="batch")
-    assert r.verdict == "holds" and r.effective == 3000
+    assert r.verdict == "holds" and r.discriminating == 3000 < r.effective
     assert r.extra["mode"] == "batch (vectorised)"
 
 

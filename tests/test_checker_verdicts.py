@@ -150,12 +150,73 @@ def test_targeted_draws_do_not_count_towards_the_vacuity_share():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_discriminating_counts_only_lies_that_changed_something(engine):
     # share-all ignores every report: no lie changes any outcome, so no example of a
-    # truthfulness check could have failed; the paper's rule is discriminated on some
-    share_all = check(SUBJECTS["share-all"], PROPERTIES["thm2"], max_examples=40,
-                      engine=engine)
-    assert share_all.effective > 0 and share_all.discriminating == 0
+    # truthfulness check could have failed: "vacuous", however many lies were tried (in
+    # bulk, and one market at a time for the same rule wrapped in a def)
+    wrapped = IpflMechanism("wrapped", "share-all", payments=lambda mk, A, D: np.zeros(mk.m))
+    for subject in (SUBJECTS["share-all"], wrapped):
+        r = check(subject, PROPERTIES["thm2"], max_examples=40, engine=engine)
+        assert r.verdict == "vacuous", (subject.name, r.verdict)
+        assert r.effective > 0 and r.discriminating == 0
+    # the paper's rule is discriminated on about a third of the draws: the engine drew until
+    # the budget of discriminating examples was checked, and only then reads "holds"
     local = check(SUBJECTS["local"], PROPERTIES["thm2"], max_examples=40, engine=engine)
-    assert 0 < local.discriminating < local.effective
+    assert local.verdict == "holds" and local.discriminating >= 40
+    assert local.effective > local.discriminating
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_property_with_no_discriminating_example_never_holds(engine):
+    from proofs import Property
+
+    base = PROPERTIES["budget_balance"]
+
+    def never(subject, case):
+        subject.settle(case.market, case.D)
+        return 0.0, 0.0, False
+
+    from proofs.batch import ipfl_sampler
+
+    # with a numpy sampler, so that the batch engine draws it itself (not Hypothesis)
+    prop = Property("never", "never", "-", "-", "-", "ipfl", base.instances, never,
+                    sample=lambda: ipfl_sampler("budget_balance"))
+    for budget in (5, 60):
+        r = check(SUBJECTS["local"], prop, max_examples=budget, engine=engine)
+        assert r.engine == engine
+        assert r.verdict == "vacuous" and r.discriminating == 0 and r.effective > 0
+
+
+def test_the_targeted_search_is_not_counted_as_evidence():
+    """The optimiser mutates the best-scoring examples -- for a regret search, lies that
+    changed the liar's utility: discriminating ones. The report's discriminating count (the
+    evidence the verdict reads) is that of the untargeted draws only."""
+    r = check(SUBJECTS["local"], PROPERTIES["thm2"], max_examples=30, seed=0)
+    drawn, effective, disc = r.extra["untargeted"]
+    t_drawn, t_effective, t_disc = r.extra["targeted"]
+    assert t_disc > 0  # the targeted passes did check discriminating examples ...
+    assert r.discriminating == disc >= 30  # ... which are not the evidence
+    assert r.examples == drawn + t_drawn and r.effective == effective + t_effective
+    assert r.verdict == "holds"
+
+
+def test_the_vacuity_rule_reads_the_discriminating_count():
+    from proofs.checker import Tally, verdict
+
+    none = Tally()
+    for _ in range(50):
+        none.record(True, False, discriminating=False)
+    assert verdict(False, none) == verdict(False, none, 10) == "vacuous"
+    thin = Tally()
+    for k in range(50):
+        thin.record(True, False, discriminating=k < 9)
+    assert verdict(False, thin, 10) == "inconclusive"
+    assert verdict(False, thin, 9) == verdict(False, thin) == "holds"
+    targeted = Tally()
+    targeted.record(True, False, discriminating=True)
+    for _ in range(30):  # the optimiser's discriminating mutations are not evidence
+        targeted.record(True, False, discriminating=True, targeted=True)
+    assert targeted.discriminating == 31 and targeted.evidence == 1
+    assert verdict(False, targeted, 10) == "inconclusive"
+    assert verdict(False, Tally(), 10) == "inconclusive"  # nothing drawn (a time limit)
 
 
 def test_regret_search_compares_utilities_of_one_code_path():
@@ -268,3 +329,17 @@ def test_max_clients_is_validated_and_shown_in_every_report(tmp_path):
                  "--markdown", str(out)]) == 0
     text = out.read_text()
     assert "--max-clients 5" in text and "truthful reports; d_ij >= 0; 2-5 clients" in text
+
+
+def test_every_property_says_which_examples_discriminate_as_the_docs_show():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "discriminating_shares", root / "benchmarks" / "discriminating_shares.py")
+    shares = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shares)
+    assert all(prop.discriminates for prop in PROPERTIES.values())
+    docs = (root / "docs" / "reference-proofs.md").read_text()
+    assert shares.definitions_table() in docs  # regenerate: benchmarks/discriminating_shares.py

@@ -21,6 +21,7 @@ from proofs import (
     profiles,
 )
 from proofs.checker import evaluate_once
+from proofs.contract import VACUOUS
 
 CASES = [
     pytest.param(s, k, id=f"{s}-{k}")
@@ -36,8 +37,13 @@ def test_declared_property(subject, key):
     declared = subj.declares[key]
     detail = report.counterexample.code() if report.counterexample else (report.error or "")
     assert as_declared, f"{subject}/{key}: declared {declared}, got {report.verdict}\n{detail}"
-    if declared:
-        assert report.examples == profiles.budget()  # the whole budget was drawn
+    if declared == VACUOUS:  # it cannot fail here: no example could have, none holds
+        assert report.verdict == "vacuous" and report.discriminating == 0
+        assert report.effective >= VACUITY_THRESHOLD * report.examples > 0
+    elif declared:
+        # the whole budget of discriminating examples was checked (among more draws)
+        assert report.discriminating >= profiles.budget()
+        assert report.examples >= report.effective >= report.discriminating
         assert report.effective >= VACUITY_THRESHOLD * report.examples
     else:
         ce = report.counterexample
@@ -97,7 +103,8 @@ def _ipfl_prop(violation, key="custom"):
 def test_a_property_that_never_calls_the_subject_is_vacuous():
     prop = _ipfl_prop(lambda subject, case: 0.0)
     r = check(SUBJECTS["local"], prop, max_examples=20)
-    assert r.verdict == "vacuous" and r.effective == 0 and r.examples == 20
+    # drawn until the vacuity probe: no example among them checked anything
+    assert r.verdict == "vacuous" and r.effective == 0 and r.examples >= 20
 
 
 def test_a_property_that_skips_most_draws_is_vacuous():
@@ -120,6 +127,34 @@ def test_contract_fails_on_a_vacuous_claim():
     subject = IpflMechanism("x", "local", declares={"free_lunch": True})
     with pytest.raises(AssertionError, match="vacuous"):
         assert_contract(subject, extra={prop: True}, max_examples=10)
+
+
+@pytest.mark.parametrize("engine", ["hypothesis", "batch"])
+def test_a_vacuous_declaration_holds_only_where_no_example_discriminates(engine):
+    from proofs.contract import contract_check
+
+    prop = PROPERTIES["truthful_N_over"]
+    # share-all ignores the reports: as declared
+    got = contract_check(SUBJECTS["share-all"], prop, VACUOUS, max_examples=20, engine=engine)
+    assert got.as_declared and got.report.verdict == "vacuous"
+    assert "declared vacuous" in got.describe()
+    # the same declaration of a rule whose lies change the outcome is broken (the paper's
+    # rule pays this lie: a counterexample; a fee on the reported N makes it cost: "holds")
+    fee = IpflMechanism("fee", "share-all", payments=lambda mk, A, D: 1e-3 * mk.N)
+    for subject in (SUBJECTS["local"], fee):
+        got = contract_check(subject, prop, VACUOUS, max_examples=20, engine=engine)
+        assert not got.as_declared and got.report.discriminating > 0, subject.name
+
+
+def test_a_declaration_is_true_false_or_vacuous():
+    from proofs import CheckerInputError
+    from proofs.contract import declaration
+
+    assert [declaration("k", v) for v in (True, False, np.bool_(True), VACUOUS)] == \
+        [True, False, True, VACUOUS]
+    for bad in ("yes", None, 1, "Vacuous"):
+        with pytest.raises(CheckerInputError, match="'vacuous'"):
+            declaration("k", bad)
 
 
 def test_contract_accepts_user_properties_both_ways():

@@ -79,7 +79,7 @@ def test_the_sampler_draws_mostly_binding_budgets_off_the_floor():
 def test_effective_share_of_beats_baselines_is_high(engine, n):
     r = check(SUBJECTS["cpl-bisection"], PROPERTIES[KEY], engine=engine, max_examples=n,
               seed=1)
-    assert r.verdict == "holds" and r.examples == n
+    assert r.verdict == "holds" and r.discriminating >= n  # == n for the batch engine
     assert r.effective >= SHARE * r.examples
 
 

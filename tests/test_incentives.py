@@ -30,7 +30,21 @@ def small_data_bonus(market, A, D):
     return ipfl.payments(ipfl.remittances(market, A, D)) - 100.0 / market.N
 
 
-SHARING = SUBJECTS["share-all"]  # FedAvg-like: no N enters it, so no report of N can pay
+def data_fee(market, A, D):
+    """Nothing but a fee growing with the reported data size: overstating N only costs."""
+    return 1e-3 * market.N
+
+
+def data_bonus(market, A, D):
+    """Nothing but a bonus growing with the reported data size: understating N only costs."""
+    return -1e-3 * market.N
+
+
+# share-all ignores the reports, so no lie could show a regret there (its truthfulness is
+# vacuous, tests/test_checker_verdicts.py); these read N, and each lie in one direction
+# changes the liar's utility, for the worse
+FEE = IpflMechanism("data-fee", "share-all", payments=data_fee)
+BONUS = IpflMechanism("data-bonus", "share-all", payments=data_bonus)
 
 CASES = [
     # (property, rule it must reject, rule it must accept)
@@ -40,10 +54,10 @@ CASES = [
     pytest.param("truthful_K_over", IpflMechanism("k-bonus", "local", payments=k_bonus),
                  SUBJECTS["vcg"], id="K-over"),
     pytest.param("truthful_K_under", SUBJECTS["local"], SUBJECTS["vcg"], id="K-under"),
-    pytest.param("truthful_N_over", SUBJECTS["local"], SHARING, id="N-over"),
+    pytest.param("truthful_N_over", SUBJECTS["local"], FEE, id="N-over"),
     pytest.param("truthful_N_under",
                  IpflMechanism("small-data-bonus", "local", payments=small_data_bonus),
-                 SHARING, id="N-under"),
+                 BONUS, id="N-under"),
     pytest.param("no_deficit", SUBJECTS["vcg"], SUBJECTS["shapley"], id="no-deficit"),
 ]
 
@@ -55,7 +69,18 @@ def test_property_rejects_the_bad_rule_and_accepts_the_good_one(key, bad, good):
     assert rejected.verdict == "counterexample", (key, bad.name)
     assert rejected.counterexample.rerun() > 0
     accepted = check(good, prop, max_examples=BUDGET, seed=0)
-    assert accepted.holds, (key, good.name, accepted.counterexample)
+    assert accepted.holds, (key, good.name, accepted.verdict, accepted.counterexample)
+    # "holds" is evidence: the budget of examples on which the property could have failed
+    assert accepted.discriminating >= BUDGET
+
+
+@pytest.mark.parametrize("engine", ["hypothesis", "batch"])
+@pytest.mark.parametrize("key", ["truthful_N_over", "truthful_N_under", "thm2"])
+def test_a_rule_that_ignores_the_reports_is_vacuously_truthful_not_holds(key, engine):
+    # share-all: no lie changes anything, so no drawn example could have shown a regret
+    r = check(SUBJECTS["share-all"], PROPERTIES[key], max_examples=BUDGET, seed=0,
+              engine=engine)
+    assert r.verdict == "vacuous" and r.discriminating == 0 and r.effective > 0
 
 
 def test_the_checker_finds_the_dimension_in_which_the_paper_pays_a_liar():

@@ -137,7 +137,8 @@ def test_toml_with_a_users_rule_and_report(tmp_path, capsys):
     assert "Property verdicts per mechanism" in text and "utility_by_role.png" in text
     verdicts = pd.read_csv(out / "inclusive_verdicts.csv").set_index("mechanism")
     assert verdicts.loc["local", "truthful_K_under"].startswith("fails (regret")
-    assert verdicts.loc["local", "budget_balance"] == "holds (10,000 effective, batch)"
+    assert verdicts.loc["local", "budget_balance"] == ("holds (10,000 discriminating of 10,000 "
+                                                        "effective, batch)")
     # the user's rule is cleared market by market: each cell says what it reached
     assert all(v.startswith(("holds", "inconclusive", "fails", "vacuous"))
                for v in verdicts.loc["myrules:top_one"])

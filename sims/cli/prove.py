@@ -29,7 +29,9 @@ MAX_EXAMPLES = 10**9  # --examples per check: 10^6 is the nightly run's
 
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "prove", "check every declared property (the theorem report)")
-    p.add_argument("--examples", type=integer, default=200, help="examples drawn per check")
+    p.add_argument("--examples", type=integer, default=200,
+                   help="discriminating examples per check (markets on which the property "
+                        "could have failed; more are drawn, at most 20x)")
     p.add_argument("--engine", choices=("hypothesis", "batch"), default="hypothesis",
                    help="hypothesis (targeted search) or batch (numpy draws in bulk)")
     p.add_argument("--time-limit", type=float, default=None,
@@ -200,8 +202,9 @@ def _rule_file(path: str, seed: int):
 
 def beside_estimates(results, name: str, doc: dict, seed: int):
     """One row per property checked on the rule file ``name``: the checker's verdict,
-    effective examples and largest violation (held-out seed ``seed``) beside the search's
-    own estimate of the same quantity on its training markets (``doc['estimates']``)."""
+    effective and discriminating examples and largest violation (held-out seed ``seed``)
+    beside the search's own estimate of the same quantity on its training markets
+    (``doc['estimates']``)."""
     import pandas as pd
 
     from sims.design.certify import estimate
@@ -213,7 +216,7 @@ def beside_estimates(results, name: str, doc: dict, seed: int):
         key = report.property.key
         est = doc.get("estimates") or {}
         rows.append({"property": key, "verdict": report.verdict,
-                     "effective": report.effective,
+                     "effective": report.effective, "discriminating": report.discriminating,
                      "largest_violation": report.largest_violation,
                      "search_estimate": estimate(key, est) if est else None,
                      "seed": seed, "training_seed": doc.get("training_seed")})
@@ -246,7 +249,7 @@ def _check_own(rows, args, done, examples=None) -> list:
         if args.max_clients is not None:
             kw["max_clients"] = args.max_clients
         if key in subject.declares:
-            got = contract_check(subject, prop, bool(subject.declares[key]),
+            got = contract_check(subject, prop, subject.declares[key],
                                  max_examples=args.examples, seed=args.seed,
                                  engine=args.engine, **kw)
             out.append((got.report, got.as_declared))
