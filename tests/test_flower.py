@@ -716,10 +716,10 @@ def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
     thread = threading.Thread(target=serve, args=(sock,), daemon=True)
     thread.start()
     extra = {101: {"partition-id": 0, "num-partitions": 4, "worker": sock}}
-    for _ in range(50):
-        if (tmp_path / "n0.sock").exists():
-            break
-        thread.join(0.1)
+    deadline = time.monotonic() + 120  # the socket is bound before any import (loaded hosts)
+    while not (tmp_path / "n0.sock").exists():
+        assert thread.is_alive() and time.monotonic() < deadline, "the worker never listened"
+        thread.join(0.05)
     warm = _serve(FakeGrid(CFG, extra=extra), CFG)
     cold = _serve(FakeGrid(CFG), CFG)
     assert warm["ledger"] == cold["ledger"] and warm["acc_own"] == cold["acc_own"]

@@ -56,8 +56,6 @@ def serve(address: str, max_requests: int | None = None, log=None) -> None:
     """Answer requests on ``address`` until killed (or after ``max_requests``); ``log(line)``
     receives the time each request took. Listens at once, then imports what requests need
     (a request that comes meanwhile waits in the socket's backlog)."""
-    from .client import work
-
     if os.path.exists(address):
         os.unlink(address)
     old = os.umask(0o177)  # the socket is the owner's only
@@ -66,6 +64,8 @@ def serve(address: str, max_requests: int | None = None, log=None) -> None:
     finally:
         os.umask(old)
     served = 0
+    from .client import work  # after listening: a caller meanwhile waits in the backlog
+
     _preload()
     with listener:
         while max_requests is None or served < max_requests:
