@@ -67,9 +67,13 @@ from .evaluate import accuracy_on_parts, chunk_size, evaluate, loss_on_parts
 from .local import SGDConfig, sample_batches, train_lockstep, train_sequential
 from .partition import partition
 
-__all__ = ["LEDGER", "Round", "Session", "on_cpu"]
+__all__ = ["ATTACKER_TYPES", "LEDGER", "Round", "Session", "on_cpu"]
 
 LEDGER = ("gain", "cost", "payment", "utility", "n_bought", "n_sold")
+# (K, c) of an attacker among traders (Fig. 4), reported and true, under every attack: the
+# authors' attack clients gain nothing from a model and bear no cost; their utility is their
+# net payment (0 under an algorithm without payments, learning.algorithms.UNPAID).
+ATTACKER_TYPES = (0.0, 0.0)
 
 
 def on_cpu(params) -> dict:
@@ -195,8 +199,8 @@ class Session:
         self.free_riders = is_attacker & free & (cfg.roles != "inclusive")
         self.trains = ~self.free_riders
         if cfg.roles != "inclusive":
-            K = np.where(is_attacker, 0.0, K)
-            c = np.where(is_attacker, 0.0, c)
+            K = np.where(is_attacker, ATTACKER_TYPES[0], K)
+            c = np.where(is_attacker, ATTACKER_TYPES[1], c)
         N_rep, c_rep = self.N_true.copy(), c.copy()
         c_true = c.copy()
         if cfg.liar >= 0:

@@ -15,7 +15,10 @@ whole interval lies on the other side, and *inconclusive* otherwise (the interva
 margin, or fewer than 2 seeds); for an inconclusive test, the number of seeds at which the
 observed mean and spread would give a decisive interval is shown. A claim is reproduced when
 every test is, not reproduced when every test is not, *partly* when some are reproduced and
-some not, and inconclusive otherwise.
+some not, and inconclusive otherwise. A test that cannot fail (:attr:`Test.fixed`: its
+quantity is fixed by construction, e.g. the attacker's utility under an algorithm without
+payments, :func:`zero_by_construction`) is shown but is not evidence: a claim's verdict and
+tally count only the tests that could fail.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ __all__ = [
     "combine",
     "seed_table",
     "seeds_needed",
+    "tally",
     "write_page",
+    "zero_by_construction",
 ]
 
 COMPARABLE = 0.02  # "comparable accuracy": within 2 percentage points (a non-inferiority margin)
@@ -58,7 +63,9 @@ MARGINS = {
     "fig4 ipfl accuracy": ("Fig. 4", "per attack: iPFL's change of benign best accuracy",
                            ">=", -COMPARABLE),
     "fig4 baseline utility": ("Fig. 4", "per attack and baseline: its change of the "
-                                        "attacker's utility", ">=", 0.0),
+                                        "attacker's utility (0 by construction, so not "
+                                        "evidence, for a baseline without payments)",
+                              ">=", 0.0),
     "fig5 attacker": ("Fig. 5", "attacker's earnings (mechanism level) or models sold "
                                 "(with training)", "<=", 0.0),
     "fig5 honest": ("Fig. 5", "smallest honest utility", ">=", 0.0),
@@ -85,7 +92,9 @@ RULE = ("Each claim is a set of tests, each a per-seed quantity, the side of a m
         "the margin (or fewer than 2 seeds ran); then 'seeds needed' is the smallest number of "
         "seeds at which the observed mean and spread would give a decisive interval. A claim "
         "is reproduced when all its tests are, not reproduced when all are not, partly when "
-        "some are and some are not, and inconclusive otherwise.")
+        "some are and some are not, and inconclusive otherwise. A test whose quantity is fixed "
+        "by construction (it cannot fail, e.g. '0 by construction') is shown but is not "
+        "evidence: only the tests that could fail count.")
 
 
 def fmt(values, digits: int = 3, bounds=None) -> str:
@@ -136,6 +145,7 @@ class Test:
     margin: float
     digits: int = 3
     bounds: tuple | None = None
+    fixed: str = ""  # why it cannot fail, e.g. "0 by construction": shown, never counted
 
     def __post_init__(self):
         if self.side not in SIDES:
@@ -147,7 +157,13 @@ class Test:
         return ci95(self.values, self.bounds)
 
     @property
+    def could_fail(self) -> bool:
+        return not self.fixed
+
+    @property
     def verdict(self) -> str:
+        if self.fixed:
+            return f"{self.fixed} (not evidence)"
         _m, lo, hi, n = self.interval
         if n < 2 or not (np.isfinite(lo) and np.isfinite(hi)):
             return "inconclusive"
@@ -201,7 +217,12 @@ class Claim:
 
     @property
     def verdict(self) -> str:
-        return self.fixed if self.fixed is not None else combine(t.verdict for t in self.tests)
+        """By :func:`combine` over the tests that could fail (no test that could fail: "no
+        test could fail")."""
+        if self.fixed is not None:
+            return self.fixed
+        live = [t.verdict for t in self.tests if t.could_fail]
+        return combine(live) if live or not self.tests else "no test could fail"
 
 
 def _not_run(name, paper, why, setup="") -> Claim:
@@ -471,6 +492,10 @@ def _fig4(frames, cfgs) -> list[Claim]:
                      "benign_acc": last[last.role != "attacker"].acc_personalised_best.mean(),
                      "attacker_utility": g[att].utility.sum()})
     r = pd.DataFrame(rows)
+    fixed = {m: zero_by_construction(m, [cfgs.get(i, {}) for i in pd.unique(g.config_id)]
+                                     if "config_id" in g else [],
+                                     r[r.mechanism == m].attacker_utility)
+             for m, g in df.groupby("mechanism")}
     before = r[r.attack == "none"].set_index(["mechanism", "seed"])
     table, tests = [], []
     for (mech, attack), g in r[r.attack != "none"].groupby(["mechanism", "attack"]):
@@ -484,17 +509,50 @@ def _fig4(frames, cfgs) -> list[Claim]:
                            *_m("fig4 ipfl accuracy"), bounds=DACC)]
         else:
             tests.append(Test(f"{attack}: {mech}'s change of attacker utility", d_util,
-                              *_m("fig4 baseline utility"), 1))
+                              *_m("fig4 baseline utility"), 1,
+                              fixed="0 by construction" if fixed[mech] else ""))
         table.append({"algorithm": mech, "attack": attack,
                       "change of benign best acc": fmt(d_acc, bounds=DACC),
                       "change of attacker utility": fmt(d_util, 1)})
+    zero = sorted(m for m, z in fixed.items() if z)
     return [Claim("Fig. 4, attacks", paper,
                   "see the tests: iPFL's attacker-utility change below 0 and its benign "
                   f"accuracy within {COMPARABLE} under each attack, every baseline's "
                   "attacker-utility change at or above 0", setup_of(df, cfgs), tests,
                   "attackers have gain scale K = 0 and cost 0 (reported and true) under every "
-                  "attack, as the authors' attack clients: their utility is their net payment",
+                  "attack, as the authors' attack clients: their utility is their net payment"
+                  + (f"; {', '.join(zero)} pay nothing (learning.algorithms.UNPAID), so there "
+                     "the attacker's utility is 0 in every round whatever it submits: those "
+                     "tests cannot fail and are not counted" if zero else ""),
                   pd.DataFrame(table))]
+
+
+def zero_by_construction(mechanism: str, configs, values) -> bool:
+    """Whether the attacker's utility under ``mechanism`` is 0 by construction in cells of
+    the configurations ``configs`` (dicts of TrainConfig fields): the registry declares the
+    algorithm without payments (:attr:`learning.algorithms.Algorithm.pays` False) and every
+    cell's attackers are traders, whose types are ``learning.session.ATTACKER_TYPES`` =
+    (K, c) = (0, 0). The measured ``values`` (the attacker's utility per cell) must all be
+    exactly 0 too: a nonzero one contradicts the declaration, and the test then counts.
+
+    >>> zero_by_construction("fedavg", [{"roles": "traders"}], [0.0, 0.0])
+    True
+    >>> zero_by_construction("ipfl", [{"roles": "traders"}], [0.0, 0.0])  # a market pays
+    False
+    >>> zero_by_construction("fedavg", [{"roles": "traders"}], [0.0, 1.5])  # contradicted
+    False
+    """
+    from learning.algorithms import get
+    from learning.session import ATTACKER_TYPES
+
+    try:
+        alg = get(mechanism)
+    except ValueError:  # not an algorithm this toolkit can load: nothing is declared
+        return False
+    v = np.asarray(list(values), dtype=float)
+    return (not alg.pays and ATTACKER_TYPES == (0.0, 0.0) and len(configs) > 0
+            and all(c.get("roles", "traders") == "traders" for c in configs)
+            and v.size > 0 and bool(np.all(v == 0.0)))
 
 
 def _fig5(frames, cfgs) -> list[Claim]:
@@ -656,10 +714,17 @@ def costs(frames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _tally(c: Claim) -> str:
+def tally(c: Claim) -> str:
+    """"k of n" tests reproduced; where some cannot fail, "k of n tests that could fail"."""
     if not c.tests:
         return ""
-    return f"{sum(x.verdict == 'reproduced' for x in c.tests)} of {len(c.tests)}"
+    live = [x for x in c.tests if x.could_fail]
+    k = sum(x.verdict == "reproduced" for x in live)
+    if len(live) == len(c.tests):
+        return f"{k} of {len(c.tests)}"
+    fixed = sorted({x.fixed for x in c.tests if not x.could_fail})
+    return (f"{k} of {len(live)} tests that could fail ({len(c.tests) - len(live)} more: "
+            f"{', '.join(fixed)}, not evidence)")
 
 
 def differences() -> pd.DataFrame:
@@ -731,7 +796,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
                                 for c, q, s, m in MARGINS.values()])), "",
               "## Verdicts", "",
               _md(pd.DataFrame([{"claim": c.name, "verdict": c.verdict,
-                                 "tests reproduced": _tally(c)} for c in cl])), ""]
+                                 "tests reproduced": tally(c)} for c in cl])), ""]
     for c in cl:
         lines += [f"## {c.name}", "", f"*Paper:* {c.paper}.", ""]
         if c.ours:

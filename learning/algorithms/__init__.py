@@ -23,11 +23,15 @@ from ..config import ATTACKS, TrainConfig, TrainResult
 from . import cfl, cpl, ditto, fedamp, fedavg, fedfomo, fedprox, ipfl, lia, local, pfedgraph
 from .pfedgraph import project_simplex
 
-__all__ = ["ALGORITHMS", "ATTACKS", "ENTRY_POINT_GROUP", "REGISTRY", "SCHEDULE", "Algorithm",
-           "TrainConfig", "TrainResult", "get", "plugins", "project_simplex", "run"]
+__all__ = ["ALGORITHMS", "ATTACKS", "ENTRY_POINT_GROUP", "REGISTRY", "SCHEDULE", "UNPAID",
+           "Algorithm", "TrainConfig", "TrainResult", "get", "plugins", "project_simplex", "run"]
 
 SCHEDULE = ("train", "evaluate", "aggregate")  # each round; R rounds = R trainings, R ledgers
 EVALUATES = ("trained", "aggregate")
+# The families whose ledger has no payment: utility = gain - cost, the gain scaled by the
+# client's K and the cost by its c, so a client with K = c = 0 (an attacker among traders,
+# learning.session.ATTACKER_TYPES) has utility 0 in every round, whatever anyone submits.
+UNPAID = ("none", "baseline")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,13 @@ class Algorithm:
     summary: str
     evaluates: str = "trained"  # the models scored each round (see SCHEDULE)
     trainings: int = 1  # local trainings per round (Ditto: its personal and global model)
+
+    @property
+    def pays(self) -> bool:
+        """Whether a client's utility can move with what the clients submit even at K = c = 0
+        (a payment). False for the families in :data:`UNPAID`; True for the market, the
+        pricing and a user's ("custom") algorithm, whose ledger nothing here constrains."""
+        return self.family not in UNPAID
 
     def __post_init__(self):
         if self.evaluates not in EVALUATES:
