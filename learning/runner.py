@@ -74,10 +74,15 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
     if start and progress is not None:
         progress(start, cfg.rounds)
     try:
-        gen = get(cfg.algorithm).rounds(s)
+        alg = get(cfg.algorithm)
+        gen = alg.rounds(s)
         nan = np.full(cfg.clients, np.nan)
         for t in range(start, cfg.rounds):
             params, ledger, extra = _next_round(gen, cfg.algorithm, t) if custom else next(gen)
+            if not alg.pays and np.any(np.asarray(ledger["payment"], dtype=float) != 0.0):
+                raise RuleFailed("algorithm", f"{cfg.algorithm} is declared without payments "
+                                              f"(family {alg.family!r}) but its round {t} "
+                                              "ledger pays; declare another family")
             active = extra.get("active", np.ones(cfg.clients, bool))
             val = s.validate(params, active)
             if t % cfg.evaluate_every == 0 or t == cfg.rounds - 1:

@@ -48,8 +48,11 @@ def test_an_unpaid_algorithm_gives_the_attacker_exactly_zero(name):
 
 @pytest.mark.slow
 def test_the_check_rejects_an_algorithm_that_pays_the_attacker(monkeypatch):
-    """Known-bad variants: iPFL (a market, declared paying) and a baseline ledger that pays the
-    attacker 1 a round give it nonzero utility, which the check above rejects."""
+    """Known-bad variants: iPFL (a market, declared paying) gives the attacker nonzero utility,
+    which the check above rejects; a baseline ledger that pays the attacker 1 a round breaks
+    the declaration, and the runner refuses it (every run, built-in or the user's)."""
+    from mechanisms.errors import RuleFailed
+
     assert np.any(attacker_utility("ipfl", "signflip") != 0.0)
     ledger = Session.baseline_ledger
 
@@ -59,8 +62,9 @@ def test_the_check_rejects_an_algorithm_that_pays_the_attacker(monkeypatch):
         pay[self.attackers] = -1.0
         return {**out, "payment": pay, "utility": out["utility"] - pay}
     monkeypatch.setattr(Session, "baseline_ledger", paying)
-    u = attacker_utility("fedavg", "signflip")
-    assert np.all(u == 1.0), u
+    with pytest.raises(RuleFailed, match="declared without payments") as e:
+        attacker_utility("fedavg", "signflip")
+    assert e.value.field == "algorithm"
 
 
 def _fig4_frame(util: dict) -> tuple[pd.DataFrame, dict]:
