@@ -23,7 +23,7 @@ Fig. 2 NIID also runs our corrected defaults.
 from __future__ import annotations
 
 __all__ = ["FASHION", "FULL", "MEDIUM", "MEDIUM_ALGORITHMS", "SETTINGS", "display_path",
-           "medium_spec", "spec", "with_rules", "write_reproduction"]
+           "medium_spec", "spec", "with_device", "with_rules", "write_reproduction"]
 
 FULL = {"dataset": "fashion-mnist", "rounds": 50, "steps": 200, "batch": 64, "lr": 0.01}
 # Fig. 2 of the reduced setting: Fashion-MNIST (a uniform draw of 12,000 of its 60,000
@@ -157,6 +157,25 @@ def with_rules(cells, *, selection: str | None = None, payments: str | None = No
                 given.get("rule", sel), given.get("payments", pay), given.get("prices", pri))))
         out.append(c)
     return out
+
+
+def with_device(cells, device: str = "cpu") -> list:
+    """The cells with every learning cell's training and evaluation on ``device`` ("cpu",
+    "cuda", "cuda:N" or "auto", as ``TrainConfig.device``); "cpu", the default, returns the
+    cells as they are (their keys and stored rows unchanged). A device this machine lacks is
+    a :class:`~learning.config.TrainInputError` naming ``device``, raised here before any
+    cell runs."""
+    from learning.config import torch_device
+
+    from .scenarios import SCENARIOS
+    from .sweep import Cell
+
+    torch_device(device)  # a device this torch can use, or a clear error
+    if device == "cpu":
+        return list(cells)
+    return [Cell(c.scenario, c.mechanism, tuple(sorted({**dict(c.params),
+                                                         "device": device}.items())), c.seed)
+            if SCENARIOS[c.scenario].kind == "learning" else c for c in cells]
 
 
 def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),

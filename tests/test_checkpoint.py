@@ -202,3 +202,41 @@ def test_sweep_killed_mid_cell_resumes_there(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.slow
+def test_no_checkpoints_flag_writes_none(tmp_path, monkeypatch):
+    """`fedmarket sweep --no-checkpoints` (and reproduce's) saves no checkpoint; without the
+    flag the same sweep saves one a round (the known-bad: a flag that is not passed on)."""
+    import sims.sweep
+    from sims.cli import main
+
+    saved = []
+    save = Checkpoint.save
+
+    def counting(self, *a, **k):
+        saved.append(self.path)
+        return save(self, *a, **k)
+    monkeypatch.setattr(Checkpoint, "save", counting)
+    spec = tmp_path / "s.toml"
+    spec.write_text('seeds = [0]\n[[scenarios]]\nname = "ipfl-learning"\nmechanisms = '
+                    '["fedavg"]\nparams = { rounds = 2, steps = 1, clients = 4 }\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "off"), "--quiet",
+                 "--no-checkpoints"]) == 0
+    assert saved == []
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "on"), "--quiet"]) == 0
+    assert len(saved) == 2  # one a round
+    # reproduce passes the flag on to its sweep
+    got = []
+
+    def fake_sweep(cells, out, **kw):
+        got.append(kw["checkpoints"])
+        return {"cells": 0, "ran": 0, "skipped": 0, "wall_s": 0.0}
+    monkeypatch.setattr(sims.sweep, "run_sweep", fake_sweep)
+    import sims.reproduce
+
+    monkeypatch.setattr(sims.reproduce, "write_reproduction", lambda *a, **k: None)
+    args = ["reproduce", "--seeds", "0", "--scenarios", "liars", "--out",
+            str(tmp_path / "r"), "--quiet"]
+    assert main([*args, "--no-checkpoints"]) == 0 and main(args) == 0
+    assert got == [False, True]

@@ -59,3 +59,52 @@ def test_device_cpu_keeps_stored_cells_current():
         {"partition": "niid", "device": "cpu"}, 0))
     assert hash_config(cfg) != hash_config(SCENARIOS["fig2"].make_config(
         {"partition": "niid", "device": "auto"}, 0))
+
+
+@pytest.mark.skipif(CUDA, reason="this machine has CUDA")
+def test_reproduce_and_sweep_refuse_cuda_without_cuda_in_one_line(capsys, tmp_path):
+    """Before any cell runs: `reproduce --device cuda` names --device; a sweep spec's
+    `device = "cuda"` names the spec's field."""
+    from sims.cli import main
+
+    assert main(["reproduce", "--device", "cuda", "--no-run", "--out",
+                 str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fedmarket: error: --device:") and "sees no CUDA device" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    spec = tmp_path / "s.toml"
+    spec.write_text('seeds = [0]\n[[scenarios]]\nname = "ipfl-learning"\nmechanisms = '
+                    '["fedavg"]\nparams = { rounds = 1, steps = 1, device = "cuda" }\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "s"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "scenarios[0].params.device" in err and "sees no CUDA device" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "s" / "store.sqlite").exists()
+
+
+def test_reproduce_device_reaches_every_learning_cell_and_cpu_keeps_the_keys(
+        tmp_path, monkeypatch):
+    """`reproduce --device auto` gives every learning cell device 'auto' (the mechanism-level
+    cells none); the default, cpu, leaves the cells (and so the stored rows) as they were."""
+    import sims.reproduce
+    import sims.sweep
+    from sims.cli import main
+    from sims.scenarios import SCENARIOS
+    from sims.sweep import expand
+
+    seen = []
+
+    def fake_sweep(cells, out, **kw):
+        seen.append(list(cells))
+        return {"cells": 0, "ran": 0, "skipped": 0, "wall_s": 0.0}
+    monkeypatch.setattr(sims.sweep, "run_sweep", fake_sweep)
+    monkeypatch.setattr(sims.reproduce, "write_reproduction", lambda *a, **k: None)
+    args = ["reproduce", "--seeds", "0", "--scenarios", "fig4", "liars", "--out",
+            str(tmp_path / "r"), "--quiet"]
+    assert main([*args, "--device", "auto"]) == 0
+    assert main(args) == 0
+    auto, cpu = seen
+    learning = [c for c in auto if SCENARIOS[c.scenario].kind == "learning"]
+    assert learning and all(dict(c.params).get("device") == "auto" for c in learning)
+    assert all("device" not in dict(c.params) for c in auto if c not in learning)
+    assert [c.key for c in cpu] == [c.key for c in expand(sims.reproduce.spec("reduced", (0,)))
+                                    if c.scenario in ("fig4", "liars")]

@@ -62,6 +62,13 @@ def add_parser(sub, full: bool = False) -> None:
                         "fedmarket[tensorboard])")
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
+    p.add_argument("--device", default="cpu",
+                   help="where every learning cell trains and evaluates: cpu (default), cuda, "
+                        "cuda:N, or auto (cuda when torch sees a CUDA device, else cpu); a "
+                        "device other than cpu is part of each cell's configuration")
+    p.add_argument("--no-checkpoints", dest="checkpoints", action="store_false",
+                   help="write no per-round checkpoints (OUT/checkpoints): a killed learning "
+                        "cell then restarts from its first round")
     p.add_argument("--no-run", dest="no_run", action="store_true",
                    help="only write the page: from the cells already in the store, or, "
                         "without a store, from the summary committed next to the page")
@@ -73,10 +80,11 @@ def add_parser(sub, full: bool = False) -> None:
 def run(args) -> int:
     from pathlib import Path
 
+    from learning.config import TrainInputError
     from mechanisms.errors import MarketInputError
 
     from ..errors import SpecError
-    from ..reproduce import display_path, spec, with_rules, write_reproduction
+    from ..reproduce import display_path, spec, with_device, with_rules, write_reproduction
     from ..sweep import expand, run_sweep
     from .sweep import cell_reporters
 
@@ -103,6 +111,10 @@ def run(args) -> int:
             cells = with_rules(cells, **{name: value})
         except MarketInputError as exc:
             raise SpecError(f"--{name}", exc.message) from None
+    try:
+        cells = with_device(cells, args.device)
+    except TrainInputError as exc:
+        raise SpecError("--device", exc.message) from None
     # every output checked before the first cell runs (a run takes hours)
     page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
     writable_folder("--out", args.out)
@@ -112,7 +124,8 @@ def run(args) -> int:
     if not args.no_run:
         kw = {"executor": args.executor, "workers": args.workers, "threads": args.threads,
               "reuse_stale": args.reuse_stale, "recompute_stale": args.recompute_stale,
-              "recompute_damaged": args.recompute_damaged, "log_dir": args.log_dir}
+              "recompute_damaged": args.recompute_damaged, "log_dir": args.log_dir,
+              "checkpoints": args.checkpoints}
         with progress_reporter("reproduce cells", quiet=args.quiet,
                                every=args.progress_every) as progress:
             stats = run_sweep(cells, args.out, **kw, **cell_reporters(progress, len(cells)))
@@ -120,7 +133,7 @@ def run(args) -> int:
             print(f"{stats['cells']} cells: {stats['ran']} run, {stats['skipped']} already "
                   f"done; {stats['wall_s']:.1f} s wall")
     filtered = bool(args.scenarios or args.algorithms or any(rules.values())
-                    or args.with_algorithms)
+                    or args.with_algorithms or args.device != "cpu")
     command = " ".join([
         "fedmarket reproduce", *(["--setting", args.setting] if args.setting != "reduced"
                                  else []),
@@ -129,6 +142,7 @@ def run(args) -> int:
         *(["--algorithms", *args.algorithms] if args.algorithms else []),
         *(["--with-algorithms", *args.with_algorithms] if args.with_algorithms else []),
         *(x for k, v in rules.items() if v for x in (f"--{k}", v)),
+        *(["--device", args.device] if args.device != "cpu" else []),
         "--out", display_path(args.out), "--docs", display_path(page)])
     write_reproduction(args.out, page, setting=args.setting, seeds=args.seeds,
                        cells=cells if filtered else None, command=command)

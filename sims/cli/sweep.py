@@ -47,6 +47,9 @@ def add_parser(sub, full: bool = False) -> None:
                         "fedmarket[tensorboard])")
     p.add_argument("--recompute-stale", action="store_true",
                    help="compute such stale cells again, replacing their rows")
+    p.add_argument("--no-checkpoints", dest="checkpoints", action="store_false",
+                   help="write no per-round checkpoints (OUT/checkpoints): a killed learning "
+                        "cell then restarts from its first round")
     p.add_argument("--report", action="store_true", help="write the report afterwards")
     p.add_argument("--rank-by", dest="rank_by", default=None, metavar="PRIORITIES",
                    help="with --report: how the report ranks the market mechanisms (see "
@@ -102,7 +105,8 @@ def run(args) -> int:
                           recompute_stale=args.recompute_stale,
                           recompute_damaged=args.recompute_damaged,
                           **cell_reporters(progress, len(cells)),
-                          time_limit=args.time_limit, log_dir=args.log_dir)
+                          time_limit=args.time_limit, log_dir=args.log_dir,
+                          checkpoints=args.checkpoints)
     for message in stats["timed_out"]:  # even with --quiet: these cells are not stored
         print(f"fedmarket: cell {message}", file=sys.stderr)
     if not args.quiet:
