@@ -13,7 +13,7 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from flwr.app import ArrayRecord, Context, Error, Message, RecordDict  # noqa: E402
+from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, RecordDict  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 from learning.algorithms import TrainConfig, run  # noqa: E402
@@ -28,6 +28,7 @@ from learning.flower.app import (  # noqa: E402
 from learning.flower.node import NodeConfigError, NodeSpec, node_state  # noqa: E402
 from learning.flower.provenance import recheck  # noqa: E402
 from learning.flower.strategies import flat_to_record, record_to_flat  # noqa: E402
+from learning.flower.wire import CONFIG, MODEL, REPLY, content, model_from, unpack  # noqa: E402
 from mechanisms.errors import MarketInputError  # noqa: E402
 
 CFG = TrainConfig(algorithm="ipfl", dataset="digits", clients=4, rounds=3, steps=10, batch=16,
@@ -50,7 +51,8 @@ HANDLERS = {"query": _client_query, "train": _client_train, "evaluate": _client_
 class FakeGrid:
     """Nodes 101, 102, ... (partition ids 0, 1, ...) run the real ClientApp code in-process.
 
-    ``faults[(node, round)]`` makes a node "silent", send "nan" parameters, or raise ("error");
+    ``faults[(node, round)]`` makes a node "silent", send "nan" parameters, a model one
+    parameter "short", a metric that is "text", or raise ("error");
     ``leave[round]`` kills nodes as that round's training starts (after they were sent their
     message) and ``join[round]`` adds ``{node id: node config}`` before that round (a rejoin
     when the partition id is known). ``slow[node] = k``: the node's answer to a registration
@@ -131,11 +133,18 @@ class FakeGrid:
             reply = HANDLERS[msg.metadata.message_type](msg, self.contexts[node], self.cfg)
         except Exception as exc:  # what flwr's ClientApp runner does
             return Message(Error(code=0, reason=f"{type(exc)}:<'{exc}'>"), reply_to=msg)
-        if fault == "nan":
-            arrays = reply.content["arrays"].to_numpy_ndarrays()
-            arrays[0] = np.full_like(arrays[0], np.nan)
-            reply = Message(RecordDict({"arrays": ArrayRecord(arrays),
-                                        "metrics": reply.content["metrics"]}), reply_to=msg)
+        if fault in ("nan", "short", "text"):  # a malformed upload
+            values, data = unpack(reply.content, REPLY)
+            model = np.frombuffer(data, dtype="<f4")
+            if fault == "nan":
+                model = np.full_like(model, np.nan)
+            elif fault == "short":
+                model = model[:-1]
+            else:
+                values["acc-val"] = "high"
+            reply = Message(RecordDict({REPLY: ConfigRecord({**values,
+                                                             MODEL: model.tobytes()})}),
+                            reply_to=msg)
         return reply
 
 
@@ -182,7 +191,7 @@ def test_each_node_gets_its_own_record_and_centre():
     assert len(round2) == 4
     contents = [m.content for m in round2]
     assert len({id(c) for c in contents}) == 4  # a fresh RecordDict per node
-    firsts = [c["arrays"].to_numpy_ndarrays()[0] for c in contents]
+    firsts = [model_from(unpack(c, CONFIG)[1]) for c in contents]
     assert not np.allclose(firsts[0], firsts[1])  # different prox-centres
     bills = [dict(c["config"])["bill"] for c in contents]
     assert abs(sum(bills)) < 1e-9 and any(abs(b) > 0 for b in bills)
@@ -367,8 +376,6 @@ def test_cpl_gradient_norms_come_with_the_registration(tmp_path):
     grad-norm query is sent. A node whose report has none (the known-bad variant, as an
     older app's) is asked as before, and gets the same G: the node builds the initial model
     exactly as the server does."""
-    from flwr.app import MetricRecord
-
     grid = FakeGrid(CPL)
     _serve(grid, CPL, tmp_path / "folded")
     assert _asks(grid) and "grad-norm" not in _asks(grid)
@@ -376,18 +383,7 @@ def test_cpl_gradient_norms_come_with_the_registration(tmp_path):
     assert folded["G_asked"] == []
 
     old = FakeGrid(CPL)
-    answer = old._answer
-
-    def without_G(msg):
-        reply = answer(msg)
-        ask = dict(msg.content["config"]).get("ask", "type") if "config" in msg.content \
-            else "type"
-        if reply is not None and msg.metadata.message_type == "query" and ask == "type":
-            metrics = {k: v for k, v in dict(reply.content["metrics"]).items() if k != "G"}
-            reply = Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
-        return reply
-
-    old._answer = without_G
+    _without_G(old)
     _serve(old, CPL, tmp_path / "asked")
     assert _asks(old).count("grad-norm") == 4
     asked = json.loads((tmp_path / "asked" / "run-7" / "pricing.json").read_text())
@@ -401,8 +397,6 @@ def test_ipfl_final_evaluation_comes_with_the_last_rounds_uploads():
     the node to evaluate it too and no evaluation message is sent. Replies without that
     evaluation (the known-bad variant, as an older app's) get the evaluation round as before,
     with the same numbers."""
-    from flwr.app import MetricRecord
-
     grid = FakeGrid(CFG)
     res = _serve(grid, CFG)
     assert "evaluate" not in {m.metadata.message_type for m in grid.sent}
@@ -417,11 +411,11 @@ def test_ipfl_final_evaluation_comes_with_the_last_rounds_uploads():
     def without_evaluation(msg):
         reply = answer(msg)
         if reply is not None and msg.metadata.message_type == "train" and \
-                "metrics" in reply.content:
-            metrics = {k: v for k, v in dict(reply.content["metrics"]).items()
-                       if k not in folded}
-            reply = Message(RecordDict({"arrays": reply.content["arrays"],
-                                        "metrics": MetricRecord(metrics)}), reply_to=msg)
+                not reply.has_error():
+            metrics, model = unpack(reply.content, REPLY)
+            metrics = {k: v for k, v in metrics.items() if k not in folded}
+            reply = Message(RecordDict({REPLY: ConfigRecord({**metrics, MODEL: model})}),
+                            reply_to=msg)
         return reply
 
     old._answer = without_evaluation
@@ -514,34 +508,103 @@ def test_flower_datasets_partitions_offline():
     assert state.N_true > 0 and state.x_test is not None
 
 
-def test_the_model_travels_as_one_flat_array():
-    """Every model a message carries, sent or replied, is one flat float32 array: a train
-    message holds 6 objects (message, record dict, array record, array, its chunk, config)
-    where the per-layer record of the same model (the known-bad variant) holds 12."""
-    from flwr.app import ConfigRecord, MessageType
+def _recorded(grid) -> list:
+    """The replies ``grid``'s nodes give, appended as they are made."""
+    replies, answer = [], grid._answer
+    grid._answer = lambda msg: replies.append(answer(msg)) or replies[-1]
+    return replies
+
+
+def _without_G(grid) -> None:
+    """``grid``'s nodes register without a gradient norm (as an older app's did)."""
+    answer = grid._answer
+
+    def strip(msg):
+        reply = answer(msg)
+        ask = dict(msg.content["config"]).get("ask", "type") if "config" in msg.content \
+            else "type"
+        if reply is not None and msg.metadata.message_type == "query" and ask == "type":
+            metrics = {k: v for k, v in unpack(reply.content, REPLY)[0].items() if k != "G"}
+            reply = Message(content(REPLY, metrics), reply_to=msg)
+        return reply
+
+    grid._answer = strip
+
+
+def test_every_message_is_three_objects_with_the_model_as_bytes_in_its_one_record():
+    """Every message either way is ONE ConfigRecord, 3 objects (message, record dict,
+    record; flwr moves each with its own request per hop): iPFL's registration and training
+    (each node its own centre; the last round's replies carry the final evaluation) and CPL's
+    registration, gradient-norm query (a node that reported none), training and final
+    evaluation. Where a model travels it is the federation's p parameters as float32 bytes.
+    The known-bad variants hold more: the former layout (the model as an ArrayRecord of one
+    flat array beside the config) 6, one array per layer 12."""
+    from flwr.app import MessageType
     from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
 
     from learning.flower.adapter import initial_model
 
-    grid, replies = FakeGrid(CFG), []
-    answer = grid._answer
-    grid._answer = lambda msg: replies.append(answer(msg)) or replies[-1]
-    _serve(grid, CFG)
-    sent = [m for m in grid.sent if "arrays" in m.content]
-    back = [m for m in replies if m is not None and m.has_content() and "arrays" in m.content]
-    assert sent and back
-    p = len(record_to_flat(sent[0].content["arrays"])[0])
-    for m in sent + back:
-        arrays = m.content["arrays"].to_numpy_ndarrays()
-        assert [(a.shape, a.dtype) for a in arrays] == [((p,), np.float32)]
-    train = [m for m in grid.sent if m.metadata.message_type == "train"]
-    assert {len(get_all_nested_objects(m)) for m in train} == {6}
-    _, params, _ = initial_model(CFG, (64,), 10)
+    _, params, theta0 = initial_model(CFG, (64,), 10)
+    p = theta0.size
+    ipfl = FakeGrid(CFG)
+    cpl = FakeGrid(CPL)
+    _without_G(cpl)
+    replies = [_recorded(ipfl), _recorded(cpl)]
+    _serve(ipfl, CFG)
+    _serve(cpl, CPL)
+    sent = ipfl.sent + cpl.sent
+    back = [m for got in replies for m in got if m is not None]
+    assert {m.metadata.message_type for m in sent} == {"query", "train", "evaluate"}
+    assert "grad-norm" in _asks(cpl) and back and not any(m.has_error() for m in back)
+    models = 0
+    for m, key in [(m, CONFIG) for m in sent] + [(m, REPLY) for m in back]:
+        assert len(get_all_nested_objects(m)) == 3, m.content
+        assert list(m.content.keys()) == [key]
+        data = unpack(m.content, key)[1]
+        if data is not None:
+            models += 1
+            assert len(data) == 4 * p and model_from(data, p).shape == (p,)
+    # every train and evaluate message, the grad-norm queries and every training upload
+    assert models == sum(m.metadata.message_type != "query" for m in sent) + \
+        _asks(cpl).count("grad-norm") + sum(1 for m in back if "acc-val" in
+                                            unpack(m.content, REPLY)[0])
+    flat = Message(RecordDict({"arrays": ArrayRecord([theta0.astype(np.float32)]),
+                               "config": ConfigRecord({})}),
+                   dst_node_id=101, message_type=MessageType.TRAIN)
+    assert len(get_all_nested_objects(flat)) == 6
     layers = Message(RecordDict({"arrays": ArrayRecord([v[0].detach().numpy()
                                                         for v in params.values()]),
                                  "config": ConfigRecord({})}),
                      dst_node_id=101, message_type=MessageType.TRAIN)
     assert len(get_all_nested_objects(layers)) == 12
+
+
+def test_a_malformed_upload_is_refused_naming_what_is_wrong(tmp_path, caplog):
+    """A model one parameter short and a metric that is not a number are refused with the
+    reason, the client's own id, and the round clears among the others."""
+    faults = {(104, 2): "short", (103, 2): "text"}
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(FakeGrid(CFG, faults), CFG, tmp_path)
+    why = {(r["round"], r["pid"]): r["reason"] for r in res["rejected"]}
+    assert "parameters received; the federation's model has" in why[(2, 3)], why
+    assert "invalid reply" in why[(2, 2)] and "str" in why[(2, 2)], why
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 2} == {0, 1}
+    assert {row["pid"] for row in res["ledger"] if row["round"] == 3} == {0, 1, 2, 3}
+    assert recheck(res["run_dir"])["ok"].all()
+
+
+def test_the_wire_format_checks_what_arrives():
+    flat = np.array([0.5, -1.0, 3.25])
+    np.testing.assert_array_equal(model_from(content(CONFIG, {"a": 1}, model=flat)
+                                             [CONFIG][MODEL], 3), flat)
+    for bad, match in ((b"\0" * 5, "not whole float32"), ("abc", "not bytes"),
+                       (np.array([np.nan], "<f4").tobytes(), "NaN"),
+                       (np.zeros(2, "<f4").tobytes(), "2 parameters received")):
+        with pytest.raises(ValueError, match=match):
+            model_from(bad, 3 if match.startswith("2") else None)
+    with pytest.raises(ValueError, match="the model's key"):
+        content(CONFIG, {MODEL: 1})
+    assert unpack(RecordDict({}), REPLY) == ({}, None)
 
 
 class _SlowSuperLink:

@@ -22,15 +22,8 @@ import time
 from dataclasses import asdict, dataclass
 from logging import INFO
 
-from flwr.app import (
-    ArrayRecord,
-    ConfigRecord,
-    Context,
-    Message,
-    MessageType,
-    MetricRecord,
-    RecordDict,
-)
+import numpy as np
+from flwr.app import ArrayRecord, Context, Message, MessageType
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.supercore import log
@@ -104,13 +97,14 @@ def _client(op: str, msg: Message, context: Context, default) -> Message:
     With a worker this process imports nothing beyond flwr: Flower 1.42 starts it afresh for
     every message and loads the app from the run's unpacked FAB, uncompiled, so importing
     fedmarket's config here (scipy, pandas) cost seconds per message on a busy host."""
-    content = msg.content
-    arrays = content["arrays"].to_numpy_ndarrays() if "arrays" in content else None
+    from .wire import CONFIG, REPLY, content, model_from, unpack
+
+    conf, model = unpack(msg.content, CONFIG)
     own = context.state.get("own")
     request = {"op": op, "run_config": dict(context.run_config),
-               "node_config": dict(context.node_config), "default": default,
-               "conf": dict(content["config"]) if "config" in content else {},
-               "arrays": arrays, "own": own.to_numpy_ndarrays() if own is not None else None}
+               "node_config": dict(context.node_config), "default": default, "conf": conf,
+               "arrays": None if model is None else [model_from(model)],
+               "own": own.to_numpy_ndarrays() if own is not None else None}
     address = request["node_config"].get("worker")
     if address:
         from .worker import call
@@ -122,10 +116,10 @@ def _client(op: str, msg: Message, context: Context, default) -> Message:
         reply = work(request)
     if reply.get("own") is not None:
         context.state["own"] = ArrayRecord(reply["own"])
-    records = {"metrics": MetricRecord(reply["metrics"])}
-    if reply.get("arrays") is not None:
-        records["arrays"] = ArrayRecord(reply["arrays"])
-    return Message(RecordDict(records), reply_to=msg)
+    arrays = reply.get("arrays")
+    flat = None if arrays is None else \
+        np.concatenate([np.asarray(a, dtype=np.float32).ravel() for a in arrays])
+    return Message(content(REPLY, reply["metrics"], model=flat), reply_to=msg)
 
 
 def _client_train(msg: Message, context: Context, default) -> Message:
@@ -145,24 +139,29 @@ def _evaluate_round(grid, registry, models: dict, timeout: float, server_round: 
                     done: dict | None = None) -> dict:
     """Each final model's evaluation by its node: ``done`` (pid -> metrics) those that came
     with the last round's replies; the others are sent an evaluation message."""
-    from .strategies import metrics_of, short_reason
+    from .strategies import evaluation_of, metrics_of, short_reason
+    from .wire import CONFIG, content
 
     done = dict(done or {})
     models = {p: m for p, m in models.items() if p not in done}
     if not models:
         return done
-    sent = {p: Message(RecordDict({"arrays": models[p], "config": ConfigRecord({})}),
+    sent = {p: Message(content(CONFIG, {}, model=models[p]),
                        dst_node_id=registry.members[p].node, message_type=MessageType.EVALUATE)
             for p in registry.live(grid) if p in models}
     replies = grid.send_and_receive(list(sent.values()), timeout=timeout)
     out = done
     for p, reply in registry.collect(server_round, sent, replies, "evaluation",
                                      timeout).items():
+        node = registry.members[p].node
         if reply.has_error():
-            registry.reject(server_round, p, registry.members[p].node,
+            registry.reject(server_round, p, node,
                             f"evaluation error: {short_reason(reply.error.reason)}")
-        else:
-            out[p] = metrics_of(reply)
+            continue
+        try:
+            out[p] = evaluation_of(metrics_of(reply))
+        except (TypeError, ValueError) as exc:
+            registry.reject(server_round, p, node, f"invalid evaluation reply: {exc}")
     return out
 
 
@@ -177,7 +176,6 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
         IpflStrategy,
         PollingGrid,
         Registry,
-        flat_to_record,
         record_to_flat,
     )
 
@@ -221,7 +219,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
                                                f"{rep['classes']} classes; the federation's "
                                                f"is {shape} with {classes}")
     _, _, theta0 = initial_model(cfg, tuple(json.loads(shape)), classes)
-    # the model travels as one flat float32 array: a message then holds 6 objects, not 12
+    # the strategies hold the model as one flat float32 array; it travels as that array's
+    # bytes inside each message's one ConfigRecord (3 objects per message; learning.flower.wire)
     initial = ArrayRecord([theta0.astype(np.float32)])
     recorder = RunRecorder(fc.out, context.run_id, fc.save_uploads) if fc.out else None
     if recorder is not None:
@@ -241,11 +240,9 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
         strategy.start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds,
                        timeout=fc.round_timeout)
         seconds = time.perf_counter() - t0
-        shapes_ = strategy.shapes
-        finals = {p: flat_to_record(strategy.personal[p], shapes_) for p in strategy.personal}
+        finals = flats = dict(strategy.personal)
         summary.update({"ledger": strategy.ledger, "quit": sorted(strategy.quit),
                         "kept": {str(p): v for p, v in sorted(strategy.kept.items())}})
-        flats = dict(strategy.personal)
     else:
         strategy = CplStrategy(registry=registry, c=cfg.cpl_c, budget=cfg.cpl_budget,
                                alpha=cfg.cpl_alpha, rounds=cfg.rounds, q_min=cfg.cpl_q_min,
@@ -259,8 +256,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
                                 timeout=fc.round_timeout)
         seconds = time.perf_counter() - t0
         arrays = result.arrays if result.arrays is not None else initial
-        finals = {p: arrays for p in strategy.q}
         glob = record_to_flat(arrays)[0]
+        finals = {p: glob for p in strategy.q}
         flats = {"global": glob}
         summary.update({"participation": strategy.participation,
                         "q": {str(p): v for p, v in strategy.q.items()},

@@ -14,7 +14,7 @@ answers.
 * :class:`IpflStrategy` - each round: collect every node's parameters, clear the market with
   :func:`mechanisms.ipfl.clear` on the reported types of the nodes that answered with a valid
   reply, compute each node's prox-centre (Eq. 8), and send every node its own centre and bill
-  in a fresh RecordDict. Round 1 is local training (Box 1's round 0); its uploads clear the
+  in a message of its own. Round 1 is local training (Box 1's round 0); its uploads clear the
   first market. With ``allow_quit`` (off by default, as in the authors' runs), a node whose
   round utility is negative quits and is not contacted again; it keeps its best model so far
   by its own validation accuracy (each node reports ``acc-val`` with its upload; the server
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from logging import INFO, WARNING
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
 from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
@@ -47,9 +47,12 @@ from flwr.supercore import log
 
 from mechanisms import cpl, ipfl, paper
 
+from .wire import CONFIG, REPLY, content, model_from, unpack
+from .wire import metrics as _numbers
+
 __all__ = ["PULL_BACKOFF", "CplStrategy", "IpflStrategy", "Member", "PollingGrid", "Registry",
-           "digest", "flat_to_record", "metrics_of", "pull_replies", "record_to_flat",
-           "short_reason"]
+           "digest", "evaluation_of", "flat_to_record", "metrics_of", "model_of", "pull_replies",
+           "record_to_flat", "short_reason"]
 
 TYPE_KEYS = ("N", "c", "K", "v")
 
@@ -82,13 +85,29 @@ def digest(flat: np.ndarray) -> str:
 
 
 def metrics_of(msg: Message) -> dict:
-    rec = msg.content.get("metrics") if msg.has_content() else None
-    return dict(rec) if rec is not None else {}
+    """A node's reply's metrics ({} without content); TypeError when one is not a number
+    (:func:`learning.flower.wire.metrics`)."""
+    return _numbers(unpack(msg.content, REPLY)[0]) if msg.has_content() else {}
 
 
-def _config(msg: Message) -> dict:
-    rec = msg.content.get("config") if msg.has_content() else None
-    return dict(rec) if rec is not None else {}
+def model_of(msg: Message, size: int) -> np.ndarray:
+    """The model a node's reply uploads, float64, checked to hold ``size`` finite parameters
+    (:func:`learning.flower.wire.model_from`); ValueError when it holds none."""
+    data = unpack(msg.content, REPLY)[1] if msg.has_content() else None
+    if data is None:
+        raise ValueError("the reply carries no model")
+    return model_from(data, size)
+
+
+def evaluation_of(metrics: dict) -> dict:
+    """The evaluation of a final model in a node's metrics: acc_own and loss, and
+    acc_personalised where the node has the reference test set; ValueError naming a missing
+    one."""
+    for k in ("acc_own", "loss"):
+        if k not in metrics:
+            raise ValueError(f"the reply lacks {k!r}")
+    return {k: float(metrics[k]) for k in ("acc_own", "loss", "acc_personalised")
+            if k in metrics}
 
 
 # how often a pull asks the SuperLink again for an object of a reply it does not hold yet
@@ -397,8 +416,7 @@ class Registry:
 
     @staticmethod
     def _query(node: int, server_round: int) -> Message:
-        return Message(RecordDict({"config": ConfigRecord({"ask": "type",
-                                                           "server-round": server_round})}),
+        return Message(content(CONFIG, {"ask": "type", "server-round": server_round}),
                        dst_node_id=node, message_type=MessageType.QUERY)
 
     def _pinged(self, reply: Message, pid: int, node: int, live, server_round: int):
@@ -441,11 +459,11 @@ class Registry:
             self.reject(server_round, None, node, f"registration failed: {reason}")
             self.refused[node] = reason
             return None
-        m = metrics_of(reply)
         try:
+            m = metrics_of(reply)
             pid = int(m["pid"])
         except (KeyError, TypeError, ValueError):
-            reason = "registration reply carries no partition id"
+            reason = "registration reply carries no partition id (or metrics that are not numbers)"
             self.reject(server_round, None, node, reason)
             self.refused[node] = reason
             return None
@@ -539,6 +557,11 @@ class _Base(Strategy):
     def rejected(self) -> list[dict]:
         return self.registry.rejected
 
+    @property
+    def size(self) -> int:
+        """The model's parameter count: what every upload must hold."""
+        return sum(int(np.prod(s)) for s in self.shapes)
+
     def _send(self, server_round: int, messages: dict[int, Message]) -> list[Message]:
         """Remember what this round sends to whom (pid -> message); the messages to push."""
         self.sent[server_round] = {p: m.metadata.dst_node_id for p, m in messages.items()}
@@ -603,8 +626,9 @@ class IpflStrategy(_Base):
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
+        base, shapes = record_to_flat(arrays)
         if self.shapes is None:
-            base, self.shapes = record_to_flat(arrays)
+            self.shapes = shapes
             if self.reference is None:
                 self.reference = base
         if server_round > 1:
@@ -615,16 +639,14 @@ class IpflStrategy(_Base):
                 continue
             node = self.registry.members[pid].node
             centre = self.centres.get(pid)
-            record = arrays if centre is None else flat_to_record(centre, self.shapes)
             prox = 0.0 if centre is None else self.lam / self.eta
-            cfg = ConfigRecord({"server-round": server_round, "prox": prox,
-                                "train-call": server_round - 1,
-                                "bill": self._last(pid, "payment"),
-                                "utility": self._last(pid, "utility")})
+            cfg = {"server-round": server_round, "prox": prox, "train-call": server_round - 1,
+                   "bill": self._last(pid, "payment"), "utility": self._last(pid, "utility")}
             if server_round == self.rounds:
                 cfg["evaluate"] = 1
-            # a fresh RecordDict per node: every node gets its own centre and bill
-            messages[pid] = Message(RecordDict({"arrays": record, "config": cfg}),
+            # a fresh message per node: every node gets its own centre and bill
+            messages[pid] = Message(content(CONFIG, cfg, model=base if centre is None
+                                            else centre),
                                     dst_node_id=node, message_type=MessageType.TRAIN)
         return self._send(server_round, messages)
 
@@ -647,7 +669,7 @@ class IpflStrategy(_Base):
                 said = int(metrics["pid"])
                 if said != pid:
                     raise ValueError(f"replied as partition-id {said}, registered as {pid}")
-                good[pid] = record_to_flat(msg.content["arrays"], self.shapes)[0]
+                good[pid] = model_of(msg, self.size)
             except (KeyError, ValueError, TypeError) as exc:
                 self.registry.reject(server_round, pid, node, f"invalid reply: {exc}")
                 continue
@@ -728,20 +750,16 @@ class IpflStrategy(_Base):
         """The evaluations that came with the last round's valid uploads, for the nodes whose
         final model is that upload (a quitter keeping an earlier one is evaluated apart)."""
         for reply in replies:
-            if reply.has_error() or "metrics" not in reply.content:
+            if reply.has_error():
                 continue
-            metrics = metrics_of(reply)
-            pid = int(metrics.get("pid", -1))
-            got = _evaluation_of(metrics)
-            if got is not None and pid in good and self.personal.get(pid) is good[pid]:
+            try:
+                metrics = metrics_of(reply)
+                pid = int(metrics.get("pid", -1))
+                got = evaluation_of(metrics)
+            except (TypeError, ValueError):  # none came: the node is sent an evaluation
+                continue
+            if pid in good and self.personal.get(pid) is good[pid]:
                 self.evaluated[pid] = got
-
-
-def _evaluation_of(metrics: dict) -> dict | None:
-    """The final-evaluation metrics a node sent with its last upload, or None."""
-    keys = ("acc_own", "loss", "acc_personalised")
-    out = {k: float(metrics[k]) for k in keys if k in metrics}
-    return out if "acc_own" in out and "loss" in out else None
 
 
 class CplStrategy(_Base):
@@ -776,8 +794,9 @@ class CplStrategy(_Base):
         ask = [p for p in pids if p not in said]
         got = {}
         if ask:
-            msgs = self._send(0, {p: Message(RecordDict({"arrays": initial, "config":
-                                                         ConfigRecord({"ask": "grad-norm"})}),
+            theta0 = record_to_flat(initial)[0]
+            msgs = self._send(0, {p: Message(content(CONFIG, {"ask": "grad-norm"},
+                                                     model=theta0),
                                              dst_node_id=self.registry.members[p].node,
                                              message_type=MessageType.QUERY) for p in ask})
             got = self._replies(0, grid.send_and_receive(msgs, timeout=self.registry.timeout),
@@ -831,10 +850,9 @@ class CplStrategy(_Base):
             if pid not in self.q:
                 continue
             node = self.registry.members[pid].node
-            cfg = ConfigRecord({"server-round": server_round, "price": self.prices[pid],
-                                "q": self.q[pid], "train-call": server_round - 1,
-                                "prox": 0.0})
-            messages[pid] = Message(RecordDict({"arrays": arrays, "config": cfg}),
+            cfg = {"server-round": server_round, "price": self.prices[pid], "q": self.q[pid],
+                   "train-call": server_round - 1, "prox": 0.0}
+            messages[pid] = Message(content(CONFIG, cfg, model=self._global),
                                     dst_node_id=node, message_type=MessageType.TRAIN)
         return self._send(server_round, messages)
 
@@ -847,11 +865,11 @@ class CplStrategy(_Base):
                 self.registry.reject(server_round, pid, node,
                                      f"error: {short_reason(msg.error.reason)}")
                 continue
-            if not int(metrics_of(msg).get("participated", 0)):
-                continue
             try:
-                flat = record_to_flat(msg.content["arrays"], self.shapes)[0]
-            except (KeyError, ValueError) as exc:
+                if not int(metrics_of(msg).get("participated", 0)):
+                    continue
+                flat = model_of(msg, self.size)
+            except (KeyError, TypeError, ValueError) as exc:
                 self.registry.reject(server_round, pid, node, f"invalid reply: {exc}")
                 continue
             joined.append(pid)
