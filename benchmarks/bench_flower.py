@@ -135,6 +135,9 @@ def main(argv=None) -> None:
         if f["seconds"] is not None:
             print(f"   {f['seconds']:5.2f} s  {f['what']} ({f['where'] or 'not in this flwr'})")
             sleeps += f["seconds"] if f["where"] else 0.0
+    print(f"   {objects_per_message()} objects per message (a train message or its reply: "
+          f"message, record dict, one config record holding the model's bytes; "
+          f"learning.flower.wire): flwr moves each with a request of its own on each hop")
     start, runtime = clientapp_start()
     print(f"   {sleeps:5.2f} s  in all: flwr's floor, {sleeps / base:.1f}x the in-process round "
           f"before any work")
@@ -173,6 +176,19 @@ def main(argv=None) -> None:
               "every 0.5 s for the reply and uploading it to the SuperLink (an HTTP request "
               "per object), the server's pull, and the server's clearing and next messages "
               "(ours)")
+
+
+def objects_per_message() -> int:
+    """The objects flwr moves for one of the benchmark's train messages (the message and what
+    its content holds)."""
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+
+    from learning.flower.adapter import initial_model
+    from learning.flower.wire import CONFIG, content
+
+    theta = initial_model(TrainConfig(**CFG), (64,), 10)[2]
+    record = content(CONFIG, {"server-round": 2, "prox": 0.1}, model=theta)
+    return 1 + len(get_all_nested_objects(record))
 
 
 def clientapp_start() -> tuple[float, float]:
