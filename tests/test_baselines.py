@@ -183,3 +183,38 @@ def test_fig4_attackers_free_ride_at_a_random_client_and_persist():
     np.testing.assert_allclose(kept[b], -_flat(sf.params0)[b], atol=1e-6)  # persists
     others = [i for i in range(6) if i != b]
     np.testing.assert_allclose(kept[others], _flat(sf.params0)[others])
+
+
+def test_fedfomo_as_the_authors_run_it(monkeypatch):
+    """Issue 21's three FedFomo differences, removed: the distance is to the client's TRAINED
+    model with 1e-6 added inside the norm; the client's own model is drawn like any other (not
+    always a candidate); the ledger counts all M sampled models, helpful or not. Known-bad
+    variants (the round-start model, no 1e-6, the helpful models only) are told apart."""
+    import learning.algorithms.fedfomo as fomo
+
+    s = Session(TrainConfig(algorithm="fedfomo", fedfomo_M=3, **GROUPS))
+    trained, starts, dist_args, ledgers = [], [], [], []
+    train, ledger = s.train, s.baseline_ledger
+    s.train = lambda *a, **k: starts.append(a[0]) or trained.append(train(*a, **k)) \
+        or trained[-1]
+    s.baseline_ledger = lambda W: ledgers.append(np.asarray(W)) or ledger(W)
+    real = fomo.distances
+    monkeypatch.setattr(fomo, "distances",
+                        lambda own, up: dist_args.append((own, up)) or real(own, up))
+    gen = REGISTRY["fedfomo"].rounds(s)
+    rounds = [next(gen) for _ in range(4)]
+    self_drawn, unhelpful_counted = [], 0
+    for t, (r, cand) in enumerate(zip(rounds, ledgers, strict=True)):
+        own, up = dist_args[t]
+        torch.testing.assert_close(own, _flat(trained[t]))  # the trained model
+        # the known-bad variant, the round-start model, is another
+        assert not torch.allclose(own, _flat(starts[t]))
+        d = real(own, up)
+        np.testing.assert_allclose(d, (own[:, None] - up[None] + 1e-6).norm(dim=2).numpy())
+        assert not np.allclose(d, (own[:, None] - up[None]).norm(dim=2).numpy(), rtol=0,
+                               atol=1e-9)  # the 1e-6 counts (the diagonal: 1e-6 sqrt(p))
+        assert cand.dtype == bool and (cand.sum(axis=1) == 3).all()  # M = 3 sampled
+        self_drawn += list(np.diag(cand))
+        unhelpful_counted += int((cand & (r.extra["graph"] == 0)).sum())
+    assert 0 < sum(self_drawn) < len(self_drawn)  # sometimes drawn, sometimes not
+    assert unhelpful_counted > 0  # the ledger counts sampled models that did not help
