@@ -222,7 +222,8 @@ OTHER_DIFFERENCES = (
     ("pFedLIA and Oracle", "not in the iPFL authors' code", "FedAvg within influence (or "
                                                             "true) clusters, spec lia.md"),
     ("scale", "50 rounds of 200 local steps on all of Fashion-MNIST / CIFAR-10",
-     "smaller (each claim's setup says how much); CIFAR-10 is not loaded"),
+     "smaller (each claim's setup says how much); CIFAR-10 only in the full setting (Fig. 4, "
+     "Table 2 with training)"),
 )
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from mechanisms.errors import MarketInputError
 
-__all__ = ["CIFAR10_DIRS", "FASHION_MNIST_DIRS", "Dataset", "load", "load_cifar10",
+__all__ = ["CIFAR10_DIRS", "FASHION_MNIST_DIRS", "Dataset", "cifar10_folder", "load",
+           "load_cifar10",
            "load_digits", "load_fashion_mnist", "read_cifar_batch", "read_idx", "synthetic"]
 
 CIFAR10_DIRS = ("/usr/share/datasets/cifar-10",)
@@ -152,8 +153,21 @@ def read_cifar_batch(path) -> tuple[np.ndarray, np.ndarray]:
 def load_cifar10(data_dir=None) -> Dataset:
     """CIFAR-10 (50k train, 10k test, 3x32x32) from the standard python batches
     (``data_batch_1`` ... ``data_batch_5`` and ``test_batch``, as in cifar-10-python.tar.gz),
-    in ``data_dir`` or its ``cifar-10-batches-py`` folder, else $FEDMARKET_CIFAR10, else
-    /usr/share/datasets/cifar-10. Images scaled to [0, 1]."""
+    in the folder :func:`cifar10_folder` finds. Images scaled to [0, 1]."""
+    d = cifar10_folder(data_dir)
+    parts = [read_cifar_batch(d / f) for f in CIFAR10_TRAIN]
+    x_test, y_test = read_cifar_batch(d / "test_batch")
+    x = np.concatenate([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    return Dataset("cifar10", (x.astype(np.float32) / 255.0), y,
+                   (x_test.astype(np.float32) / 255.0), y_test, 10)
+
+
+def cifar10_folder(data_dir=None) -> Path:
+    """The folder holding CIFAR-10's python batches: ``data_dir`` or its
+    ``cifar-10-batches-py`` folder, else $FEDMARKET_CIFAR10 (or its subfolder), else
+    /usr/share/datasets/cifar-10; none of them is a MarketInputError naming ``data_dir``
+    (checked without reading the batches)."""
     roots = [Path(data_dir)] if data_dir else []
     if not data_dir and os.environ.get("FEDMARKET_CIFAR10"):
         roots.append(Path(os.environ["FEDMARKET_CIFAR10"]))
@@ -162,12 +176,7 @@ def load_cifar10(data_dir=None) -> Dataset:
     candidates = [d for r in roots for d in (r, r / "cifar-10-batches-py")]
     for d in candidates:
         if all((d / f).is_file() for f in (*CIFAR10_TRAIN, "test_batch")):
-            parts = [read_cifar_batch(d / f) for f in CIFAR10_TRAIN]
-            x_test, y_test = read_cifar_batch(d / "test_batch")
-            x = np.concatenate([p[0] for p in parts])
-            y = np.concatenate([p[1] for p in parts])
-            return Dataset("cifar10", (x.astype(np.float32) / 255.0), y,
-                           (x_test.astype(np.float32) / 255.0), y_test, 10)
+            return d
     looked = ", ".join(str(d) for d in candidates)
     raise MarketInputError(
         "data_dir",

@@ -1,5 +1,7 @@
+import pickle
 import sys
 
+import numpy as np
 import pytest
 
 from proofs.profiles import load_profile
@@ -48,3 +50,25 @@ def user_module(tmp_path, monkeypatch):
         return tmp_path
 
     return write
+
+
+def write_cifar_batches(folder, n_train=8, n_test=12, seed=0):
+    """The cifar-10-batches-py layout: five training batches and a test batch, each a pickled
+    dict with b'data' (n, 3072) uint8, channel-major, and b'labels'."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, n in [*((f"data_batch_{i}", n_train) for i in range(1, 6)), ("test_batch", n_test)]:
+        x = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
+        y = [int(v) for v in np.arange(n) % 10]  # every class present, as a list like CIFAR's
+        with open(folder / name, "wb") as f:
+            pickle.dump({b"batch_label": name.encode(), b"labels": y, b"data": x,
+                         b"filenames": [b"x.png"] * n}, f, protocol=2)
+        out[name] = (x, y)
+    return out
+
+
+@pytest.fixture
+def cifar_batches():
+    """:func:`write_cifar_batches`: a small CIFAR-10 in the standard python-batch format."""
+    return write_cifar_batches

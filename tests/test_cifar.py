@@ -11,24 +11,8 @@ from learning.algorithms import TrainConfig, run
 from mechanisms.errors import MarketInputError
 
 
-def _batches(folder, n_train=8, n_test=12, seed=0):
-    """The cifar-10-batches-py layout: five training batches and a test batch, each a pickled
-    dict with b'data' (n, 3072) uint8, channel-major, and b'labels'."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for name, n in [*((f"data_batch_{i}", n_train) for i in range(1, 6)), ("test_batch", n_test)]:
-        x = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
-        y = [int(v) for v in np.arange(n) % 10]  # every class present, as a list like CIFAR's
-        with open(folder / name, "wb") as f:
-            pickle.dump({b"batch_label": name.encode(), b"labels": y, b"data": x,
-                         b"filenames": [b"x.png"] * n}, f, protocol=2)
-        out[name] = (x, y)
-    return out
-
-
-def test_cifar10_from_a_user_folder(tmp_path):
-    written = _batches(tmp_path / "cifar-10-batches-py")
+def test_cifar10_from_a_user_folder(tmp_path, cifar_batches):
+    written = cifar_batches(tmp_path / "cifar-10-batches-py")
     d = data.load_cifar10(tmp_path)  # the parent folder of cifar-10-batches-py works too
     assert d.x_train.shape == (40, 3, 32, 32) and d.x_test.shape == (12, 3, 32, 32)
     assert d.x_train.dtype == np.float32 and 0.0 <= d.x_train.min() and d.x_train.max() <= 1.0
@@ -40,11 +24,11 @@ def test_cifar10_from_a_user_folder(tmp_path):
     assert data.load_cifar10(tmp_path / "cifar-10-batches-py").y_test.size == 12
 
 
-def test_missing_or_bad_cifar10_is_a_clear_error(tmp_path):
+def test_missing_or_bad_cifar10_is_a_clear_error(tmp_path, cifar_batches):
     with pytest.raises(MarketInputError, match=r"cifar-10-python\.tar\.gz") as e:
         data.load_cifar10(tmp_path)
     assert e.value.field == "data_dir"
-    _batches(tmp_path)
+    cifar_batches(tmp_path)
     with open(tmp_path / "test_batch", "wb") as f:  # a pickle that calls something else
         pickle.dump({b"data": print, b"labels": []}, f)
     with pytest.raises(MarketInputError, match="not a CIFAR-10 python batch"):
@@ -55,8 +39,8 @@ def test_missing_or_bad_cifar10_is_a_clear_error(tmp_path):
         data.load_cifar10(tmp_path)
 
 
-def test_simplecnn_cifar_trains_on_the_fixture(tmp_path):
-    _batches(tmp_path, n_train=20)
+def test_simplecnn_cifar_trains_on_the_fixture(tmp_path, cifar_batches):
+    cifar_batches(tmp_path, n_train=20)
     m = models.build("simplecnn-cifar", (3, 32, 32), 10)
     assert models.n_params(m) == 62006
     with pytest.raises(MarketInputError, match="3x32x32"):

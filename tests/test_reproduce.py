@@ -370,3 +370,69 @@ def test_scale_section_counts_only_the_medium_cells_run(tmp_path):
     assert "| Fig. 2, cluster (published) | reproduced | not run | 0 of 3 |" in text
     two = next(c for c in claims({"fig2": medium}) if c.name.startswith("Fig. 2, skew"))
     assert two.verdict == "reproduced"  # what the section must not print with 2 seeds
+
+
+def test_the_full_setting_runs_cifar10_where_the_paper_did_and_says_so():
+    """--setting full: Fig. 4 and Table 2 with training on CIFAR-10 (the paper's data set for
+    both), every other learning claim but pFedLIA's on Fashion-MNIST, all at 50 x 200; the
+    page's setting text names each data set the spec runs."""
+    from sims.claims import setting_text
+    from sims.scenarios import SCENARIOS
+
+    data = {}
+    for c in expand(spec("full", (0,))):
+        if SCENARIOS[c.scenario].kind != "learning":
+            continue
+        p = dict(c.params)
+        data.setdefault(c.scenario, set()).add(p.get("dataset", "digits"))
+        if c.scenario != "lia-vs-oracle":
+            assert (p["rounds"], p["steps"]) == (50, 200), c
+    assert data.pop("fig4") == data.pop("liars-learning") == {"cifar10"}
+    assert data.pop("lia-vs-oracle") == {"digits"}
+    assert set(data) == {"fig2", "fig5-learning", "ipfl-lambda", "fig2-corrected"}
+    assert all(v == {"fashion-mnist"} for v in data.values()), data
+    text = setting_text("full")
+    assert "Fig. 4 and Table 2 with training on CIFAR-10" in text
+    assert "Fig. 5 with training, the lambda sweep and Fig. 2 with corrected defaults on " \
+           "Fashion-MNIST" in text
+    assert "pFedLIA against Oracle stays on scikit-learn digits" in text
+    # the reduced setting runs no CIFAR-10
+    assert not any(dict(c.params).get("dataset") == "cifar10"
+                   for c in expand(spec("reduced", (0,))))
+
+
+def test_full_without_cifar10_is_one_line_and_a_full_cell_runs_on_it(
+        tmp_path, monkeypatch, capsys, cifar_batches):
+    """Without CIFAR-10's batches, `reproduce --setting full` stops before any cell in one line
+    naming --setting; with them ($FEDMARKET_CIFAR10, here a small fixture in the same
+    format) the full setting's Fig. 4 cell, shrunk to 1 round of 1 step, trains the CIFAR
+    model on them."""
+    import sims.sweep
+    from learning.algorithms import run
+    from sims.cli import main
+    from sims.scenarios import SCENARIOS
+
+    monkeypatch.setenv("FEDMARKET_CIFAR10", str(tmp_path / "none"))
+    monkeypatch.setattr("learning.data.CIFAR10_DIRS", ())
+    argv = ["reproduce", "--setting", "full", "--seeds", "0", "--out", str(tmp_path / "r"),
+            "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fedmarket: error: --setting: full runs Fig. 4 and Table 2 with "
+                          "training on CIFAR-10") and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+    # only Fig. 2 asked for: no CIFAR-10 needed
+    ran = []
+    monkeypatch.setattr(sims.sweep, "run_sweep", lambda cells, out, **kw: ran.append(cells)
+                        or {"cells": 0, "ran": 0, "skipped": 0, "wall_s": 0.0})
+    monkeypatch.setattr("sims.reproduce.write_reproduction", lambda *a, **k: None)
+    assert main([*argv, "--scenarios", "fig2"]) == 0 and len(ran) == 1
+    cifar_batches(tmp_path / "cifar", n_train=40)
+    monkeypatch.setenv("FEDMARKET_CIFAR10", str(tmp_path / "cifar"))
+    assert main(argv) == 0 and len(ran) == 2
+    cell = next(c for c in ran[-1] if c.scenario == "fig4"
+                and dict(c.params)["attack"] == "signflip" and c.mechanism == "ipfl")
+    cfg = SCENARIOS["fig4"].make_config({**dict(cell.params), "rounds": 1, "steps": 1}, 0)
+    assert cfg.dataset == "cifar10" and cfg.attackers == 1
+    res = run(cfg)
+    assert np.isfinite(res.frame[["acc_personalised", "utility"]].to_numpy()).all()
