@@ -134,3 +134,17 @@ def test_the_committed_page_does_not_count_fig4s_baseline_tests():
     assert "tests that could fail" in row and "0 by construction" in row, row
     assert "| gaussian: cfl's change of attacker utility | >= 0 | 0.0 [0.0, 0.0] | 3 | 0 by " \
            "construction (not evidence) |" in page  # rebuilt byte for byte: test_reproduce
+
+
+def test_a_users_generator_may_pay_and_a_declared_baseline_may_not(user_module):
+    """A plain rounds(session) generator is family "custom" (Algorithm.pays True: nothing is
+    promised, so its Fig. 4 tests count); an Algorithm the user declares "baseline" is held
+    to it by the runner (test_the_check_rejects_an_algorithm_that_pays_the_attacker)."""
+    from learning.algorithms import get
+
+    user_module("myfig4algs", "from learning.algorithms import Algorithm\n"
+                              "def gen(s):\n    yield\n"
+                              "DECLARED = Algorithm('declared', gen, 'baseline', 'x')\n")
+    assert get("myfig4algs:gen").pays and not get("myfig4algs:DECLARED").pays
+    assert not zero_by_construction("myfig4algs:gen", [{"roles": "traders"}], [0.0, 0.0])
+    assert zero_by_construction("myfig4algs:DECLARED", [{"roles": "traders"}], [0.0, 0.0])
