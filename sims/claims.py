@@ -41,6 +41,7 @@ __all__ = [
     "Test",
     "claims",
     "combine",
+    "identical_ledgers",
     "seed_table",
     "seeds_needed",
     "setting_text",
@@ -562,6 +563,7 @@ def _fig5(frames, cfgs) -> list[Claim]:
              "buyers pay and sellers earn (Fig. 5, 12 clients, 20 rounds)")
     df = frames.get("inclusive-market")
     if df is not None and not df.empty:
+        twins = identical_ledgers(df)
         for mech, r in roles_per_seed(df).groupby("mechanism", sort=True):
             g = df[df.mechanism == mech]
             att, hmin = r.attacker_earned, r.min_honest_utility
@@ -570,11 +572,15 @@ def _fig5(frames, cfgs) -> list[Claim]:
                      Test("smallest honest utility", hmin, *_m("fig5 honest"), 2),
                      Test("buyers' net payment", buy, *_m("fig5 buyers"), 2),
                      Test("sellers' net income", sell, *_m("fig5 sellers"), 2)]
+            same = twins.get(mech, [])
             out.append(Claim(
                 f"Fig. 5, inclusive market ({mech} rule)", paper,
                 f"attacker earned {fmt(att, 2)}; min honest utility {fmt(hmin, 2)}; buyers' "
                 f"net payment {fmt(buy, 2)}; sellers' net income {fmt(sell, 2)}",
-                setup_of(g, cfgs), tests))
+                setup_of(g, cfgs), tests,
+                (f"every client's ledger, every round and seed, equals the {', '.join(same)} "
+                 "rule's: in this market the rules gave the same outcome, so these claims "
+                 "are the same evidence, not independent" if same else "")))
     df = frames.get("fig5-learning")
     if df is not None and not df.empty:
         r = roles_per_seed(df, keys=())  # every cell of the scenario, per seed
@@ -597,6 +603,31 @@ def _fig5(frames, cfgs) -> list[Claim]:
                             "distance, under which it is far")
         out.append(claim)
     return out or [_not_run("Fig. 5", paper, "no cells")]
+
+
+LEDGER_COLUMNS = ("gain", "cost", "payment", "utility", "earned", "paid", "n_bought",
+                  "n_sold")
+
+
+def identical_ledgers(df: pd.DataFrame) -> dict:
+    """{mechanism: the other mechanisms whose every ledger value (per seed, client and round)
+    is exactly its own} over the seeds both ran (none in common: not identical).
+
+    >>> f = pd.DataFrame({"mechanism": ["a", "b", "c"], "seed": 0, "client": 0, "round": 0,
+    ...                   "utility": [1.0, 1.0, 2.0]})
+    >>> identical_ledgers(f)
+    {'a': ['b'], 'b': ['a']}
+    """
+    keys = [k for k in ("seed", "client", "round") if k in df]
+    cols = [c for c in LEDGER_COLUMNS if c in df]
+    by = {m: g.sort_values(keys).set_index(keys)[cols] for m, g in df.groupby("mechanism")}
+    out = {}
+    for a, fa in by.items():
+        for b, fb in by.items():
+            if a != b and cols and len(fa) and fa.index.equals(fb.index) \
+                    and np.array_equal(fa.to_numpy(float), fb.to_numpy(float), equal_nan=True):
+                out.setdefault(a, []).append(b)
+    return out
 
 
 def _cpl(frames, cfgs) -> list[Claim]:

@@ -58,13 +58,20 @@ def _config_id(cfg: dict) -> str:
     return hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
-def config_of(scenario: str, params: dict, seed: int) -> dict:
-    """The fields (but seed and algorithm) of a cell's full configuration."""
-    from .scenarios import SCENARIOS
+def config_of(scenario: str, params: dict, seed: int, mechanism: str | None = None) -> dict:
+    """The fields (but seed and algorithm) of a cell's full configuration, as the cell ran
+    it: a market-level cell's ``mechanism`` puts its selection rule into a config that has
+    one (:func:`sims.scenarios.market_rules`; Fig. 5's box2 cells ran rule box2, not the
+    config's default)."""
+    from .scenarios import SCENARIOS, market_rules
     from .sweep import config_fields
 
-    cfg = json.loads(json.dumps(config_fields(SCENARIOS[scenario].make_config(params, seed)),
-                                default=str))
+    sc = SCENARIOS[scenario]
+    made = sc.make_config(params, seed)
+    if mechanism is not None and sc.kind == "mechanism" and sc.custom_rules \
+            and hasattr(made, "rule"):
+        made = market_rules(made, mechanism)[0]
+    cfg = json.loads(json.dumps(config_fields(made), default=str))
     return {k: v for k, v in cfg.items() if k not in ("seed", "algorithm")}
 
 
@@ -114,7 +121,7 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
             row = g.iloc[0]
             params = {c[len("param_"):]: _plain(row[c]) for c in g
                       if c.startswith("param_") and pd.notna(row[c])}
-            cfg = config_of(name, params, int(row["seed"]))
+            cfg = config_of(name, params, int(row["seed"]), str(row["mechanism"]))
             ids[key] = _config_id(cfg)
             configs[ids[key]] = cfg
         if "client" in f and "round" in f:

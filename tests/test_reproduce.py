@@ -436,3 +436,36 @@ def test_full_without_cifar10_is_one_line_and_a_full_cell_runs_on_it(
     assert cfg.dataset == "cifar10" and cfg.attackers == 1
     res = run(cfg)
     assert np.isfinite(res.frame[["acc_personalised", "utility"]].to_numpy()).all()
+
+
+def test_a_market_cells_setup_names_the_rule_it_ran():
+    """Fig. 5's box2 cells ran rule box2 (scenarios.market_rules), but the summary recorded
+    the scenario's default, 'rule local', on the box2 claim's setup line."""
+    from sims.summary import config_of
+
+    assert config_of("inclusive-market", {"rounds": 20}, 0, "box2")["rule"] == "box2"
+    assert config_of("inclusive-market", {"rounds": 20}, 0, "local")["rule"] == "local"
+    assert config_of("inclusive-market", {"rounds": 20}, 0)["rule"] == "local"  # the old way
+    liars = config_of("liars", {"kind": "size", "factor": 0.1}, 0, "local")
+    assert "rule" not in liars  # a config without a rule is left as it is
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reproduction.md").read_text()
+    for rule in ("box2", "local"):
+        section = page.split(f"## Fig. 5, inclusive market ({rule} rule)")[1].split("\n## ")[0]
+        setup = next(x for x in section.splitlines() if x.startswith("*Setup"))
+        assert f"rule {rule}," in setup, setup
+
+
+def test_identical_ledgers_are_said_to_be_the_same_evidence():
+    from sims.claims import identical_ledgers
+
+    rows = [{"mechanism": m, "seed": s, "client": c, "round": 0, "utility": 1.0 + c,
+             "payment": 0.5 * c} for m in ("box2", "local", "exact") for s in (0, 1)
+            for c in range(3)]
+    df = pd.DataFrame(rows)
+    df.loc[df.mechanism == "exact", "payment"] += 1.0
+    assert identical_ledgers(df) == {"box2": ["local"], "local": ["box2"]}
+    # the known-bad: one value of one seed differs, and they are not identical
+    df.loc[(df.mechanism == "local") & (df.seed == 1) & (df.client == 2), "utility"] += 1e-9
+    assert identical_ledgers(df) == {}
