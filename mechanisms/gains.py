@@ -189,7 +189,13 @@ def _sqrt_block(price, Nj, K, N, T) -> None:
     inner = price < first
     inner &= price > 0
     T[np.isnan(T)] = np.inf  # a root past the float range: a free model
-    np.copyto(T, 0.0, where=~inner)
+    # T = 0 outside ``inner``: an AND of the bits with 0 (+0.0) or all ones, branch-free
+    # (a masked copy branches per element and costs more than a sqrt pass when the two
+    # kinds of pair are mixed)
+    keep = inner.astype(np.int64)
+    np.negative(keep, out=keep)
+    bits = T.view(np.int64)
+    np.bitwise_and(bits, keep, out=bits)
     np.copyto(T, np.inf, where=price <= 0)
 
 

@@ -46,7 +46,9 @@ def thresholds(market: Market, D, mode: str = "exact", prices=None) -> np.ndarra
     N, K = market.N, market.K
     Nj, Ni, Ki = N[..., None, :], N[..., :, None], K[..., :, None]
     T = market.gain.thresholds(P, Nj, Ki, Ni)
-    np.copyto(T, 0.0, where=Ki == 0)  # a pure seller never buys, whatever the prices
+    pure = K == 0  # a pure seller never buys, whatever the prices
+    if pure.any():
+        np.copyto(T, 0.0, where=pure[..., :, None])
     m = N.shape[-1]
     T[..., np.arange(m), np.arange(m)] = 0.0
     if mode == "published":
