@@ -164,7 +164,7 @@ def _price_step(label: str, fn: Callable, market, D: np.ndarray) -> np.ndarray:
     P = _check_output("prices", _call("prices", label, fn, market, D), (shape,))
     if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
         P = P.copy()
-    if np.isnan(P).any():
+    if np.isnan(P.min(initial=np.inf)):  # min propagates NaN (no (m, m) mask)
         raise MarketInputError("prices", "returned NaN; prices must be numbers or +inf")
     m = shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
@@ -199,7 +199,7 @@ def _money_step(label: str, fn: Callable, market, A, D):
     shape = A.shape
     out = _check_output("payments", _call("payments", label, fn, market, A, D),
                         (shape, shape[:-1]))
-    if not np.isfinite(out).all():
+    if not (np.isfinite(out.sum()) or np.isfinite(out).all()):  # a finite sum: all finite
         raise MarketInputError("payments", f"{label} returned NaN or inf; money must be "
                                            "finite")
     if fn not in _BUILT_IN:  # code of your own may hold on to what it returned

@@ -45,14 +45,22 @@ def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
     lam = np.asarray(lam, dtype=np.float64)[..., None, None]
     D = np.asarray(D, dtype=np.float64)
     shape = np.broadcast_shapes(D.shape, N.shape[:-1] + (N.shape[-1],) * 2)
-    P = np.divide(N[..., None, :], N[..., :, None], out=np.empty(shape))  # N_j / N_i
+    P = np.empty(shape)
+    ops = [a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
+           for a in (N[..., None, :], N[..., :, None], D, lam, c[..., None, :])]
+    # blocks along the first axis, a few hundred kB each: the passes below run in cache
+    step = max(1, 2**15 // max(1, int(np.prod(shape[1:]))))
     with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
-        P *= D
-        P *= lam
-    nan = np.isnan(P)  # inf * 0 only: d_ij = 0 or lam = 0 adds nothing
-    if nan.any():
-        P[nan] = 0.0
-    P += c[..., None, :]  # D and lam are finite, so inf cost stays inf
+        for lo in range(0, shape[0], step):
+            Nj, Ni, d, lam_, cj = (a[lo:lo + step] if a.shape[0] > 1 else a for a in ops)
+            out = P[lo:lo + step]
+            np.divide(Nj, Ni, out=out)  # N_j / N_i
+            out *= d
+            out *= lam_
+            nan = np.isnan(out)  # inf * 0 only: d_ij = 0 or lam = 0 adds nothing
+            if nan.any():
+                out[nan] = 0.0
+            out += cj  # D and lam are finite, so inf cost stays inf
     m = N.shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
     return P
