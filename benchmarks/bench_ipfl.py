@@ -8,7 +8,9 @@
 4. clear(rule local, D given) at m = 1000, 2000, 4000 against the floor of one float64 pass
    over the m x m matrix (D.sum()), warm, best of several, CPU time of this process: the
    ratio to the floor, the growth exponent from 1000 to 4000 (2 = as the floor), and the
-   share of each step (prices, thresholds, selection).
+   share of each step (prices, thresholds, selection). Targets (issue 20, part 9): clear at
+   m = 4000 within TARGET_SECONDS and a growth exponent of at most TARGET_GROWTH; the run
+   prints whether each is met, and the load average (other jobs on the host slow it).
 
 Usage: python benchmarks/bench_ipfl.py [--quick] [--growth-only]
   (--quick: skip the m = 1000 reference; --growth-only: section 4 alone)
@@ -17,6 +19,7 @@ Usage: python benchmarks/bench_ipfl.py [--quick] [--growth-only]
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -24,6 +27,9 @@ from _timing import best_of
 
 from mechanisms import ipfl
 from mechanisms.ipfl.reference import reference_clear
+
+TARGET_SECONDS = 1.0  # clear(rule='local', D given) at m = 4000, CPU seconds
+TARGET_GROWTH = 2.1  # growth exponent of clear from m = 1000 to 4000
 
 
 def random_market(m, rng):
@@ -93,6 +99,8 @@ def bench_rules(sizes, rng, markets=5):
 def bench_growth(sizes=(1000, 2000, 4000), repeat=5):
     print("\n4. clear(rule='local', D given) vs the floor: one float64 pass over m x m "
           "(D.sum()); CPU seconds of this process, warm, best of", repeat)
+    print("   load average (1, 5, 15 min) before the run: "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"{'m':>6} {'floor (s)':>10} {'clear (s)':>10} {'ratio':>8} {'prices':>8} "
           f"{'thresh.':>8} {'local':>8}")
     clock = time.process_time
@@ -114,8 +122,16 @@ def bench_growth(sizes=(1000, 2000, 4000), repeat=5):
               f"{t_p / t_clear:>7.0%} {t_t / t_clear:>7.0%} {t_l / t_clear:>7.0%}")
     (m0, f0, c0), (m1, f1, c1) = rows[0], rows[-1]
     scale = np.log(m1 / m0)
-    print(f"   growth exponent {m0} -> {m1}: clear {np.log(c1 / c0) / scale:.2f}, "
+    growth = np.log(c1 / c0) / scale
+    print(f"   growth exponent {m0} -> {m1}: clear {growth:.2f}, "
           f"floor {np.log(f1 / f0) / scale:.2f}")
+    if m1 == 4000:
+        print(f"   target clear(m=4000) <= {TARGET_SECONDS:g} s: "
+              f"{'met' if c1 <= TARGET_SECONDS else 'NOT met'} ({c1:.3f} s); growth <= "
+              f"{TARGET_GROWTH:g}: {'met' if growth <= TARGET_GROWTH else 'NOT met'} "
+              f"({growth:.2f})")
+    print("   load average (1, 5, 15 min) after the run: "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 def main():
