@@ -97,12 +97,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "Eq. 12 pays the whole gain, not the marginal"),
     # -- prices (Eq. 10)
     Mutant("eq10_ratio_inverted", "mechanisms/ipfl/market.py",
-           "P = np.divide(N[..., None, :], N[..., :, None], out=np.empty(shape))",
-           "P = np.divide(N[..., :, None], N[..., None, :], out=np.empty(shape))", "ipfl",
+           "np.divide(Nj, Ni, out=out)  # N_j / N_i",
+           "np.divide(Ni, Nj, out=out)  # N_j / N_i", "ipfl",
            _IPFL_TESTS,
            "Eq. 10's ratio inverted"),
-    Mutant("eq10_distance_sign", "mechanisms/ipfl/market.py", "P *= lam",
-           "P *= -lam", "ipfl", _IPFL_TESTS, "Eq. 10's distance sign"),
+    Mutant("eq10_distance_sign", "mechanisms/ipfl/market.py", "out *= lam_",
+           "out *= -lam_", "ipfl", _IPFL_TESTS, "Eq. 10's distance sign"),
     # -- selection (Box 2, greedy, exact)
     Mutant("greedy_lt_as_le", "mechanisms/ipfl/selection.py",
            "take = active & Sc[k] & (n + Nc[k] < Tc[k])",
@@ -136,7 +136,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "return masks[np.argmin(obj, axis=-1)]", "return masks[np.argmax(obj, axis=-1)]", "ipfl",
            _IPFL_TESTS, "exact enumeration takes the worst subset"),
     Mutant("pure_seller_buys", "mechanisms/ipfl/thresholds.py",
-           "np.copyto(T, 0.0, where=Ki == 0)  # a pure seller never buys, whatever the prices",
+           "np.copyto(T, 0.0, where=pure[..., :, None])",
            "pass", "ipfl", _IPFL_TESTS, "a pure seller's threshold row kept"),
     # -- the gain (Eq. 4) and its thresholds
     Mutant("gain_double_x", "mechanisms/gains.py",
