@@ -6,7 +6,10 @@ repository (the tracked files of the working tree). For every mutant, in that co
 * ``batch``: every declared (subject, property) row of the mutated family (iPFL mutants: the
   iPFL subjects, CPL mutants: the CPL subjects) checked as the contract checks it with the
   batch engine (``--batch`` effective examples per claim, at most ``--time-limit`` s per
-  row), stopping at the first row that is not as declared: the mutant is KILLED;
+  row), stopping at the first row that is not as declared: the mutant is KILLED. A row
+  whose verdict is "inconclusive" (its evidence ran short: the time limit or the draw cap
+  before the budget of discriminating examples) neither kills nor passes: it is listed with
+  the score and the scan goes on (on the unmutated code such a row is inconclusive too);
 * ``hypothesis``: the same with the Hypothesis engine (``--hypothesis`` examples);
 * ``tests``: the test files that cover the mutated module (``pytest -x -q``).
 
@@ -207,7 +210,8 @@ MUTANTS: tuple[Mutant, ...] = (
 IDENTITIES = {"greedy_unstable_ties"}  # not faults: a harness that kills them is broken
 
 # the driver run inside the mutated copy: every declared row of the family, as the
-# contract checks it, stopping at the first row not as declared
+# contract checks it (declared True, False or VACUOUS), stopping at the first row not as
+# declared that is not merely inconclusive
 _DRIVER = r"""
 import json, sys, time
 from proofs.contract import contract_check
@@ -215,6 +219,7 @@ from proofs.registry import PROPERTIES, SUBJECTS
 family, engine, budget, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 only = set(sys.argv[5].split(",")) if len(sys.argv) > 5 and sys.argv[5] else None
 rows = 0
+inconclusive = []  # rows whose evidence ran short (time limit, draw cap): no kill, no pass
 for sname, subject in SUBJECTS.items():
     if subject.family != family:
         continue
@@ -223,18 +228,23 @@ for sname, subject in SUBJECTS.items():
             continue
         kw = {"time_limit": limit} if engine == "batch" else {}
         t = time.perf_counter()
-        got = contract_check(subject, PROPERTIES[key], bool(declared), max_examples=budget,
+        # the declaration as the contract holds it (True, False or VACUOUS)
+        got = contract_check(subject, PROPERTIES[key], declared, max_examples=budget,
                              seed=0, engine=engine, **kw)
         rows += 1
         internal = got.report.verdict == "error" and (
             "Hypothesis engine raised" in (got.report.error or "")
             or "property " in (got.report.error or ""))
+        if not internal and not got.as_declared and got.report.verdict == "inconclusive":
+            inconclusive.append(f"{sname}/{key}")
+            continue
         if internal or not got.as_declared:
             print(json.dumps({"killed": not internal, "internal": internal, "rows": rows,
                               "by": f"{sname}/{key}", "verdict": got.report.verdict,
-                              "error": got.report.error}))
+                              "error": got.report.error, "inconclusive": inconclusive}))
             sys.exit(0)
-print(json.dumps({"killed": False, "internal": False, "rows": rows}))
+print(json.dumps({"killed": False, "internal": False, "rows": rows,
+                  "inconclusive": inconclusive}))
 """
 
 
@@ -297,7 +307,8 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
             status = ("internal error" if got["internal"] else
                       "killed" if got["killed"] else "survived")
             out[engine] = {"status": status, "seconds": round(seconds, 1),
-                           **{k: got[k] for k in ("by", "verdict", "rows") if k in got}}
+                           **{k: got[k] for k in ("by", "verdict", "rows", "inconclusive")
+                              if got.get(k)}}
     return out
 
 
@@ -324,6 +335,8 @@ def scores(results: list[dict], engines) -> str:
             cell = f"{e['status']} ({e['seconds']:g} s)"
             if e.get("by"):
                 cell += f" by {e['by']}"
+            if e.get("inconclusive"):
+                cell += f"; inconclusive: {', '.join(e['inconclusive'])}"
             cells.append(cell)
         lines.append(f"| {r['mutant']} | {r['what']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

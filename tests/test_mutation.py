@@ -46,3 +46,18 @@ def test_the_table_counts_what_each_engine_scored_and_what_it_did_not(mutation):
     assert "| batch | 1 | 1 | 0 | 0 | 0 |" in table
     assert "| tests | 0 | 1 | 0 | 0 | 1 |" in table
     assert "| b | fault b | survived (3 s) | not run |" in table
+
+
+@pytest.mark.slow
+def test_an_inconclusive_row_or_a_vacuous_declaration_kills_nothing(mutation):
+    """The identity rewrite survives a row whose evidence ran short (a time limit far too
+    short for the budget: "inconclusive") and a row declared vacuous (share-all's Lemma 1).
+    Known-bad: the driver once passed bool(declared), checking the vacuous declaration as a
+    claim that holds, and counted an inconclusive row as a kill; both 'killed' this identity."""
+    by = {m.name: m for m in mutation.MUTANTS}
+    same = mutation.run_mutant(by["greedy_unstable_ties"], ["batch"],
+                               rows=["vcg/truthful_c_under", "share-all/lemma1"], batch=2000,
+                               hypothesis=20, time_limit=0.05, timeout=300)
+    assert same["batch"]["status"] == "survived", same
+    assert same["batch"]["inconclusive"] == ["vcg/truthful_c_under"], same
+    assert same["batch"]["rows"] == 2, same
