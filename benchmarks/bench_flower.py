@@ -11,7 +11,8 @@ in-process learner evaluates only in rounds 0 and R-1, so no evaluation falls in
 In process: the runner's progress callbacks; Flower: the times the ServerApp writes each
 round's provenance file. It then prints the waits Flower 1.42 hard-codes on a deployment
 round's critical path (located in the installed flwr) and the imports of one flwr-clientapp
-process (one per message), measured on this host: the floor under a deployment round.
+process (one per message), measured on this host: the floor under a deployment round; and how
+many objects (one request each per hop) a train message is.
 Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec]
 """
 
@@ -135,9 +136,6 @@ def main(argv=None) -> None:
         if f["seconds"] is not None:
             print(f"   {f['seconds']:5.2f} s  {f['what']} ({f['where'] or 'not in this flwr'})")
             sleeps += f["seconds"] if f["where"] else 0.0
-    print(f"   {objects_per_message()} objects per message (a train message or its reply: "
-          f"message, record dict, one config record holding the model's bytes; "
-          f"learning.flower.wire): flwr moves each with a request of its own on each hop")
     start, runtime = clientapp_start()
     print(f"   {sleeps:5.2f} s  in all: flwr's floor, {sleeps / base:.1f}x the in-process round "
           f"before any work")
@@ -146,6 +144,9 @@ def main(argv=None) -> None:
           f"one process at a time, best of 3 on this host now; {start - runtime:.2f} s of them "
           f"the whole SuperNode its entry point imports ({floors[-1]['where']}); the warm "
           f"executor forks a child that has them already")
+    print(f"A message is {objects_per_message()} objects (a train message or its reply: the "
+          f"message, its record dict, one config record holding the model's bytes; "
+          f"learning.flower.wire); flwr moves each with a request of its own on each hop.")
     print("Side by side, seconds per round: the round, flwr's floor (its two sleeps), the "
           "in-process round (the same work) and our overhead, what is left above both "
           "(message trips, a task per message, four nodes on the host's cores at once):")
