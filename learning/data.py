@@ -19,7 +19,8 @@ import numpy as np
 
 from mechanisms.errors import MarketInputError
 
-__all__ = ["CIFAR10_DIRS", "FASHION_MNIST_DIRS", "Dataset", "cifar10_folder", "load",
+__all__ = ["CIFAR10_DIRS", "FASHION_MNIST_DIRS", "Dataset", "cifar10_folder",
+           "fashion_mnist_folder", "load",
            "load_cifar10",
            "load_digits", "load_fashion_mnist", "read_cifar_batch", "read_idx", "synthetic"]
 
@@ -76,32 +77,40 @@ def _find(directory: Path, stem: str) -> Path | None:
 
 
 def load_fashion_mnist(data_dir=None) -> Dataset:
-    """Fashion-MNIST (60k train, 10k test, 28x28) from IDX files.
+    """Fashion-MNIST (60k train, 10k test, 28x28) from IDX files, in the folder
+    :func:`fashion_mnist_folder` finds."""
+    d = fashion_mnist_folder(data_dir)
+    arrays = {k: read_idx(_find(d, v)) for k, v in _FILES.items()}
 
-    Looked up in ``data_dir``, else $FEDMARKET_FASHION_MNIST, else the Debian package's folder
-    /usr/share/datasets/fashion-mnist (``apt-get install dataset-fashion-mnist``).
-    """
+    def img(a):
+        return (a.astype(np.float32) / 255.0)[:, None, :, :]
+    return Dataset("fashion-mnist", img(arrays["train_x"]), arrays["train_y"].astype(np.int64),
+                   img(arrays["test_x"]), arrays["test_y"].astype(np.int64), 10)
+
+
+def fashion_mnist_folder(data_dir=None) -> Path:
+    """The folder holding Fashion-MNIST's four IDX files (optionally gzipped): ``data_dir``,
+    else $FEDMARKET_FASHION_MNIST, else the Debian package's folder
+    /usr/share/datasets/fashion-mnist (``apt-get install dataset-fashion-mnist``); none of them
+    is a MarketInputError naming ``data_dir`` (checked without reading the files). Its message
+    names no command-line option (each command names its own): only the environment variable,
+    and only when ``data_dir`` was not given (which the variable cannot override)."""
     candidates = [Path(data_dir)] if data_dir else []
     if not data_dir and os.environ.get("FEDMARKET_FASHION_MNIST"):
         candidates.append(Path(os.environ["FEDMARKET_FASHION_MNIST"]))
     if not data_dir:
         candidates += [Path(d) for d in FASHION_MNIST_DIRS]
     for d in candidates:
-        files = {k: _find(d, v) for k, v in _FILES.items()}
-        if all(files.values()):
-            arrays = {k: read_idx(p) for k, p in files.items()}
-            def img(a):
-                return (a.astype(np.float32) / 255.0)[:, None, :, :]
-            return Dataset("fashion-mnist", img(arrays["train_x"]),
-                           arrays["train_y"].astype(np.int64), img(arrays["test_x"]),
-                           arrays["test_y"].astype(np.int64), 10)
+        if all(_find(d, v) for v in _FILES.values()):
+            return d
     looked = ", ".join(str(d) for d in candidates)
+    where = (f" into {data_dir}" if data_dir else
+             ", and set FEDMARKET_FASHION_MNIST to their folder if it is not the package's")
     raise MarketInputError(
         "data_dir",
         f"Fashion-MNIST IDX files not found (looked in: {looked}). Install them with "
         "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu), or download the four "
-        "*-ubyte(.gz) files and pass their folder as data_dir / --data-dir or set "
-        "FEDMARKET_FASHION_MNIST.",
+        f"*-ubyte(.gz) files{where}.",
     )
 
 
@@ -167,7 +176,8 @@ def cifar10_folder(data_dir=None) -> Path:
     """The folder holding CIFAR-10's python batches: ``data_dir`` or its
     ``cifar-10-batches-py`` folder, else $FEDMARKET_CIFAR10 (or its subfolder), else
     /usr/share/datasets/cifar-10; none of them is a MarketInputError naming ``data_dir``
-    (checked without reading the batches)."""
+    (checked without reading the batches). Its message names no command-line option, as
+    :func:`fashion_mnist_folder`'s."""
     roots = [Path(data_dir)] if data_dir else []
     if not data_dir and os.environ.get("FEDMARKET_CIFAR10"):
         roots.append(Path(os.environ["FEDMARKET_CIFAR10"]))
@@ -181,9 +191,10 @@ def cifar10_folder(data_dir=None) -> Path:
     raise MarketInputError(
         "data_dir",
         f"CIFAR-10 python batches not found (looked in: {looked}). Download "
-        "cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, unpack it "
-        "and pass the cifar-10-batches-py folder (or its parent) as data_dir / --data-dir, or "
-        "set FEDMARKET_CIFAR10.")
+        "cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and unpack it"
+        + (f" into {data_dir}" if data_dir else
+           ", then set FEDMARKET_CIFAR10 to its cifar-10-batches-py folder (or that folder's "
+           "parent)") + ".")
 
 
 def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Dataset:

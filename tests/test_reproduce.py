@@ -418,8 +418,8 @@ def test_full_without_cifar10_is_one_line_and_a_full_cell_runs_on_it(
             "--quiet"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("fedmarket: error: --setting: full runs Fig. 4 and Table 2 with "
-                          "training on CIFAR-10") and len(err.splitlines()) == 1
+    assert err.startswith("fedmarket: error: --setting: full runs fig4, liars-learning on "
+                          "CIFAR-10:") and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
     # only Fig. 2 asked for: no CIFAR-10 needed
     ran = []

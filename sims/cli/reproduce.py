@@ -117,14 +117,19 @@ def run(args) -> int:
         cells = with_device(cells, args.device)
     except TrainInputError as exc:
         raise SpecError("--device", exc.message) from None
-    if not args.no_run and any(dict(c.params).get("dataset") == "cifar10" for c in cells):
-        from learning.data import cifar10_folder
+    if not args.no_run:  # data sets read from folders: found before any cell runs
+        from learning.data import cifar10_folder, fashion_mnist_folder
 
-        try:  # the paper's data set, which no one can download here: checked before any cell
-            cifar10_folder()
-        except MarketInputError as exc:
-            raise SpecError("--setting", f"{args.setting} runs Fig. 4 and Table 2 with "
-                                         f"training on CIFAR-10: {exc.message}") from None
+        for name, find, shown in (("cifar10", cifar10_folder, "CIFAR-10"),
+                                  ("fashion-mnist", fashion_mnist_folder, "Fashion-MNIST")):
+            uses = sorted({c.scenario for c in cells if dict(c.params).get("dataset") == name})
+            if not uses:
+                continue
+            try:  # no data_dir: reproduce finds them only where the loader's message says
+                find()
+            except MarketInputError as exc:
+                raise SpecError("--setting", f"{args.setting} runs {', '.join(uses)} on "
+                                             f"{shown}: {exc.message}") from None
     # every output checked before the first cell runs (a run takes hours)
     page = Path(args.docs) if args.docs else Path(args.out) / "reproduction.md"
     writable_folder("--out", args.out)

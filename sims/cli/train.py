@@ -197,6 +197,7 @@ def run(args) -> int:
         if exc.field != "algorithm":
             raise
         raise SpecError("--algorithm", exc.message) from None
+    _data_folder(configs[0].dataset, configs[0].data_dir)
     out = writable_folder("--out", args.out)
     logs = writable_folder("--log-dir", args.log_dir) if args.log_dir else None
     results, written = [], []
@@ -247,3 +248,24 @@ def run(args) -> int:
     if not args.quiet:
         print("wrote " + ", ".join(map(str, written)))
     return 0
+
+
+def _data_folder(dataset: str, data_dir) -> None:
+    """A data set read from a folder (Fashion-MNIST, CIFAR-10) is found before any training, or
+    one line naming --data-dir (given) or --dataset (looked for in the known places, then
+    $FEDMARKET_FASHION_MNIST / $FEDMARKET_CIFAR10, which the loader's message names)."""
+    from learning.data import cifar10_folder, fashion_mnist_folder
+    from mechanisms.errors import MarketInputError
+
+    from ..errors import SpecError
+
+    find = {"fashion-mnist": fashion_mnist_folder, "cifar10": cifar10_folder}.get(dataset)
+    if find is None:
+        return
+    try:
+        find(data_dir)
+    except MarketInputError as exc:
+        if data_dir:
+            raise SpecError("--data-dir", exc.message) from None
+        raise SpecError("--dataset", f"{dataset}: {exc.message[:-1]}, or name the folder with "
+                                     "--data-dir.") from None
