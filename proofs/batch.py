@@ -261,6 +261,7 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     "shapley_efficiency": IpflSpec(),
     "shapley_symmetry": IpflSpec(ties=True, min_m=3),
     "greedy_tie_rule": IpflSpec(ties=True, min_m=3),
+    "pure_sellers_never_buy": IpflSpec(),
 }
 
 
@@ -597,6 +598,17 @@ def _greedy_tie_rule(settle, a):
     return wrong, np.ones(len(A), bool), np.any(rows & (A[:, :, 1] != A[:, :, 2]), axis=1)
 
 
+def _pure_sellers_never_buy(settle, a):
+    """:func:`proofs.ipfl_properties.pure_sellers_never_buy` over a batch (the same
+    statement)."""
+    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+    pure = (a["K"] == 0)[:, :, None]
+    off = ~np.eye(a["N"].shape[1], dtype=bool)
+    bought = (s["A"] & pure).sum(axis=(1, 2)).astype(float)
+    on_sale = (pure & off & np.isfinite(a["c"])[:, None, :]).any(axis=(1, 2))
+    return bought, np.ones(len(bought), bool), on_sale | (bought > 0)
+
+
 def _no_deficit(settle, a):
     s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
     return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
@@ -654,6 +666,7 @@ BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
     "shapley_efficiency": (P.shapley_efficiency, _shapley_efficiency),
     "shapley_symmetry": (P.shapley_symmetry, _shapley_symmetry),
     "greedy_tie_rule": (P.greedy_tie_rule, _greedy_tie_rule),
+    "pure_sellers_never_buy": (P.pure_sellers_never_buy, _pure_sellers_never_buy),
     "individual_rationality": (P.individual_rationality, _ir),
     "ir_negative_distances": (P.individual_rationality, _ir),
     "local_optimality": (P.local_optimality, _eq11),

@@ -301,6 +301,21 @@ def greedy_tie_rule(subject, case):
     return wrong, wrong, bool(np.any(rows & (A[:, 1] != A[:, 2])))
 
 
+def pure_sellers_never_buy(subject, case):
+    """Spec (types): a pure seller (K_i = 0) never buys: a_ij = 0 for every j. The
+    violation counts a pure seller's purchases; discriminating when some pure seller could
+    buy: another client's model is on sale (finite c_j), whatever the price -- a selection
+    rule of one's own could take it anywhere, the paper's thresholds only at a price <= 0
+    (c_j = 0 with lam d_ij = 0, or below: T_ij = inf; the mutant pure_seller_buys)."""
+    mk = case.market
+    A = np.asarray(_settle(subject, case).adjacency, dtype=bool)
+    pure = np.asarray(mk.K) == 0
+    off = ~np.eye(mk.m, dtype=bool)
+    bought = float((A & pure[:, None]).sum())
+    on_sale = bool((pure[:, None] & off & np.isfinite(np.asarray(mk.c))[None, :]).any())
+    return bought, bought, on_sale or bought > 0
+
+
 _SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
 
 
@@ -423,6 +438,8 @@ DISCRIMINATES = {
     "shapley_efficiency": "somebody bought (a buyer's shares are then summed)",
     "shapley_symmetry": "some buyer bought both identical sellers",
     "greedy_tie_rule": "some buyer took exactly one of the two identical sellers",
+    "pure_sellers_never_buy": "some pure seller could buy: another client's model is on "
+                              "sale (finite c_j), whatever its price",
 }
 
 IPFL_PROPERTIES = {
@@ -499,6 +516,9 @@ IPFL_PROPERTIES = {
                  "buyer of both", "Shapley value (symmetry)",
                  _BASE + "; clients 1 and 2 identical; the rule returns remittances", "ipfl",
                  _cases(ties=True, min_m=3), shapley_symmetry),
+        Property("pure_sellers_never_buy", "Pure sellers never buy",
+                 "K_i = 0 => a_ij = 0 for every j", "Types (K_i = 0: a pure seller)",
+                 _BASE, "ipfl", _cases(), pure_sellers_never_buy),
         Property("greedy_tie_rule", "Greedy tie rule",
                  "between two sellers with tied thresholds a buyer that takes one takes the "
                  "lower index", "Box 2 (ties: lower index first, as documented)",

@@ -33,6 +33,7 @@ _IPFL_COMMON = {
     "truthful_K_over": False,
     "truthful_N_under": False,
     "budget_identity": True,
+    "pure_sellers_never_buy": True,
 }
 
 # Every iPFL property declared for every built-in iPFL subject (issue 20, part 4). Beyond
@@ -44,12 +45,14 @@ _IPFL_COMMON = {
 _REFERENCE_EXTRA = {
     "vcg": {"local_optimality": True, "global_optimality": True, "lemma1": True,
             "thm3": True, "thm3_lam0": False, "permutation": True, "permutation_ties": False,
-            "truthful_N_under": False, "budget_identity": True},
+            "truthful_N_under": False, "budget_identity": True,
+            "pure_sellers_never_buy": True},
     "shapley": {"ir_negative_distances": False, "local_optimality": True,
                 "global_optimality": False, "lemma1": True, "thm2": True, "thm3": True,
                 "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                 "truthful_N_under": False, "truthful_c_under": False,
                 "truthful_K_over": False, "budget_identity": True,
+                "pure_sellers_never_buy": True,
                 "shapley_efficiency": True, "shapley_symmetry": True,
                 "greedy_tie_rule": True},
     "cost-plus": {"ir_negative_distances": False, "local_optimality": True,
@@ -57,22 +60,26 @@ _REFERENCE_EXTRA = {
                   "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                   "truthful_N_over": False, "truthful_N_under": False,
                   "truthful_c_under": False, "truthful_K_over": False,
-                  "truthful_K_under": False, "budget_identity": True},
-    # share-all: every client buys every model, whatever the reports (no payments), so no
-    # misreport of N, K or a finite c changes any outcome: Lemma 1 and the six truthfulness
-    # properties cannot fail on it (0 of 20,000 draws discriminating). Declared "vacuous"
-    # (proofs.contract.VACUOUS): true of the rule, but the checker has no evidence to show,
-    # and the contract asserts that none of its draws discriminates.
+                  "truthful_K_under": False, "budget_identity": True,
+                  "pure_sellers_never_buy": True},
+    # share-all: every client but a pure seller (K = 0) buys every model, whatever the
+    # reports (no payments), so no misreport of N, K or a finite c changes any outcome:
+    # Lemma 1 and the six truthfulness properties cannot fail on it (0 of 20,000 draws
+    # discriminating). Declared "vacuous" (proofs.contract.VACUOUS): true of the rule, but
+    # the checker has no evidence to show, and the contract asserts that none of its draws
+    # discriminates.
     "share-all": {"ir_negative_distances": False, "local_optimality": False,
                   "global_optimality": False, "thm3": False, "thm3_lam0": False,
                   "permutation": True, "permutation_ties": True, "budget_identity": True,
+                  "pure_sellers_never_buy": True,
                   **dict.fromkeys(("lemma1", "thm2", "truthful_c_under", "truthful_K_over",
                                    "truthful_K_under", "truthful_N_over",
                                    "truthful_N_under"), VACUOUS)},
 }
 
 # The facts the papers and theory imply beyond the theorems (issue 20, part 2): the budget
-# identity of Eqs. 3 and 5 for every iPFL subject, Shapley's efficiency and symmetry for the
+# identity of Eqs. 3 and 5 and that pure sellers never buy (spec, types) for every iPFL
+# subject, Shapley's efficiency and symmetry for the
 # Shapley rule, the documented tie rule for the greedy selections (box2, local, and shapley,
 # which selects with local), CPL's threshold formula for the solver; each holds at 10^4
 # effective examples with the batch engine (seed 0) and rejects a known-bad variant

@@ -1,6 +1,7 @@
 """The properties the papers and theory imply beyond the stated theorems (issue 20, part 2):
 the budget identity of Eqs. 3 and 5, Shapley's efficiency and symmetry, the greedy
-selections' tie rule and CPL's threshold formula. Each holds for the built-in subjects that
+selections' tie rule, CPL's threshold formula, and that a pure seller (K = 0) never buys
+(spec, types). Each holds for the built-in subjects that
 declare it (tests/test_contract.py) and rejects a known-bad variant here, with both engines.
 """
 
@@ -50,6 +51,16 @@ def _local_ties_to_higher_index(market, D, T, P):
     return np.asarray(A)[np.ix_(rev, rev)]
 
 
+def _local_pure_sellers_take_free_models(market, D, T, P):
+    """The local scan with a pure seller's thresholds kept (the mutant pure_seller_buys): a
+    pure seller offered a model at a price <= 0 takes it (T = inf)."""
+    T = np.array(T, dtype=float)
+    free = (np.asarray(market.K) == 0)[:, None] & (np.asarray(P) <= 0)
+    np.fill_diagonal(free, False)
+    T[free] = np.inf
+    return ipfl.local(T, market.N)
+
+
 class _HalfThreshold(CplSolver):
     """The bisection solver reporting v^t = 1/(2 lambda*) (the mutant cpl_threshold_half)."""
 
@@ -72,6 +83,9 @@ CASES = [
     pytest.param("greedy_tie_rule",
                  IpflMechanism("ties-to-higher", _local_ties_to_higher_index),
                  SUBJECTS["local"], id="greedy-tie-rule"),
+    pytest.param("pure_sellers_never_buy",
+                 IpflMechanism("pure-sellers-buy", _local_pure_sellers_take_free_models),
+                 SUBJECTS["local"], id="pure-sellers-never-buy"),
     pytest.param("cpl_threshold_formula", _HalfThreshold("half-threshold", "bisection"),
                  SUBJECTS["cpl-bisection"], id="cpl-threshold-formula"),
 ]
@@ -112,7 +126,8 @@ def test_a_nan_utility_breaks_the_budget_identity():
 @pytest.mark.parametrize(("subject", "key"), [
     ("local", "budget_identity"), ("vcg", "budget_identity"),
     ("shapley", "shapley_efficiency"), ("shapley", "shapley_symmetry"),
-    ("box2", "greedy_tie_rule"), ("local", "greedy_tie_rule")])
+    ("box2", "greedy_tie_rule"), ("local", "greedy_tie_rule"),
+    ("local", "pure_sellers_never_buy"), ("exact", "pure_sellers_never_buy")])
 def test_the_bulk_evaluation_gives_the_scalar_verdict_instance_by_instance(subject, key):
     """The batch engine's bulk statement of each new property (proofs.batch) reads the same
     on every drawn instance as the property evaluated on that market alone."""
