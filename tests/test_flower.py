@@ -780,9 +780,13 @@ def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
     thread.start()
     extra = {101: {"partition-id": 0, "num-partitions": 4, "worker": sock}}
     deadline = time.monotonic() + 120  # the socket is bound before any import (loaded hosts)
-    while not (tmp_path / "n0.sock").exists():
+    while not (tmp_path / "n0.sock").exists():  # no sleep: catch the path's first instant
         assert thread.is_alive() and time.monotonic() < deadline, "the worker never listened"
-        thread.join(0.05)
+    from multiprocessing.connection import Client
+
+    # the path exists only once the socket listens (a connection at once is never refused;
+    # CI of d5584aa met a bound, not yet listening socket); a caller that leaves is ignored
+    Client(sock, family="AF_UNIX").close()
     warm = _serve(FakeGrid(CFG, extra=extra), CFG)
     cold = _serve(FakeGrid(CFG), CFG)
     assert warm["ledger"] == cold["ledger"] and warm["acc_own"] == cold["acc_own"]

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import time
-from multiprocessing.connection import Client, Listener
+from multiprocessing.connection import Client, Connection
 
 __all__ = ["call", "serve"]
 
@@ -52,31 +53,52 @@ def _preload() -> None:
     from . import adapter, node  # noqa: F401
 
 
-def serve(address: str, max_requests: int | None = None, log=None) -> None:
-    """Answer requests on ``address`` until killed (or after ``max_requests``); ``log(line)``
-    receives the time each request took. Listens at once, then imports what requests need
-    (a request that comes meanwhile waits in the socket's backlog)."""
-    if os.path.exists(address):
-        os.unlink(address)
+def _listen(address: str) -> socket.socket:
+    """A listening Unix socket at ``address`` (owner-only), which appears there only once it
+    listens: bound under a temporary name, then renamed into place. A caller that sees the path
+    therefore never meets a bound socket that does not yet listen (refused connection)."""
+    tmp = f"{address}.{os.getpid()}.tmp"
+    for path in (address, tmp):
+        if os.path.exists(path):
+            os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)  # the socket is the owner's only
     try:
-        listener = Listener(address, family="AF_UNIX")
+        sock.bind(tmp)
     finally:
         os.umask(old)
+    sock.listen(16)
+    os.rename(tmp, address)
+    return sock
+
+
+def serve(address: str, max_requests: int | None = None, log=None) -> None:
+    """Answer requests on ``address`` until killed (or after ``max_requests``); ``log(line)``
+    receives the time each request took. Listens at once (the path exists only once it
+    listens), then imports what requests need; a request that comes meanwhile waits in the
+    socket's backlog. A caller that connects and leaves without a request is ignored."""
+    sock = _listen(address)
     served = 0
     from .client import work  # after listening: a caller meanwhile waits in the backlog
 
     _preload()
-    with listener:
+    try:
         while max_requests is None or served < max_requests:
-            with listener.accept() as conn:
-                request = conn.recv()
+            peer, _ = sock.accept()
+            with Connection(peer.detach()) as conn:
+                try:
+                    request = conn.recv()
+                except (EOFError, OSError):  # a caller that left without asking
+                    continue
                 t0 = time.perf_counter()
                 try:
                     reply = work(request)
                 except Exception as exc:  # answered to the ClientApp, which raises it
                     reply = {"error": f"{type(exc).__name__}: {exc}"}
-                conn.send(reply)
+                try:
+                    conn.send(reply)
+                except OSError:  # the caller gave up (its timeout); the next one is served
+                    continue
             served += 1
             if log is not None:
                 now = time.time()
@@ -84,6 +106,10 @@ def serve(address: str, max_requests: int | None = None, log=None) -> None:
                 log(f"{stamp} {request.get('op')} "
                     f"{(request.get('conf') or {}).get('server-round', '')} "
                     f"{time.perf_counter() - t0:.3f} s")
+    finally:
+        sock.close()
+        if os.path.exists(address):
+            os.unlink(address)
 
 
 def main(argv=None) -> int:
