@@ -42,6 +42,7 @@ __all__ = [
     "claims",
     "combine",
     "identical_ledgers",
+    "round_curves",
     "seed_table",
     "seeds_needed",
     "setting_text",
@@ -216,6 +217,8 @@ class Claim:
     reason: str = ""  # a note on the verdict (a likely cause, the scope)
     table: pd.DataFrame | None = field(default=None, repr=False)
     fixed: str | None = None  # "not run" or "finding": no tests decide it
+    scenario: str = ""  # the scenario whose cells it reads (its per-round curves' cells)
+    part: str = ""  # the partition, where a scenario's partitions are claims of their own
 
     @property
     def verdict(self) -> str:
@@ -387,7 +390,7 @@ def _fig2(frames, cfgs, scenario, label) -> list[Claim]:
         if runs[runs.mechanism == "ipfl"].seed.nunique() < 1 or runs.mechanism.nunique() < 2:
             out.append(Claim(name, FIG2, "too few cells yet", setup,
                              reason="needs iPFL and a baseline for a whole seed",
-                             table=seed_table(runs), fixed="not run"))
+                             table=seed_table(runs), fixed="not run", part=part))
             continue
         dacc = _paired(runs, "acc_best")
         dutil = _paired(runs, "utility")
@@ -400,7 +403,7 @@ def _fig2(frames, cfgs, scenario, label) -> list[Claim]:
             name, FIG2, f"iPFL minus best baseline: best accuracy {fmt(dacc, bounds=DACC)}, "
             f"utility per client {fmt(dutil, 1)} (seeds with every algorithm run: "
             f"{', '.join(map(str, used))})", setup, tests,
-            cfl_note(g), seed_table(runs)))
+            cfl_note(g), seed_table(runs), part=part))
     return out
 
 
@@ -580,7 +583,8 @@ def _fig5(frames, cfgs) -> list[Claim]:
                 setup_of(g, cfgs), tests,
                 (f"every client's ledger, every round and seed, equals the {', '.join(same)} "
                  "rule's: in this market the rules gave the same outcome, so these claims "
-                 "are the same evidence, not independent" if same else "")))
+                 "are the same evidence, not independent" if same else ""),
+                scenario="inclusive-market"))
     df = frames.get("fig5-learning")
     if df is not None and not df.empty:
         r = roles_per_seed(df, keys=())  # every cell of the scenario, per seed
@@ -594,7 +598,7 @@ def _fig5(frames, cfgs) -> list[Claim]:
             "Fig. 5, inclusive market with training", paper,
             f"models sold by the attacker {fmt(att_sold, 1)}; min honest utility "
             f"{fmt(hmin, 2)}; buyers' payment {fmt(buy, 2)}; sellers' income {fmt(sell, 2)}",
-            setup_of(df, cfgs), tests)
+            setup_of(df, cfgs), tests, scenario="fig5-learning")
         if tests[0].verdict != "reproduced":
             claim.reason = ("a likely cause of a sold attacker model: the cosine distance (the "
                             "authors' default) is at most 2, so a random model's price lambda "
@@ -713,10 +717,20 @@ def claims(frames: dict[str, pd.DataFrame], configs: dict | None = None) -> list
     """Every claim evaluated on the frames of a reproduction summary (scenario -> frame);
     ``configs``: config id -> the configuration's fields (for the setups)."""
     c = configs or {}
-    return [*_fig2(frames, c, "fig2", "published"),
-            *_fig2(frames, c, "fig2-corrected", "corrected"),
-            *_liars(frames, c), *_liars_learning(frames, c), *_fig4(frames, c),
-            *_fig5(frames, c), *_cpl(frames, c), *_lia(frames, c), *_lambda(frames, c)]
+    out = [*_of("fig2", _fig2(frames, c, "fig2", "published")),
+           *_of("fig2-corrected", _fig2(frames, c, "fig2-corrected", "corrected")),
+           *_of("liars", _liars(frames, c)), *_of("liars-learning", _liars_learning(frames, c)),
+           *_of("fig4", _fig4(frames, c)), *_fig5(frames, c),
+           *_of("cpl-pricing", _cpl(frames, c)), *_of("lia-vs-oracle", _lia(frames, c)),
+           *_of("ipfl-lambda", _lambda(frames, c))]
+    return out
+
+
+def _of(scenario: str, built: list[Claim]) -> list[Claim]:
+    """The claims ``built`` from ``scenario``'s cells, marked so (its per-round curves)."""
+    for c in built:
+        c.scenario = c.scenario or scenario
+    return built
 
 
 # ------------------------------------------------------------------------------ the page
@@ -783,6 +797,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
     page.parent.mkdir(parents=True, exist_ok=True)
     frames, meta = s.cells, s.meta
     cl = claims(frames, s.configs)
+    figs = _round_figures(s.rounds, page.parent) if figures else {}
     done, expected = meta.get("done", {}), meta.get("expected", {})
     pending = {k: expected[k] - done.get(k, 0) for k in expected
                if expected[k] > done.get(k, 0)}
@@ -797,6 +812,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
         "personalised test accuracy over the rounds, as the iPFL authors report it; "
         "'last-round acc' is the last round's. Intervals of an accuracy are clipped to [0, 1], "
         "of a difference of accuracies to [-1, 1].", "",
+        *([ROUNDS_TEXT, ""] if figures else []),
         "## Which cells, which code", "",
         f"{meta.get('cells', 0)} cells of the {sum(expected.values())} this setting asks for "
         f"are in the summary, computed by {len(versions)} version(s) of the code (a cell's "
@@ -840,17 +856,10 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
             lines += [_md(pd.DataFrame([x.row() for x in c.tests])), ""]
         if c.table is not None and not c.table.empty:
             lines += [_md(c.table), ""]
+        if figures:
+            lines += round_curves(c, frames, figs)
     if meta.get("setting") != "medium":
         lines += scale_section(cl, inputs / MEDIUM_FOLDER)
-    if figures:
-        figs = _round_figures(s.rounds, page.parent)
-        if figs:
-            lines += ["## Per-round curves", "",
-                      "Mean over clients per round (band: 95 % interval over seeds) of the "
-                      "personalised test accuracy, the utility summed over the rounds so far, "
-                      "and the number of others' models a client used (bought or aggregated); "
-                      "from `reproduction_rounds.csv`.", ""]
-            lines += [f"![{title}]({path.name})\n" for title, path in figs]
     cost = costs(frames)
     if not cost.empty:
         lines += ["## Time per algorithm-round in the stored cells", "",
@@ -860,6 +869,44 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
     lines += _bench_costs(inputs / COSTS)
     write_atomic(page, lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
     return page
+
+
+ROUNDS_TEXT = (
+    "Each claim's *per-round curves* (from `reproduction_rounds.csv`) are the mean over "
+    "clients per round (band: 95 % interval over seeds) of the personalised test accuracy "
+    "(cells with training), the utility summed over the rounds so far, and the number of "
+    "others' models a client used (bought or aggregated), one line per algorithm or rule; a "
+    "claim whose cells store no rounds says so in their place.")
+ROUNDS_HEAD = "*Per-round curves:*"
+# why a scenario's cells store no rounds, where they do not (the page's note in the curves'
+# place; which cells lack rounds is read from the summary, not from this table)
+NO_ROUNDS = {
+    "liars": "each cell runs the market twice, truthfully and with the misreport, and stores "
+             "one row, the liar's utility summed over those rounds (a total, as Table 2 "
+             "reports it; `sims.scenarios.LiarScenario`)",
+    "cpl-pricing": "each cell solves the CPL game once at one budget (the server's prices "
+                   "and the clients' participation levels; `sims.cpl_game.CplBenchmark`)",
+}
+
+
+def round_curves(c: Claim, cells: dict, figs: dict) -> list[str]:
+    """The page's lines in a claim's per-round curves' place: its figure (``figs``: (scenario,
+    part) -> (title, path), from :func:`_round_figures`); where its cells (``cells``: the
+    summary's per-cell frames) store no rounds, a one-shot note saying why (:data:`NO_ROUNDS`);
+    where they do but the summary holds no per-round rows of them, that they are missing."""
+    fig = figs.get((c.scenario, c.part)) or figs.get((c.scenario, ""))
+    if fig is not None:
+        title, path = fig
+        return [ROUNDS_HEAD, "", f"![{title}]({path.name})", ""]
+    df = cells.get(c.scenario)
+    if df is None or df.empty:
+        return [f"{ROUNDS_HEAD} none: no cells ran.", ""]
+    if "n_rounds" in df and df["n_rounds"].notna().any():
+        return [f"{ROUNDS_HEAD} **missing**: these cells ran rounds, but the summary holds no "
+                "per-round rows of them (`reproduction_rounds.csv`); rebuild it from the store "
+                "(`fedmarket reproduce --no-run`).", ""]
+    why = NO_ROUNDS.get(c.scenario, "its cells store one result each")
+    return [f"{ROUNDS_HEAD} none: one-shot, no rounds in its cells' rows: {why}.", ""]
 
 
 COSTS = "reproduction_costs.json"  # next to the page: the cost benchmark's figures
@@ -965,11 +1012,12 @@ def setting_text(setting: str) -> str:
                    "cells ran (every field, from the summary's sidecar), not written by hand.")
 
 
-def _round_figures(rounds: dict, folder: Path) -> list[tuple[str, Path]]:
-    """One figure per learning claim's cells (Fig. 2 per partition): accuracy, cumulative
+def _round_figures(rounds: dict, folder: Path) -> dict:
+    """One figure per scenario's cells with rounds (Fig. 2 per partition), keyed (scenario,
+    partition or ""), each (title, path): accuracy (where the cells have it), cumulative
     utility and models used by round, one line per algorithm (and swept parameter)."""
     if not rounds:
-        return []
+        return {}
     import matplotlib
 
     matplotlib.use("Agg")
@@ -978,7 +1026,7 @@ def _round_figures(rounds: dict, folder: Path) -> list[tuple[str, Path]]:
     from .plots import plot_accuracy_by_round
 
     plt.rcParams["svg.hashsalt"] = "fedmarket"  # the same figure, the same file
-    out = []
+    out = {}
     for name, df in sorted(rounds.items()):
         groups = (df.groupby("param_partition") if name.startswith("fig2")
                   and "param_partition" in df else [("", df)])
@@ -989,15 +1037,17 @@ def _round_figures(rounds: dict, folder: Path) -> list[tuple[str, Path]]:
             g["label"] = g.mechanism.astype(str)
             for c in swept:
                 g["label"] += " " + c[len("param_"):] + " " + g[c].map(_g)
-            fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-            plot_accuracy_by_round(g, ax=axes[0], by="label")
-            if "utility_cum" in g:
-                plot_accuracy_by_round(g, ax=axes[1], column="utility_cum", by="label",
-                                       bounds=None)
-            if "n_bought" in g:
-                plot_accuracy_by_round(g, ax=axes[2], column="n_bought", by="label",
-                                       bounds=None)
-            for ax in axes[1:]:
+            panels = [(col, bounds) for col, bounds in (("acc_personalised", (0.0, 1.0)),
+                                                        ("utility_cum", None),
+                                                        ("n_bought", None))
+                      if col in g and g[col].notna().any()]
+            if not panels:
+                continue
+            fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2),
+                                     squeeze=False)
+            for ax, (col, bounds) in zip(axes[0], panels, strict=True):
+                plot_accuracy_by_round(g, ax=ax, column=col, by="label", bounds=bounds)
+            for ax in axes[0][1:]:
                 if ax.get_legend() is not None:
                     ax.get_legend().remove()
             title = f"{name}{', ' + str(part) if part else ''}: per-round curves"
@@ -1006,5 +1056,5 @@ def _round_figures(rounds: dict, folder: Path) -> list[tuple[str, Path]]:
             path = folder / f"reproduction_rounds_{name}{'_' + str(part) if part else ''}.svg"
             write_atomic(path, lambda tmp, fig=fig: fig.savefig(tmp, metadata={"Date": None}))
             plt.close(fig)
-            out.append((title, path))
+            out[(name, str(part))] = (title, path)
     return out

@@ -10,9 +10,11 @@ Three files next to the page (:data:`FILES`):
   and payments), the mean number of others' models it used per round, the cell's swept
   parameters (``param_*``), seconds, code version, config hash and config id; cells without
   clients (Table 2 at the mechanism level) keep their one row;
-* ``reproduction_rounds.csv``: one row per (cell, round) of the learning cells: the means over
-  clients of the personalised accuracy, its best so far, the utility (and its running sum)
-  and the models used;
+* ``reproduction_rounds.csv``: one row per (cell, round) of every cell with rounds (with
+  training, and the mechanism-level markets of Fig. 5): the means over clients of the
+  personalised accuracy and its best so far (cells with training), the utility (and its
+  running sum) and the models used; cells without rounds (Table 2's liars at the mechanism
+  level, CPL) have none;
 * ``reproduction_cells.json``: the sidecar: the command, setting and seeds, the code
   versions and how many cells each computed, the cells expected and present per scenario,
   and the configuration of every config id (every field but the seed and the algorithm).
@@ -126,7 +128,7 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
             configs[ids[key]] = cfg
         if "client" in f and "round" in f:
             out = _per_client(f)
-            if "acc_personalised" in f:
+            if any(c in f for c in ROUND_MEANS):
                 rounds[name] = _per_round(f)
         else:
             out = f.copy()

@@ -469,3 +469,99 @@ def test_identical_ledgers_are_said_to_be_the_same_evidence():
     # the known-bad: one value of one seed differs, and they are not identical
     df.loc[(df.mechanism == "local") & (df.seed == 1) & (df.client == 2), "utility"] += 1e-9
     assert identical_ledgers(df) == {}
+
+
+def _sections(text: str) -> dict:
+    """The page's '## ' sections by heading."""
+    return {part.split("\n", 1)[0]: part for part in ("\n" + text).split("\n## ")[1:]}
+
+
+def round_curve_faults(text: str, folder) -> list[str]:
+    """What the page ``text`` (written next to the summary in ``folder``) gets wrong about
+    per-round curves: each claim must have exactly one per-round line in its section; a claim
+    whose cells ran rounds shows its scenario's figure (a file next to the page, drawn from
+    per-round rows in the summary); a claim whose cells store no rounds says it is one-shot."""
+    from pathlib import Path
+
+    from sims import summary as summary_mod
+    from sims.claims import ROUNDS_HEAD
+
+    folder = Path(folder)
+    s = summary_mod.read(folder)
+    sections, faults = _sections(text), []
+    for c in claims(s.cells, s.configs):
+        sec = sections.get(c.name, "")
+        heads = [ln for ln in sec.splitlines() if ln.startswith(ROUNDS_HEAD)]
+        if len(heads) != 1:
+            faults.append(f"{c.name}: {len(heads)} per-round lines")
+            continue
+        cells = s.cells.get(c.scenario)
+        if cells is None:
+            continue
+        if "n_rounds" in cells:
+            fig = f"reproduction_rounds_{c.scenario}{'_' + c.part if c.part else ''}.svg"
+            if f"]({fig})" not in sec or not (folder / fig).is_file():
+                faults.append(f"{c.name}: no figure {fig}")
+            if c.scenario not in s.rounds:
+                faults.append(f"{c.name}: no per-round rows")
+        elif "none: one-shot" not in heads[0]:
+            faults.append(f"{c.name}: no one-shot note")
+    return faults
+
+
+def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
+    """Fig. 5's mechanism-level market has rounds but no accuracy: the summary keeps its
+    per-round rows (utility, models used) and its claims show their curves; Table 2's liars
+    (one row per cell) say they are one-shot. Known-bad variants: the summary without the
+    market's per-round rows (as before), a page without the one-shot note."""
+    from sims import summary as summary_mod
+
+    cells = _small_cells()
+    store = tmp_path / "store"
+    run_sweep(cells, store)
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0, 1),
+                              cells=cells)
+    docs = page.parent
+    rounds = pd.read_csv(docs / "reproduction_rounds.csv")
+    market = rounds[rounds.scenario == "inclusive-market"]
+    assert len(market) == 2 * 3  # 2 cells (seeds) x 3 rounds
+    assert market[["utility", "utility_cum", "n_bought"]].notna().all().all()
+    assert "acc_personalised" not in market.dropna(axis=1, how="all")
+    assert "liars" not in set(rounds.scenario)  # one row per cell: no rounds to write
+    text = page.read_text()
+    sec = _sections(text)
+    assert "](reproduction_rounds_inclusive-market.svg)" in sec[
+        "Fig. 5, inclusive market (local rule)"]
+    assert (docs / "reproduction_rounds_inclusive-market.svg").is_file()
+    assert "none: one-shot" in sec["Table 2, liars (exact thresholds)"]
+    assert round_curve_faults(text, docs) == []
+    # known-bad: a summary without the market's per-round rows (frames without accuracy
+    # skipped, as summarise did): the page says they are missing and the check names the claim
+    s = summary_mod.read(docs)
+    del s.rounds["inclusive-market"]
+    (docs / "reproduction_rounds_inclusive-market.svg").unlink()
+    summary_mod.write(s, docs)
+    bad = write_page(docs, page).read_text()
+    assert "**missing**" in _sections(bad)["Fig. 5, inclusive market (local rule)"]
+    assert any(f.startswith("Fig. 5, inclusive market (local rule)")
+               for f in round_curve_faults(bad, docs))
+    # known-bad: the one-shot note left out
+    silent = "\n".join(ln for ln in text.splitlines() if "none: one-shot" not in ln)
+    assert any(f.startswith("Table 2, liars") for f in round_curve_faults(silent, docs))
+
+
+def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot():
+    """docs/reproduction.md: every claim whose cells ran rounds (Fig. 5's mechanism-level
+    market included) shows its per-round figure; Table 2's liars and CPL say they are one-shot."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    text = (docs / "reproduction.md").read_text()
+    assert round_curve_faults(text, docs) == []
+    sec = _sections(text)
+    for rule in ("box2", "local"):
+        assert "](reproduction_rounds_inclusive-market.svg)" in sec[
+            f"Fig. 5, inclusive market ({rule} rule)"]
+    for name in ("Table 2, liars (exact thresholds)", "Table 2, liars (published thresholds)",
+                 "CPL, pricing schemes"):
+        assert "*Per-round curves:* none: one-shot" in sec[name], name
