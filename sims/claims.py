@@ -35,6 +35,7 @@ from .results import write_atomic
 from .stats import ACC, DACC, ci95, t_half_width
 
 __all__ = [
+    "BY_ROLE",
     "COMPARABLE",
     "RULE",
     "Claim",
@@ -875,8 +876,11 @@ ROUNDS_TEXT = (
     "Each claim's *per-round curves* (from `reproduction_rounds.csv`) are the mean over "
     "clients per round (band: 95 % interval over seeds) of the personalised test accuracy "
     "(cells with training), the utility summed over the rounds so far, and the number of "
-    "others' models a client used (bought or aggregated), one line per algorithm or rule; a "
-    "claim whose cells store no rounds says so in their place.")
+    "others' models a client used (bought or aggregated), one line per algorithm or rule; "
+    "Fig. 5's are per role (attacker, buyer, seller, trader: the mean over that role's "
+    "clients) and add the models each role sold, so that the attacker's curves stand apart "
+    "from the honest clients' (a row of panels per algorithm or rule); a claim whose cells "
+    "store no rounds says so in their place.")
 ROUNDS_HEAD = "*Per-round curves:*"
 # why a scenario's cells store no rounds, where they do not (the page's note in the curves'
 # place; which cells lack rounds is read from the summary, not from this table)
@@ -1012,10 +1016,20 @@ def setting_text(setting: str) -> str:
                    "cells ran (every field, from the summary's sidecar), not written by hand.")
 
 
+# the scenarios whose claims are about roles (Fig. 5: the attacker isolated, honest clients
+# gaining, buyers paying, sellers earning): their figures draw one line per role (a row of
+# panels per algorithm or rule) from the summary's per-role rows, with the models each role
+# sold; every other figure draws the means over all clients (Fig. 4's rows carry roles too,
+# but its figure of 5 algorithms x 5 attacks stays over all clients)
+BY_ROLE = ("inclusive-market", "fig5-learning")
+
+
 def _round_figures(rounds: dict, folder: Path) -> dict:
     """One figure per scenario's cells with rounds (Fig. 2 per partition), keyed (scenario,
     partition or ""), each (title, path): accuracy (where the cells have it), cumulative
-    utility and models used by round, one line per algorithm (and swept parameter)."""
+    utility and models used by round, one line per algorithm (and swept parameter); for a
+    scenario of :data:`BY_ROLE`, one row of panels per algorithm, one line per role, and the
+    models sold."""
     if not rounds:
         return {}
     import matplotlib
@@ -1024,10 +1038,14 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
     import matplotlib.pyplot as plt
 
     from .plots import plot_accuracy_by_round
+    from .summary import ALL
 
     plt.rcParams["svg.hashsalt"] = "fedmarket"  # the same figure, the same file
     out = {}
     for name, df in sorted(rounds.items()):
+        roles = "role" in df and name in BY_ROLE and bool((df.role != ALL).any())
+        if "role" in df:
+            df = df[(df.role != ALL) if roles else (df.role == ALL)]
         groups = (df.groupby("param_partition") if name.startswith("fig2")
                   and "param_partition" in df else [("", df)])
         for part, g in groups:
@@ -1039,18 +1057,26 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
                 g["label"] += " " + c[len("param_"):] + " " + g[c].map(_g)
             panels = [(col, bounds) for col, bounds in (("acc_personalised", (0.0, 1.0)),
                                                         ("utility_cum", None),
-                                                        ("n_bought", None))
+                                                        ("n_bought", None),
+                                                        *([("n_sold", None)] if roles else []))
                       if col in g and g[col].notna().any()]
             if not panels:
                 continue
-            fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2),
-                                     squeeze=False)
-            for ax, (col, bounds) in zip(axes[0], panels, strict=True):
-                plot_accuracy_by_round(g, ax=ax, column=col, by="label", bounds=bounds)
-            for ax in axes[0][1:]:
-                if ax.get_legend() is not None:
-                    ax.get_legend().remove()
-            title = f"{name}{', ' + str(part) if part else ''}: per-round curves"
+            # per role: one row of panels per algorithm (or rule), one line per role
+            rows = list(g.groupby("label", sort=True)) if roles else [("", g)]
+            fig, axes = plt.subplots(len(rows), len(panels),
+                                     figsize=(5 * len(panels), 4.2 * len(rows)), squeeze=False)
+            for (head, r), row in zip(rows, axes, strict=True):
+                for ax, (col, bounds) in zip(row, panels, strict=True):
+                    plot_accuracy_by_round(r, ax=ax, column=col, by="role" if roles else "label",
+                                           bounds=bounds)
+                    if head:
+                        ax.set_title(head)
+                for ax in row[1:]:
+                    if ax.get_legend() is not None:
+                        ax.get_legend().remove()
+            title = (f"{name}{', ' + str(part) if part else ''}: per-round curves"
+                     + (" per role" if roles else ""))
             fig.suptitle(title)
             fig.tight_layout()
             path = folder / f"reproduction_rounds_{name}{'_' + str(part) if part else ''}.svg"

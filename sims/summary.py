@@ -11,10 +11,11 @@ Three files next to the page (:data:`FILES`):
   parameters (``param_*``), seconds, code version, config hash and config id; cells without
   clients (Table 2 at the mechanism level) keep their one row;
 * ``reproduction_rounds.csv``: one row per (cell, round) of every cell with rounds (with
-  training, and the mechanism-level markets of Fig. 5): the means over clients of the
-  personalised accuracy and its best so far (cells with training), the utility (and its
-  running sum) and the models used; cells without rounds (Table 2's liars at the mechanism
-  level, CPL) have none;
+  training, and the mechanism-level markets of Fig. 5): the means over clients (``role``
+  "all"; ``clients``: how many) of the personalised accuracy and its best so far (cells with
+  training), the utility (and its running sum), the models used and the models sold; where
+  a cell's clients have roles (Fig. 4, Fig. 5), the same means per (cell, role, round) too;
+  cells without rounds (Table 2's liars at the mechanism level, CPL) have none;
 * ``reproduction_cells.json``: the sidecar: the command, setting and seeds, the code
   versions and how many cells each computed, the cells expected and present per scenario,
   and the configuration of every config id (every field but the seed and the algorithm).
@@ -39,7 +40,8 @@ __all__ = ["FILES", "Summary", "config_of", "read", "summarise", "write"]
 
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
 ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
-ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought")
+ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought", "n_sold")
+ALL = "all"  # a per-round row's role when it is the mean over every client of the cell
 PER_ROUND_ONLY = ("cluster", "update_norm", "active", "participated", "round_welfare",
                   "round_operator_balance")
 
@@ -100,15 +102,31 @@ def _per_client(f: pd.DataFrame) -> pd.DataFrame:
 
 
 def _per_round(f: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, round) with the means over the cell's clients (role
+    :data:`ALL`); where the cells' clients have more than one role (Fig. 4's attackers and
+    traders, Fig. 5's attacker, buyers, sellers and traders), one more row per (cell, role,
+    round) with the means over that role's clients. ``clients``: how many clients a row's
+    means are over; ``utility_cum``: the row's mean utility summed over the rounds so far."""
     ident = ["scenario", "mechanism", "seed", "cell",
              *sorted(c for c in f if c.startswith("param_"))]
     cols = [c for c in ROUND_MEANS if c in f]
-    out = f.groupby(["cell", "round"], sort=True)[cols].mean()
     first = f.groupby("cell")[ident[:3] + ident[4:]].first()
-    out = out.join(first, on="cell").reset_index()
-    if "utility" in out:
-        out["utility_cum"] = out.groupby("cell")["utility"].cumsum()
-    return out[[*ident, "round", *cols, *(["utility_cum"] if "utility" in out else [])]]
+    groups = [(ALL, f)]
+    if "role" in f and f["role"].nunique() > 1:
+        groups += list(f.groupby("role", sort=True))
+    parts = []
+    for role, g in groups:
+        by = g.groupby(["cell", "round"], sort=True)
+        out = by[cols].mean()
+        out["clients"] = by["client"].nunique()
+        out = out.join(first, on="cell").reset_index()
+        out["role"] = role
+        if "utility" in out:
+            out["utility_cum"] = out.groupby("cell")["utility"].cumsum()
+        parts.append(out)
+    out = pd.concat(parts, ignore_index=True)
+    return out[[*ident, "role", "round", *cols, "clients",
+                *(["utility_cum"] if "utility" in out else [])]]
 
 
 def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, seeds,
@@ -168,7 +186,7 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     """Identifying columns first, the rest sorted; rows in a fixed order."""
     first = [c for c in ("scenario", "mechanism", "seed", "cell", "client", "round") if c in df]
     rest = sorted(c for c in df if c not in first)
-    order = [c for c in ("scenario", "cell", "client", "round") if c in df]
+    order = [c for c in ("scenario", "cell", "client", "role", "round") if c in df]
     return df[first + rest].sort_values(order, kind="stable").reset_index(drop=True)
 
 

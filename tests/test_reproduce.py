@@ -523,7 +523,7 @@ def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
                               cells=cells)
     docs = page.parent
     rounds = pd.read_csv(docs / "reproduction_rounds.csv")
-    market = rounds[rounds.scenario == "inclusive-market"]
+    market = rounds[(rounds.scenario == "inclusive-market") & (rounds.role == "all")]
     assert len(market) == 2 * 3  # 2 cells (seeds) x 3 rounds
     assert market[["utility", "utility_cum", "n_bought"]].notna().all().all()
     assert "acc_personalised" not in market.dropna(axis=1, how="all")
@@ -535,6 +535,7 @@ def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
     assert (docs / "reproduction_rounds_inclusive-market.svg").is_file()
     assert "none: one-shot" in sec["Table 2, liars (exact thresholds)"]
     assert round_curve_faults(text, docs) == []
+    assert role_curve_faults(docs) == []
     # known-bad: a summary without the market's per-round rows (frames without accuracy
     # skipped, as summarise did): the page says they are missing and the check names the claim
     s = summary_mod.read(docs)
@@ -558,6 +559,7 @@ def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot()
     docs = Path(__file__).resolve().parents[1] / "docs"
     text = (docs / "reproduction.md").read_text()
     assert round_curve_faults(text, docs) == []
+    assert role_curve_faults(docs) == []
     sec = _sections(text)
     for rule in ("box2", "local"):
         assert "](reproduction_rounds_inclusive-market.svg)" in sec[
@@ -565,3 +567,89 @@ def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot()
     for name in ("Table 2, liars (exact thresholds)", "Table 2, liars (published thresholds)",
                  "CPL, pricing schemes"):
         assert "*Per-round curves:* none: one-shot" in sec[name], name
+
+
+def role_curve_faults(folder) -> list[str]:
+    """What the summary in ``folder`` and its figures get wrong about Fig. 5's roles
+    (sims.claims.BY_ROLE): every cell needs, for each role of its clients (the per-client
+    summary's ``role``), one per-round row per round over exactly that role's clients, whose
+    utility summed over the rounds and models sold per round sum to the per-client summary's
+    (the mean over the role's clients), and the scenario's figure a line per role."""
+    from pathlib import Path
+
+    from sims import summary as summary_mod
+    from sims.claims import BY_ROLE
+
+    folder = Path(folder)
+    s, faults = summary_mod.read(folder), []
+    for name in BY_ROLE:
+        cells = s.cells.get(name)
+        if cells is None:
+            continue
+        rounds = s.rounds.get(name, pd.DataFrame(columns=["cell", "role", "round"]))
+        if "role" not in rounds:
+            faults.append(f"{name}: per-round rows without roles")
+            continue
+        for cell, c in cells.groupby("cell"):
+            r = rounds[rounds.cell == cell]
+            for role, cr in c.groupby("role"):
+                rr = r[r.role == role].sort_values("round")
+                if len(rr) != int(c.n_rounds.iloc[0]) or (rr.clients != len(cr)).any():
+                    faults.append(f"{name} {cell} {role}: {len(rr)} rows")
+                    continue
+                for col, theirs in (("utility_cum", rr.utility_cum.iloc[-1]),
+                                    ("n_sold", rr.n_sold.sum()), ("n_bought", rr.n_bought.mean())):
+                    ours = cr[col.removesuffix("_cum")].mean()
+                    if not np.isclose(theirs, ours, rtol=1e-9, atol=1e-9):
+                        faults.append(f"{name} {cell} {role}: {col} {theirs} != {ours}")
+        svg = folder / f"reproduction_rounds_{name}.svg"
+        text = svg.read_text() if svg.is_file() else ""
+        faults += [f"{name}: no line for role {role} in {svg.name}"
+                   for role in sorted(set(cells.role)) if f"<!-- {role} -->" not in text]
+    return faults
+
+
+def test_fig5_per_round_rows_and_curves_are_per_role(tmp_path, monkeypatch):
+    """Fig. 5's claim is about roles (the attacker isolated, honest clients gaining): the
+    summary keeps per-round rows per role beside those over all clients, and its figure draws
+    one line per role. Known-bad variants, each rejected by the same check: the summary's
+    rows over all clients only (as before), role rows whose running utility sums over all
+    roles, two roles' labels swapped, and the figure drawn over all clients."""
+    from sims import claims as claims_mod
+    from sims import summary as summary_mod
+
+    cells = _small_cells()
+    store = tmp_path / "store"
+    run_sweep(cells, store)
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0, 1),
+                              cells=cells)
+    docs = page.parent
+    rounds = pd.read_csv(docs / "reproduction_rounds.csv")
+    market = rounds[rounds.scenario == "inclusive-market"]
+    assert sorted(set(market.role)) == ["all", "attacker", "buyer", "seller", "trader"]
+    assert (market[market.role == "attacker"].clients == 1).all()
+    assert role_curve_faults(docs) == []
+    good = summary_mod.read(docs)
+
+    def faults_of(rows):
+        s = summary_mod.read(docs)
+        s.rounds["inclusive-market"] = rows
+        summary_mod.write(s, docs)
+        return role_curve_faults(docs)
+
+    r = good.rounds["inclusive-market"]
+    assert faults_of(r[r.role == "all"])  # known-bad: no rows per role
+    bad = r.copy()
+    bad["utility_cum"] = bad.groupby("cell").utility.cumsum()  # known-bad: summed over roles
+    assert any("utility_cum" in f for f in faults_of(bad))
+    bad = r.copy()
+    bad["role"] = bad.role.replace({"attacker": "buyer", "buyer": "attacker"})
+    assert any("attacker" in f for f in faults_of(bad))  # known-bad: roles swapped
+    assert faults_of(r) == []
+    # known-bad: the figure over all clients (no scenario drawn per role)
+    monkeypatch.setattr(claims_mod, "BY_ROLE", ())
+    write_page(docs, page)
+    monkeypatch.undo()
+    assert any("no line for role attacker" in f for f in role_curve_faults(docs))
+    write_page(docs, page)
+    assert role_curve_faults(docs) == []
