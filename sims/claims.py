@@ -449,7 +449,7 @@ def _liars(frames, cfgs) -> list[Claim]:
         out.append(Claim(
             f"Table 2, liars ({th} thresholds)", paper,
             f"lying did not pay (interval at or below 0) in {good} of {len(tests)} "
-            "misreports", setup_of(g, cfgs), tests, table=pd.DataFrame(rows)))
+            "misreports", setup_of(g, cfgs), tests, table=pd.DataFrame(rows), part=th))
     return out
 
 
@@ -879,15 +879,16 @@ ROUNDS_TEXT = (
     "others' models a client used (bought or aggregated), one line per algorithm or rule; "
     "Fig. 5's are per role (attacker, buyer, seller, trader: the mean over that role's "
     "clients) and add the models each role sold, so that the attacker's curves stand apart "
-    "from the honest clients' (a row of panels per algorithm or rule); a claim whose cells "
-    "store no rounds says so in their place.")
+    "from the honest clients' (a row of panels per algorithm or rule); Table 2's liars "
+    "(mechanism level) show the liar's utility summed so far and per round, in the truthful "
+    "run and with each misreport; a claim whose cells store no rounds says so in their place.")
 ROUNDS_HEAD = "*Per-round curves:*"
 # why a scenario's cells store no rounds, where they do not (the page's note in the curves'
 # place; which cells lack rounds is read from the summary, not from this table)
 NO_ROUNDS = {
-    "liars": "each cell runs the market twice, truthfully and with the misreport, and stores "
-             "one row, the liar's utility summed over those rounds (a total, as Table 2 "
-             "reports it; `sims.scenarios.LiarScenario`)",
+    "liars": "each cell runs the market twice, truthfully and with the misreport, and these "
+             "cells, computed before per-round rows were stored, hold one row, the liar's "
+             "utility summed over those rounds (recompute them: `--recompute-stale`)",
     "cpl-pricing": "each cell solves the CPL game once at one budget (the server's prices "
                    "and the clients' participation levels; `sims.cpl_game.CplBenchmark`)",
 }
@@ -1046,19 +1047,26 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
         roles = "role" in df and name in BY_ROLE and bool((df.role != ALL).any())
         if "role" in df:
             df = df[(df.role != ALL) if roles else (df.role == ALL)]
-        groups = (df.groupby("param_partition") if name.startswith("fig2")
-                  and "param_partition" in df else [("", df)])
+        # a figure per claim: Fig. 2's per partition, Table 2's liars per thresholds
+        split = ("param_partition" if name.startswith("fig2") else
+                 "param_thresholds" if name == "liars" else None)
+        groups = df.groupby(split) if split in df else [("", df)]
         for part, g in groups:
+            part = part[0] if isinstance(part, tuple) else part
             g = g.copy()
-            swept = [c for c in g if c.startswith("param_") and c != "param_partition"
+            swept = [c for c in g if c.startswith("param_") and c != split
                      and g[c].nunique() > 1]
             g["label"] = g.mechanism.astype(str)
             for c in swept:
                 g["label"] += " " + c[len("param_"):] + " " + g[c].map(_g)
+            if "liar_utility_lying" in g:
+                g = _truthful_and_lying(g)
             panels = [(col, bounds) for col, bounds in (("acc_personalised", (0.0, 1.0)),
                                                         ("utility_cum", None),
                                                         ("n_bought", None),
-                                                        *([("n_sold", None)] if roles else []))
+                                                        *([("n_sold", None)] if roles else []),
+                                                        ("liar_utility_cum", None),
+                                                        ("liar_utility", None))
                       if col in g and g[col].notna().any()]
             if not panels:
                 continue
@@ -1084,3 +1092,16 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
             plt.close(fig)
             out[(name, str(part))] = (title, path)
     return out
+
+
+def _truthful_and_lying(g: pd.DataFrame) -> pd.DataFrame:
+    """Table 2's liar rows (each cell: the liar's utility per round in the truthful and in
+    the lying run) as lines: "truthful" (the same market whatever the misreport, so one line
+    over the cells of every misreport) and one line per misreport ("size x 0.1: lying")."""
+    what = (g.param_kind.astype(str) + " x " + g.param_factor.map(_g)
+            if {"param_kind", "param_factor"} <= set(g) else g.label)
+    runs = [g.assign(label="truthful", liar_utility=g.liar_utility_honest,
+                     liar_utility_cum=g.liar_utility_honest_cum),
+            g.assign(label=what + ": lying", liar_utility=g.liar_utility_lying,
+                     liar_utility_cum=g.liar_utility_lying_cum)]
+    return pd.concat(runs, ignore_index=True)

@@ -292,6 +292,9 @@ def _over_seeds(doc: _Doc, df: pd.DataFrame, keys: list, metrics: list, name: st
 
 
 def _liars(doc: _Doc, df: pd.DataFrame):
+    from .summary import last_rounds
+
+    df = last_rounds(df)  # the cells' totals (their rows are rounds)
     doc.heading("Liars (Table 2)")
     doc.para("The liar's TRUE cumulative utility when lying vs honest, with exact thresholds "
              "and with the published code's numerics side by side.")

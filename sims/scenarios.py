@@ -214,6 +214,11 @@ class LiarScenario:
 
 
 def _liars(cfg: LiarScenario, mechanism: str, seed: int, progress=None) -> pd.DataFrame:
+    """One row per round: the liar's utility in that round of the truthful run and of the
+    lying run (``round_liar_utility_honest``, ``round_liar_utility_lying``), and on every row
+    the cell's totals over the rounds (the liar's utilities, its gain, its buyers, the honest
+    clients' smallest utility and total change): take one row per cell for those
+    (:func:`sims.summary.last_rounds`)."""
     base = InclusiveMarket(rounds=cfg.rounds, n_params=cfg.n_params, seed=seed,
                            thresholds=cfg.thresholds)
     base, rules = market_rules(base, mechanism)
@@ -221,13 +226,14 @@ def _liars(cfg: LiarScenario, mechanism: str, seed: int, progress=None) -> pd.Da
                   liar_c=cfg.factor if cfg.kind == "cost" else 1.0)
     # progress: the honest run's rounds, then the lying run's (2 x rounds in all)
     steps = 2 * cfg.rounds
-    honest = run_inclusive_market(base, **rules, progress=None if progress is None else (
-        lambda done, _total: progress(done, steps))).summary()
-    lied = run_inclusive_market(lie, **rules, progress=None if progress is None else (
-        lambda done, _total: progress(cfg.rounds + done, steps))).summary()
+    honest_run = run_inclusive_market(base, **rules, progress=None if progress is None else (
+        lambda done, _total: progress(done, steps)))
+    lied_run = run_inclusive_market(lie, **rules, progress=None if progress is None else (
+        lambda done, _total: progress(cfg.rounds + done, steps)))
+    honest, lied = honest_run.summary(), lied_run.summary()
     honest_ids = [i for i in range(len(lied)) if i != cfg.liar and lied.role[i] != "attacker"]
     others = lied.loc[honest_ids]
-    return pd.DataFrame([{
+    totals = {
         "kind": cfg.kind, "factor": cfg.factor, "thresholds": cfg.thresholds,
         "liar_utility_honest": honest.utility[cfg.liar],
         "liar_utility_lying": lied.utility[cfg.liar],
@@ -235,7 +241,15 @@ def _liars(cfg: LiarScenario, mechanism: str, seed: int, progress=None) -> pd.Da
         "liar_buyers": len(lied.sold_to[cfg.liar]),
         "honest_min_utility": others.utility.min(),
         "honest_total_change": others.utility.sum() - honest.loc[honest_ids].utility.sum(),
-    }])
+    }
+
+    def per_round(run):
+        r = run.rounds
+        return r[r.client == cfg.liar].set_index("round").utility
+
+    h, lied_u = per_round(honest_run), per_round(lied_run)
+    return pd.DataFrame([{"round": t, **totals, "round_liar_utility_honest": h[t],
+                          "round_liar_utility_lying": lied_u[t]} for t in range(cfg.rounds)])
 
 
 @dataclass(frozen=True)

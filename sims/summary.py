@@ -9,13 +9,14 @@ Three files next to the page (:data:`FILES`):
   summed over the rounds (gain, cost, payment, utility, models sold; mechanism-level earnings
   and payments), the mean number of others' models it used per round, the cell's swept
   parameters (``param_*``), seconds, code version, config hash and config id; cells without
-  clients (Table 2 at the mechanism level) keep their one row;
+  clients keep one row (Table 2 at the mechanism level: its totals, :func:`last_rounds`);
 * ``reproduction_rounds.csv``: one row per (cell, round) of every cell with rounds (with
   training, and the mechanism-level markets of Fig. 5): the means over clients (``role``
   "all"; ``clients``: how many) of the personalised accuracy and its best so far (cells with
   training), the utility (and its running sum), the models used and the models sold; where
   a cell's clients have roles (Fig. 4, Fig. 5), the same means per (cell, role, round) too;
-  cells without rounds (Table 2's liars at the mechanism level, CPL) have none;
+  Table 2's liars at the mechanism level: the liar's utility in each round of the truthful
+  and the lying run, and their running sums; cells without rounds (CPL) have none;
 * ``reproduction_cells.json``: the sidecar: the command, setting and seeds, the code
   versions and how many cells each computed, the cells expected and present per scenario,
   and the configuration of every config id (every field but the seed and the algorithm).
@@ -36,7 +37,7 @@ import pandas as pd
 
 from .results import write_atomic
 
-__all__ = ["FILES", "Summary", "config_of", "read", "summarise", "write"]
+__all__ = ["FILES", "Summary", "config_of", "last_rounds", "read", "summarise", "write"]
 
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
 ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
@@ -129,6 +130,31 @@ def _per_round(f: pd.DataFrame) -> pd.DataFrame:
                 *(["utility_cum"] if "utility" in out else [])]]
 
 
+def last_rounds(f: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell of a frame without clients whose rows are its rounds, each with the
+    cell's totals (Table 2's liars, :func:`sims.scenarios._liars`): the last round's row,
+    without the round and the per-round values (``round_*`` columns), with ``n_rounds``; a
+    frame without rounds (cells stored before they had them) as it is."""
+    if "round" not in f:
+        return f.copy()
+    by = f.groupby("cell")["round"]
+    last = f[f["round"] == by.transform("max")].copy()
+    last["n_rounds"] = last["cell"].map(by.nunique())
+    return last.drop(columns=["round", *(c for c in f if c.startswith("round_"))])
+
+
+def _round_values(f: pd.DataFrame) -> pd.DataFrame:
+    """The per-round values (``round_*`` columns, named without the prefix) of a frame
+    without clients, one row per (cell, round), each with its running sum (``*_cum``)."""
+    ident = ["scenario", "mechanism", "seed", "cell",
+             *sorted(c for c in f if c.startswith("param_"))]
+    cols = {c: c[len("round_"):] for c in f if c.startswith("round_")}
+    out = f[[*ident, "round", *cols]].rename(columns=cols).sort_values(["cell", "round"])
+    for c in cols.values():
+        out[f"{c}_cum"] = out.groupby("cell")[c].cumsum()
+    return out.reset_index(drop=True)
+
+
 def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, seeds,
               expected: dict) -> Summary:
     """The summary of a store's ``frames`` (scenario -> frame) and cell ``index`` (the
@@ -148,6 +174,9 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
             out = _per_client(f)
             if any(c in f for c in ROUND_MEANS):
                 rounds[name] = _per_round(f)
+        elif "round" in f:  # a row per round, the cell's totals on each (Table 2's liars)
+            out = last_rounds(f)
+            rounds[name] = _round_values(f)
         else:
             out = f.copy()
         out["code"] = out["cell"].map(code)

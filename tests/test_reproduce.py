@@ -499,9 +499,11 @@ def round_curve_faults(text: str, folder) -> list[str]:
         if cells is None:
             continue
         if "n_rounds" in cells:
-            fig = f"reproduction_rounds_{c.scenario}{'_' + c.part if c.part else ''}.svg"
-            if f"]({fig})" not in sec or not (folder / fig).is_file():
-                faults.append(f"{c.name}: no figure {fig}")
+            # the claim's part's figure, or the scenario's where its rows name no parts
+            figs = [f"reproduction_rounds_{c.scenario}{'_' + p if p else ''}.svg"
+                    for p in dict.fromkeys([c.part, ""])]
+            if not any(f"]({fig})" in sec and (folder / fig).is_file() for fig in figs):
+                faults.append(f"{c.name}: no figure {' or '.join(figs)}")
             if c.scenario not in s.rounds:
                 faults.append(f"{c.name}: no per-round rows")
         elif "none: one-shot" not in heads[0]:
@@ -512,8 +514,9 @@ def round_curve_faults(text: str, folder) -> list[str]:
 def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
     """Fig. 5's mechanism-level market has rounds but no accuracy: the summary keeps its
     per-round rows (utility, models used) and its claims show their curves; Table 2's liars
-    (one row per cell) say they are one-shot. Known-bad variants: the summary without the
-    market's per-round rows (as before), a page without the one-shot note."""
+    show theirs too, and cells stored before they had rounds (one row per cell) say they are
+    one-shot. Known-bad variants: the summary without the market's per-round rows (as
+    before), a page without the one-shot note."""
     from sims import summary as summary_mod
 
     cells = _small_cells()
@@ -527,13 +530,14 @@ def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
     assert len(market) == 2 * 3  # 2 cells (seeds) x 3 rounds
     assert market[["utility", "utility_cum", "n_bought"]].notna().all().all()
     assert "acc_personalised" not in market.dropna(axis=1, how="all")
-    assert "liars" not in set(rounds.scenario)  # one row per cell: no rounds to write
+    assert len(rounds[rounds.scenario == "liars"]) == 2 * 3  # 2 cells x 3 rounds
     text = page.read_text()
     sec = _sections(text)
     assert "](reproduction_rounds_inclusive-market.svg)" in sec[
         "Fig. 5, inclusive market (local rule)"]
     assert (docs / "reproduction_rounds_inclusive-market.svg").is_file()
-    assert "none: one-shot" in sec["Table 2, liars (exact thresholds)"]
+    # the cells name no thresholds parameter: one figure for the scenario
+    assert "](reproduction_rounds_liars.svg)" in sec["Table 2, liars (exact thresholds)"]
     assert round_curve_faults(text, docs) == []
     assert role_curve_faults(docs) == []
     # known-bad: a summary without the market's per-round rows (frames without accuracy
@@ -546,14 +550,23 @@ def test_mechanism_level_markets_get_per_round_rows_and_curves(tmp_path):
     assert "**missing**" in _sections(bad)["Fig. 5, inclusive market (local rule)"]
     assert any(f.startswith("Fig. 5, inclusive market (local rule)")
                for f in round_curve_faults(bad, docs))
+    # liars cells stored before they had rounds (one row each): the page says one-shot
+    s = summary_mod.read(docs)
+    del s.rounds["liars"]
+    s.cells["liars"] = s.cells["liars"].drop(columns=["n_rounds"])
+    (docs / "reproduction_rounds_liars.svg").unlink()
+    summary_mod.write(s, docs)
+    old = write_page(docs, page).read_text()
+    assert "none: one-shot" in _sections(old)["Table 2, liars (exact thresholds)"]
+    assert not any(f.startswith("Table 2, liars") for f in round_curve_faults(old, docs))
     # known-bad: the one-shot note left out
-    silent = "\n".join(ln for ln in text.splitlines() if "none: one-shot" not in ln)
+    silent = "\n".join(ln for ln in old.splitlines() if "none: one-shot" not in ln)
     assert any(f.startswith("Table 2, liars") for f in round_curve_faults(silent, docs))
 
 
 def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot():
     """docs/reproduction.md: every claim whose cells ran rounds (Fig. 5's mechanism-level
-    market included) shows its per-round figure; Table 2's liars and CPL say they are one-shot."""
+    market and Table 2's liars included) shows its per-round figure; CPL says it is one-shot."""
     from pathlib import Path
 
     docs = Path(__file__).resolve().parents[1] / "docs"
@@ -564,9 +577,10 @@ def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot()
     for rule in ("box2", "local"):
         assert "](reproduction_rounds_inclusive-market.svg)" in sec[
             f"Fig. 5, inclusive market ({rule} rule)"]
-    for name in ("Table 2, liars (exact thresholds)", "Table 2, liars (published thresholds)",
-                 "CPL, pricing schemes"):
-        assert "*Per-round curves:* none: one-shot" in sec[name], name
+    for th in ("exact", "published"):
+        assert f"](reproduction_rounds_liars_{th}.svg)" in sec[f"Table 2, liars ({th} thresholds)"]
+    assert "*Per-round curves:* none: one-shot" in sec["CPL, pricing schemes"]
+    assert liar_curve_faults(docs) == []
 
 
 def role_curve_faults(folder) -> list[str]:
@@ -653,3 +667,93 @@ def test_fig5_per_round_rows_and_curves_are_per_role(tmp_path, monkeypatch):
     assert any("no line for role attacker" in f for f in role_curve_faults(docs))
     write_page(docs, page)
     assert role_curve_faults(docs) == []
+
+
+def liar_curve_faults(folder) -> list[str]:
+    """What the summary in ``folder`` and its figures get wrong about Table 2's liars per
+    round: every cell needs one row per round whose running sums of the liar's utility end
+    at the cell's totals (truthful and lying), the truthful run the same in every misreport
+    of a seed and thresholds (it is one market), and each thresholds' figure a truthful line
+    and a lying line per misreport."""
+    from pathlib import Path
+
+    from sims import summary as summary_mod
+
+    folder = Path(folder)
+    s, faults = summary_mod.read(folder), []
+    cells, rounds = s.cells.get("liars"), s.rounds.get("liars")
+    if cells is None:
+        return faults
+    if rounds is None:
+        return ["liars: no per-round rows"]
+    for _, c in cells.iterrows():
+        r = rounds[rounds.cell == c.cell].sort_values("round")
+        if len(r) != c.n_rounds:
+            faults.append(f"liars {c.cell}: {len(r)} rows of {c.n_rounds}")
+            continue
+        for run in ("honest", "lying"):
+            ours, theirs = r[f"liar_utility_{run}_cum"].iloc[-1], c[f"liar_utility_{run}"]
+            if not np.isclose(ours, theirs, rtol=1e-9, atol=1e-9) \
+                    or not np.isclose(r[f"liar_utility_{run}"].sum(), theirs, rtol=1e-9):
+                faults.append(f"liars {c.cell}: {run} run sums to {ours}, not {theirs}")
+    for (th, seed), g in rounds.groupby(["param_thresholds", "seed"]):
+        if g.groupby("round").liar_utility_honest.nunique().max() > 1:
+            faults.append(f"liars {th} seed {seed}: truthful runs differ between misreports")
+    for th, c in cells.groupby("thresholds"):
+        svg = folder / f"reproduction_rounds_liars_{th}.svg"
+        text = svg.read_text() if svg.is_file() else ""
+        want = ["truthful", *(f"{k} x {f:g}: lying" for k, f in
+                              sorted(set(zip(c.kind, c.factor, strict=True))))]
+        faults += [f"liars {th}: no line {w!r} in {svg.name}" for w in want
+                   if f"<!-- {w} -->" not in text]
+    return faults
+
+
+def test_table2_liars_per_round_truthful_and_lying(tmp_path, monkeypatch):
+    """Table 2's liar cells keep their totals (one row per cell in the per-cell summary, as
+    before) and give per-round rows of the liar's utility in the truthful and the lying run,
+    drawn per thresholds. Known-bad variants, each rejected by the same check: the two runs'
+    rows swapped, a round left out, the lines drawn without the truthful run."""
+    from sims import claims as claims_mod
+    from sims import summary as summary_mod
+
+    cells = [Cell("liars", "local", (("factor", f), ("kind", "size"), ("n_params", 200),
+                                     ("rounds", 4), ("thresholds", th)), s)
+             for f in (0.1, 10.0) for th in ("exact", "published") for s in (0, 1)]
+    store = tmp_path / "store"
+    run_sweep(cells, store)
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0, 1),
+                              cells=cells)
+    docs = page.parent
+    summary = summary_mod.read(docs)
+    per_cell = summary.cells["liars"]
+    assert len(per_cell) == len(cells) and (per_cell.n_rounds == 4).all()
+    assert "round" not in per_cell and "round_liar_utility_lying" not in per_cell
+    assert np.allclose(per_cell.liar_gain,
+                       per_cell.liar_utility_lying - per_cell.liar_utility_honest)
+    assert liar_curve_faults(docs) == []
+    assert round_curve_faults(page.read_text(), docs) == []
+    r = summary.rounds["liars"]
+
+    def faults_of(rows):
+        s = summary_mod.read(docs)
+        s.rounds["liars"] = rows
+        summary_mod.write(s, docs)
+        return liar_curve_faults(docs)
+
+    swapped = r.rename(columns={"liar_utility_honest": "liar_utility_lying",
+                                "liar_utility_lying": "liar_utility_honest",
+                                "liar_utility_honest_cum": "liar_utility_lying_cum",
+                                "liar_utility_lying_cum": "liar_utility_honest_cum"})
+    assert any("honest run" in f for f in faults_of(swapped))  # known-bad: runs swapped
+    assert any("3 rows of 4" in f for f in faults_of(r[r["round"] != 2]))  # a round lost
+    assert faults_of(r) == []
+    # known-bad: the truthful run not drawn (only the lying lines)
+    real = claims_mod._truthful_and_lying
+    monkeypatch.setattr(claims_mod, "_truthful_and_lying",
+                        lambda g: real(g).query("label != 'truthful'"))
+    write_page(docs, page)
+    monkeypatch.undo()
+    assert any("'truthful'" in f for f in liar_curve_faults(docs))
+    write_page(docs, page)
+    assert liar_curve_faults(docs) == []
