@@ -11,9 +11,11 @@ in-process learner evaluates only in rounds 0 and R-1, so no evaluation falls in
 In process: the runner's progress callbacks; Flower: the times the ServerApp writes each
 round's provenance file. It then prints the waits Flower 1.42 hard-codes on a deployment
 round's critical path (located in the installed flwr) and the imports of one flwr-clientapp
-process (one per message), measured on this host: the floor under a deployment round; and how
-many objects (one request each per hop) a train message is.
-Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec]
+process (one per message), measured on this host: the floor under a deployment round; how
+many objects (one request each per hop) a train message is; where a warm round's task spends
+its time; and the CPU seconds each kind of the federation's processes (SuperLink, SuperNodes,
+executors and their task children, workers, ServerApp) spent per round, read from /proc.
+Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec] [--skip-simulation]
 """
 
 from __future__ import annotations
@@ -73,14 +75,55 @@ def simulation(out: Path) -> float:
 STEPS = ("input", "message", "install", "loaded", "called", "pushed", "done")
 
 
-def deployment(workdir: Path, workers: bool, warm: bool) -> float:
+KINDS = (("flower-superlink", "SuperLink"), ("flower-supernode", "SuperNodes"),
+         ("learning.flower.executor", "executors and their task children"),
+         ("learning.flower.worker", "workers (the nodes' training)"),
+         ("flwr-serverapp", "ServerApp"), ("flower-superexec", "SuperExecs"),
+         ("flwr-clientapp", "flwr-clientapp processes"))
+
+
+def _cpu_seconds(pids) -> dict[str, float]:
+    """CPU seconds (user + system, with those of the children each has waited for) of the
+    processes ``pids`` so far, summed by kind (:data:`KINDS`)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # ended meanwhile (its parent's waited-for children count it)
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        kind = next((k for key, k in KINDS if key in cmd), "other")
+        out[kind] = out.get(kind, 0.0) + sum(int(f) for f in fields[11:15]) / tick
+    return out
+
+
+def deployment(workdir: Path, workers: bool, warm: bool) -> tuple[float, dict[str, float]]:
+    """(seconds per round, CPU seconds per round by kind of process) of a deployment; the CPU
+    between the ends of rounds 1 and 4, read from /proc (empty elsewhere)."""
     from learning.flower.loopback import Loopback
 
     repo = Path(__file__).resolve().parents[1]
+    snaps: dict[int, dict[str, float]] = {}
     with Loopback(repo, 4, workdir, workers=workers, warm=warm, timings=warm) as fed:
-        res = fed.run({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0},
-                      timeout=1800)
-    return _per_round(_round_ends(Path(res["run_dir"]))[1:])
+        out = workdir / "out"
+        run_id = fed.submit({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0,
+                             "out": str(out)})
+        run_dir = out / f"run-{run_id}"
+        deadline = time.monotonic() + 1800
+        while len(snaps) < 2 and time.monotonic() < deadline and Path("/proc/self").exists():
+            done = len(list((run_dir / "rounds").glob("round-*.json")))
+            for t in (1, 4):
+                if done >= t and t not in snaps:
+                    snaps[t] = _cpu_seconds(fed.processes())
+            if fed.procs["superlink"].poll() is not None:
+                break
+            time.sleep(0.05)
+        fed.wait(run_dir, timeout=max(deadline - time.monotonic(), 1.0))
+    cpu = {k: (v - snaps[1].get(k, 0.0)) / 3 for k, v in snaps.get(4, {}).items()} \
+        if len(snaps) == 2 else {}
+    return _per_round(_round_ends(run_dir)[1:]), cpu
 
 
 def task_steps(workdir: Path) -> dict[str, float]:
@@ -108,6 +151,8 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-cold", action="store_true",
                    help="skip the deployment without workers (slow: a process per message)")
+    p.add_argument("--skip-simulation", action="store_true",
+                   help="skip the Flower simulation (Ray)")
     p.add_argument("--skip-superexec", action="store_true",
                    help="skip the deployment with flwr's SuperExec (a flwr-clientapp process "
                         "per message)")
@@ -115,15 +160,18 @@ def main(argv=None) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench_flower_"))
     rows = [("in process (lockstep, 4 clients at once)", inproc())]
-    rows.append(("Flower simulation (Ray, 4 nodes)", simulation(tmp / "sim")))
-    rows.append(("deployment, warm executor + workers",
-                 deployment(tmp / "warm", workers=True, warm=True)))
+    if not args.skip_simulation:
+        rows.append(("Flower simulation (Ray, 4 nodes)", simulation(tmp / "sim")))
+    first = len(rows)  # the deployments' rows from here on
+    cpus = {}
+    sides = [("deployment, warm executor + workers", "warm", True, True)]
     if not args.skip_superexec:
-        rows.append(("deployment, flwr's SuperExec + workers",
-                     deployment(tmp / "superexec", workers=True, warm=False)))
+        sides.append(("deployment, flwr's SuperExec + workers", "superexec", True, False))
     if not args.skip_cold:
-        rows.append(("deployment, flwr's SuperExec, no workers",
-                     deployment(tmp / "cold", workers=False, warm=False)))
+        sides.append(("deployment, flwr's SuperExec, no workers", "cold", False, False))
+    for name, folder, workers, warm in sides:
+        sec, cpus[name] = deployment(tmp / folder, workers=workers, warm=warm)
+        rows.append((name, sec))
     base = rows[0][1]
     print(f"iPFL, digits, 4 clients, 50 local steps per round: seconds per round "
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
@@ -151,13 +199,20 @@ def main(argv=None) -> None:
           "in-process round (the same work) and our overhead, what is left above both "
           "(message trips, a task per message, four nodes on the host's cores at once):")
     print(f"   {'side':<55s} {'round':>7s} {'floor':>7s} {'work':>7s} {'ours':>7s}")
-    for name, sec in rows[2:]:
+    for name, sec in rows[first:]:
         print(f"   {name:<55s} {sec:7.3f} {sleeps:7.3f} {base:7.3f} "
               f"{sec - sleeps - base:7.3f}")
     print(f"   (load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end)")
+    for name, cpu in cpus.items():
+        if cpu:
+            print(f"CPU seconds per round of the federation's processes ({name}; between the "
+                  f"ends of rounds 1 and 4, from /proc; {os.cpu_count()} CPUs):")
+            for kind, sec in sorted(cpu.items(), key=lambda kv: -kv[1]):
+                print(f"   {sec:7.3f} s  {kind}")
+            print(f"   {sum(cpu.values()):7.3f} s  in all")
     steps = task_steps(tmp / "warm")
     if steps:
-        warm = rows[2][1]
+        warm = rows[first][1]
         task = sum(steps.get(k, 0.0) for k in STEPS)
         print("Where a warm deployment round goes (median seconds of one node's training "
               "task, from the executors' --timings and the workers' logs):")

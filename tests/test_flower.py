@@ -888,6 +888,45 @@ def test_the_fixed_waits_the_docs_quantify_are_where_they_say(monkeypatch):
     assert loopback.flwr_floors()[0]["where"] is None
 
 
+# what the line of the installed flwr 1.42 that docs/howto-flower.md cites holds
+FLWR_LINES = {
+    "flwr/supernode/start_client_internal.py:263": "time.sleep(3)",
+    "flwr/supernode/start_client_internal.py:470": "time.sleep(0.5)",
+    "flwr/supernode/start_client_internal.py:506": "time.sleep(0.5)",
+    "flwr/supernode/start_client_internal.py:388": "task_id = state.create_task(",
+    "flwr/supernode/start_client_internal.py:415": "obj_contents = pull_objects(",
+    "flwr/supercore/constant.py:48": "PULL_INITIAL_BACKOFF = 1",
+    "flwr/supernode/servicer/runtime/runtime_handlers.py:121": "fab=fab_to_proto(fab),",
+    "flwr/supercore/superexec/run_superexec.py:51": "_DEFAULT_TASK_POLL_INTERVAL_SECONDS = 1.0",
+    "flwr/supernode/cli/__init__.py:18": "from .flower_supernode import flower_supernode",
+}
+
+
+def _flwr_line(ref: str) -> str:
+    import re
+    from pathlib import Path
+
+    import flwr
+
+    path, line = re.fullmatch(r"flwr/(.+):(\d+)", ref).groups()
+    lines = (Path(flwr.__file__).parent / path).read_text().splitlines()
+    return lines[int(line) - 1].split("  #")[0].strip() if int(line) <= len(lines) else ""
+
+
+def test_every_flwr_line_the_howto_cites_holds_what_it_says():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "howto-flower.md").read_text()
+    cited = set(re.findall(r"flwr/[\w/]+\.py:\d+", text))
+    assert cited == set(FLWR_LINES)
+    for ref, code in FLWR_LINES.items():
+        assert _flwr_line(ref) == code, ref
+    # known bad: a line off by one
+    assert _flwr_line("flwr/supernode/start_client_internal.py:264") != FLWR_LINES[
+        "flwr/supernode/start_client_internal.py:263"]
+
+
 def _liar(**changes):
     # client 1 reports 3x its data (seed 2): the others' utilities turn negative in some rounds
     return replace(CFG, seed=2, liar=1, liar_N=3.0, liar_c=0.2, **changes)
