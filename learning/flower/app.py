@@ -220,7 +220,8 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
                                                f"is {shape} with {classes}")
     _, _, theta0 = initial_model(cfg, tuple(json.loads(shape)), classes)
     # the strategies hold the model as one flat float32 array; it travels as that array's
-    # bytes inside each message's one ConfigRecord (3 objects per message; learning.flower.wire)
+    # bytes inside each message's one ConfigRecord (3 objects per message; over 5 MiB in parts
+    # of a record each: learning.flower.wire)
     initial = ArrayRecord([theta0.astype(np.float32)])
     recorder = RunRecorder(fc.out, context.run_id, fc.save_uploads) if fc.out else None
     if recorder is not None:
