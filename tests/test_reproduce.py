@@ -145,12 +145,14 @@ def test_page_rebuilds_from_the_summary_alone(tmp_path):
     assert page.read_text() != before
 
 
-def test_the_committed_page_rebuilds_from_the_committed_summary(tmp_path):
-    """docs/reproduction.md is what `fedmarket reproduce --no-run` writes from the summary
-    committed next to it (figures included), byte for byte."""
+@pytest.mark.parametrize("folder", ["", "medium"])
+def test_the_committed_page_rebuilds_from_the_committed_summary(tmp_path, folder):
+    """docs/reproduction.md (and docs/medium/reproduction.md, the medium setting's page) is what
+    `fedmarket reproduce --no-run` writes from the summary committed next to it (figures
+    included), byte for byte."""
     from pathlib import Path
 
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = Path(__file__).resolve().parents[1] / "docs" / folder
     if not (docs / "reproduction_cells.json").is_file():
         pytest.fail("docs/reproduction_cells.json is missing: commit the summary with the page")
     rebuilt = write_page(docs, tmp_path / "reproduction.md").read_text()
