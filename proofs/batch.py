@@ -56,12 +56,20 @@ from .core import (
 )
 from .core import subject_name as _name
 from .core import verdict as verdict_of
-from .regret import MisreportBatch, regret_arrays
+from .ipfl_properties import (
+    BULK_PAYMENTS,
+    BULK_PRICES,
+    BULK_RULES,
+    IpflCase,
+    batch_rule,
+    misreports_batch,
+    settle_batch,
+)
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase
 
-__all__ = ["ATOM", "BATCH_EVALUATORS", "IPFL_SPECS", "SIZE_POWER", "MarketArrays", "batch_rule",
-           "check_batch", "cpl_sampler", "ipfl_sampler", "misreports_batch", "over_arrays",
-           "settle_batch"]
+__all__ = ["ATOM", "BULK_PAYMENTS", "BULK_PRICES", "BULK_RULES", "IPFL_SPECS", "SIZE_POWER",
+           "IpflCase", "MarketArrays", "batch_rule", "check_batch", "cpl_sampler",
+           "ipfl_sampler", "misreports_batch", "over_arrays", "settle_batch", "vectorised"]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
 # iPFL markets of m = 2..12 clients are drawn with P(m) ~ m^-3: every size is drawn (about
@@ -73,7 +81,6 @@ ATOM = 0.1  # probability that a coordinate takes its simplest value
 # 1.9 s); with m^-3 a market costs about what one of uniform 2..4 clients did.
 SIZE_POWER = 3.0
 CHUNK = 4096  # instances drawn and evaluated per step
-_TOL = 1e-9  # the iPFL properties' relative tolerance (proofs.ipfl_properties._TOL)
 
 
 # ----------------------------------------------------------------------------- draws
@@ -142,6 +149,10 @@ class Sampler:
         return out
 
     def cases(self, d: Draws) -> list:
+        raise NotImplementedError
+
+    def bulk_input(self, d: Draws):
+        """What a property's ``batch`` hook evaluates: the whole batch ``d`` as arrays."""
         raise NotImplementedError
 
     def simple(self) -> dict:
@@ -219,9 +230,10 @@ class IpflSampler(Sampler):
         return {"N": N, "c": c, "K": K, "lam": lam, "D": D, "client": client,
                 "factor": factor, "perm": perm}
 
-    def cases(self, d: Draws) -> list:
-        from .ipfl_properties import IpflCase
+    def bulk_input(self, d: Draws) -> dict:
+        return self.arrays(d)
 
+    def cases(self, d: Draws) -> list:
         a = self.arrays(d)
         out = []
         for k in range(d.size):
@@ -294,6 +306,9 @@ class CplSampler(Sampler):
         if self.baselines_off_floor:
             return q_min * (1 + CPL_FLOOR_RTOL), 1.0 - uq, 1.0 - gq
         return q_min, uq, gq
+
+    def bulk_input(self, d: Draws) -> cpl.GameBatch:
+        return self.games(d)
 
     def games(self, d: Draws) -> cpl.GameBatch:
         """The games of ``d`` as one :class:`mechanisms.cpl.GameBatch` (the same games as
@@ -417,318 +432,28 @@ def sampler_for(prop, max_clients: int | None = None) -> Sampler | None:
 
 # ------------------------------------------------------------------ batched clearing
 #
-# No equation lives here: the markets of a batch are cleared by mechanisms.ipfl.clear_batch,
-# the same steps and rule functions ipfl.clear runs one market at a time.
+# No equation lives here: the markets of a batch are cleared by mechanisms.ipfl.clear_batch
+# (proofs.ipfl_properties.settle_batch), and every property evaluates itself in bulk through
+# its Property.batch hook (the iPFL ones in proofs.ipfl_properties, the CPL ones in
+# proofs.cpl_properties), the same function its one-instance check runs on a batch of one.
 
 over_arrays = ipfl.over_arrays  # kept importable from here (documented as proofs.batch's)
 MarketArrays = ipfl.MarketArrays
 
-BULK_RULES = ipfl.BULK_RULES
-BULK_PAYMENTS = tuple(ipfl.PAYMENT_RULES)
-BULK_PRICES = tuple(ipfl.PRICE_RULES)
-
-
-def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
-                 true_K=None, prices="paper") -> dict:
-    """Clear a batch of markets (arrays with a leading batch dimension) with
-    :func:`mechanisms.ipfl.clear_batch`; returns adjacency "A", payments "p", utilities "U"
-    and prices "P" (what the bulk evaluators read). Negative distances are accepted (the
-    properties about them draw them on purpose)."""
-    out = ipfl.clear_batch(MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
-                           payments=money, prices=prices, allow_negative_distances=True)
-    return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
-            "W": out.welfare, "R": out.remittances, "market": out.market}
-
-
-def _scale(s):
-    return 1.0 + np.abs(s["U"]).max(axis=1) + np.abs(s["p"]).max(axis=1)
-
-
-def _excess(x, tol):
-    out = np.maximum(0.0, x - tol)
-    return np.where(np.isnan(out), np.inf, out)
-
-
-def _eq11_count(market, P, A):
-    """:func:`mechanisms.ipfl.eq11_violations` counted per market (the same margins)."""
-    return (ipfl.eq11_margins(market, P, A) < -_TOL).sum(axis=(-2, -1)).astype(float)
-
-
-def _rows(x, client):
-    return x[np.arange(x.shape[0]), client]
-
-
-def _with(x, client, values):
-    y = x.copy()
-    y[np.arange(x.shape[0]), client] = values
-    return y
-
-
-def _bb(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    return _excess(np.abs(s["p"].sum(axis=1)), _TOL * _scale(s))
-
-
-def _ir(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    return _excess(-s["U"].min(axis=1), _TOL * _scale(s))
-
-
-def _eq11(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    return _eq11_count(s["market"], s["P"], s["A"])
-
-
-def _overstate(a):
-    i, f = a["client"], a["factor"]
-    ci = _rows(a["c"], i)
-    return _with(a["c"], i, ci * f + (f - 1.0))
-
-
-def _lemma1(settle, a):
-    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    lied = settle(a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
-    i = a["client"]
-    b = np.arange(len(i))
-    gained = (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
-    changed = (lied["A"][b, :, i] != honest["A"][b, :, i]).any(axis=1)
-    return gained, np.ones(len(i), bool), changed
-
-
-def _thm3(settle, a):
-    i = a["client"]
-    N_hat = _with(a["N"], i, _rows(a["N"], i) * 1e12)
-    s = settle(N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
-    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    b = np.arange(len(i))
-    buyers = s["A"][b, :, i].sum(axis=1).astype(float)
-    sold = honest["A"][b, :, i].any(axis=1)
-    return buyers, np.ones(len(i), bool), sold | (buyers > 0)
-
-
-def _permutation(settle, a):
-    base = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    pi = a["perm"]
-    b = np.arange(pi.shape[0])[:, None, None]
-    rows, cols = pi[:, :, None], pi[:, None, :]
-
-    def take(x):
-        return np.take_along_axis(x, pi, axis=1)
-
-    s = settle(take(a["N"]), take(a["c"]), take(a["K"]), a["lam"],
-                     a["D"][b, rows, cols])
-    mismatched = (s["A"] != base["A"][b, rows, cols]).sum(axis=(1, 2)).astype(float)
-    gap = np.abs(s["p"] - take(base["p"])).max(axis=1)
-    return mismatched + _excess(gap, 1e-7 * _scale(base))
-
-
-def _global(settle, a):
-    """Mirror of :func:`proofs.ipfl_properties.global_optimality`: how far some buyer's
-    phi_i is above the best over all subsets of the sellers it can buy from."""
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    market, P, A = s["market"], s["P"], s["A"]
-    best = np.minimum(0.0, ipfl.phi_subsets(market, P)[..., 1:].min(axis=-1))  # empty set: 0
-    gap = np.where(market.K > 0, ipfl.phi(market, P, A) - best, 0.0)
-    return _excess(np.maximum(gap.max(axis=1), 0.0), _TOL * _scale(s))
-
-
-def _budget_identity(settle, a):
-    """:func:`proofs.ipfl_properties.budget_identity` over a batch (the same statement)."""
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    U, p, W = s["U"], s["p"], s["W"]
-    gap = np.abs(U.sum(axis=1) - (W - p.sum(axis=1)))
-    scale = 1.0 + np.abs(U).sum(axis=1) + np.abs(W) + np.abs(p).sum(axis=1)
-    return _excess(gap, _TOL * scale), np.ones(len(W), bool), s["A"].any(axis=(1, 2))
-
-
-def _shapley_shares(s, a):
-    """Sh_ij = r_ij + lam (N_j/N_i) d_ij on the bought pairs (as
-    :func:`proofs.ipfl_properties.shapley_efficiency` reads them), None without remittances."""
-    if s["R"] is None:
-        return None
-    N = a["N"]
-    ratio = N[:, None, :] / N[:, :, None]
-    return np.where(s["A"], s["R"] + a["lam"][:, None, None] * ratio * a["D"], 0.0)
-
-
-def _shapley_efficiency(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    shares = _shapley_shares(s, a)
-    if shares is None:
-        raise ValueError("the rule returned payments, not remittances")  # one by one
-    A, N, K = s["A"], a["N"], a["K"]
-    bought = (A * N[:, None, :]).sum(axis=2)
-    gain = s["market"].gain.value
-    value = gain(bought, K, N) - gain(0.0 * bought, K, N)
-    buyers = A.any(axis=2)
-    gap = np.where(buyers, np.abs(shares.sum(axis=2) - value), 0.0)
-    tol = _TOL * (1.0 + np.abs(value) + np.abs(shares).sum(axis=2))
-    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(N), bool),
-            buyers.any(axis=1))
-
-
-def _twin_buyers(A):
-    """(B, m) bool: the rows other than the twins (clients 1 and 2)."""
-    rows = np.ones(A.shape[:2], dtype=bool)
-    rows[:, 1:3] = False
-    return rows
-
-
-def _shapley_symmetry(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    shares = _shapley_shares(s, a)
-    if shares is None or s["A"].shape[1] < 3:
-        raise ValueError("no remittances, or no twins")  # evaluated one by one
-    A = s["A"]
-    both = A[:, :, 1] & A[:, :, 2] & _twin_buyers(A)
-    s1, s2 = shares[:, :, 1], shares[:, :, 2]
-    gap = np.where(both, np.abs(s1 - s2), 0.0)
-    tol = _TOL * (1.0 + np.abs(s1) + np.abs(s2))
-    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(A), bool),
-            both.any(axis=1))
-
-
-def _greedy_tie_rule(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    A = s["A"]
-    if A.shape[1] < 3:
-        raise ValueError("no twins")  # evaluated one by one
-    rows = _twin_buyers(A)
-    wrong = np.sum(rows & A[:, :, 2] & ~A[:, :, 1], axis=1).astype(float)
-    return wrong, np.ones(len(A), bool), np.any(rows & (A[:, :, 1] != A[:, :, 2]), axis=1)
-
-
-def _pure_sellers_never_buy(settle, a):
-    """:func:`proofs.ipfl_properties.pure_sellers_never_buy` over a batch (the same
-    statement)."""
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    pure = (a["K"] == 0)[:, :, None]
-    off = ~np.eye(a["N"].shape[1], dtype=bool)
-    bought = (s["A"] & pure).sum(axis=(1, 2)).astype(float)
-    on_sale = (pure & off & np.isfinite(a["c"])[:, None, :]).any(axis=(1, 2))
-    return bought, np.ones(len(bought), bool), on_sale | (bought > 0)
-
-
-def _no_deficit(settle, a):
-    s = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-    return _excess(-s["p"].sum(axis=1), _TOL * _scale(s))
-
-
-def misreports_batch(settle, a: dict, dimension: str, direction: str,
-                     **search) -> MisreportBatch:
-    """The best misreport of ``a["client"]``'s ``dimension`` in ``direction`` for every
-    market of the batch ``a`` (arrays as :meth:`IpflSampler.arrays`), cleared with
-    ``settle`` (a :func:`settle_batch`-like function): :func:`proofs.regret.regret_arrays`
-    over B x (grid + refinement) markets per call."""
-    i = a["client"]
-    B = a["N"].shape[0]
-    truth_all = a[dimension]
-    truth = _rows(truth_all, i)
-    ok = np.isfinite(truth_all) & (truth_all > 0)
-    count = ok.sum(axis=1)
-    reference = np.where(count > 0, np.where(ok, truth_all, 0.0).sum(axis=1)
-                         / np.maximum(count, 1), 1.0)
-    honest = settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
-
-    def utilities(values):
-        k = values.shape[1]
-        rep = {d: np.repeat(a[d], k, axis=0) for d in ("N", "c", "K")}
-        truth_rep = dict(rep)
-        rep[dimension] = _with(rep[dimension], np.repeat(i, k), values.ravel())
-        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(a["lam"], k),
-                   np.repeat(a["D"], k, axis=0), true_N=truth_rep["N"],
-                   true_c=truth_rep["c"], true_K=truth_rep["K"])
-        return _rows(s["U"], np.repeat(i, k)).reshape(B, k)
-
-    found = regret_arrays(utilities, truth, reference, _rows(honest["U"], i), direction,
-                          **search)
-    return found, honest
-
-
-def _regret(dimension: str, direction: str):
-    def evaluate(settle, a):
-        found, honest = misreports_batch(settle, a, dimension, direction)
-        gain = found.lying_utility - found.honest_utility
-        tol = _TOL * _scale(honest)
-        amount = np.where(np.isinf(found.spread), np.inf, _excess(gain, tol))
-        return amount, np.ones(len(gain), bool), found.spread > tol
-
-    return evaluate
-
-
-# key -> (the scalar violation function it reproduces, the bulk evaluator); a property whose
-# violation is another function (redefined, or your own under the same key) is never
-# evaluated in bulk
-BATCH_EVALUATORS: dict[str, tuple[Callable, Callable]] = {
-    "budget_balance": (P.budget_balance, _bb),
-    "no_deficit": (P.no_deficit, _no_deficit),
-    "budget_identity": (P.budget_identity, _budget_identity),
-    "shapley_efficiency": (P.shapley_efficiency, _shapley_efficiency),
-    "shapley_symmetry": (P.shapley_symmetry, _shapley_symmetry),
-    "greedy_tie_rule": (P.greedy_tie_rule, _greedy_tie_rule),
-    "pure_sellers_never_buy": (P.pure_sellers_never_buy, _pure_sellers_never_buy),
-    "individual_rationality": (P.individual_rationality, _ir),
-    "ir_negative_distances": (P.individual_rationality, _ir),
-    "local_optimality": (P.local_optimality, _eq11),
-    "global_optimality": (P.global_optimality, _global),
-    "lemma1": (P.lemma1_monotone_sales, _lemma1),
-    "thm3": (P.thm3_isolation, _thm3),
-    "thm3_lam0": (P.thm3_isolation, _thm3),
-    "permutation": (P.permutation_equivariance, _permutation),
-    "permutation_ties": (P.permutation_equivariance, _permutation),
-    **{key: (P.IPFL_PROPERTIES[key].violation, _regret(fn.dimension, fn.direction))
-       for key in ("thm2", "truthful_N_over", "truthful_N_under", "truthful_c_under",
-                   "truthful_K_over", "truthful_K_under")
-       for fn in [P.IPFL_PROPERTIES[key].violation]},
-}
-
-
-def _bulk(spec, names) -> bool:
-    return (isinstance(spec, str) and spec in names) or getattr(spec, "over_arrays", False)
-
-
-def batch_rule(subject):
-    """A settle-batch function (:func:`settle_batch` with the subject's rules) when
-    ``subject`` can be cleared in bulk by :func:`mechanisms.ipfl.clear_batch`: every rule a
-    built-in name or a function marked :func:`over_arrays` (the built-in rule functions
-    are). None otherwise (the pair is then evaluated one instance at a time)."""
-    from .subjects import IpflMechanism
-
-    if not isinstance(subject, IpflMechanism):
-        return None
-    if type(subject).settle is not IpflMechanism.settle:
-        return None  # a subclass clears its own way: evaluate what it does, one by one
-    rule, money, prices = subject.rule, subject.money, subject.prices
-    if not (_bulk(rule, BULK_RULES) and _bulk(money, BULK_PAYMENTS)
-            and _bulk(prices, BULK_PRICES)):
-        return None
-
-    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
-        return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money,
-                            true_K=true_K, prices=prices)
-
-    return settle
-
 
 def vectorised(prop, subject) -> Callable | None:
-    """A function ``draws -> violations`` (or ``(violations, effective)``) when the pair can
-    be evaluated in bulk."""
-    if not is_builtin(prop):
+    """A function ``draws -> violations`` (or ``(violations, effective[, discriminating])``)
+    when the pair can be evaluated in bulk: a built-in property whose ``batch`` hook takes
+    the subject (its rules can be run on a whole batch)."""
+    if not is_builtin(prop) or prop.batch is None:
         return None
-    if prop.key in CPL_SPECS:  # the CPL properties evaluate themselves in bulk (prop.batch)
-        bulk = prop.batch(subject) if prop.batch is not None else None
-        if bulk is None:
-            return None
-        sampler = cpl_sampler(prop.key)
-        return lambda d: bulk(sampler.games(d))
-    settle = batch_rule(subject)
-    if settle is None or prop.key not in BATCH_EVALUATORS:
+    bulk = prop.batch(subject)
+    if bulk is None:
         return None
-    scalar, fn = BATCH_EVALUATORS[prop.key]
-    if prop.violation is not scalar:
+    sampler = sampler_for(prop)
+    if sampler is None:
         return None
-    sampler = ipfl_sampler(prop.key)
-    return lambda d: fn(settle, sampler.arrays(d))
+    return lambda d: bulk(sampler.bulk_input(d))
 
 
 # ------------------------------------------------------------------------ shrinking

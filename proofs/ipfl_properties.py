@@ -5,7 +5,6 @@ preconditions built into its instance strategy, and the variants with a precondi
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,8 +12,8 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 
-from .core import Property, excess
-from .regret import Misreport, regret_search
+from .core import Property
+from .regret import Misreport, MisreportBatch, regret_arrays, regret_search
 from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 
 __all__ = [
@@ -120,95 +119,371 @@ def _scale(s) -> float:
     return 1.0 + float(np.max(np.abs(s.utilities))) + float(np.max(np.abs(s.payments)))
 
 
+# ------------------------------------------------------------------------ clearing in bulk
+#
+# Every property below is written once, over a batch of markets (arrays with a leading batch
+# dimension, as proofs.batch.IpflSampler.arrays builds them: N, c, K (B, m), lam (B,), D
+# (B, m, m), client (B,), factor (B,), perm (B, m)): ``check(settle, a) -> violations`` or
+# ``(violations, effective[, discriminating[, search score]])`` arrays, where ``settle(N, c,
+# K, lam, D, true_N=, true_c=, true_K=)`` clears the batch. The batch engine runs it with
+# the subject's bulk clearing (:func:`batch_rule`: mechanisms.ipfl.clear_batch, for every
+# subject whose rules can run in bulk; ``Property.batch``); the one-instance check
+# (``Property.violation``, the Hypothesis engine, ``rerun()``) runs the same function on a
+# batch of one market cleared by the subject's own ``settle`` (:func:`settle_one`).
+
+BULK_RULES = ipfl.BULK_RULES
+BULK_PAYMENTS = tuple(ipfl.PAYMENT_RULES)
+BULK_PRICES = tuple(ipfl.PRICE_RULES)
+
+
+def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
+                 true_K=None, prices="paper") -> dict:
+    """Clear a batch of markets (arrays with a leading batch dimension) with
+    :func:`mechanisms.ipfl.clear_batch`; returns adjacency "A", payments "p", utilities "U",
+    prices "P", welfare "W", remittances "R" and the "market" (what the checks read).
+    Negative distances are accepted (the properties about them draw them on purpose)."""
+    out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
+                           payments=money, prices=prices, allow_negative_distances=True)
+    return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
+            "W": out.welfare, "R": out.remittances, "market": out.market}
+
+
+def _in_bulk(spec, names) -> bool:
+    return (isinstance(spec, str) and spec in names) or getattr(spec, "over_arrays", False)
+
+
+def batch_rule(subject):
+    """A settle-batch function (:func:`settle_batch` with the subject's rules) when
+    ``subject`` can be cleared in bulk by :func:`mechanisms.ipfl.clear_batch`: every rule a
+    built-in name or a function marked :func:`mechanisms.ipfl.over_arrays` (the built-in
+    rule functions are). None otherwise (the pair is then evaluated one instance at a
+    time)."""
+    from .subjects import IpflMechanism
+
+    if not isinstance(subject, IpflMechanism):
+        return None
+    if type(subject).settle is not IpflMechanism.settle:
+        return None  # a subclass clears its own way: evaluate what it does, one by one
+    rule, money, prices = subject.rule, subject.money, subject.prices
+    if not (_in_bulk(rule, BULK_RULES) and _in_bulk(money, BULK_PAYMENTS)
+            and _in_bulk(prices, BULK_PRICES)):
+        return None
+
+    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
+        return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money,
+                            true_K=true_K, prices=prices)
+
+    return settle
+
+
+def _first(x):
+    return None if x is None else np.asarray(x)[0]
+
+
+def settle_one(subject, market):
+    """A settle function (the signature of :func:`settle_batch`'s) for batches of ONE
+    market, cleared by ``subject.settle`` itself (the code a user runs on one market; the
+    checker's call count and error wrapping see it), with ``market``'s gain; returns the
+    outcome's arrays with a leading batch dimension of 1."""
+
+    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
+        mk = ipfl.Market(N=_first(N), c=_first(c), K=_first(K), lam=float(lam[0]),
+                         true_N=_first(true_N), true_c=_first(true_c), true_K=_first(true_K),
+                         gain=market.gain)
+        s = subject.settle(mk, np.asarray(D)[0], allow_negative=True)
+        arrays = ipfl.MarketArrays(mk.N[None], mk.c[None], mk.K[None], np.array([mk.lam]),
+                                   mk.true_N[None], mk.true_c[None], mk.true_K[None],
+                                   gain=mk.gain)
+        R = s.remittances
+        return {"A": np.asarray(s.adjacency, dtype=bool)[None],
+                "p": np.asarray(s.payments, dtype=float)[None],
+                "U": np.asarray(s.utilities, dtype=float)[None],
+                "P": np.asarray(s.prices, dtype=float)[None],
+                "W": np.array([float(s.welfare)]),
+                "R": None if R is None else np.asarray(R, dtype=float)[None],
+                "market": arrays}
+
+    return settle
+
+
+def case_arrays(case) -> dict:
+    """One :class:`IpflCase` as a batch of one (the arrays a check reads)."""
+    mk = case.market
+    return {"N": np.asarray(mk.N, dtype=float)[None], "c": np.asarray(mk.c, dtype=float)[None],
+            "K": np.asarray(mk.K, dtype=float)[None], "lam": np.array([float(mk.lam)]),
+            "D": np.asarray(case.D, dtype=float)[None],
+            "client": None if case.client is None else np.array([int(case.client)]),
+            "factor": None if case.factor is None else np.array([float(case.factor)]),
+            "perm": None if case.perm is None else np.asarray(case.perm)[None]}
+
+
+def _one_market(check):
+    """The one-instance violation ``(subject, case) -> ...`` of a check written over a
+    batch: ``check`` on the batch of one market ``case``, cleared by the subject's own
+    ``settle``."""
+
+    def violation(subject, case):
+        out = check(settle_one(subject, case.market), case_arrays(case))
+        if not isinstance(out, tuple):
+            out = (out,)
+        if len(out) > 1 and not bool(np.asarray(out[1])[0]):
+            return None  # not checked on this instance
+        amount = float(np.asarray(out[0])[0])
+        discriminating = bool(np.asarray(out[2])[0]) if len(out) > 2 else True
+        score = float(np.asarray(out[3])[0]) if len(out) > 3 else amount
+        return amount, score, discriminating
+
+    violation.__name__ = check.__name__.lstrip("_")
+    violation.__doc__ = check.__doc__
+    return violation
+
+
+def _hook(check):
+    """A Property's ``batch`` hook: ``subject -> (arrays -> ...)``, ``check`` with the
+    subject's bulk clearing; None for a subject that cannot be cleared in bulk."""
+
+    def for_subject(subject):
+        settle = batch_rule(subject)
+        if settle is None:
+            return None
+        return lambda a: check(settle, a)
+
+    return for_subject
+
+
+def _scale_b(s):
+    return 1.0 + np.abs(s["U"]).max(axis=1) + np.abs(s["p"]).max(axis=1)
+
+
+def _excess(x, tol):
+    """:func:`proofs.core.excess` elementwise (NaN is a failure: inf)."""
+    out = np.maximum(0.0, x - tol)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def _rows(x, client):
+    return x[np.arange(x.shape[0]), client]
+
+
+def _with(x, client, values):
+    y = x.copy()
+    y[np.arange(x.shape[0]), client] = values
+    return y
+
+
+def _truthful(settle, a):
+    return settle(a["N"], a["c"], a["K"], a["lam"], a["D"])
+
+
 # ---------------------------------------------------------------------------- violations
 
 
-def budget_balance(subject, case):
-    s = _settle(subject, case)
-    return excess(abs(float(s.payments.sum())), _TOL * _scale(s))
+def _budget_balance(settle, a):
+    """Eq. 13: sum_i p_i = 0 (relative tolerance)."""
+    s = _truthful(settle, a)
+    return _excess(np.abs(s["p"].sum(axis=1)), _TOL * _scale_b(s))
 
 
-def individual_rationality(subject, case):
-    s = _settle(subject, case, allow_negative=True)
-    return excess(-float(s.utilities.min()), _TOL * _scale(s))
+def _individual_rationality(settle, a):
+    """Thm 1: U_i >= 0 for every client."""
+    s = _truthful(settle, a)
+    return _excess(-s["U"].min(axis=1), _TOL * _scale_b(s))
 
 
-def local_optimality(subject, case):
-    """(single flips that lower phi_i (Eq. 11), search score). The score is how close the
-    best single flip comes to lowering phi_i (minus the smallest relative margin of
-    :func:`mechanisms.ipfl.eq11_margins`, clipped to [-1, 1]), so Hypothesis' targeted phase
-    climbs towards markets where one flip pays."""
-    s = _settle(subject, case)
-    mk, P, A = case.market, s.prices, s.adjacency
-    count = float(len(ipfl.eq11_violations(mk, P, A)))
-    margins = ipfl.eq11_margins(mk, P, A)
-    closest = float(np.nanmin(margins)) if mk.m > 1 else math.inf
-    return count, 10.0 * count + float(np.clip(-closest, -1.0, 1.0))
+def _local_optimality(settle, a):
+    """(single flips that lower phi_i (Eq. 11), effective, discriminating, search score).
+    The score is how close the best single flip comes to lowering phi_i (minus the smallest
+    relative margin of :func:`mechanisms.ipfl.eq11_margins`, clipped to [-1, 1]), so
+    Hypothesis' targeted phase climbs towards markets where one flip pays."""
+    s = _truthful(settle, a)
+    margins = ipfl.eq11_margins(s["market"], s["P"], s["A"])
+    count = (margins < -_TOL).sum(axis=(-2, -1)).astype(float)
+    with np.errstate(invalid="ignore"):
+        closest = np.nanmin(margins, axis=(-2, -1)) if margins.shape[-1] > 1 \
+            else np.full(len(count), np.inf)
+    ones = np.ones(len(count), bool)
+    return count, ones, ones, 10.0 * count + np.clip(-closest, -1.0, 1.0)
 
 
-def _overstate_c(case):
-    mk, i = case.market, case.client
-    c_hat = mk.c.copy()
-    c_hat[i] = mk.c[i] * case.factor + (case.factor - 1.0)  # strictly above, also from c = 0
-    return mk.replace(c=c_hat, true_c=mk.c)
+def _overstate(a):
+    i, f = a["client"], a["factor"]
+    ci = _rows(a["c"], i)
+    return _with(a["c"], i, ci * f + (f - 1.0))  # strictly above, also from c = 0
 
 
-def lemma1_monotone_sales(subject, case):
-    """(new buyers of the liar, score, discriminating): discriminating when the lie changed
-    who buys from the liar (an unchanged column cannot gain a buyer)."""
-    honest = _settle(subject, case)
-    lied = subject.settle(_overstate_c(case), case.D)
-    i = case.client
-    gained = float(np.sum(lied.adjacency[:, i] & ~honest.adjacency[:, i]))
-    return gained, gained, bool(np.any(lied.adjacency[:, i] != honest.adjacency[:, i]))
+def _lemma1(settle, a):
+    """(new buyers of the liar, effective, discriminating, score): discriminating when the
+    lie changed who buys from the liar (an unchanged column cannot gain a buyer)."""
+    honest = _truthful(settle, a)
+    lied = settle(a["N"], _overstate(a), a["K"], a["lam"], a["D"], true_c=a["c"])
+    i = a["client"]
+    b = np.arange(len(i))
+    gained = (lied["A"][b, :, i] & ~honest["A"][b, :, i]).sum(axis=1).astype(float)
+    changed = (lied["A"][b, :, i] != honest["A"][b, :, i]).any(axis=1)
+    return gained, np.ones(len(i), bool), changed
 
 
-def thm3_isolation(subject, case):
-    """(buyers of i after N_i x 1e12, score, discriminating): discriminating when i sells to
-    somebody in the truthful market (isolation then has something to remove) or after."""
-    mk, i = case.market, case.client
-    N_hat = mk.N.copy()
-    N_hat[i] = mk.N[i] * 1e12
-    s = subject.settle(mk.replace(N=N_hat, true_N=mk.N), case.D)
-    buyers = float(s.adjacency[:, i].sum())
-    sold = bool(_settle(subject, case).adjacency[:, i].any())
-    return buyers, buyers, sold or buyers > 0
+def _thm3(settle, a):
+    """(buyers of i after N_i x 1e12, effective, discriminating): discriminating when i
+    sells to somebody in the truthful market (isolation then has something to remove) or
+    after."""
+    i = a["client"]
+    N_hat = _with(a["N"], i, _rows(a["N"], i) * 1e12)
+    s = settle(N_hat, a["c"], a["K"], a["lam"], a["D"], true_N=a["N"])
+    honest = _truthful(settle, a)
+    b = np.arange(len(i))
+    buyers = s["A"][b, :, i].sum(axis=1).astype(float)
+    sold = honest["A"][b, :, i].any(axis=1)
+    return buyers, np.ones(len(i), bool), sold | (buyers > 0)
 
 
-def global_optimality(subject, case):
-    """How far some buyer's phi_i is above the best over all subsets (enumerated)."""
-    import itertools
+def _permutation(settle, a):
+    """Relabelling the clients permutes the graph and the payments: mismatched edges plus
+    the payments' gap beyond 1e-7 (relative)."""
+    base = _truthful(settle, a)
+    pi = a["perm"]
+    b = np.arange(pi.shape[0])[:, None, None]
+    rows, cols = pi[:, :, None], pi[:, None, :]
 
-    s = _settle(subject, case)
-    mk, P = case.market, s.prices
-    got = ipfl.phi(mk, P, s.adjacency)
-    worst = 0.0
-    for i in np.flatnonzero(mk.K > 0):
-        others = [j for j in range(mk.m) if j != i and np.isfinite(P[i, j])]
-        best = 0.0
-        for r in range(1, len(others) + 1):
-            for sub in itertools.combinations(others, r):
-                idx = list(sub)
-                val = float(P[i, idx].sum() - mk.gain.value(mk.N[idx].sum(), mk.K[i], mk.N[i]))
-                best = min(best, val)
-        worst = max(worst, float(got[i]) - best)
-    return excess(worst, _TOL * _scale(s))
+    def take(x):
+        return np.take_along_axis(x, pi, axis=1)
+
+    s = settle(take(a["N"]), take(a["c"]), take(a["K"]), a["lam"], a["D"][b, rows, cols])
+    mismatched = (s["A"] != base["A"][b, rows, cols]).sum(axis=(1, 2)).astype(float)
+    gap = np.abs(s["p"] - take(base["p"])).max(axis=1)
+    return mismatched + _excess(gap, 1e-7 * _scale_b(base))
 
 
-def permutation_equivariance(subject, case):
-    mk, pi = case.market, case.perm
-    base = _settle(subject, case)
-    permuted = mk.replace(N=mk.N[pi], c=mk.c[pi], K=mk.K[pi])
-    s = subject.settle(permuted, np.asarray(case.D)[np.ix_(pi, pi)])
-    mismatched = float(np.sum(s.adjacency != base.adjacency[np.ix_(pi, pi)]))
-    gap = float(np.max(np.abs(s.payments - base.payments[pi])))
-    return mismatched + excess(gap, 1e-7 * _scale(base))
+def _global_optimality(settle, a):
+    """How far some buyer's phi_i is above the best over all subsets of the sellers it can
+    buy from (Eq. 10, enumerated: :func:`mechanisms.ipfl.phi_subsets`)."""
+    s = _truthful(settle, a)
+    market, P, A = s["market"], s["P"], s["A"]
+    best = np.minimum(0.0, ipfl.phi_subsets(market, P)[..., 1:].min(axis=-1))  # empty set: 0
+    gap = np.where(market.K > 0, ipfl.phi(market, P, A) - best, 0.0)
+    return _excess(np.maximum(gap.max(axis=1), 0.0), _TOL * _scale_b(s))
 
 
-def no_deficit(subject, case):
+def _no_deficit(settle, a):
     """Weak budget balance: the operator never pays, sum_i p_i >= 0."""
-    s = _settle(subject, case)
-    return excess(-float(s.payments.sum()), _TOL * _scale(s))
+    s = _truthful(settle, a)
+    return _excess(-s["p"].sum(axis=1), _TOL * _scale_b(s))
+
+
+def _budget_identity(settle, a):
+    """Eq. 3 summed over the clients: sum_i U_i = SW - sum_i p_i, the welfare of Eq. 5 less
+    what the clients pay out of the market (to the operator; 0 for a balanced rule), read from
+    the outcome's own utilities, welfare and payments. Discriminating when somebody traded
+    (with no trade every term is 0)."""
+    s = _truthful(settle, a)
+    U, p, W = s["U"], s["p"], s["W"]
+    gap = np.abs(U.sum(axis=1) - (W - p.sum(axis=1)))
+    scale = 1.0 + np.abs(U).sum(axis=1) + np.abs(W) + np.abs(p).sum(axis=1)
+    return (_excess(gap, _TOL * scale), np.ones(len(W), bool), s["A"].any(axis=(1, 2)),
+            gap)
+
+
+def _shapley_shares(s, a):
+    """Sh_ij = r_ij + lam (N_j/N_i) d_ij on the bought pairs (Eq. 12's model-difference term
+    added back to the remittance), or None when the rule returned payments only."""
+    if s["R"] is None:
+        return None
+    N = a["N"]
+    ratio = N[:, None, :] / N[:, :, None]
+    return np.where(s["A"], s["R"] + a["lam"][:, None, None] * ratio * a["D"], 0.0)
+
+
+def _unchecked(B):
+    return np.zeros(B), np.zeros(B, bool)
+
+
+def _shapley_efficiency(settle, a):
+    """For every buyer i: sum_j Sh_ij = v_i(S_i) - v_i({}), the value of the coalition of the
+    sellers it bought from, v_i(T) = g_i(sum_{j in T} N_j) (the Shapley values of a game add
+    up to the grand coalition's value). Not checked for a rule that returns payments only;
+    discriminating when somebody bought."""
+    s = _truthful(settle, a)
+    shares = _shapley_shares(s, a)
+    if shares is None:
+        return _unchecked(len(a["N"]))  # nothing to read: payments, not remittances
+    A, N, K = s["A"], a["N"], a["K"]
+    bought = (A * N[:, None, :]).sum(axis=2)
+    gain = s["market"].gain.value
+    value = gain(bought, K, N) - gain(0.0 * bought, K, N)
+    buyers = A.any(axis=2)
+    gap = np.where(buyers, np.abs(shares.sum(axis=2) - value), 0.0)
+    tol = _TOL * (1.0 + np.abs(value) + np.abs(shares).sum(axis=2))
+    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(N), bool),
+            buyers.any(axis=1), np.zeros(len(N)))
+
+
+def _twin_buyers(A):
+    """(B, m) bool: the rows other than the twins (clients 1 and 2)."""
+    rows = np.ones(A.shape[:2], dtype=bool)
+    rows[:, 1:3] = False
+    return rows
+
+
+def _shapley_symmetry(settle, a):
+    """Two sellers that are the same client in all but the label (clients 1 and 2 of the
+    ties precondition: same N, c, K and distances) get the same Shapley value from every
+    buyer that bought both. Discriminating when some buyer bought both."""
+    if a["N"].shape[1] < 3:
+        return _unchecked(len(a["N"]))
+    s = _truthful(settle, a)
+    shares = _shapley_shares(s, a)
+    if shares is None:
+        return _unchecked(len(a["N"]))
+    A = s["A"]
+    both = A[:, :, 1] & A[:, :, 2] & _twin_buyers(A)
+    s1, s2 = shares[:, :, 1], shares[:, :, 2]
+    gap = np.where(both, np.abs(s1 - s2), 0.0)
+    tol = _TOL * (1.0 + np.abs(s1) + np.abs(s2))
+    return (_excess(np.max(gap - tol, axis=1, initial=0.0), 0.0), np.ones(len(A), bool),
+            both.any(axis=1), np.zeros(len(A)))
+
+
+def _greedy_tie_rule(settle, a):
+    """The greedy selections' documented tie rule (mechanisms.ipfl.selection: thresholds in
+    descending order, ties: the lower index first): between two identical sellers (clients
+    1 and 2 of the ties precondition, whose thresholds tie for every buyer) a buyer that
+    takes only one takes client 1. The violation counts buyers that took client 2 alone;
+    discriminating when some buyer took exactly one of the two."""
+    if a["N"].shape[1] < 3:
+        return _unchecked(len(a["N"]))
+    A = _truthful(settle, a)["A"]
+    rows = _twin_buyers(A)
+    wrong = np.sum(rows & A[:, :, 2] & ~A[:, :, 1], axis=1).astype(float)
+    return wrong, np.ones(len(A), bool), np.any(rows & (A[:, :, 1] != A[:, :, 2]), axis=1)
+
+
+def _pure_sellers_never_buy(settle, a):
+    """Spec (types): a pure seller (K_i = 0) never buys: a_ij = 0 for every j. The
+    violation counts a pure seller's purchases; discriminating when some pure seller could
+    buy: another client's model is on sale (finite c_j), whatever the price -- a selection
+    rule of one's own could take it anywhere, the paper's thresholds only at a price <= 0
+    (c_j = 0 with lam d_ij = 0, or below: T_ij = inf; the mutant pure_seller_buys)."""
+    s = _truthful(settle, a)
+    pure = (a["K"] == 0)[:, :, None]
+    off = ~np.eye(a["N"].shape[1], dtype=bool)
+    bought = (s["A"] & pure).sum(axis=(1, 2)).astype(float)
+    on_sale = (pure & off & np.isfinite(a["c"])[:, None, :]).any(axis=(1, 2))
+    return bought, np.ones(len(bought), bool), on_sale | (bought > 0)
+
+
+budget_balance = _one_market(_budget_balance)
+individual_rationality = _one_market(_individual_rationality)
+local_optimality = _one_market(_local_optimality)
+lemma1_monotone_sales = _one_market(_lemma1)
+thm3_isolation = _one_market(_thm3)
+global_optimality = _one_market(_global_optimality)
+permutation_equivariance = _one_market(_permutation)
+no_deficit = _one_market(_no_deficit)
+budget_identity = _one_market(_budget_identity)
+shapley_efficiency = _one_market(_shapley_efficiency)
+shapley_symmetry = _one_market(_shapley_symmetry)
+greedy_tie_rule = _one_market(_greedy_tie_rule)
+pure_sellers_never_buy = _one_market(_pure_sellers_never_buy)
 
 
 def operator_balance(subject, case) -> tuple[str, float]:
@@ -226,94 +501,55 @@ def budget_side(subject, case) -> str:
     return operator_balance(subject, case)[0]
 
 
-# ------------------------------------------------------------- accounting and the rules' own facts
+# ------------------------------------------------------------------ the misreport searches
 
 
-def budget_identity(subject, case):
-    """Eq. 3 summed over the clients: sum_i U_i = SW - sum_i p_i, the welfare of Eq. 5 less
-    what the clients pay out of the market (to the operator; 0 for a balanced rule), read from
-    the outcome's own utilities, welfare and payments. Discriminating when somebody traded
-    (with no trade every term is 0)."""
-    s = _settle(subject, case)
-    U, p = np.asarray(s.utilities, dtype=float), np.asarray(s.payments, dtype=float)
-    gap = abs(float(U.sum()) - (float(s.welfare) - float(p.sum())))
-    scale = 1.0 + float(np.abs(U).sum()) + abs(float(s.welfare)) + float(np.abs(p).sum())
-    return excess(gap, _TOL * scale), gap, bool(np.any(s.adjacency))
+def misreports_batch(settle, a: dict, dimension: str, direction: str,
+                     **search) -> tuple[MisreportBatch, dict]:
+    """(the best misreport of ``a["client"]``'s ``dimension`` in ``direction`` for every
+    market of the batch ``a``, the truthful clearing), cleared with ``settle`` (a
+    :func:`settle_batch`-like function): :func:`proofs.regret.regret_arrays` over B x
+    (grid + refinement) markets per call."""
+    i = a["client"]
+    B = a["N"].shape[0]
+    truth_all = a[dimension]
+    truth = _rows(truth_all, i)
+    ok = np.isfinite(truth_all) & (truth_all > 0)
+    count = ok.sum(axis=1)
+    reference = np.where(count > 0, np.where(ok, truth_all, 0.0).sum(axis=1)
+                         / np.maximum(count, 1), 1.0)
+    honest = _truthful(settle, a)
+
+    def utilities(values):
+        k = values.shape[1]
+        rep = {d: np.repeat(a[d], k, axis=0) for d in ("N", "c", "K")}
+        truth_rep = dict(rep)
+        rep[dimension] = _with(rep[dimension], np.repeat(i, k), values.ravel())
+        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(a["lam"], k),
+                   np.repeat(a["D"], k, axis=0), true_N=truth_rep["N"],
+                   true_c=truth_rep["c"], true_K=truth_rep["K"])
+        return _rows(s["U"], np.repeat(i, k)).reshape(B, k)
+
+    found = regret_arrays(utilities, truth, reference, _rows(honest["U"], i), direction,
+                          **search)
+    return found, honest
 
 
-def _shapley_shares(s, case):
-    """Sh_ij = r_ij + lam (N_j/N_i) d_ij on the bought pairs (Eq. 12's model-difference term
-    added back to the remittance), or None when the rule returned payments only."""
-    if s.remittances is None:
-        return None
-    mk, A = case.market, np.asarray(s.adjacency, dtype=bool)
-    ratio = mk.N[None, :] / mk.N[:, None]
-    return np.where(A, np.asarray(s.remittances) + mk.lam * ratio * np.asarray(case.D), 0.0)
+def _regret_amount(gain, spread, tol):
+    """The regret statement, elementwise: the gain beyond the tolerance is the violation (a
+    NaN utility anywhere in the search, spread inf, is a failure); an instance on which no
+    lie changed the liar's utility could not have shown a regret (not discriminating)."""
+    return np.where(np.isinf(spread), np.inf, _excess(gain, tol)), spread > tol
 
 
-def shapley_efficiency(subject, case):
-    """For every buyer i: sum_j Sh_ij = v_i(S_i) - v_i({}), the value of the coalition of the
-    sellers it bought from, v_i(T) = g_i(sum_{j in T} N_j) (the Shapley values of a game add
-    up to the grand coalition's value). Discriminating when somebody bought."""
-    s = _settle(subject, case)
-    shares = _shapley_shares(s, case)
-    if shares is None:
-        return None  # nothing to read: the rule returned payments, not remittances
-    mk, A = case.market, np.asarray(s.adjacency, dtype=bool)
-    bought = (A * mk.N[None, :]).sum(axis=1)
-    value = mk.gain.value(bought, mk.K, mk.N) - mk.gain.value(0.0 * bought, mk.K, mk.N)
-    buyers = A.any(axis=1)
-    gap = np.where(buyers, np.abs(shares.sum(axis=1) - value), 0.0)
-    tol = _TOL * (1.0 + np.abs(value) + np.abs(shares).sum(axis=1))
-    return excess(float(np.max(gap - tol, initial=0.0))), 0.0, bool(buyers.any())
+def _regret(dimension: str, direction: str):
+    def evaluate(settle, a):
+        found, honest = misreports_batch(settle, a, dimension, direction)
+        gain = found.lying_utility - found.honest_utility
+        amount, discriminating = _regret_amount(gain, found.spread, _TOL * _scale_b(honest))
+        return amount, np.ones(len(gain), bool), discriminating
 
-
-def shapley_symmetry(subject, case):
-    """Two sellers that are the same client in all but the label (clients 1 and 2 of the
-    ties precondition: same N, c, K and distances) get the same Shapley value from every
-    buyer that bought both. Discriminating when some buyer bought both."""
-    if case.market.m < 3:
-        return None
-    s = _settle(subject, case)
-    shares = _shapley_shares(s, case)
-    if shares is None:
-        return None
-    A = np.asarray(s.adjacency, dtype=bool)
-    both = A[:, 1] & A[:, 2]
-    both[1:3] = False  # the twins themselves
-    gap = np.where(both, np.abs(shares[:, 1] - shares[:, 2]), 0.0)
-    tol = _TOL * (1.0 + np.abs(shares[:, 1]) + np.abs(shares[:, 2]))
-    return excess(float(np.max(gap - tol, initial=0.0))), 0.0, bool(both.any())
-
-
-def greedy_tie_rule(subject, case):
-    """The greedy selections' documented tie rule (mechanisms.ipfl.selection: thresholds in
-    descending order, ties: the lower index first): between two identical sellers (clients
-    1 and 2 of the ties precondition, whose thresholds tie for every buyer) a buyer that
-    takes only one takes client 1. The violation counts buyers that took client 2 alone;
-    discriminating when some buyer took exactly one of the two."""
-    if case.market.m < 3:
-        return None
-    A = np.asarray(_settle(subject, case).adjacency, dtype=bool)
-    rows = np.ones(case.market.m, dtype=bool)
-    rows[1:3] = False  # the twins themselves
-    wrong = float(np.sum(rows & A[:, 2] & ~A[:, 1]))
-    return wrong, wrong, bool(np.any(rows & (A[:, 1] != A[:, 2])))
-
-
-def pure_sellers_never_buy(subject, case):
-    """Spec (types): a pure seller (K_i = 0) never buys: a_ij = 0 for every j. The
-    violation counts a pure seller's purchases; discriminating when some pure seller could
-    buy: another client's model is on sale (finite c_j), whatever the price -- a selection
-    rule of one's own could take it anywhere, the paper's thresholds only at a price <= 0
-    (c_j = 0 with lam d_ij = 0, or below: T_ij = inf; the mutant pure_seller_buys)."""
-    mk = case.market
-    A = np.asarray(_settle(subject, case).adjacency, dtype=bool)
-    pure = np.asarray(mk.K) == 0
-    off = ~np.eye(mk.m, dtype=bool)
-    bought = float((A & pure[:, None]).sum())
-    on_sale = bool((pure[:, None] & off & np.isfinite(np.asarray(mk.c))[None, :]).any())
-    return bought, bought, on_sale or bought > 0
+    return evaluate
 
 
 _SEARCH = {"span": 100.0, "grid": 8, "starts": 2, "maxiter": 10}
@@ -333,8 +569,6 @@ def best_misreport(subject, case, dimension: str, direction: str, *, first: bool
     honest = _settle(subject, case)
     inner = getattr(subject, "_subject", subject)
     mk = case.market
-    from .batch import batch_rule, misreports_batch
-
     settle = batch_rule(inner)
     if settle is not None and type(mk.gain) is ipfl.SqrtGain and mk.truthful:
         t0 = time.perf_counter()
@@ -359,8 +593,6 @@ def grid_batch(subject, case, dimension: str):
     enumeration measured slower than clearing one by one; benchmarks/bench_regret.py) and the
     paper's prices (:mod:`proofs.batch`), the sqrt gain, and N or c misreports (bulk clearing
     has no separate true K). None otherwise (the grid is then cleared market by market)."""
-    from .batch import batch_rule
-
     inner = getattr(subject, "_subject", subject)
     settle = batch_rule(inner)
     mk = case.market
@@ -393,10 +625,9 @@ def _no_regret(dimension: str, direction: str):
         # "gains" of 1e-13) is no direction: Hypothesis' optimiser hill-climbed that noise for
         # minutes (vcg, truthful_K_over: 852 examples in 225 s, 2,000 in 16 s without it)
         score = gain if np.isfinite(gain) and abs(gain) > tol else 0.0
-        # a NaN utility anywhere in the search is a failure; an instance on which no lie
-        # changed the liar's utility could not have shown a regret (not discriminating)
-        amount = math.inf if math.isinf(found.spread) else excess(gain, tol)
-        return amount, score, found.spread > tol
+        amount, discriminating = _regret_amount(np.array([gain]), np.array([found.spread]),
+                                                tol)
+        return float(amount[0]), score, bool(discriminating[0])
 
     violation.__name__ = f"regret_{dimension}_{direction}"
     violation.dimension, violation.direction = dimension, direction
@@ -442,8 +673,24 @@ DISCRIMINATES = {
                               "sale (finite c_j), whatever its price",
 }
 
+# key -> the check the property's violation runs on one market and its batch hook on a batch
+_CHECKS = {
+    "budget_balance": _budget_balance, "no_deficit": _no_deficit,
+    "budget_identity": _budget_identity, "shapley_efficiency": _shapley_efficiency,
+    "shapley_symmetry": _shapley_symmetry, "greedy_tie_rule": _greedy_tie_rule,
+    "individual_rationality": _individual_rationality,
+    "ir_negative_distances": _individual_rationality,
+    "local_optimality": _local_optimality, "global_optimality": _global_optimality,
+    "lemma1": _lemma1, "thm3": _thm3, "thm3_lam0": _thm3,
+    "pure_sellers_never_buy": _pure_sellers_never_buy,
+    "permutation": _permutation, "permutation_ties": _permutation,
+    "thm2": _regret("c", "over"),
+    **{f"truthful_{dim}_{way}": _regret(dim, way)
+       for dim in ("N", "c", "K") for way in ("over", "under") if (dim, way) != ("c", "over")},
+}
+
 IPFL_PROPERTIES = {
-    p.key: dataclasses.replace(p, clients=p.instances.clients,
+    p.key: dataclasses.replace(p, clients=p.instances.clients, batch=_hook(_CHECKS[p.key]),
                                discriminates=DISCRIMINATES[p.key])
     for p in [
         Property("budget_balance", "Budget balance", "sum_i p_i = 0", "Eq. 13",

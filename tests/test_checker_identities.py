@@ -129,8 +129,9 @@ def test_a_nan_utility_breaks_the_budget_identity():
     ("box2", "greedy_tie_rule"), ("local", "greedy_tie_rule"),
     ("local", "pure_sellers_never_buy"), ("exact", "pure_sellers_never_buy")])
 def test_the_bulk_evaluation_gives_the_scalar_verdict_instance_by_instance(subject, key):
-    """The batch engine's bulk statement of each new property (proofs.batch) reads the same
-    on every drawn instance as the property evaluated on that market alone."""
+    """Each new property is one check (proofs.ipfl_properties): run by the batch engine on
+    the whole batch cleared by ipfl.clear_batch, it reads the same on every drawn instance as
+    on that market alone cleared by the subject's own settle (ipfl.clear)."""
     from proofs.batch import batch_rule, ipfl_sampler, vectorised
     from proofs.checker import evaluate_instance
 
@@ -139,7 +140,8 @@ def test_the_bulk_evaluation_gives_the_scalar_verdict_instance_by_instance(subje
     assert bulk is not None and batch_rule(subj) is not None
     checked = 0
     for d in sampler.draw(np.random.default_rng(5), 150):
-        viol, _, disc = bulk(d)
+        out = bulk(d)
+        viol, disc = out[0], out[2]
         for k, case in enumerate(sampler.cases(d)):
             amount, _, effective, discriminating = evaluate_instance(subj, prop, case)
             assert effective and (amount > 0) == (viol[k] > 0), (key, case)

@@ -11,8 +11,6 @@ Each rule is also run on a small known-bad source, which it must reject.
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mechanisms", "learning", "proofs", "sims")
 
@@ -173,16 +171,14 @@ def test_the_engines_and_their_core_are_in_no_import_circle():
         assert f"proofs.{name}" not in inside, (name, proofs_circles())
 
 
-@pytest.mark.xfail(strict=True, reason="one circle left: proofs.batch builds its iPFL bulk "
-                                       "table from ipfl_properties' violations and IpflCase, "
-                                       "and ipfl_properties' regret rows call batch's bulk "
-                                       "search (issue 20, part 8)")
 def test_no_import_circle_among_the_proofs_modules():
+    """The last circle (batch <-> ipfl_properties) is gone: the iPFL properties evaluate
+    themselves in bulk (Property.batch) and own the bulk clearing they run; proofs.batch
+    imports them, never the other way."""
     assert proofs_circles() == []
-
-
-def test_the_one_circle_left_is_batch_and_ipfl_properties():
-    assert proofs_circles() == [{"proofs.batch", "proofs.ipfl_properties"}]
+    graph = import_graph("proofs", sources("proofs"))
+    assert "proofs.batch" in graph["proofs.checker"] and "proofs.batch" not in set().union(
+        *(graph[m] for m in ("proofs.ipfl_properties", "proofs.cpl_properties")))
 
 
 def test_no_import_circle_among_the_sims_modules_and_one_interval():
