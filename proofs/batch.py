@@ -13,14 +13,14 @@ mix: trader 1/2, pure buyer 1/4, pure seller 1/4); each coordinate is set to its
 tend to live. The documented distribution, per property, is :data:`IPFL_SPECS` /
 :func:`cpl_sampler`.
 
-**Evaluation.** For subjects whose rules are all built-in or marked
-:func:`mechanisms.ipfl.over_arrays` and the properties in :data:`BATCH_EVALUATORS`, the whole
-batch is cleared at once by :func:`mechanisms.ipfl.clear_batch`: the same steps and the same
-rule functions (prices, thresholds, selection, Eqs. 12-13, the reference rules, Eq. 3) that
-:func:`mechanisms.ipfl.clear` runs on one market, so the evidence is about the code users
-run; Eq. 11 and Eq. 10's global optimum through :func:`mechanisms.ipfl.eq11_margins` and
-:func:`mechanisms.ipfl.phi_subsets` over arrays. Every other (subject, property) pair is
-evaluated instance by instance on the same numpy draws.
+**Evaluation.** Every property is one check written over a batch (:mod:`proofs.ipfl_properties`,
+:mod:`proofs.cpl_properties`); for a subject whose code runs in bulk (iPFL rules all built-in
+or marked :func:`mechanisms.ipfl.over_arrays`, cleared by :func:`mechanisms.ipfl.clear_batch`;
+the CPL bisection solver and built-in posted prices) the property's ``batch`` hook evaluates
+the whole batch at once with it, the same check and the same mechanism code that one
+instance runs (there through the subject's own ``settle`` / ``solve``), so the evidence is
+about the code users run. Every other (subject, property) pair is evaluated instance by
+instance on the same numpy draws. This module holds no equation.
 
 **Shrinking.** The first violating instance is re-checked with the scalar property (the
 subject itself), then shrunk: delete clients, then set each coordinate to a simpler value,
