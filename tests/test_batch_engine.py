@@ -82,7 +82,7 @@ def test_bulk_global_optimality_matches_the_scalar_property(subject):
     for d in sampler.draw(rng, 400):
         bulk = fn(d)
         for k, case in enumerate(sampler.cases(d)):
-            want = prop.violation(SUBJECTS[subject], case)
+            want = prop.amount(SUBJECTS[subject], case)
             assert bulk[k] == pytest.approx(want, rel=1e-9, abs=1e-9)
             nonzero += want > 0
     assert (nonzero > 0) == (subject != "exact")  # the greedy rules miss the optimum
