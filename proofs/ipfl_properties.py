@@ -180,28 +180,51 @@ def _first(x):
     return None if x is None else np.asarray(x)[0]
 
 
-def settle_one(subject, market):
+class _OneOutcome(dict):
+    """One market's outcome as :func:`settle_batch`'s dict (batch of one); its "market"
+    (the market cleared as a :class:`mechanisms.ipfl.MarketArrays` batch of one) is made
+    when a check first reads it (most checks never do)."""
+
+    def __init__(self, outcome, market):
+        self._market = market
+        super().__init__(outcome)
+
+    def __missing__(self, key):
+        if key != "market":
+            raise KeyError(key)
+        arrays = ipfl.MarketArrays.of(self._market)
+        self["market"] = arrays
+        return arrays
+
+
+def settle_one(subject, case, a=None):
     """A settle function (the signature of :func:`settle_batch`'s) for batches of ONE
     market, cleared by ``subject.settle`` itself (the code a user runs on one market; the
-    checker's call count and error wrapping see it), with ``market``'s gain; returns the
-    outcome's arrays with a leading batch dimension of 1."""
+    checker's call count and error wrapping see it), with ``case``'s gain; returns the
+    outcome's arrays with a leading batch dimension of 1. ``a``: ``case``'s arrays
+    (:func:`case_arrays`); a call with exactly those (the truthful market) clears
+    ``case.market`` and ``case.D`` as they are, without building the market again."""
+    market = case.market
 
     def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
-        mk = ipfl.Market(N=_first(N), c=_first(c), K=_first(K), lam=float(lam[0]),
-                         true_N=_first(true_N), true_c=_first(true_c), true_K=_first(true_K),
-                         gain=market.gain)
-        s = subject.settle(mk, np.asarray(D)[0], allow_negative=True)
-        arrays = ipfl.MarketArrays(mk.N[None], mk.c[None], mk.K[None], np.array([mk.lam]),
-                                   mk.true_N[None], mk.true_c[None], mk.true_K[None],
-                                   gain=mk.gain)
+        if a is not None and N is a["N"] and c is a["c"] and K is a["K"] \
+                and lam is a["lam"] and D is a["D"] and true_N is None and true_c is None \
+                and true_K is None:
+            mk, D1 = market, case.D
+        else:
+            mk = ipfl.Market(N=_first(N), c=_first(c), K=_first(K), lam=float(lam[0]),
+                             true_N=_first(true_N), true_c=_first(true_c),
+                             true_K=_first(true_K), gain=market.gain)
+            D1 = np.asarray(D)[0]
+        s = subject.settle(mk, D1, allow_negative=True)
         R = s.remittances
-        return {"A": np.asarray(s.adjacency, dtype=bool)[None],
-                "p": np.asarray(s.payments, dtype=float)[None],
-                "U": np.asarray(s.utilities, dtype=float)[None],
-                "P": np.asarray(s.prices, dtype=float)[None],
-                "W": np.array([float(s.welfare)]),
-                "R": None if R is None else np.asarray(R, dtype=float)[None],
-                "market": arrays}
+        return _OneOutcome({"A": np.asarray(s.adjacency, dtype=bool)[None],
+                            "p": np.asarray(s.payments, dtype=float)[None],
+                            "U": np.asarray(s.utilities, dtype=float)[None],
+                            "P": np.asarray(s.prices, dtype=float)[None],
+                            "W": np.array([float(s.welfare)]),
+                            "R": None if R is None else np.asarray(R, dtype=float)[None]},
+                           mk)
 
     return settle
 
@@ -223,7 +246,8 @@ def _one_market(check):
     ``settle``."""
 
     def violation(subject, case):
-        out = check(settle_one(subject, case.market), case_arrays(case))
+        a = case_arrays(case)
+        out = check(settle_one(subject, case, a), a)
         if not isinstance(out, tuple):
             out = (out,)
         if len(out) > 1 and not bool(np.asarray(out[1])[0]):

@@ -231,3 +231,22 @@ def test_market_arrays_and_outcomes_are_read_only():
                 out.prices, out.thresholds, out.utilities):
         with pytest.raises(ValueError, match="read-only"):
             arr[...] = 0
+
+
+def test_a_market_as_a_batch_of_one_equals_the_validated_batch():
+    """MarketArrays.of (no second validation: the Market's arrays are checked by the same
+    rules) holds what building the batch from the market's arrays holds, read-only, and
+    refuses anything but a Market."""
+    mk = ipfl.Market(N=[400.0, 500.0, 300.0], c=[0.5, np.inf, 0.0], K=[5e4, 0.0, 1e4],
+                     lam=2.0, true_c=[0.6, np.inf, 0.0], true_N=[400.0, 450.0, 300.0])
+    one = ipfl.MarketArrays.of(mk)
+    ref = ipfl.MarketArrays(mk.N[None], mk.c[None], mk.K[None], [mk.lam], mk.true_N[None],
+                            mk.true_c[None], mk.true_K[None], gain=mk.gain)
+    assert one.shape == ref.shape == (1,) and one.gain == ref.gain
+    for name in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"):
+        got, want = getattr(one, name), getattr(ref, name)
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        np.testing.assert_array_equal(got, want)
+        assert not got.flags.writeable, name
+    with pytest.raises(ipfl.MarketInputError, match="market"):
+        ipfl.MarketArrays.of(ref)

@@ -245,6 +245,26 @@ class MarketArrays:
         object.__setattr__(self, "gain", gain)
 
     @classmethod
+    def of(cls, market: Market) -> MarketArrays:
+        """``market`` as a batch of one (shape (1,)), viewing its read-only arrays: a
+        :class:`Market` is validated by the same rules, so nothing is checked again (a
+        fraction of the cost of building the batch from the arrays).
+
+        >>> mk = Market(N=[400, 500], c=[0.5, 1.0], K=[5e4, 3e4], lam=2.0)
+        >>> one = MarketArrays.of(mk)
+        >>> one.shape, one.lam.tolist(), one.market(0).c.tolist()
+        ((1,), [2.0], [0.5, 1.0])
+        """
+        if not isinstance(market, Market):
+            raise MarketInputError("market", f"is a {type(market).__name__}; must be a Market")
+        out = object.__new__(cls)
+        for name in ("N", "c", "K", "true_N", "true_c", "true_K"):
+            object.__setattr__(out, name, getattr(market, name)[None])  # read-only views
+        object.__setattr__(out, "lam", _frozen(np.array([market.lam])))
+        object.__setattr__(out, "gain", market.gain)
+        return out
+
+    @classmethod
     def from_markets(cls, markets) -> MarketArrays:
         """Stack markets with the same m and the same gain into one batch (B,)."""
         markets = list(markets)
