@@ -72,6 +72,7 @@ from .core import (
     validate,
     verdict,
 )
+from .profiles import module_independent_draws
 
 # FAMILIES ... verdict live in proofs.core (shared by both engines) and are re-exported here
 __all__ = [
@@ -202,36 +203,6 @@ class _PropertyRaised(RuntimeError):
 
     def __init__(self, key: str, exc: BaseException):
         super().__init__(f"property {key!r} raised {type(exc).__name__}: {exc}")
-
-
-@contextmanager
-def _module_independent_draws():
-    """Make a seeded Hypothesis search independent of what else the process imported.
-
-    Hypothesis (since 6.131) draws, with a small probability, constants collected from the
-    source of every *local* module imported so far (here: mechanisms, proofs, sims,
-    learning, and the user's own modules). A seeded search then draws different instances
-    depending on what the process had imported before -- a search run inside a test suite
-    differed from the same call in a fresh process (first failure 3 vs 9). For the duration
-    of one search the checker offers Hypothesis no local constants (its global constants --
-    0, 1, -1, the ends of float ranges... -- stay in use). A version of Hypothesis without
-    the feature is left alone.
-    """
-    try:
-        from hypothesis.internal.conjecture import providers
-
-        getter, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
-        none = providers.Constants()
-    except (ImportError, AttributeError):  # pragma: no cover - older/newer Hypothesis
-        yield
-        return
-    providers._get_local_constants = lambda: none
-    cache.cache.clear()  # it caches the permitted local constants per draw kind
-    try:
-        yield
-    finally:
-        providers._get_local_constants = getter
-        cache.cache.clear()
 
 
 _TARGETING = [False]  # True while Hypothesis runs a targeted (optimisation) pass
@@ -369,7 +340,7 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
         while True:
             before = tally.drawn
             try:
-                with _module_independent_draws():
+                with module_independent_draws():
                     searcher(size, _round_seed(seed, rounds), rounds == 0)()
             finally:
                 rounds += 1

@@ -4,9 +4,20 @@ import sys
 import numpy as np
 import pytest
 
-from proofs.profiles import load_profile
+from proofs.profiles import load_profile, module_independent_draws
 
 load_profile()  # dev / ci / nightly ship with the package (proofs/profiles.py)
+
+
+@pytest.fixture(autouse=True)
+def _draws_independent_of_what_was_imported():
+    """Hypothesis draws constants from the source of every local module imported so far
+    (proofs.profiles.module_independent_draws): the same derandomised test then drew other
+    examples after other files' tests had imported more modules (or written their own rule
+    modules) -- test_thresholds' vectorised[sqrt] failed in a combined run and passed alone.
+    Every test draws without them: the same examples alone and in any combination."""
+    with module_independent_draws():
+        yield
 
 
 def pytest_addoption(parser):
