@@ -452,6 +452,7 @@ class Store:
             raise StoreError("store", f"{self.path} is not an intact fedmarket store "
                                       f"({exc}); move it away or use another folder") from None
         self._last_commit = time.perf_counter()
+        self._committed_a_cell = False  # the first cell is committed at once (see put)
 
     def _write_failed(self, exc) -> StoreError:
         return StoreError("out", f"cannot write to {self.path}: {exc} (is the disk full?); "
@@ -537,7 +538,13 @@ class Store:
 
     def put(self, cell: Cell, df: pd.DataFrame, seconds: float, vers: str, chash: str,
             code: str, commit_every: float = 0.2) -> None:
-        """Store a cell's rows and mark it done (one row: both or neither)."""
+        """Store a cell's rows and mark it done (one row: both or neither).
+
+        Commits the first cell at once, then at most every ``commit_every`` seconds (one
+        commit per cell would cost more than a fast cell). Committing the first cell at once
+        makes what a crash keeps independent of the host's speed: a sweep that fails after
+        its first cell (a full disk, kill -9) always keeps at least that cell.
+        """
         blob = pickle.dumps(df, protocol=5)
         try:
             self.db.execute(
@@ -547,8 +554,10 @@ class Store:
                  time.time(), chash, code, hashlib.sha1(blob).hexdigest(), blob))
         except sqlite3.OperationalError as exc:
             raise self._write_failed(exc) from None
-        if time.perf_counter() - self._last_commit >= commit_every:
+        if (not self._committed_a_cell
+                or time.perf_counter() - self._last_commit >= commit_every):
             self.flush()
+            self._committed_a_cell = True
 
     def flush(self) -> None:
         try:
