@@ -6,7 +6,10 @@ repository (the tracked files of the working tree). For every mutant, in that co
 * ``batch``: every declared (subject, property) row of the mutated family (iPFL mutants: the
   iPFL subjects, CPL mutants: the CPL subjects) checked as the contract checks it with the
   batch engine (``--batch`` effective examples per claim, at most ``--time-limit`` s per
-  row), stopping at the first row that is not as declared: the mutant is KILLED. A row
+  row), stopping at the first row that is not as declared: the mutant is KILLED. The rows
+  of the subjects that run the mutated code come first (:func:`subject_order`), then every
+  other row of the family in the registry's order: a mutant SURVIVES only if no row at all
+  fails. A row
   whose verdict is "inconclusive" (its evidence ran short: the time limit or the draw cap
   before the budget of discriminating examples) neither kills nor passes: it is listed with
   the score and the scan goes on (on the unmutated code such a row is inconclusive too);
@@ -209,6 +212,113 @@ MUTANTS: tuple[Mutant, ...] = (
 
 IDENTITIES = {"greedy_unstable_ties"}  # not faults: a harness that kills them is broken
 
+
+# ----------------------------------------------------------------------- the order of rows
+#
+# Which subjects run the mutated code is derived, not declared: the mutated definition is the
+# innermost function of the mutant's file around its text (for a module-level statement, such
+# as COST_PLUS_MARKUP, every function of that file whose code names what it assigns), and a
+# subject runs it when the function is called while the subject clears small instances of
+# two small markets in bulk (as the batch engine clears them) and one with subject.settle, on
+# the unmutated code. Those subjects' rows are checked first, the others after, each group in
+# the registry's order. iPFL only: the CPL family keeps the registry's order, where the
+# solver cpl-bisection comes first and its rows evaluate every CPL function (its properties
+# recompute best responses, spend and bounds themselves), while the pricing rules, which run
+# fewer of them, declare budget feasibility alone.
+
+
+def mutated_functions(mutant: Mutant) -> set[tuple[str, str, int, int]]:
+    """(file, name, first line, last line) of the definitions the mutant changes."""
+    import ast
+
+    path = ROOT / mutant.path
+    text = path.read_text()
+    line = text[:text.index(mutant.old)].count("\n") + 1
+    tree = ast.parse(text)
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def span(n):
+        first = min([n.lineno, *(d.lineno for d in n.decorator_list)])
+        return str(path), n.name, first, n.end_lineno
+
+    inside = [n for n in funcs if span(n)[2] <= line <= n.end_lineno]
+    if inside:  # the innermost function around the mutated text
+        return {span(max(inside, key=lambda n: span(n)[2]))}
+    stmt = next(n for n in tree.body if n.lineno <= line <= n.end_lineno)
+    names = {t.id for n in ast.walk(stmt) if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name)}
+    return {span(n) for n in funcs
+            if any(isinstance(x, ast.Name) and x.id in names for x in ast.walk(n))}
+
+
+_RUNS: dict = {}
+
+
+def _exercise(subject) -> None:
+    """Clear small iPFL markets with the subject, as the checks do (see above)."""
+    import numpy as np
+
+    from mechanisms import ipfl
+    from proofs.ipfl_properties import batch_rule
+
+    N = np.array([[100.0, 400.0, 250.0, 50.0], [300.0, 80.0, 120.0, 500.0]])
+    c = np.array([[0.0, 0.5, np.inf, 0.2], [0.3, 0.1, 0.4, 0.05]])
+    K = np.array([[5e4, 0.0, 3e4, 2e4], [4e4, 6e4, 1e4, 0.0]])
+    lam = np.array([0.0, 2.0])
+    D = np.abs(np.arange(16).reshape(4, 4) - np.arange(16).reshape(4, 4).T) / 16.0
+    D = np.broadcast_to(D, (2, 4, 4)).copy()
+    settle = batch_rule(subject)
+    if settle is not None:
+        settle(N, c, K, lam, D)
+    subject.settle(ipfl.Market(N=N[1], c=c[1], K=K[1], lam=float(lam[1])), D[1])
+
+
+def runs(subject) -> set[tuple[str, str, int]]:
+    """(file, name, first line) of every Python function called while the subject clears
+    the small instances of :func:`_exercise` (on this tree's code)."""
+    if subject.name not in _RUNS:
+        seen = set()
+
+        def profile(frame, event, arg):
+            if event == "call":
+                code = frame.f_code
+                seen.add((code.co_filename, code.co_name, code.co_firstlineno))
+
+        sys.setprofile(profile)
+        try:
+            _exercise(subject)
+        finally:
+            sys.setprofile(None)
+        _RUNS[subject.name] = seen
+    return _RUNS[subject.name]
+
+
+def _registry():
+    """proofs.registry of THIS tree (ROOT), whatever else is installed."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from proofs import registry
+
+    if not Path(registry.__file__).resolve().is_relative_to(ROOT):
+        raise RuntimeError(f"proofs is imported from {registry.__file__}, not from {ROOT}: "
+                           "run with PYTHONPATH set to the tree the mutants are made from")
+    return registry
+
+
+def subject_order(mutant: Mutant) -> tuple[list[str], list[str]]:
+    """(order, owners): every subject of the mutant's family in the order its rows are
+    checked, and the subjects that run the mutated code (first in the order; empty: the
+    registry's order)."""
+    subjects = [name for name, s in _registry().SUBJECTS.items() if s.family == mutant.family]
+    funcs = mutated_functions(mutant)
+
+    def owns(name):
+        called = runs(_registry().SUBJECTS[name])
+        return any((f, n, first) in called for f, n, lo, hi in funcs for first in range(lo, hi))
+
+    owners = [name for name in subjects if mutant.family == "ipfl" and owns(name)]
+    return owners + [name for name in subjects if name not in owners], owners
+
 # the driver run inside the mutated copy: every declared row of the family, as the
 # contract checks it (declared True, False or VACUOUS), stopping at the first row not as
 # declared that is not merely inconclusive
@@ -217,12 +327,14 @@ import json, sys, time
 from proofs.contract import contract_check
 from proofs.registry import PROPERTIES, SUBJECTS
 family, engine, budget, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-only = set(sys.argv[5].split(",")) if len(sys.argv) > 5 and sys.argv[5] else None
+only = set(sys.argv[5].split(",")) if sys.argv[5] else None
+order = sys.argv[6].split(",")
+# an honest full check: the order is a permutation of every subject of the family
+assert sorted(order) == sorted(n for n, s in SUBJECTS.items() if s.family == family), order
 rows = 0
 inconclusive = []  # rows whose evidence ran short (time limit, draw cap): no kill, no pass
-for sname, subject in SUBJECTS.items():
-    if subject.family != family:
-        continue
+for sname in order:
+    subject = SUBJECTS[sname]
     for key, declared in subject.declares.items():
         if only is not None and f"{sname}/{key}" not in only:
             continue
@@ -273,6 +385,8 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
     if text.count(mutant.old) != 1:
         out["status"] = "stale"
         return out
+    order, owners = subject_order(mutant)
+    out["first"] = owners
     with tempfile.TemporaryDirectory(prefix="fedmarket-mutant-") as tmp:
         copy = Path(tmp)
         _copy(copy)
@@ -285,7 +399,7 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
             else:
                 budget = batch if engine == "batch" else hypothesis
                 cmd = [sys.executable, "-c", _DRIVER, mutant.family, engine, str(budget),
-                       str(time_limit), ",".join(rows or ())]
+                       str(time_limit), ",".join(rows or ()), ",".join(order)]
             try:
                 r = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True,
                                    text=True, timeout=timeout)

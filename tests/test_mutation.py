@@ -61,3 +61,51 @@ def test_an_inconclusive_row_or_a_vacuous_declaration_kills_nothing(mutation):
     assert same["batch"]["status"] == "survived", same
     assert same["batch"]["inconclusive"] == ["vcg/truthful_c_under"], same
     assert same["batch"]["rows"] == 2, same
+
+
+def test_the_rows_of_the_subjects_that_run_the_mutated_code_come_first(mutation):
+    """benchmarks/mutation.py checks first the rows of the subjects whose clearing runs the
+    mutated definition (derived by tracing their clearing), then every other row of the
+    family in the registry's order: the order is a permutation of the family (a full check)."""
+    from proofs.registry import SUBJECTS
+
+    by = {m.name: m for m in mutation.MUTANTS}
+    ipfl = [n for n, s in SUBJECTS.items() if s.family == "ipfl"]
+    cpl = [n for n, s in SUBJECTS.items() if s.family == "cpl"]
+
+    def order(name):
+        got, owners = mutation.subject_order(by[name])
+        assert sorted(got) == sorted(ipfl if by[name].family == "ipfl" else cpl), name
+        assert got[:len(owners)] == owners, name
+        return got, owners
+
+    # the reference rules' own code: their subject first, the rest in the registry's order
+    assert {f[1] for f in mutation.mutated_functions(by["vcg_pivot_keeps_row"])} == \
+        {"vcg_payments"}
+    assert order("vcg_pivot_keeps_row") == (["vcg"] + [n for n in ipfl if n != "vcg"], ["vcg"])
+    assert order("shapley_weights")[1] == ["shapley"]
+    assert order("share_all_self")[1] == ["share-all"]
+    # a module-level constant: the functions that name it (cost_plus_prices, ..._remittances)
+    assert order("cost_plus_no_markup")[1] == ["cost-plus"]
+    assert order("box2_never_stops")[1] == ["box2"]
+    assert order("exact_worst_subset")[1] == ["exact", "vcg"]  # vcg's pivot enumerates too
+    # shared code: Eq. 3 and the gain run in every subject (the registry's order); the greedy
+    # in the subjects that select with it
+    for name in ("eq3_no_sharing_cost", "gain_double_x", "eq10_distance_sign"):
+        assert order(name) == (ipfl, ipfl), name
+    assert order("greedy_off_by_one")[1] == ["box2", "local", "shapley", "cost-plus"]
+    # CPL keeps the registry's order (cpl-bisection first)
+    assert order("cpl_best_response_v0") == (cpl, [])
+
+
+@pytest.mark.slow
+def test_a_mutant_of_vcgs_code_is_checked_on_vcgs_rows_first(mutation):
+    """The mutated VCG pivot fails vcg/no_deficit and leaves box2's budget balance as it is:
+    checked vcg first, the kill comes at row 1 (in the registry's order it was row 2)."""
+    by = {m.name: m for m in mutation.MUTANTS}
+    got = mutation.run_mutant(by["vcg_pivot_keeps_row"], ["batch"],
+                              rows=["box2/budget_balance", "vcg/no_deficit"], batch=300,
+                              hypothesis=20, time_limit=5.0, timeout=300)
+    assert got["first"] == ["vcg"], got
+    assert got["batch"]["status"] == "killed", got
+    assert (got["batch"]["by"], got["batch"]["rows"]) == ("vcg/no_deficit", 1), got
