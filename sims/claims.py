@@ -38,6 +38,7 @@ __all__ = [
     "BY_ROLE",
     "COMPARABLE",
     "RULE",
+    "SPLIT",
     "Claim",
     "Test",
     "claims",
@@ -879,7 +880,9 @@ ROUNDS_TEXT = (
     "others' models a client used (bought or aggregated), one line per algorithm or rule; "
     "Fig. 5's are per role (attacker, buyer, seller, trader: the mean over that role's "
     "clients) and add the models each role sold, so that the attacker's curves stand apart "
-    "from the honest clients' (a row of panels per algorithm or rule); Table 2's liars "
+    "from the honest clients' (a row of panels per algorithm or rule), and so are Fig. 4's "
+    "(attacker and trader, the benign clients; a figure per attack, 'none' the attacker "
+    "client behaving honestly); Table 2's liars "
     "(mechanism level) show the liar's utility summed so far and per round, in the truthful "
     "run and with each misreport; a claim whose cells store no rounds says so in their place.")
 ROUNDS_HEAD = "*Per-round curves:*"
@@ -900,9 +903,12 @@ def round_curves(c: Claim, cells: dict, figs: dict) -> list[str]:
     summary's per-cell frames) store no rounds, a one-shot note saying why (:data:`NO_ROUNDS`);
     where they do but the summary holds no per-round rows of them, that they are missing."""
     fig = figs.get((c.scenario, c.part)) or figs.get((c.scenario, ""))
-    if fig is not None:
-        title, path = fig
-        return [ROUNDS_HEAD, "", f"![{title}]({path.name})", ""]
+    # a claim over every part of its scenario (Fig. 4, all attacks): every part's figure
+    found = [fig] if fig is not None else [] if c.part else [
+        f for (name, _), f in sorted(figs.items()) if name == c.scenario]
+    if found:
+        return [ROUNDS_HEAD, "", *(x for title, path in found
+                                   for x in (f"![{title}]({path.name})", ""))]
     df = cells.get(c.scenario)
     if df is None or df.empty:
         return [f"{ROUNDS_HEAD} none: no cells ran.", ""]
@@ -1018,11 +1024,15 @@ def setting_text(setting: str) -> str:
 
 
 # the scenarios whose claims are about roles (Fig. 5: the attacker isolated, honest clients
-# gaining, buyers paying, sellers earning): their figures draw one line per role (a row of
-# panels per algorithm or rule) from the summary's per-role rows, with the models each role
-# sold; every other figure draws the means over all clients (Fig. 4's rows carry roles too,
-# but its figure of 5 algorithms x 5 attacks stays over all clients)
-BY_ROLE = ("inclusive-market", "fig5-learning")
+# gaining, buyers paying, sellers earning; Fig. 4: the attacker's utility against the benign
+# clients' accuracy): their figures draw one line per role (a row of panels per algorithm or
+# rule) from the summary's per-role rows, with the models each role sold; every other figure
+# draws the means over all clients
+BY_ROLE = ("fig4", "inclusive-market", "fig5-learning")
+# a figure per value of this parameter (Fig. 2's per partition, Table 2's liars per
+# thresholds, Fig. 4's per attack), named on the figure's title with this prefix
+SPLIT = {"fig2": ("param_partition", ""), "fig2-corrected": ("param_partition", ""),
+         "liars": ("param_thresholds", ""), "fig4": ("param_attack", "attack ")}
 
 
 def _round_figures(rounds: dict, folder: Path) -> dict:
@@ -1047,9 +1057,9 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
         roles = "role" in df and name in BY_ROLE and bool((df.role != ALL).any())
         if "role" in df:
             df = df[(df.role != ALL) if roles else (df.role == ALL)]
-        # a figure per claim: Fig. 2's per partition, Table 2's liars per thresholds
-        split = ("param_partition" if name.startswith("fig2") else
-                 "param_thresholds" if name == "liars" else None)
+        # a figure per claim (Fig. 2's per partition, Table 2's liars per thresholds), per
+        # attack for Fig. 4
+        split, prefix = SPLIT.get(name, (None, ""))
         groups = df.groupby(split) if split in df else [("", df)]
         for part, g in groups:
             part = part[0] if isinstance(part, tuple) else part
@@ -1083,7 +1093,7 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
                 for ax in row[1:]:
                     if ax.get_legend() is not None:
                         ax.get_legend().remove()
-            title = (f"{name}{', ' + str(part) if part else ''}: per-round curves"
+            title = (f"{name}{', ' + prefix + str(part) if part else ''}: per-round curves"
                      + (" per role" if roles else ""))
             fig.suptitle(title)
             fig.tight_layout()

@@ -486,7 +486,7 @@ def round_curve_faults(text: str, folder) -> list[str]:
     from pathlib import Path
 
     from sims import summary as summary_mod
-    from sims.claims import ROUNDS_HEAD
+    from sims.claims import ROUNDS_HEAD, SPLIT
 
     folder = Path(folder)
     s = summary_mod.read(folder)
@@ -501,11 +501,19 @@ def round_curve_faults(text: str, folder) -> list[str]:
         if cells is None:
             continue
         if "n_rounds" in cells:
-            # the claim's part's figure, or the scenario's where its rows name no parts
-            figs = [f"reproduction_rounds_{c.scenario}{'_' + p if p else ''}.svg"
-                    for p in dict.fromkeys([c.part, ""])]
-            if not any(f"]({fig})" in sec and (folder / fig).is_file() for fig in figs):
-                faults.append(f"{c.name}: no figure {' or '.join(figs)}")
+            # the claim's part's figure, or the scenario's where its rows name no parts; a
+            # claim over every part of a scenario drawn per part (Fig. 4: per attack), each
+            split = SPLIT.get(c.scenario, (None, ""))[0]
+            if not c.part and split in cells:
+                each = [f"reproduction_rounds_{c.scenario}_{p}.svg"
+                        for p in sorted(set(cells[split]))]
+                faults += [f"{c.name}: no figure {fig}" for fig in each
+                           if f"]({fig})" not in sec or not (folder / fig).is_file()]
+            else:
+                figs = [f"reproduction_rounds_{c.scenario}{'_' + p if p else ''}.svg"
+                        for p in dict.fromkeys([c.part, ""])]
+                if not any(f"]({fig})" in sec and (folder / fig).is_file() for fig in figs):
+                    faults.append(f"{c.name}: no figure {' or '.join(figs)}")
             if c.scenario not in s.rounds:
                 faults.append(f"{c.name}: no per-round rows")
         elif "none: one-shot" not in heads[0]:
@@ -586,15 +594,15 @@ def test_every_committed_claim_has_its_per_round_curves_or_says_it_is_one_shot()
 
 
 def role_curve_faults(folder) -> list[str]:
-    """What the summary in ``folder`` and its figures get wrong about Fig. 5's roles
-    (sims.claims.BY_ROLE): every cell needs, for each role of its clients (the per-client
+    """What the summary in ``folder`` and its figures get wrong about Fig. 4's and Fig. 5's
+    roles (sims.claims.BY_ROLE): every cell needs, for each role of its clients (the per-client
     summary's ``role``), one per-round row per round over exactly that role's clients, whose
     utility summed over the rounds and models sold per round sum to the per-client summary's
     (the mean over the role's clients), and the scenario's figure a line per role."""
     from pathlib import Path
 
     from sims import summary as summary_mod
-    from sims.claims import BY_ROLE
+    from sims.claims import BY_ROLE, SPLIT
 
     folder = Path(folder)
     s, faults = summary_mod.read(folder), []
@@ -618,10 +626,15 @@ def role_curve_faults(folder) -> list[str]:
                     ours = cr[col.removesuffix("_cum")].mean()
                     if not np.isclose(theirs, ours, rtol=1e-9, atol=1e-9):
                         faults.append(f"{name} {cell} {role}: {col} {theirs} != {ours}")
-        svg = folder / f"reproduction_rounds_{name}.svg"
-        text = svg.read_text() if svg.is_file() else ""
-        faults += [f"{name}: no line for role {role} in {svg.name}"
-                   for role in sorted(set(cells.role)) if f"<!-- {role} -->" not in text]
+        # the scenario's figure, or one per part (Fig. 4: per attack), each a line per role
+        split = SPLIT.get(name, (None, ""))[0]
+        parts = sorted(set(cells[split])) if split in cells else [None]
+        for part in parts:
+            svg = folder / f"reproduction_rounds_{name}{'' if part is None else '_' + part}.svg"
+            text = svg.read_text() if svg.is_file() else ""
+            own = cells if part is None else cells[cells[split] == part]
+            faults += [f"{name}: no line for role {role} in {svg.name}"
+                       for role in sorted(set(own.role)) if f"<!-- {role} -->" not in text]
     return faults
 
 
@@ -669,6 +682,35 @@ def test_fig5_per_round_rows_and_curves_are_per_role(tmp_path, monkeypatch):
     assert any("no line for role attacker" in f for f in role_curve_faults(docs))
     write_page(docs, page)
     assert role_curve_faults(docs) == []
+
+
+def test_fig4_curves_are_per_role_a_figure_per_attack(tmp_path, monkeypatch):
+    """Fig. 4's claim sets the attacker's utility against the benign clients' accuracy: from
+    the committed summary's Fig. 4 cells, one figure per attack, each a line per role
+    (attacker, trader), all of them in the claim's section. Known-bad variant rejected by the
+    same check: the figures drawn over all clients (Fig. 4 not in BY_ROLE), as before."""
+    from pathlib import Path
+
+    from sims import claims as claims_mod
+    from sims import summary as summary_mod
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    s = summary_mod.read(docs)
+    summary_mod.write(summary_mod.Summary({"fig4": s.cells["fig4"]},
+                                          {"fig4": s.rounds["fig4"]}, s.meta), tmp_path)
+    page = tmp_path / "reproduction.md"
+    text = write_page(tmp_path, page).read_text()
+    attacks = sorted(set(s.cells["fig4"].param_attack))
+    assert len(attacks) == 5 and role_curve_faults(tmp_path) == []
+    section = _sections(text)["Fig. 4, attacks"]
+    for attack in attacks:
+        assert f"](reproduction_rounds_fig4_{attack}.svg)" in section
+    monkeypatch.setattr(claims_mod, "BY_ROLE", ())  # known-bad: over all clients
+    write_page(tmp_path, page)
+    monkeypatch.undo()
+    faults = role_curve_faults(tmp_path)
+    assert {f"fig4: no line for role {r} in reproduction_rounds_fig4_{a}.svg"
+            for r in ("attacker", "trader") for a in attacks} <= set(faults)
 
 
 def liar_curve_faults(folder) -> list[str]:
