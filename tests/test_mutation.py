@@ -53,14 +53,18 @@ def test_an_inconclusive_row_or_a_vacuous_declaration_kills_nothing(mutation):
     """The identity rewrite survives a row whose evidence ran short (a time limit far too
     short for the budget: "inconclusive") and a row declared vacuous (share-all's Lemma 1).
     Known-bad: the driver once passed bool(declared), checking the vacuous declaration as a
-    claim that holds, and counted an inconclusive row as a kill; both 'killed' this identity."""
+    claim that holds, and counted an inconclusive row as a kill; both 'killed' this identity.
+    A row with a time allowance (vcg/truthful_c_under, ROW_TIME_LIMITS) is checked for its
+    allowance, not the short limit: it reaches its budget (without the allowance it reads
+    inconclusive here: checked)."""
     by = {m.name: m for m in mutation.MUTANTS}
+    assert mutation.ROW_TIME_LIMITS["vcg/truthful_c_under"] > 10.0
     same = mutation.run_mutant(by["greedy_unstable_ties"], ["batch"],
-                               rows=["vcg/truthful_c_under", "share-all/lemma1"], batch=2000,
-                               hypothesis=20, time_limit=0.05, timeout=300)
+                               rows=["box2/thm2", "vcg/truthful_c_under", "share-all/lemma1"],
+                               batch=2000, hypothesis=20, time_limit=0.05, timeout=300)
     assert same["batch"]["status"] == "survived", same
-    assert same["batch"]["inconclusive"] == ["vcg/truthful_c_under"], same
-    assert same["batch"]["rows"] == 2, same
+    assert same["batch"]["inconclusive"] == ["box2/thm2"], same
+    assert same["batch"]["rows"] == 3, same
 
 
 def test_the_rows_of_the_subjects_that_run_the_mutated_code_come_first(mutation):
