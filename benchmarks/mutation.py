@@ -372,6 +372,17 @@ print(json.dumps({"killed": False, "internal": False, "rows": rows,
 """
 
 
+def source_commit() -> str:
+    """The commit the mutants are made from: ROOT's HEAD (short), "+changes" when a tracked
+    file differs from it (the copy is made from the working tree)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    head = git("rev-parse", "--short=7", "HEAD")
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def _copy(dst: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
                            check=True).stdout.decode().split("\0")
@@ -399,6 +410,7 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
         return out
     order, owners = subject_order(mutant)
     out["first"] = owners
+    commit = source_commit()
     with tempfile.TemporaryDirectory(prefix="fedmarket-mutant-") as tmp:
         copy = Path(tmp)
         _copy(copy)
@@ -418,22 +430,23 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
                                    text=True, timeout=timeout)
                 seconds = time.perf_counter() - t0
             except subprocess.TimeoutExpired:
-                out[engine] = {"status": "timeout", "seconds": timeout}
+                out[engine] = {"status": "timeout", "seconds": timeout, "commit": commit}
                 continue
             if engine == "tests":
                 status = "killed" if r.returncode != 0 else "survived"
-                out[engine] = {"status": status, "seconds": round(seconds, 1)}
+                out[engine] = {"status": status, "seconds": round(seconds, 1),
+                               "commit": commit}
                 continue
             last = r.stdout.strip().splitlines()[-1:] or [""]
             try:
                 got = json.loads(last[0])
             except json.JSONDecodeError:  # the checker itself crashed
                 out[engine] = {"status": "internal error", "seconds": round(seconds, 1),
-                               "error": r.stderr.strip().splitlines()[-1:]}
+                               "error": r.stderr.strip().splitlines()[-1:], "commit": commit}
                 continue
             status = ("internal error" if got["internal"] else
                       "killed" if got["killed"] else "survived")
-            out[engine] = {"status": status, "seconds": round(seconds, 1),
+            out[engine] = {"status": status, "seconds": round(seconds, 1), "commit": commit,
                            **{k: got[k] for k in ("by", "verdict", "rows", "inconclusive")
                               if got.get(k)}}
     return out
