@@ -39,13 +39,27 @@ def test_a_fault_is_killed_and_an_identity_survives(mutation):
 
 
 def test_the_table_counts_what_each_engine_scored_and_what_it_did_not(mutation):
-    results = [{"mutant": "a", "what": "fault a", "batch": {"status": "killed", "seconds": 1},
-                "tests": {"status": "survived", "seconds": 2}},
-               {"mutant": "b", "what": "fault b", "batch": {"status": "survived", "seconds": 3}}]
+    results = [{"mutant": "a", "what": "fault a",
+                "batch": {"status": "killed", "seconds": 1, "commit": "abc1234"},
+                "tests": {"status": "survived", "seconds": 2, "commit": "0123456"}},
+               {"mutant": "b", "what": "fault b",
+                "batch": {"status": "survived", "seconds": 3, "commit": "abc1234"}},
+               {"mutant": "c", "what": "fault c",
+                "batch": {"status": "killed", "seconds": 4, "commit": "fedcba9"}}]
     table = mutation.scores(results, ["batch", "tests"])
-    assert "| batch | 1 | 1 | 0 | 0 | 0 |" in table
-    assert "| tests | 0 | 1 | 0 | 0 | 1 |" in table
+    assert "| batch | 2 | 1 | 0 | 0 | 0 | at abc1234 (2), at fedcba9 (1) |" in table
+    assert "| tests | 0 | 1 | 0 | 0 | 2 | at 0123456 (1) |" in table
     assert "| b | fault b | survived (3 s) | not run |" in table
+    # a cell from another commit than its engine's most frequent one names it
+    assert "| c | fault c | killed (4 s, at fedcba9) | not run |" in table
+
+
+def test_the_commit_is_the_trees_head(mutation):
+    import subprocess
+
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    assert mutation.source_commit().split("+")[0] == head
 
 
 @pytest.mark.slow
