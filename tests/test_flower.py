@@ -26,7 +26,7 @@ from learning.flower.app import (  # noqa: E402
     make_apps,
 )
 from learning.flower.node import NodeConfigError, NodeSpec, node_state  # noqa: E402
-from learning.flower.provenance import recheck  # noqa: E402
+from learning.flower.provenance import recheck, slow_rounds  # noqa: E402
 from learning.flower.strategies import flat_to_record, record_to_flat  # noqa: E402
 from learning.flower.wire import CONFIG, MODEL, REPLY, content, model_from, unpack  # noqa: E402
 from mechanisms.errors import MarketInputError  # noqa: E402
@@ -337,6 +337,68 @@ def test_a_newcomer_registers_without_holding_a_round_up(tmp_path, cfg):
         assert [sorted({row["pid"] for row in res["ledger"] if row["round"] == t})
                 for t in (3, 4, 5)] == [[0, 1, 3], [0, 1, 3], [0, 1, 2, 3]]
     assert recheck(res["run_dir"])["ok"].all()
+    # the ServerApp's time stamps: client 2 rejoined as round 5 began, and no round after
+    # round 2 (which waited its 5 s timeout for 103) took much longer than rounds 1, 3 and 4
+    times = res["round_times"]
+    assert [e["joined"] for e in times] == [[], [], [], [], [2]]
+    assert slow_rounds(times, [1, 3, 4], FAKE_MARGIN, [3, 4, 5]) == {}, times
+
+
+# how much longer than the median undisturbed round a round on the fake grid may take (s):
+# measured, its rounds took 0.3-0.6 s (load average 4), the timeouts of _serve are 5 s
+FAKE_MARGIN = 2.5
+
+
+def test_a_round_that_waits_for_its_newcomer_is_found_slow(tmp_path, monkeypatch):
+    """Known-bad variant of the test above: registration that blocks the round (every
+    refresh waits up to the registration timeout for the nodes it asks, as before issue 22).
+    Round 3 then waits 5 s for node 203's answer, and the same check finds it (measured:
+    5.45 s against 0.30-0.57 s)."""
+    from learning.flower.strategies import Registry
+
+    refresh = Registry.refresh
+
+    def blocking(self, grid, server_round, enough=None, timeout=None):
+        return refresh(self, grid, server_round, enough, None)  # the registry's timeout
+
+    monkeypatch.setattr(Registry, "refresh", blocking)
+    cfg = replace(CFG, rounds=3)
+    grid = FakeGrid(cfg, leave={2: [103]}, slow={203: 2},
+                    join={3: {203: {"partition-id": 2, "num-partitions": 4}}})
+    res = _serve(grid, cfg, tmp_path)
+    assert ["registration" in r["reason"] for r in res["rejected"]] == [False, True]
+    slow = slow_rounds(res["round_times"], [1], FAKE_MARGIN, [3])
+    assert list(slow) == [3] and slow[3] >= 5.0, res["round_times"]
+
+
+# round durations (s) of a real loopback deployment (tests/test_flower_deploy.py's killed node,
+# load average 4-5): round 2 waited the 28 s round timeout for the killed node; its restart
+# rejoined as round 5 began
+MEASURED = [3.60, 28.12, 3.54, 3.63, 3.55, 3.72, 3.71, 3.88]
+
+
+def test_slow_rounds_finds_a_round_held_up_by_a_registration():
+    times = [{"round": t, "seconds": s} for t, s in enumerate(MEASURED, 1)]
+    quiet, after_kill = [1, 3, 4, 6, 7, 8], [3, 4, 5, 6, 7, 8]
+    assert slow_rounds(times, quiet, 10.0, after_kill) == {}
+    # known-bad: the rejoin's round waited for the registration until the round timeout
+    # (28 s) or the registration timeout (240 s) of that deployment
+    for held in (28.0, 240.0):
+        bad = [dict(e, seconds=e["seconds"] + held) if e["round"] == 5 else e for e in times]
+        assert slow_rounds(bad, quiet, 10.0, after_kill) == {5: 3.55 + held}
+    assert slow_rounds(times, quiet, 10.0) == {2: 28.12}  # default: every other round
+    assert slow_rounds(times, quiet, 25.0) == {}
+    # a round without a finite duration, or missing, counts as slow
+    unfinished = [dict(e, seconds=None) if e["round"] == 4 else e for e in times]
+    assert list(slow_rounds(unfinished, [1, 3], 10.0, [4])) == [4]
+    assert list(slow_rounds(times[:4], [1, 3], 10.0, [4, 9])) == [9]
+    for args, field in [((times, [], 10.0), "baseline"), ((times, [9], 10.0), "baseline"),
+                        ((unfinished, [4], 10.0), "baseline"),
+                        ((times, [1], float("nan")), "margin"), ((times, [1], -1.0), "margin"),
+                        (([{"seconds": 1.0}], [1], 1.0), "round_times")]:
+        with pytest.raises(MarketInputError) as err:
+            slow_rounds(*args)
+        assert err.value.field == field
 
 
 def test_cpl_prices_participation_rejoin_and_recheck(tmp_path, caplog):

@@ -268,6 +268,7 @@ def _server_main(grid: Grid, context: Context, default, out: str | None):
     evals = _evaluate_round(grid, registry, finals, fc.round_timeout, cfg.rounds + 1, done)
     summary.update({
         "pids": sorted(evals), "strategy_seconds": seconds,
+        "round_times": strategy.round_times,
         "acc_personalised": [evals[p].get("acc_personalised", float("nan"))
                              for p in sorted(evals)],
         "acc_own": [evals[p]["acc_own"] for p in sorted(evals)],

@@ -13,7 +13,10 @@
 * ``result.json`` and ``params.npz`` - the ledger, evaluation and final models.
 
 :func:`recheck` replays every recorded round against :mod:`mechanisms.ipfl` /
-:mod:`mechanisms.cpl` (``fedmarket recheck RUN_DIR``); it needs no flwr.
+:mod:`mechanisms.cpl` (``fedmarket recheck RUN_DIR``); it needs no flwr. Each round's file and
+``result.json``'s ``round_times`` carry the ServerApp's time stamps of the round (``start``,
+``end``, ``seconds``, ``reply_wait_seconds``, ``joined``); :func:`slow_rounds` finds the rounds
+that took much longer than a baseline (a round held up by something it waited for).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RunRecorder", "recheck"]
+__all__ = ["RunRecorder", "recheck", "slow_rounds"]
 
 
 def _digest(flat) -> str:
@@ -63,6 +66,55 @@ class RunRecorder:
         _write(self.dir / "result.json", summary)
         if params:
             np.savez(self.dir / "params.npz", **{str(k): v for k, v in params.items()})
+
+
+def slow_rounds(round_times, baseline, margin: float, checked=None) -> dict[int, float]:
+    """The rounds among ``checked`` (round numbers; default: every round not in ``baseline``)
+    that took longer than the median duration of the ``baseline`` rounds plus ``margin``
+    seconds: round -> its duration. ``round_times`` is what a run's ``result.json`` holds
+    under ``round_times`` (dicts with ``round`` and ``seconds``). A checked round without a
+    finite duration counts as slow; the baseline's durations must be finite.
+
+    >>> times = [{"round": t, "seconds": s} for t, s in enumerate([5.0, 6.0, 40.0, 5.5], 1)]
+    >>> slow_rounds(times, baseline=[1, 2, 4], margin=10.0)
+    {3: 40.0}
+    >>> slow_rounds(times[:2], baseline=[1], margin=10.0)
+    {}
+    """
+    from mechanisms.errors import MarketInputError
+
+    seconds = {}
+    for entry in round_times:
+        try:
+            t = int(entry["round"])
+            value = entry.get("seconds")
+            seconds[t] = float("nan") if value is None else float(value)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MarketInputError("round_times", f"entry {entry!r} lacks a round number "
+                                                  f"and seconds ({exc})") from None
+    base = sorted(set(int(t) for t in baseline))
+    if not base:
+        raise MarketInputError("baseline", "is empty; name at least one round to compare "
+                                           "with")
+    missing = [t for t in base if t not in seconds]
+    if missing:
+        raise MarketInputError("baseline", f"names rounds {missing} that round_times lacks "
+                                           f"(it has {sorted(seconds)})")
+    ref = np.array([seconds[t] for t in base])
+    if not np.isfinite(ref).all():
+        raise MarketInputError("baseline", f"rounds {base} have durations {ref.tolist()}; "
+                                           "every one must be finite")
+    if not (np.isfinite(margin) and margin >= 0):
+        raise MarketInputError("margin", f"is {margin!r}; must be finite and >= 0 seconds")
+    bound = float(np.median(ref)) + float(margin)
+    todo = sorted(set(seconds) - set(base)) if checked is None else \
+        sorted(set(int(t) for t in checked))
+    out = {}
+    for t in todo:
+        value = seconds.get(t, float("nan"))
+        if not value <= bound:  # NaN or a missing round: slow
+            out[t] = value
+    return out
 
 
 def _rounds(run: Path, which: int | None):

@@ -552,6 +552,39 @@ class _Base(Strategy):
         self.pushed_at: dict[int, float] = {}  # round -> when its messages were handed over
         self.waited: dict[int, float] = {}  # round -> seconds from then to aggregation
         self.silent: dict[int, set[int]] = {}  # round -> pids sent a message that never answered
+        self.times: dict[int, dict] = {}  # round -> its time stamps (see round_times)
+        self._began: dict[int, float] = {}  # round -> time.monotonic() as it began
+
+    @property
+    def round_times(self) -> list[dict]:
+        """One dict per round, in order, stamped by the ServerApp: ``start`` and ``end`` (wall
+        clock, ``time.time()``: the round's configure_train began; its outcome was recorded),
+        ``seconds`` (the round's duration on the monotonic clock), ``reply_wait_seconds``
+        (from handing its messages over to taking the replies) and ``joined`` (the clients
+        that (re)joined as it began). What a round costs, including any registration it
+        did: :func:`learning.flower.provenance.slow_rounds` finds the rounds that took much
+        longer than others."""
+        return [dict(self.times[t]) for t in sorted(self.times)]
+
+    def _begin(self, server_round: int) -> None:
+        self._began[server_round] = time.monotonic()
+        self.times[server_round] = {"round": int(server_round), "start": time.time(),
+                                    "end": None, "seconds": None,
+                                    "reply_wait_seconds": None, "joined": []}
+
+    def _refresh(self, grid: Grid, server_round: int) -> None:
+        """Register newcomers and suspects that answered, without waiting for any (a round
+        never waits for a registration); who (re)joined goes into the round's time stamps."""
+        joined = self.registry.refresh(grid, server_round, timeout=0)
+        if server_round in self.times:
+            self.times[server_round]["joined"] = sorted(set(joined))
+
+    def _end(self, server_round: int) -> dict | None:
+        entry = self.times.get(server_round)
+        if entry is not None:
+            entry.update(end=time.time(), reply_wait_seconds=self.waited.get(server_round),
+                         seconds=time.monotonic() - self._began[server_round])
+        return entry
 
     @property
     def rejected(self) -> list[dict]:
@@ -583,10 +616,13 @@ class _Base(Strategy):
         return got
 
     def _record(self, server_round: int, record: dict, uploads: dict | None = None) -> None:
+        stamps = self._end(server_round)  # the round's outcome is in: it ends here
         if self.recorder is not None:
             record["rejected"] = [r for r in self.registry.rejected
                                   if r["round"] == server_round]
             record["reply_wait_seconds"] = self.waited.get(server_round)
+            if stamps is not None:
+                record.update({k: stamps[k] for k in ("start", "end", "seconds", "joined")})
             self.recorder(server_round, record, uploads or {})
 
     def configure_evaluate(self, server_round, arrays, config, grid):
@@ -626,13 +662,14 @@ class IpflStrategy(_Base):
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
+        self._begin(server_round)
         base, shapes = record_to_flat(arrays)
         if self.shapes is None:
             self.shapes = shapes
             if self.reference is None:
                 self.reference = base
         if server_round > 1:
-            self.registry.refresh(grid, server_round, timeout=0)  # newcomers don't block
+            self._refresh(grid, server_round)  # newcomers don't block
         messages = {}
         for pid in self.registry.live(grid):
             if pid in self.quit:
@@ -840,11 +877,12 @@ class CplStrategy(_Base):
         return self.pricing_record
 
     def configure_train(self, server_round, arrays, config, grid):
+        self._begin(server_round)
         if self.shapes is None:
             _, self.shapes = record_to_flat(arrays)
         self._global = record_to_flat(arrays)[0]
         if server_round > 1:
-            self.registry.refresh(grid, server_round, timeout=0)  # newcomers don't block
+            self._refresh(grid, server_round)  # newcomers don't block
         messages = {}
         for pid in self.registry.live(grid):
             if pid not in self.q:
