@@ -533,8 +533,9 @@ def main(argv=None) -> int:
     p.add_argument("--markdown", type=Path, default=None,
                    help="write the scores into this page (between mutation-scores markers)")
     p.add_argument("--no-run", action="store_true",
-                   help="run nothing: the table of what --out holds (an engine a mutant was "
-                        "not scored by reads 'not run')")
+                   help="run nothing: the table of what --out holds (its lines merged per "
+                        "mutant, a later line replacing the engines it holds; an engine a "
+                        "mutant was not scored by reads 'not run')")
     args = p.parse_args(argv)
     names = {m.name for m in MUTANTS}
     for name in args.only or []:
@@ -545,8 +546,8 @@ def main(argv=None) -> int:
     done = {}
     if args.out.exists():
         for line in args.out.read_text().splitlines():
-            r = json.loads(line)
-            done[r["mutant"]] = r
+            r = json.loads(line)  # a later line replaces the engines it holds, keeps others
+            done[r["mutant"]] = {**done.get(r["mutant"], {}), **r}
     for m in chosen:
         prev = done.get(m.name)
         if args.no_run or (prev is not None and all(e in prev for e in args.engines)):

@@ -3,6 +3,7 @@ mutation`, not here): a real fault is killed by the batch engine, an identity re
 same code is not."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -127,3 +128,20 @@ def test_a_mutant_of_vcgs_code_is_checked_on_vcgs_rows_first(mutation):
     assert got["first"] == ["vcg"], got
     assert got["batch"]["status"] == "killed", got
     assert (got["batch"]["by"], got["batch"]["rows"]) == ("vcg/no_deficit", 1), got
+
+
+def test_no_run_merges_the_lines_of_a_mutant_engine_by_engine(mutation, tmp_path, capsys):
+    """--no-run reads every line of --out: a later line replaces the engines it holds and
+    keeps the others (runs of different engines, appended to one file, make one row)."""
+    out = tmp_path / "m.jsonl"
+    lines = [{"mutant": "eq13_sign", "what": "w", "tests": {"status": "killed", "seconds": 9,
+                                                            "commit": "0123456"}},
+             {"mutant": "eq13_sign", "what": "w", "batch": {"status": "survived", "seconds": 1,
+                                                            "commit": "abc1234"}},
+             {"mutant": "eq13_sign", "what": "w", "batch": {"status": "killed", "seconds": 2,
+                                                            "commit": "abc1234"}}]
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert mutation.main(["--out", str(out), "--only", "eq13_sign", "--engines", "batch",
+                          "tests", "--no-run"]) == 0
+    table = capsys.readouterr().out
+    assert "| eq13_sign | w | killed (2 s) | killed (9 s) |" in table
