@@ -254,6 +254,39 @@ def test_an_unavailable_node_is_named_by_its_own_id_not_the_superlinks(tmp_path,
     assert recheck(res["run_dir"])["ok"].all()
 
 
+def test_unavailable_at_cpl_pricing_and_at_evaluation_names_the_client(tmp_path, caplog):
+    """Replies are matched to the messages they answer at CPL's gradient-norm query and at the
+    final evaluation too: flwr's NODE_UNAVAILABLE replies (sent from node 1, the SuperLink,
+    where matching by sender would name node 1) name the client and its own node."""
+    grid = FakeGrid(CPL)
+    _without_G(grid)  # every node is asked for its gradient norm: pricing sends messages
+    answer, from_link = grid._answer, []
+
+    def unavailable(msg):
+        conf = dict(msg.content["config"]) if "config" in msg.content else {}
+        node, kind = msg.metadata.dst_node_id, msg.metadata.message_type
+        if (node, kind, conf.get("ask")) in ((103, "query", "grad-norm"),
+                                             (104, "evaluate", None)):
+            reply = Message(Error(code=5, reason="Error: Node Unavailable"), reply_to=msg)
+            reply.metadata.__dict__["_src_node_id"] = 1
+            from_link.append(reply.metadata.src_node_id)
+            return reply
+        return answer(msg)
+
+    grid._answer = unavailable
+    with caplog.at_level(logging.WARNING, logger="flwr"):
+        res = _serve(grid, CPL, tmp_path)
+    assert from_link == [1, 1]  # both error replies came from the SuperLink
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    lost = "flwr reports that the node stopped sending heartbeats; not waited for again " \
+           "until it answers"
+    assert warned == [f"round 0: client 2 (node 103) rejected: NODE_UNAVAILABLE at pricing: "
+                      f"{lost}",
+                      f"round {CPL.rounds + 1}: client 3 (node 104) rejected: "
+                      f"NODE_UNAVAILABLE at evaluation: {lost}"], warned
+    assert sorted(res["q"]) == ["0", "1", "3"] and res["pids"] == [0, 1]
+
+
 def test_replies_are_matched_to_the_messages_they_answer_not_to_their_sender(caplog):
     """Known-bad variant of the matching: a reply whose sender is a member but that answers no
     message of this round is a stray, not that member's reply."""
@@ -871,6 +904,36 @@ def _howto_commands():
                                                             "flower-supernode", "flwr"):
             out.append(cmd.split("#")[0].strip())
     return text, out
+
+
+@pytest.mark.filterwarnings("ignore:GitWildMatchPattern:DeprecationWarning")  # flwr's pathspec
+def test_the_app_bundle_holds_the_apps_code_only():
+    """What travels to the nodes with each run (the FAB that `flwr run` builds): pyproject.toml
+    and every module of learning/ and mechanisms/ (the ClientApp's imports; the layers keep
+    proofs/ and sims/ out of them), nothing else. Known-bad: without `fab-include` the bundle
+    takes the docs, benchmarks, sims and proofs too."""
+    import io
+    import re
+    import zipfile
+    from pathlib import Path
+
+    from flwr.cli.build import build_fab_from_files
+    from flwr.cli.utils import collect_files
+
+    repo = Path(__file__).resolve().parents[1]
+    files = dict(collect_files(repo))
+
+    def bundle(pyproject: str) -> set[str]:
+        fab = build_fab_from_files({**files, "pyproject.toml": pyproject.encode()})[0]
+        return set(zipfile.ZipFile(io.BytesIO(fab)).namelist()) - {".info/CONTENT"}
+
+    text = (repo / "pyproject.toml").read_text()
+    code = {p.relative_to(repo).as_posix() for pkg in ("learning", "mechanisms")
+            for p in (repo / pkg).rglob("*.py") if "__pycache__" not in p.parts}
+    assert "learning/flower/app.py" in code and "mechanisms/ipfl/market.py" in code
+    assert bundle(text) == {"pyproject.toml"} | code
+    everything = bundle(re.sub(r"^fab-include = .*\n", "", text, flags=re.M))
+    assert {n.split("/")[0] for n in everything - code} >= {"docs", "sims", "proofs"}
 
 
 def test_howto_commands_use_flags_the_installed_flwr_has():
