@@ -17,8 +17,17 @@
    runs only this part and writes it as JSON, which docs/reproduction.md shows
    (``fedmarket reproduce --no-run`` reads ``reproduction_costs.json`` next to the page).
 
+6. ``--devices D [D ...]`` (only this part): wall seconds per round and rounds per second of
+   the reduced reproduction's Fig. 2 iPFL cell (Fashion-MNIST, simplecnn-mnist, published
+   setup; digits where Fashion-MNIST is not installed) with training and evaluation on each
+   device (``TrainConfig.device``: cpu, cuda, cuda:N, auto), the best of the rounds after the
+   first, and its accuracy, which should agree across devices to a few decimals. A device
+   this machine lacks is one line saying so. On a GPU machine:
+   python benchmarks/bench_learning.py --devices cpu cuda
+
 Usage: python benchmarks/bench_learning.py
        python benchmarks/bench_learning.py --costs docs/reproduction_costs.json
+       python benchmarks/bench_learning.py --devices cpu cuda [--rounds 3]
 """
 
 from __future__ import annotations
@@ -184,6 +193,49 @@ def costs(rounds: int = 3) -> list[dict]:
     return rows
 
 
+def device_rates(devices, rounds: int = 3, **config) -> list[dict]:
+    """Section 6: per device, wall seconds per round (the best of the rounds after the first,
+    which warms up; wall time, since a GPU's work is not this process's CPU time), rounds
+    per second and the last round's mean personalised accuracy; ``config`` overrides the
+    reduced reproduction's Fig. 2 setting. A device this machine lacks: its row says so."""
+    from learning.config import TrainInputError, torch_device
+    from learning.data import load_fashion_mnist
+    from learning.runner import run
+    from mechanisms.errors import MarketInputError
+
+    try:
+        load_fashion_mnist()
+        base = {}
+    except MarketInputError:
+        base = {"dataset": "digits", "train_subsample": 0, "test_subsample": 0}
+    rows = []
+    for dev in devices:
+        try:
+            torch_device(dev)
+        except TrainInputError as exc:
+            rows.append({"device": dev, "unavailable": str(exc)})
+            continue
+        cfg = _fashion_config(**{"algorithm": "ipfl", "rounds": rounds, "evaluate_every": 1,
+                                 **base, **config, "device": dev})
+        stamps = []
+        res = run(cfg, progress=lambda d, t, st=stamps: st.append(time.perf_counter()))
+        per = float(np.diff(stamps).min())
+        last = res.frame[res.frame["round"] == rounds - 1]
+        rows.append({"device": dev, "dataset": cfg.dataset, "s/round": round(per, 3),
+                     "rounds/s": round(1.0 / per, 2),
+                     "accuracy": round(float(last.acc_personalised.mean()), 4)})
+    return rows
+
+
+def print_devices(rows):
+    for r in rows:
+        if "unavailable" in r:
+            print(f"   {r['device']:8s} unavailable: {r['unavailable']}")
+        else:
+            print(f"   {r['device']:8s} {r['dataset']}: {r['s/round']:.3f} s/round "
+                  f"({r['rounds/s']:.2f} rounds/s), last-round accuracy {r['accuracy']:.4f}")
+
+
 def print_evaluation(ev, val):
     for label, t in ev.items():
         print(f"   {label:18s} {t:7.3f} s  ({ev['loop over clients'] / t:4.1f}x the loop)")
@@ -225,5 +277,14 @@ if __name__ == "__main__":
         child(int(sys.argv[2]))
     elif len(sys.argv) == 3 and sys.argv[1] == "--costs":
         write_costs(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--devices":
+        import argparse
+
+        ap = argparse.ArgumentParser(description="rounds per second on each device")
+        ap.add_argument("--devices", nargs="+", required=True)
+        ap.add_argument("--rounds", type=int, default=3)
+        a = ap.parse_args()
+        print("6. the reduced reproduction's Fig. 2 iPFL cell on each device (wall time)")
+        print_devices(device_rates(a.devices, a.rounds))
     else:
         main()
