@@ -172,6 +172,36 @@ def test_cost_plus_pays_the_posted_price():
         ipfl.cost_plus(-1)
 
 
+def test_the_built_in_cost_plus_rule_pays_cost_plus_a_quarter_above_cost():
+    """payments="cost-plus" with prices="cost-plus" posts and pays (1 + 0.25) c_j for every
+    model bought (rules.COST_PLUS_MARKUP = 0.25), so a seller earns a quarter above its sharing
+    cost on every sale (individually rational). Known-bad: the mutant cost_plus_no_markup
+    (markup -0.25, a seller paid below its cost) fails it."""
+    mk = ipfl.Market(N=[400, 500, 600], c=[0.5, 1.0, 2.0], K=[5e4, 3e4, 2e4], lam=2.0)
+    out = ipfl.clear(mk, D3, "local", payments="cost-plus", prices="cost-plus")
+    A = out.adjacency
+    assert A.sum() >= 2  # models with a cost are sold (0 -> 1, 1 -> 0, 2 -> 0)
+    np.testing.assert_allclose(out.remittances, np.where(A, 1.25 * mk.c[None, :], 0.0))
+    earned = out.remittances.sum(axis=0) - A.sum(axis=0) * mk.c  # what sellers keep
+    np.testing.assert_allclose(earned, 0.25 * A.sum(axis=0) * mk.c)
+    assert earned.max() > 0
+
+
+def test_share_all_buys_every_model_on_sale_but_its_own():
+    """The FedAvg-like baseline: a client with a gain (K_i > 0) takes every other client's
+    model on sale (finite c), never its own; a pure seller takes none. One market and in
+    bulk. Known-bad: the mutant share_all_self (the diagonal kept) fails it."""
+    mk = ipfl.Market(N=[400, 500, 600, 300], c=[0.5, np.inf, 0.0, 2.0], K=[5e4, 3e4, 0.0, 1e4],
+                     lam=2.0)
+    D = np.abs(np.subtract.outer(np.arange(4.0), np.arange(4.0))) / 10
+    want = (mk.K[:, None] > 0) & np.isfinite(mk.c)[None, :] & ~np.eye(4, dtype=bool)
+    out = ipfl.clear(mk, D, "share-all", payments="none")
+    assert np.array_equal(out.adjacency, want)
+    bulk = ipfl.clear_batch(ipfl.MarketArrays.from_markets([mk, mk]), np.stack([D, D]),
+                            "share-all", payments="none")
+    assert np.array_equal(bulk.adjacency, np.stack([want, want]))
+
+
 def test_reference_rules_declare_claims():
     for name, fn in ipfl.PAYMENT_RULES.items():
         assert fn.pairs_with in ipfl.SELECTION_RULES, name
