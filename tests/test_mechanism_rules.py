@@ -202,6 +202,23 @@ def test_share_all_buys_every_model_on_sale_but_its_own():
     assert np.array_equal(bulk.adjacency, np.stack([want, want]))
 
 
+@settings(max_examples=40, deadline=None)
+@given(ipfl_instances(max_m=5))
+def test_every_built_in_rule_pays_finite_amounts(inst):
+    """No payment, remittance or utility of a built-in rule is NaN or infinite (the mutant
+    nan_payment, a NaN payment for a big buyer in Eq. 13, fails it)."""
+    market, D = inst
+    for rule, payments, prices in [("box2", "paper", "paper"), ("exact", "vcg", "paper"),
+                                   ("local", "shapley", "paper"),
+                                   ("local", "cost-plus", "cost-plus"),
+                                   ("share-all", "none", "paper")]:
+        out = ipfl.clear(market, D, rule, payments=payments, prices=prices)
+        assert np.all(np.isfinite(out.payments)), (rule, payments, out.payments)
+        assert np.all(np.isfinite(out.utilities)), (rule, payments, out.utilities)
+        if out.remittances is not None:
+            assert np.all(np.isfinite(out.remittances)), (rule, payments)
+
+
 def test_reference_rules_declare_claims():
     for name, fn in ipfl.PAYMENT_RULES.items():
         assert fn.pairs_with in ipfl.SELECTION_RULES, name
