@@ -157,8 +157,64 @@ def test_the_committed_page_rebuilds_from_the_committed_summary(tmp_path, folder
         pytest.fail("docs/reproduction_cells.json is missing: commit the summary with the page")
     rebuilt = write_page(docs, tmp_path / "reproduction.md").read_text()
     assert rebuilt == (docs / "reproduction.md").read_text()
-    for svg in tmp_path.glob("*.svg"):  # and its figures
-        assert (docs / svg.name).is_file(), svg.name
+    assert figure_faults(docs, tmp_path) == []  # and its figures
+
+
+def figure_faults(docs, rebuilt) -> list[str]:
+    """How the per-round figures committed in ``docs`` differ from those rebuilt into
+    ``rebuilt``: the same files (none missing, none stale), each byte for byte where the
+    committed one was drawn by the installed matplotlib (its SVG says which), else the same
+    lines (legend labels) drawn."""
+    import re
+
+    import matplotlib
+
+    faults = []
+    ours = {p.name for p in docs.glob("reproduction_rounds_*.svg")}
+    theirs = {p.name for p in rebuilt.glob("reproduction_rounds_*.svg")}
+    faults += [f"{n}: committed, not rebuilt (stale)" for n in sorted(ours - theirs)]
+    faults += [f"{n}: rebuilt, not committed" for n in sorted(theirs - ours)]
+    same = f"Matplotlib v{matplotlib.__version__},"
+    for name in sorted(ours & theirs):
+        a, b = (docs / name).read_text(), (rebuilt / name).read_text()
+        if same in a:
+            if a != b:
+                faults.append(f"{name}: differs from the rebuilt figure")
+        elif sorted(re.findall(r"<!-- (.*?) -->", a)) != sorted(re.findall(r"<!-- (.*?) -->", b)):
+            faults.append(f"{name}: other lines than the rebuilt figure's")
+    return faults
+
+
+def test_a_tampered_or_stale_figure_is_caught(tmp_path):
+    """The known-bad variants figure_faults must reject: a committed figure changed by one
+    number, a stale figure the page no longer draws, a figure missing."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "medium"
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for d in (good, bad):
+        d.mkdir()
+        for svg in docs.glob("reproduction_rounds_*.svg"):
+            (d / svg.name).write_bytes(svg.read_bytes())
+    assert figure_faults(good, bad) == []
+    name = "reproduction_rounds_fig2_niid.svg"
+    text = (bad / name).read_text()
+    i = text.index('d="M ') + len('d="M ')  # the first path's first coordinate
+    (bad / name).write_text(text[:i] + "1" + text[i:])
+    assert figure_faults(good, bad) == [f"{name}: differs from the rebuilt figure"]
+    (bad / name).write_text(text)
+    (good / "reproduction_rounds_fig4.svg").write_text("<svg/>")
+    assert figure_faults(good, bad) == ["reproduction_rounds_fig4.svg: committed, not rebuilt "
+                                        "(stale)"]
+    (good / "reproduction_rounds_fig4.svg").unlink()
+    # drawn by another matplotlib: the same lines are required, not the same bytes
+    (good / name).write_text(text.replace("Matplotlib v", "Matplotlib v0.0-other "))
+    (bad / name).write_text(text[:i] + "1" + text[i:])
+    assert figure_faults(good, bad) == []
+    (bad / name).write_text(text.replace("<!-- ipfl -->", "<!-- ipfl2 -->"))
+    assert figure_faults(good, bad) == [f"{name}: other lines than the rebuilt figure's"]
+    (bad / name).unlink()
+    assert figure_faults(good, bad) == [f"{name}: committed, not rebuilt (stale)"]
 
 
 @pytest.mark.parametrize(("values", "side", "margin", "verdict"), [
