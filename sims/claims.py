@@ -437,15 +437,15 @@ def fedamp_note(runs: pd.DataFrame, df: pd.DataFrame, cfgs: dict) -> str:
                              and c.get("fedamp_self") == 0.3 for c in conf)
     return (f"FedAMP scores as Local (FedAMP minus Local, best accuracy "
             f"{fmt(d, bounds=DACC)}; each of {len(d)} seeds within {FEDAMP_NEAR:g}): "
-            + ("its attention does not collapse to self (self weight 0.3, the largest weight "
-               "on another client 0.35-0.41), but " if heuristic else "")
+            + ("its attention does not collapse to self (self weight 0.3, another client "
+               "weighted more in every round), but " if heuristic else "")
             + "FedAMP as the authors run it keeps each client's own model and pulls it toward "
             "the attentive model u_i only by (fedamp_lam / 2) ||theta - u_i||^2, fedamp_lam "
             f"{lam} (the authors' --fedamp_lam1), too weak to move it far: `{FEDAMP_PULL}` "
             "(digits, 9 clients, 3 rounds of 50 steps, beside Local from one seed) finds "
             "FedAMP's models at most 3 % of Local's distance travelled away from Local's and "
-            "every client's accuracy within half a point; at fedamp_lam 1, 40-50 % away and "
-            "5-10 points lower")
+            "every client's accuracy within half a point; at fedamp_lam 1, a third or more "
+            "away and 4 or more points lower")
 
 
 def cfl_note(df) -> str:

@@ -234,23 +234,26 @@ def _fedamp_pull():
 def fedamp_pull_faults(df) -> list[str]:
     """What the reproduction pages' FedAMP note (sims.claims.fedamp_note) says
     `python benchmarks/fedamp_pull.py` measures, checked on its rows (lam 0.01 and 1): the
-    attention is not collapsed to self (self weight 0.3, largest other 0.35-0.41); at the
-    configured fedamp_lam 0.01 FedAMP's models stay at most 3 % (of Local's distance from the
-    initial model) from Local's and every client's accuracy within half a point; at
-    fedamp_lam 1 they are 40-50 % away and 5-10 points less accurate (rounds after the
-    first: round 0 trains without the pull)."""
+    attention is not collapsed to self (self weight 0.3, another client weighted more in
+    every round); at the configured fedamp_lam 0.01 FedAMP's models stay at most 3 % (of
+    Local's distance from the initial model) from Local's and every client's accuracy within
+    half a point; at fedamp_lam 1 they are a third or more away and 4 or more points less
+    accurate (rounds after the first: round 0 trains without the pull). Measured at seed 0
+    on the development host: largest other weight 0.353-0.408, lam 0.01 at most 1.6 % and
+    0.3 points, lam 1 41-47 % and 5.5-8.9 points: the page states bounds with room for
+    another machine's floating point, not the measured figures."""
     faults = []
     if not (np.isclose(df["self weight"], 0.3).all()
-            and df["largest other weight"].between(0.35, 0.41).all()):
+            and (df["largest other weight"] > df["self weight"]).all()):
         faults.append("attention")
     small, big = df[df.lam == 0.01], df[(df.lam == 1.0) & (df["round"] > 0)]
     if not (small["|amp - local| / |local - theta0|"] <= 0.03).all():
         faults.append("lam 0.01 moves the models")
     if not (small["max |acc diff|"] <= 0.005).all():
         faults.append("lam 0.01 changes the accuracy")
-    if big.empty or not big["|amp - local| / |local - theta0|"].between(0.40, 0.50).all():
+    if big.empty or not (big["|amp - local| / |local - theta0|"] >= 1 / 3).all():
         faults.append("lam 1 distance")
-    if big.empty or not big["acc FedAMP - Local (mean)"].between(-0.10, -0.05).all():
+    if big.empty or not (big["acc FedAMP - Local (mean)"] <= -0.04).all():
         faults.append("lam 1 accuracy")
     return faults
 
