@@ -210,13 +210,24 @@ def test_ctrl_c_during_a_process_pool_is_taken_between_steps():
 
     from sims.sweep import _ctrl_c_between_steps
 
-    before = sig.getsignal(sig.SIGINT)
-    with _ctrl_c_between_steps() as interrupted:
-        assert not interrupted()
-        os.kill(os.getpid(), sig.SIGINT)
-        time.sleep(0.05)  # the handler runs between bytecodes: nothing raised here
-        assert interrupted()
-    assert sig.getsignal(sig.SIGINT) is before
-    with pytest.raises(KeyboardInterrupt):
-        os.kill(os.getpid(), sig.SIGINT)
-        time.sleep(0.05)
+    # Ctrl-C as a terminal gives it (a background job, CI's included, starts with SIGINT
+    # ignored, and then the pool keeps ignoring it: checked last)
+    outer = sig.signal(sig.SIGINT, sig.default_int_handler)
+    try:
+        with _ctrl_c_between_steps() as interrupted:
+            assert not interrupted()
+            os.kill(os.getpid(), sig.SIGINT)
+            time.sleep(0.05)  # the handler runs between bytecodes: nothing raised here
+            assert interrupted()
+        assert sig.getsignal(sig.SIGINT) is sig.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), sig.SIGINT)
+            time.sleep(0.05)
+        sig.signal(sig.SIGINT, sig.SIG_IGN)
+        with _ctrl_c_between_steps() as interrupted:
+            os.kill(os.getpid(), sig.SIGINT)
+            time.sleep(0.05)
+            assert not interrupted()  # still ignored
+        assert sig.getsignal(sig.SIGINT) == sig.SIG_IGN
+    finally:
+        sig.signal(sig.SIGINT, outer)
