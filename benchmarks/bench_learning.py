@@ -284,6 +284,8 @@ if __name__ == "__main__":
         ap.add_argument("--devices", nargs="+", required=True)
         ap.add_argument("--rounds", type=int, default=3)
         a = ap.parse_args()
+        if a.rounds < 2:  # the first round warms up: a rate needs a round after it
+            ap.error(f"--rounds is {a.rounds}; give at least 2")
         print("6. the reduced reproduction's Fig. 2 iPFL cell on each device (wall time)")
         print_devices(device_rates(a.devices, a.rounds))
     else:
