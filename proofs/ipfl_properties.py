@@ -481,6 +481,28 @@ def _greedy_tie_rule(settle, a):
     return wrong, np.ones(len(A), bool), np.any(rows & (A[:, :, 1] != A[:, :, 2]), axis=1)
 
 
+def _box2_prefix(settle, a):
+    """Box 2 as printed stops at the first failure: every buyer i buys a prefix of the
+    other clients ordered by T_ij descending, ties by the lower index (the thresholds of
+    :func:`mechanisms.ipfl.thresholds` at the prices the buyer faced): after the first
+    client it leaves out, it buys none. The local rule skips a failing client and goes on,
+    so it breaks this where Box 2 breaks Eq. 11. The violation counts the buyers whose row
+    is not a prefix; discriminating when some buyer left out a client that is not the last
+    in its order (buying a later one would break the prefix)."""
+    s = _truthful(settle, a)
+    A, m = s["A"], a["N"].shape[1]
+    T = ipfl.thresholds(s["market"], a["D"], prices=s["P"])
+    T = np.where(np.eye(m, dtype=bool), -np.inf, T)  # a buyer's own model: last, never bought
+    order = np.argsort(-T, axis=-1, kind="stable")  # descending, ties: the lower index first
+    bought = np.take_along_axis(A, order, axis=-1)[..., :m - 1]  # (B, m, m - 1)
+    out = np.logical_not(bought)
+    # a purchase after a left-out client: some later position bought
+    later = np.flip(np.logical_or.accumulate(np.flip(bought, -1), axis=-1), -1)
+    broken = out[..., :-1] & later[..., 1:]
+    wrong = broken.any(axis=-1).sum(axis=-1).astype(float)
+    return wrong, np.ones(len(A), bool), out[..., :-1].any(axis=(1, 2))
+
+
 def _pure_sellers_never_buy(settle, a):
     """Spec (types): a pure seller (K_i = 0) never buys: a_ij = 0 for every j. The
     violation counts a pure seller's purchases; discriminating when some pure seller could
@@ -508,6 +530,7 @@ shapley_efficiency = _one_market(_shapley_efficiency)
 shapley_symmetry = _one_market(_shapley_symmetry)
 greedy_tie_rule = _one_market(_greedy_tie_rule)
 pure_sellers_never_buy = _one_market(_pure_sellers_never_buy)
+box2_prefix = _one_market(_box2_prefix)
 
 
 def operator_balance(subject, case) -> tuple[str, float]:
@@ -695,6 +718,8 @@ DISCRIMINATES = {
     "greedy_tie_rule": "some buyer took exactly one of the two identical sellers",
     "pure_sellers_never_buy": "some pure seller could buy: another client's model is on "
                               "sale (finite c_j), whatever its price",
+    "box2_prefix": "some buyer left out a client that is not the last in its threshold "
+                   "order (a later purchase would break the prefix)",
 }
 
 # key -> the check the property's violation runs on one market and its batch hook on a batch
@@ -706,7 +731,7 @@ _CHECKS = {
     "ir_negative_distances": _individual_rationality,
     "local_optimality": _local_optimality, "global_optimality": _global_optimality,
     "lemma1": _lemma1, "thm3": _thm3, "thm3_lam0": _thm3,
-    "pure_sellers_never_buy": _pure_sellers_never_buy,
+    "pure_sellers_never_buy": _pure_sellers_never_buy, "box2_prefix": _box2_prefix,
     "permutation": _permutation, "permutation_ties": _permutation,
     "thm2": _regret("c", "over"),
     **{f"truthful_{dim}_{way}": _regret(dim, way)
@@ -795,6 +820,13 @@ IPFL_PROPERTIES = {
                  "lower index", "Box 2 (ties: lower index first, as documented)",
                  _BASE + "; clients 1 and 2 identical", "ipfl", _cases(ties=True, min_m=3),
                  greedy_tie_rule),
+        Property("box2_prefix", "Box 2 stops at the first failure",
+                 "each buyer buys a prefix of the others ordered by T_ij descending (ties: "
+                 "the lower index first)", "Box 2 (as printed: STOP at the first failure)",
+                 _BASE, "ipfl", _cases(min_m=3), box2_prefix,
+                 note="the local rule skips a failing client and goes on; the batch engine "
+                      "draws the market sizes uniformly here (a prefix breaks mostly in large "
+                      "markets; the other properties favour small ones)"),
     ]
 }
 

@@ -46,13 +46,13 @@ _REFERENCE_EXTRA = {
     "vcg": {"local_optimality": True, "global_optimality": True, "lemma1": True,
             "thm3": True, "thm3_lam0": False, "permutation": True, "permutation_ties": False,
             "truthful_N_under": False, "budget_identity": True,
-            "pure_sellers_never_buy": True},
+            "pure_sellers_never_buy": True, "box2_prefix": False},
     "shapley": {"ir_negative_distances": False, "local_optimality": True,
                 "global_optimality": False, "lemma1": True, "thm2": True, "thm3": True,
                 "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                 "truthful_N_under": False, "truthful_c_under": False,
                 "truthful_K_over": False, "budget_identity": True,
-                "pure_sellers_never_buy": True,
+                "pure_sellers_never_buy": True, "box2_prefix": False,
                 "shapley_efficiency": True, "shapley_symmetry": True,
                 "greedy_tie_rule": True},
     "cost-plus": {"ir_negative_distances": False, "local_optimality": True,
@@ -61,7 +61,7 @@ _REFERENCE_EXTRA = {
                   "truthful_N_over": False, "truthful_N_under": False,
                   "truthful_c_under": False, "truthful_K_over": False,
                   "truthful_K_under": False, "budget_identity": True,
-                  "pure_sellers_never_buy": True},
+                  "pure_sellers_never_buy": True, "box2_prefix": False},
     # share-all: every client but a pure seller (K = 0) buys every model, whatever the
     # reports (no payments), so no misreport of N, K or a finite c changes any outcome:
     # Lemma 1 and the six truthfulness properties cannot fail on it (0 of 20,000 draws
@@ -71,7 +71,7 @@ _REFERENCE_EXTRA = {
     "share-all": {"ir_negative_distances": False, "local_optimality": False,
                   "global_optimality": False, "thm3": False, "thm3_lam0": False,
                   "permutation": True, "permutation_ties": True, "budget_identity": True,
-                  "pure_sellers_never_buy": True,
+                  "pure_sellers_never_buy": True, "box2_prefix": False,
                   **dict.fromkeys(("lemma1", "thm2", "truthful_c_under", "truthful_K_over",
                                    "truthful_K_under", "truthful_N_over",
                                    "truthful_N_under"), VACUOUS)},
@@ -88,12 +88,13 @@ SUBJECTS = CATALOGUE["subject"]
 SUBJECTS.update({
     "box2": IpflMechanism("box2", "box2", declares={
         **_IPFL_COMMON, "local_optimality": False, "global_optimality": False, "thm2": True,
-        "greedy_tie_rule": True}),
+        "greedy_tie_rule": True, "box2_prefix": True}),
     "local": IpflMechanism("local", "local", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": False, "thm2": True,
-        "greedy_tie_rule": True}),
+        "greedy_tie_rule": True, "box2_prefix": False}),
     "exact": IpflMechanism("exact", "exact", declares={
-        **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True}),
+        **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True,
+        "box2_prefix": False}),
     **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
                            prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
                                                     **_REFERENCE_EXTRA[name]})

@@ -86,6 +86,8 @@ CASES = [
     pytest.param("pure_sellers_never_buy",
                  IpflMechanism("pure-sellers-buy", _local_pure_sellers_take_free_models),
                  SUBJECTS["local"], id="pure-sellers-never-buy"),
+    # the local rule is Box 2 that never stops (the mutant box2_never_stops)
+    pytest.param("box2_prefix", SUBJECTS["local"], SUBJECTS["box2"], id="box2-prefix"),
     pytest.param("cpl_threshold_formula", _HalfThreshold("half-threshold", "bisection"),
                  SUBJECTS["cpl-bisection"], id="cpl-threshold-formula"),
 ]
@@ -127,7 +129,8 @@ def test_a_nan_utility_breaks_the_budget_identity():
     ("local", "budget_identity"), ("vcg", "budget_identity"),
     ("shapley", "shapley_efficiency"), ("shapley", "shapley_symmetry"),
     ("box2", "greedy_tie_rule"), ("local", "greedy_tie_rule"),
-    ("local", "pure_sellers_never_buy"), ("exact", "pure_sellers_never_buy")])
+    ("local", "pure_sellers_never_buy"), ("exact", "pure_sellers_never_buy"),
+    ("box2", "box2_prefix"), ("local", "box2_prefix")])
 def test_the_bulk_evaluation_gives_the_scalar_verdict_instance_by_instance(subject, key):
     """Each new property is one check (proofs.ipfl_properties): run by the batch engine on
     the whole batch cleared by ipfl.clear_batch, it reads the same on every drawn instance as

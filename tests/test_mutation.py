@@ -46,10 +46,14 @@ def test_the_table_counts_what_each_engine_scored_and_what_it_did_not(mutation):
                {"mutant": "b", "what": "fault b",
                 "batch": {"status": "survived", "seconds": 3, "commit": "abc1234"}},
                {"mutant": "c", "what": "fault c",
-                "batch": {"status": "killed", "seconds": 4, "commit": "fedcba9"}}]
+                "batch": {"status": "killed", "seconds": 4, "commit": "fedcba9"}},
+               {"mutant": "d", "what": "fault d",
+                "batch": {"status": "killed", "seconds": 2, "commit": "abc1234",
+                          "by": "box2/box2_prefix", "pass": 1}}]
     table = mutation.scores(results, ["batch", "tests"])
-    assert "| batch | 2 | 1 | 0 | 0 | 0 | at abc1234 (2), at fedcba9 (1) |" in table
-    assert "| tests | 0 | 1 | 0 | 0 | 2 | at 0123456 (1) |" in table
+    assert "| batch | 3 | 1 | 0 | 0 | 0 | at abc1234 (3), at fedcba9 (1) |" in table
+    assert "| tests | 0 | 1 | 0 | 0 | 3 | at 0123456 (1) |" in table
+    assert "| d | fault d | killed (2 s) by box2/box2_prefix (first pass) | not run |" in table
     assert "| b | fault b | survived (3 s) | not run |" in table
     # a cell from another commit than its engine's most frequent one names it
     assert "| c | fault c | killed (4 s, at fedcba9) | not run |" in table
@@ -79,7 +83,7 @@ def test_an_inconclusive_row_or_a_vacuous_declaration_kills_nothing(mutation):
                                batch=2000, hypothesis=20, time_limit=0.05, timeout=300)
     assert same["batch"]["status"] == "survived", same
     assert same["batch"]["inconclusive"] == ["box2/thm2"], same
-    assert same["batch"]["rows"] == 3, same
+    assert same["batch"]["rows"] == 3 + 3, same  # the first pass (no False row) and the full
 
 
 def test_the_rows_of_the_subjects_that_run_the_mutated_code_come_first(mutation):
@@ -124,7 +128,8 @@ def test_a_mutant_of_vcgs_code_is_checked_on_vcgs_rows_first(mutation):
     by = {m.name: m for m in mutation.MUTANTS}
     got = mutation.run_mutant(by["vcg_pivot_keeps_row"], ["batch"],
                               rows=["box2/budget_balance", "vcg/no_deficit"], batch=300,
-                              hypothesis=20, time_limit=5.0, timeout=300)
+                              hypothesis=20, time_limit=5.0, timeout=300,
+                              first_pass=0)  # the order alone (no_deficit: declared False)
     assert got["first"] == ["vcg"], got
     assert got["batch"]["status"] == "killed", got
     assert (got["batch"]["by"], got["batch"]["rows"]) == ("vcg/no_deficit", 1), got
@@ -145,3 +150,42 @@ def test_no_run_merges_the_lines_of_a_mutant_engine_by_engine(mutation, tmp_path
                           "tests", "--no-run"]) == 0
     table = capsys.readouterr().out
     assert "| eq13_sign | w | killed (2 s) | killed (9 s) |" in table
+
+
+@pytest.mark.slow
+def test_the_first_pass_kills_on_a_claims_counterexample_and_nothing_else(mutation):
+    """The batch engine's first pass checks the claims on a small budget: the sharing cost at
+    the reported c breaks vcg's truthfulness in c there (row 2 of 2, first pass; the full
+    pass would reach it only after box2's row on its whole budget). The identity rewrite
+    survives both passes, box2/local_optimality included: declared NOT to hold, it is left to
+    the full pass (known-bad: a first pass that scored it would read "holds" on 100 draws --
+    the counterexample is draw 3,424 -- and kill the identity)."""
+    by = {m.name: m for m in mutation.MUTANTS}
+    kw = {"batch": 2000, "hypothesis": 20, "time_limit": 10.0, "timeout": 300}
+    got = mutation.run_mutant(by["eq3_reported_c"], ["batch"],
+                              rows=["box2/budget_balance", "vcg/truthful_c_under"], **kw)
+    assert got["batch"]["status"] == "killed", got
+    assert (got["batch"]["by"], got["batch"]["rows"], got["batch"]["pass"]) == \
+        ("vcg/truthful_c_under", 2, 1), got
+    same = mutation.run_mutant(by["greedy_unstable_ties"], ["batch"],
+                               rows=["box2/local_optimality", "box2/budget_balance"], **kw)
+    assert same["batch"]["status"] == "survived", same
+    assert same["batch"]["rows"] == 1 + 2, same  # the claim twice, the False row once
+    off = mutation.run_mutant(by["greedy_unstable_ties"], ["batch"],
+                              rows=["box2/local_optimality", "box2/budget_balance"],
+                              first_pass=0, **kw)
+    assert off["batch"]["rows"] == 2, off
+
+
+@pytest.mark.slow
+def test_box2_that_never_stops_breaks_its_prefix_in_the_first_pass(mutation):
+    """box2_never_stops turns Box 2 into the local rule: box2/box2_prefix (declared to hold)
+    finds the skipped client on the first pass's small budget; before that property it was
+    caught only when box2/local_optimality (declared to fail) read "holds" on its full
+    budget, 18 rows in."""
+    by = {m.name: m for m in mutation.MUTANTS}
+    got = mutation.run_mutant(by["box2_never_stops"], ["batch"],
+                              rows=["box2/local_optimality", "box2/box2_prefix"], batch=2000,
+                              hypothesis=20, time_limit=10.0, timeout=300)
+    assert (got["batch"]["status"], got["batch"]["by"], got["batch"]["pass"]) == \
+        ("killed", "box2/box2_prefix", 1), got
