@@ -345,7 +345,7 @@ def subject_order(mutant: Mutant) -> tuple[list[str], list[str]]:
 # contract checks it (declared True, False or VACUOUS), stopping at the first row not as
 # declared that is not merely inconclusive
 _DRIVER = r"""
-import json, sys, time
+import json, sys
 from proofs.contract import VACUOUS, contract_check
 from proofs.registry import PROPERTIES, SUBJECTS
 family, engine, budget, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
