@@ -37,7 +37,8 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
                engine: str = "hypothesis", time_limit: float | None = None, jobs: int = 1,
                progress: Callable[[str, str], None] | None = None,
                row_progress: Callable[[str, str, int, int], None] | None = None,
-               max_clients: int | None = None) -> list[tuple[Report, bool]]:
+               max_clients: int | None = None,
+               standard=None) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
     ``engine`` "hypothesis" or "batch"; ``time_limit`` caps each row's seconds, with either
@@ -52,11 +53,18 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
     ``row_progress(subject, property, done, budget)`` as a row's search goes (examples done
     of its budget, see :func:`proofs.check`; from the worker processes too); ``max_clients``: the
     largest market every row draws (default: each property's own, 2-12 clients; see
-    :func:`proofs.check`)."""
+    :func:`proofs.check`). ``standard``: a :class:`proofs.standard.StandardRun` whose
+    per-row budgets and time limits replace ``examples`` and ``time_limit`` row by row
+    (``fedmarket prove --standard``)."""
     if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
         raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
     wanted = set(properties) if properties else None
-    tasks = [(sname, key, examples, seed, engine, time_limit, exhaustive, max_clients)
+    def row_budget(sname, key):
+        if standard is None:
+            return examples, time_limit
+        return standard.budget(sname, key), standard.limit(sname, key)
+
+    tasks = [(sname, key, *row_budget(sname, key), seed, engine, exhaustive, max_clients)
              for sname in dict.fromkeys(subjects or SUBJECTS) for key in SUBJECTS[sname].declares
              if wanted is None or key in wanted]
     rows: list = [None] * len(tasks)
@@ -80,8 +88,8 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
     return [row for got in rows for row in got]
 
 
-def check_row(sname: str, key: str, examples: int, seed: int, engine: str,
-              time_limit: float | None, exhaustive: bool, max_clients: int | None = None,
+def check_row(sname: str, key: str, examples: int, time_limit: float | None, seed: int,
+              engine: str, exhaustive: bool, max_clients: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[tuple[Report, bool]]:
     """One row of the report, by names (what a worker process receives): the check of
     property ``key`` of subject ``sname`` as declared, plus its exhaustive companion.
@@ -193,24 +201,31 @@ def frame(results) -> pd.DataFrame:
 
 def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
            results, *, jobs: int = 1, wall_seconds: float | None = None,
-           max_clients: int | None = None) -> str:
+           max_clients: int | None = None, standard=None) -> str:
     """The report's preamble: how it was made, and whether every claim got its budget.
 
     ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
-    elapsed time (the rows' own seconds add up to more than it when they ran in parallel)."""
-    cmd = f"fedmarket prove --engine {engine} --examples {examples} --seed {seed}"
-    if time_limit is not None:
-        cmd += f" --time-limit {time_limit:g}"
-    if exhaustive:
-        cmd += " --exhaustive"
-    if max_clients is not None:
-        cmd += f" --max-clients {max_clients}"
-    if jobs > 1:
-        cmd += f" --jobs {jobs}"
+    elapsed time (the rows' own seconds add up to more than it when they ran in parallel);
+    ``standard``: the :class:`proofs.standard.StandardRun` the report ran (its command and
+    settings replace the others)."""
+    if standard is not None:
+        cmd = standard.command()
+        if jobs != standard.jobs:
+            cmd += f" --jobs {jobs}"
+    else:
+        cmd = f"fedmarket prove --engine {engine} --examples {examples} --seed {seed}"
+        if time_limit is not None:
+            cmd += f" --time-limit {time_limit:g}"
+        if exhaustive:
+            cmd += " --exhaustive"
+        if max_clients is not None:
+            cmd += f" --max-clients {max_clients}"
+        if jobs > 1:
+            cmd += f" --jobs {jobs}"
     cmd += " --markdown docs/reference-theorems.md"
     claims = [r for r, _ in results if r.engine != "exhaustive"
               and r.verdict in ("holds", "inconclusive", "vacuous") and _declared(r) != VACUOUS]
-    short = [r for r in claims if r.discriminating < examples]
+    short = [r for r in claims if r.discriminating < (r.max_examples or examples)]
     total = sum(r.seconds for r, _ in results)
     took = f"{total:.0f} s of checking summed over the rows"
     if wall_seconds is not None:
@@ -219,9 +234,10 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
     lines = [
         "# Theorem report", "",
         f"Generated by `{cmd}` ({took}, on the machine that ran it).", "",
-        f"Target: {examples:,} examples per declared property, engine `{engine}` "
-        f"(seed {seed}){', plus the exhaustive tiny-market grid' if exhaustive else ''}. "
-        "`drawn` counts instances drawn (up to the first failure for a property declared "
+        (f"The standard run ({standard.describe()}). " if standard is not None else
+         f"Target: {examples:,} examples per declared property, engine `{engine}` "
+         f"(seed {seed}){', plus the exhaustive tiny-market grid' if exhaustive else ''}. ")
+        + "`drawn` counts instances drawn (up to the first failure for a property declared "
         f"not to hold, whose search may draw up to {FALSIFY_FACTOR}x the target), "
         "`effective` those on which the property evaluated the subject, `discriminating` "
         "those of them on which the property could have failed (the misreport changed the "
@@ -242,7 +258,11 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
     if engine == "batch":
         lines += ["`drawn` exceeds the target where some draws missed the preconditions or "
                   "could not have failed the property.", ""]
-    if short and time_limit is not None:
+    if short and standard is not None:
+        lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer "
+                  "discriminating examples than their budget**: their rows give the real "
+                  "counts.", ""]
+    elif short and time_limit is not None:
         lines += [f"**{len(short)} of {len(claims)} claims were checked on fewer than "
                   f"{examples:,} discriminating examples** (per-row time limit {time_limit:g} s on "
                   "this shared 2-core machine); their rows give the real counts. The full run "

@@ -29,16 +29,23 @@ MAX_EXAMPLES = 10**9  # --examples per check: 10^6 is the nightly run's
 
 def add_parser(sub, full: bool = False) -> None:
     p = add_command(sub, "prove", "check every declared property (the theorem report)")
-    p.add_argument("--examples", type=integer, default=200,
+    p.add_argument("--standard", action="store_true",
+                   help="the standard run (proofs.standard.STANDARD: batch engine, seed 0, "
+                        "every row to its own budget, the exhaustive grid, 2 processes); "
+                        "--subject, --property, --jobs and --markdown may narrow it, the "
+                        "other settings are its own")
+    p.add_argument("--examples", type=integer, default=None,
                    help="discriminating examples per check (markets on which the property "
-                        "could have failed; more are drawn, at most 20x)")
-    p.add_argument("--engine", choices=("hypothesis", "batch"), default="hypothesis",
-                   help="hypothesis (targeted search) or batch (numpy draws in bulk)")
+                        "could have failed; more are drawn, at most 20x; default 200)")
+    p.add_argument("--engine", choices=("hypothesis", "batch"), default=None,
+                   help="hypothesis (targeted search, the default) or batch (numpy draws in "
+                        "bulk)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="at most this many seconds per row, either engine (a row cut "
                         "short reports what it checked and reads 'inconclusive', not "
                         "'holds'; checked between examples)")
-    p.add_argument("--seed", type=integer, default=0, help="random seed of the example search")
+    p.add_argument("--seed", type=integer, default=None,
+                   help="random seed of the example search (default 0)")
     p.add_argument("--max-clients", type=integer, default=None, metavar="K",
                    help="draw markets of up to K clients (default: each property's own "
                         "range, 2-12 clients; shown in the preconditions column)")
@@ -54,10 +61,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="only this property (repeatable; default: every property)")
     p.add_argument("--exhaustive", action="store_true",
                    help="also check every 3-client market of a small type grid")
-    p.add_argument("--jobs", type=integer, default=1, metavar="N",
+    p.add_argument("--jobs", type=integer, default=None, metavar="N",
                    help="check the rows in N worker processes (one row each at a time, "
                         "single-threaded; same rows and verdicts as 1, only seconds differ); "
-                        "at most one per core helps")
+                        "at most one per core helps (default 1; --standard: 2)")
     p.add_argument("--markdown", type=Path, default=None,
                    help="write the report here (default: print only)")
     add_quiet(p)
@@ -74,12 +81,41 @@ def run(args) -> int:
         raise MarketInputError(exc.field, exc.message) from None
 
 
+# what --standard fixes itself, and the defaults of a run without it
+_STANDARD_FIXES = {"examples": "--examples", "engine": "--engine", "seed": "--seed",
+                   "time_limit": "--time-limit", "max_clients": "--max-clients",
+                   "exhaustive": "--exhaustive"}
+_DEFAULTS = {"examples": 200, "engine": "hypothesis", "seed": 0, "jobs": 1}
+
+
+def _settings(args):
+    """Fill in the run's settings: the standard run's (``--standard``, which refuses the
+    options it fixes itself) or the defaults; returns the StandardRun or None."""
+    if not getattr(args, "standard", False):
+        for name, value in _DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+        return None
+    from proofs.standard import STANDARD
+
+    for name, flag in _STANDARD_FIXES.items():
+        if getattr(args, name) not in (None, False):
+            raise MarketInputError(flag, f"--standard fixes {flag} itself "
+                                         f"({STANDARD.describe()}); drop one of the two")
+    args.examples, args.engine, args.seed = STANDARD.examples, STANDARD.engine, STANDARD.seed
+    args.time_limit, args.exhaustive = STANDARD.time_limit, STANDARD.exhaustive
+    if args.jobs is None:
+        args.jobs = STANDARD.jobs
+    return STANDARD
+
+
 def _run(args) -> int:
     from proofs.registry import PROPERTIES, SUBJECTS
     from proofs.report import frame, header, markdown, run_report
     from proofs.subjects import subject_from
     from sims.design.certify import CERTIFIED_PROPERTIES
 
+    standard = _settings(args)
     own = {}  # subjects of your own, by their "module:name" (or rule file)
     designed = {}  # rule files of `fedmarket design`: name -> the file's JSON
     for name in args.subject or []:
@@ -129,7 +165,8 @@ def _run(args) -> int:
     if args.markdown:
         writable_file("--markdown", args.markdown)
     kw = dict(examples=args.examples, seed=args.seed, subjects=args.subject,
-              properties=args.property, exhaustive=args.exhaustive, jobs=args.jobs, **opts)
+              properties=args.property, exhaustive=args.exhaustive, jobs=args.jobs,
+              standard=standard, **opts)
     total = sum(key in (args.property or [key]) for s in chosen
                 for key in SUBJECTS[s].declares) + len(own_rows)
     finished = []
@@ -162,7 +199,7 @@ def _run(args) -> int:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
                       results, jobs=args.jobs, wall_seconds=wall,
-                      max_clients=args.max_clients) + markdown(results)
+                      max_clients=args.max_clients, standard=standard) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
     for report, _ in results:  # a rule that raised: its own error, one line (--quiet too)
         if report.verdict == "error":
@@ -170,8 +207,9 @@ def _run(args) -> int:
                   f"{' '.join(str(report.error).split())}", file=sys.stderr)
     if not args.quiet:
         shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
-        print_table(shown, f"Theorem report: {args.examples} examples per property, "
-                           f"engine {args.engine}")
+        print_table(shown, "Theorem report: the standard run" if standard is not None else
+                    f"Theorem report: {args.examples} examples per property, "
+                    f"engine {args.engine}")
         bad = df[~df.as_declared]
         print(f"{len(df) - len(bad)} of {len(df)} checks as declared"
               + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))

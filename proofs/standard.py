@@ -1,0 +1,79 @@
+"""The standard run: the one checker run every score and coverage figure refers to.
+
+``fedmarket prove --standard`` (``make standard``) runs :data:`STANDARD`: the batch engine,
+seed 0, every declared row of every built-in subject with its exhaustive companion, each row
+to its own budget of discriminating examples (:meth:`StandardRun.budget`), two rows at a
+time. The mutation scores (``make mutation``), the branch coverage of ``mechanisms/``
+(``benchmarks/coverage_standard.py``) and the per-row budgets in
+docs/reference-proofs.md all name this run; change it here and nowhere else.
+
+>>> from proofs.standard import STANDARD
+>>> STANDARD.command()
+'fedmarket prove --standard'
+>>> STANDARD.budget("box2", "budget_balance") >= 100_000
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+__all__ = ["STANDARD", "StandardRun"]
+
+
+@dataclass(frozen=True)
+class StandardRun:
+    """What the standard run checks and how hard.
+
+    engine, seed, jobs, exhaustive : as ``fedmarket prove`` takes them.
+    examples : the budget of discriminating examples of every row not in ``budgets``.
+    budgets : ``"subject/property"`` (or ``"*/property"``: every subject) -> that row's
+        budget of discriminating examples, where a row needs more than ``examples`` (a rare
+        regime) or can afford no more.
+    time_limit : seconds per row (None: none); ``time_limits`` overrides it per row, keyed
+        like ``budgets``. A row cut short reads "inconclusive", never "holds".
+    """
+
+    engine: str = "batch"
+    seed: int = 0
+    examples: int = 100_000
+    budgets: Mapping[str, int] = field(default_factory=dict)
+    time_limit: float | None = None
+    time_limits: Mapping[str, float] = field(default_factory=dict)
+    jobs: int = 2
+    exhaustive: bool = True
+
+    def __post_init__(self):
+        for name in ("budgets", "time_limits"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def _lookup(self, table: Mapping, subject: str, key: str, default):
+        return table.get(f"{subject}/{key}", table.get(f"*/{key}", default))
+
+    def budget(self, subject: str, key: str) -> int:
+        """The row's budget of discriminating examples."""
+        return int(self._lookup(self.budgets, subject, key, self.examples))
+
+    def limit(self, subject: str, key: str) -> float | None:
+        """The row's time limit in seconds (None: none)."""
+        return self._lookup(self.time_limits, subject, key, self.time_limit)
+
+    def command(self) -> str:
+        """The command that runs it."""
+        return "fedmarket prove --standard"
+
+    def describe(self) -> str:
+        """One line: the settings, for reports and pages."""
+        extra = f", {len(self.budgets)} rows with their own budget" if self.budgets else ""
+        limit = "no time limit" if self.time_limit is None else \
+            f"at most {self.time_limit:g} s a row"
+        return (f"engine {self.engine}, seed {self.seed}, {self.examples:,} discriminating "
+                f"examples per row{extra}, {limit}, "
+                f"{'with' if self.exhaustive else 'without'} the exhaustive grid, "
+                f"{self.jobs} worker processes")
+
+
+STANDARD = StandardRun()
+"""The standard run (``fedmarket prove --standard``)."""
