@@ -257,10 +257,14 @@ def test_pareto_and_corner():
 
     assert pareto(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])).tolist() == \
         [True, True, False, True]
-    table = pd.DataFrame({"rule": ["a", "b", "c"], "regret": [0.5, 0.0, 0.02],
+    table = pd.DataFrame({"rule": ["a", "b", "c"], "goal_rel_regret": [0.5, 0.0, 0.02],
+                          "worst_max_regret": [9.177, 0.0, 1.0],
                           "mean_rel_deficit": [0.0, 0.3, 0.0], "ir_rate": [0.0, 0.0, 0.1]})
     text = corner(table, regret=0.0)
-    assert text.startswith("not reached") and "a (regret 0.5)" in text and "b (deficit 30" in text
+    # relative regret as a share of the utility level, absolute regret in utility units
+    assert text.startswith("not reached") and "relative regret <= 0 % of the utility" in text
+    assert "a (relative regret 50 % of the utility level; largest regret 9.177 utility " \
+        "units)" in text and "b (mean deficit 30 % of the utility level)" in text
     assert corner(table, ir=False, regret=0.05).startswith("reached") and "c" in \
         corner(table, ir=False, regret=0.05)
 
@@ -272,18 +276,25 @@ def test_frontier_places_the_references(tmp_path):
     goal = parse_goal("IR, budget balance, minimise max regret over K under")
     table = frontier_table(space, [space.point(cost=1.0)], draw_markets(25, seed=9),
                            goal=goal, names=["mine"])
-    assert table["rule"].tolist() == ["mine", "paper", "vcg", "shapley", "cost-plus",
-                                      "share-all"]
+    assert table["rule"].tolist()[:7] == ["mine", "paper", "midpoint", "vcg", "shapley",
+                                          "cost-plus", "share-all"]
     row = table.set_index("rule")
     assert row.loc["vcg", "mean_rel_deficit"] > 0 and row.loc["share-all", "ir_rate"] > 0
     assert row.loc["paper", "max_regret_K_under"] > 0 == row.loc["vcg", "max_regret_K_under"]
+    # a rule breaking IR or running a deficit is never a frontier point, whatever its regret
+    assert not row.loc[["vcg", "share-all"], ["admissible", "on_frontier"]].any().any()
+    assert row.loc["paper", "welfare_share"] == 1.0 and row.loc["paper", "admissible"]
     csv, side = write_frontier(table, tmp_path, {"seed": 9})
     assert json.loads(side.read_text())["seed"] == 9 and csv.exists()
     import matplotlib
 
     matplotlib.use("Agg")
-    ax = plot_frontier(table)
-    assert ax.get_xlabel().startswith("operator")
+    axes = plot_frontier(table)
+    assert axes[0].get_xlabel() == "largest regret found in N, either way (utility units)"
+    assert axes[0].get_ylabel() == "mean welfare / the paper rule's"
+    labels = {t.get_text() for t in axes[2].texts}
+    assert any(t.startswith("share-all (IR broken in ") for t in labels)
+    assert any(t.startswith("vcg (deficit in ") for t in labels)
 
 
 def test_certify_refuses_training_markets_and_reports_verdicts():
@@ -445,7 +456,7 @@ def test_split_lines_are_ir_balanced_and_end_at_the_thresholds():
 
     matplotlib.use("Agg")
     ax = plot_line(t.reset_index())
-    assert ax.get_xlabel().startswith("largest regret from misreporting c")
+    assert ax.get_xlabel() == "largest regret from misreporting c, either way (utility units)"
     assert {x.get_text() for x in ax.texts} >= {"paper"}
 
 

@@ -178,10 +178,11 @@ def run(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    ax = plot_frontier(table)
-    ax.set_title(f"{test.size} held-out markets (seed {heldout})")
-    ax.figure.tight_layout()
-    write_atomic(out / "frontier.png", lambda tmp: ax.figure.savefig(tmp, dpi=120), "--out")
+    dims = sorted({d for d, _ in goal.combos}, key="NcK".index)
+    axes = plot_frontier(table, dims=dims)
+    fig = axes[0].figure
+    fig.suptitle(f"{test.size} held-out markets (seed {heldout})", fontsize=9)
+    write_atomic(out / "frontier.png", lambda tmp: fig.savefig(tmp, dpi=120), "--out")
 
     cert = None
     if args.certify_examples:
@@ -205,9 +206,12 @@ def run(args) -> int:
           + ", ".join(f"{k} {v:.4g}" for k, v in result.params.items())
           + f"; training score {result.score:.4g} "
           + ("(feasible)" if result.feasible else "(INFEASIBLE)"))
-    cols = ["rule", "kind", "regret", "worst_max_regret", "ir_rate", "mean_balance",
-            "mean_welfare", "feasible", "on_frontier"]
-    print_table(table[cols], f"frontier on {test.source}")
+    cols = ["rule", "family", "goal_rel_regret",
+            *(f"largest_regret_{d}" for d in dims), "ir_rate", "deficit_rate",
+            "welfare_share", "feasible", "admissible", "on_frontier"]
+    print_table(table[cols], f"frontier on {test.source} (goal_rel_regret: the goal's "
+                             "regret / the utility level; largest_regret_*: utility units; "
+                             "ir_rate, deficit_rate: shares of markets)")
     for s in statements:
         print("corner:", s)
     if cert is not None:

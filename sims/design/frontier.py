@@ -1,18 +1,37 @@
-"""The frontier: the trade-off between regret, the operator's deficit and welfare, as a tidy
-table (one row per rule) and a figure, with the reference rules placed on it.
+"""The frontier: welfare against the largest regret per type dimension, one point per rule,
+with the rules that break IR or run a deficit marked as such; as a tidy table and a figure.
 
-:func:`frontier_table` measures the search's candidates and the reference rules on the SAME
-markets and marks the rows no other row beats on all four of (regret, deficit, -welfare,
-IR violation rate) (Pareto). :func:`corner` states, for a corner of the trade-off (for
-example "IR, no deficit, zero regret"), whether a measured rule reaches it, and if not,
-the closest one found.
+**Families by registration.** The rules placed on the frontier are the search's candidates
+(``fedmarket design``) and every rule of every registered family
+(:func:`register_family`): the paper's rule, the clipped family's midpoint split, VCG, the
+Shapley split, cost-plus and share-all register here; a module that adds a family of rules
+(posted prices, trade reduction, joint rules ...) calls :func:`register_family` when it is
+imported, and the frontier picks it up.
+
+**Measures** (:func:`frontier_table`, on the SAME markets for every rule): per type dimension
+(N, c, K) the largest regret found over the markets and both directions, in UTILITY UNITS
+(``largest_regret_<dim>``) and RELATIVE to the rule's utility level (``largest_rel_regret_
+<dim>``: 1 = 100 % of the level), the mean (expected) regret and every other regret
+statistic :func:`sims.design.evaluate.evaluate` reports; welfare as a share of the paper
+rule's on the same markets (``welfare_share``); the share of markets where IR breaks
+(``ir_rate``) and where the operator runs a deficit (``deficit_rate``). A rule is
+``admissible`` when it breaks IR in no market and runs no deficit in any; only admissible
+rules can be ``on_frontier`` (Pareto: no other admissible rule has at most its largest
+regret in every dimension and at least its welfare, and better somewhere). A rule that is
+not admissible is drawn with a cross (IR broken) or a triangle (deficit) and labelled with
+its rates, never as a frontier point.
+
+:func:`corner` states, for a corner of the trade-off (for example "IR, no deficit, zero
+regret"), whether a measured rule reaches it, and if not, the closest one found; the goal's
+regret there is relative (a share of the utility level) and is written so.
 Within the linear family the selection is fixed, so under truthful reports every member has
-the same welfare; only the reference rules (their own selections) move it.
+the same welfare; only rules with selections of their own move it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +39,80 @@ import pandas as pd
 
 from mechanisms.ipfl import MarketArrays
 
-from .evaluate import REFERENCES, Markets, evaluate
+from .errors import DesignInputError
+from .evaluate import REFERENCES, Markets, Mechanism, evaluate
 from .objective import Goal
 
-__all__ = ["LINE_COMBOS", "corner", "frontier_table", "line_table", "pareto", "plot_frontier",
-           "plot_line", "regret_floor", "split_points", "write_frontier"]
+__all__ = ["DIMENSIONS", "LINE_COMBOS", "corner", "frontier_table",
+           "line_table", "pareto", "plot_frontier", "plot_line", "register_family",
+           "registered_rules", "regret_floor", "split_points", "status", "write_frontier"]
 
+DIMENSIONS = ("N", "c", "K")
 _KEEP = ("worst_max_regret", "worst_max_rel_regret", "worst_mean_rel_regret", "ir_rate",
-         "mean_balance", "mean_rel_deficit", "deficit_rate", "mean_welfare", "participation",
-         "utility_level")
+         "ir_max_violation", "mean_balance", "mean_rel_deficit", "deficit_rate",
+         "mean_welfare", "participation", "utility_level")
 
 
 _EPS = 1e-9
+
+_FAMILIES: dict[str, Callable[[], Mapping]] = {}
+
+
+def register_family(family: str, rules: Callable[[], Mapping] | Mapping, *,
+                    replace: bool = False) -> None:
+    """Place the rules of ``family`` on every frontier: ``rules`` maps a rule's name to a
+    :class:`~sims.design.evaluate.Mechanism` (its own selection, payments and prices) or
+    to a payment rule marked over_arrays (cleared with the paper's selection and prices),
+    or is a function returning such a mapping (called when a frontier is measured, so a
+    family is built only when used). Registering a family twice is an error unless
+    ``replace``."""
+    if not isinstance(family, str) or not family.strip():
+        raise DesignInputError("family", f"is {family!r}; name the family")
+    if family in _FAMILIES and not replace:
+        raise DesignInputError("family", f"{family!r} is registered already (replace=True "
+                                         "to replace it)")
+    if not (callable(rules) or isinstance(rules, Mapping)):
+        raise DesignInputError(f"{family}.rules", "must be a mapping name -> rule, or a "
+                                                  "function returning one")
+    _FAMILIES[family] = rules if callable(rules) else (lambda rules=dict(rules): rules)
+
+
+def registered_rules(families=None) -> list[tuple[str, str, Mechanism]]:
+    """(family, rule name, mechanism) of every registered family (or of ``families``, by
+    name, in that order), in registration order."""
+    names = list(_FAMILIES) if families is None else list(families)
+    out = []
+    for fam in names:
+        if fam not in _FAMILIES:
+            raise DesignInputError("families", f"unknown family {fam!r}; registered: "
+                                               f"{list(_FAMILIES)}")
+        for name, rule in _FAMILIES[fam]().items():
+            out.append((fam, str(name), _as_mechanism(name, rule, f"{fam}.{name}")))
+    return out
+
+
+def _as_mechanism(name, rule, field: str) -> Mechanism:
+    if isinstance(rule, Mechanism):
+        return rule
+    if callable(rule) and getattr(rule, "over_arrays", False):
+        return Mechanism(str(name), "local", rule)
+    raise DesignInputError(field, "must be a Mechanism or a payment rule marked over_arrays "
+                                  "(mechanisms.ipfl.over_arrays)")
+
+
+def _midpoint():
+    from .space import LinearSpace
+
+    space = LinearSpace(("marginal", "cost"), clip=True)
+    return {"midpoint": space.rule(space.point(marginal=0.5, cost=0.5), name="midpoint")}
+
+
+register_family("paper", {"paper": REFERENCES["paper"]})
+register_family("clipped split", _midpoint)  # r = (marginal + c_j)/2: IR and balanced
+register_family("VCG", {"vcg": REFERENCES["vcg"]})
+register_family("Shapley split", {"shapley": REFERENCES["shapley"]})
+register_family("cost-plus", {"cost-plus": REFERENCES["cost-plus"]})
+register_family("share-all", {"share-all": REFERENCES["share-all"]})
 
 
 def pareto(values: np.ndarray) -> np.ndarray:
@@ -48,90 +129,188 @@ def pareto(values: np.ndarray) -> np.ndarray:
     return ~dominated
 
 
-def frontier_table(space, thetas, markets: Markets, *, goal: Goal, references=REFERENCES,
-                   names=None, search: dict | None = None, progress=None) -> pd.DataFrame:
-    """Measure each parameter vector of ``thetas`` (rules of ``space``) and each reference
-    rule on ``markets``; one row per rule: its name, kind ("searched" / "reference"), its
-    parameters (JSON), the regret per dimension and direction, IR, balance, deficit,
-    welfare, whether it meets ``goal``'s constraints, and ``on_frontier``."""
+def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
+                   references=None, families=None, names=None, search: dict | None = None,
+                   progress=None) -> pd.DataFrame:
+    """Measure each parameter vector of ``thetas`` (rules of ``space``; none: ``space``
+    may be None) and every rule of the registered families (``families``: their names, all
+    by default; or ``references``, a mapping name -> rule, instead) on ``markets``, all six
+    (dimension, direction) misreports; one row per rule: its family, name, kind ("searched"
+    / "reference"), parameters (JSON), the regret statistics of
+    :func:`~sims.design.evaluate.evaluate` per dimension and direction, the largest regret
+    per dimension (absolute and relative), IR and deficit shares, welfare and its share of
+    the paper rule's, ``admissible``, ``on_frontier``, and with a ``goal`` its relative
+    regret statistic (``goal_rel_regret``) and whether the rule meets its constraints."""
     rows = []
     thetas = [np.asarray(t, dtype=float) for t in thetas]
     names = list(names) if names is not None else [f"candidate {k}" for k in range(len(thetas))]
-    jobs = [(n, "searched", space.rule(t, name=n), t) for n, t in zip(names, thetas,
-                                                                        strict=True)]
-    jobs += [(n, "reference", mech, None) for n, mech in references.items()]
-    for k, (name, kind, mech, theta) in enumerate(jobs):
+    jobs = [("searched", n, "searched", space.rule(t, name=n), t)
+            for n, t in zip(names, thetas, strict=True)]
+    if references is not None:
+        if families is not None:
+            raise DesignInputError("families", "give families or references, not both")
+        refs = [(n, n, _as_mechanism(n, r, f"references.{n}"))
+                for n, r in references.items()]
+    else:
+        refs = registered_rules(families)
+    jobs += [(fam, n, "reference", mech, None) for fam, n, mech in refs]
+    seen = [j[1] for j in jobs]
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if twice:
+        raise DesignInputError("names", f"{twice} name more than one rule; rename them")
+    paper_welfare = None
+    for k, (family, name, kind, mech, theta) in enumerate(jobs):
         ev = evaluate(mech, markets, search=search, name=name)
-        row = {"rule": name, "kind": kind,
+        s = ev.summary
+        row = {"family": family, "rule": name, "kind": kind,
                "params": "" if theta is None else json.dumps(
                    dict(zip(space.names, np.round(theta, 6).tolist(), strict=True))),
-               **{f"max_regret_{d}_{w}": ev.summary[f"max_regret_{d}_{w}"]
-                  for d, w in goal.combos},
-               **{key: ev.summary[key] for key in _KEEP},
-               "regret": goal.regret(ev.summary), "feasible": goal.feasible(ev.summary),
+               **{key: v for key, v in s.items() if "regret" in key},
+               **{key: s[key] for key in _KEEP},
                "seconds": ev.seconds, "clearings": ev.clearings}
+        for d in DIMENSIONS:
+            row[f"largest_regret_{d}"] = max(s[f"max_regret_{d}_{w}"] for w in
+                                             ("over", "under"))
+            row[f"largest_rel_regret_{d}"] = row[f"largest_regret_{d}"] / s["utility_level"]
+            row[f"mean_regret_{d}"] = max(s[f"mean_regret_{d}_{w}"] for w in
+                                          ("over", "under"))
+        if goal is not None:
+            row["goal_rel_regret"] = goal.regret(s)
+            row["feasible"] = goal.feasible(s)
+        if mech is REFERENCES["paper"] or name == "paper":
+            paper_welfare = s["mean_welfare"]
         rows.append(row)
         if progress is not None:
             progress(k + 1, len(jobs))
+    if paper_welfare is None:  # the denominator of the welfare share, on the same markets
+        paper_welfare = evaluate(REFERENCES["paper"], markets, combos=(("c", "over"),),
+                                 search=search).summary["mean_welfare"]
     df = pd.DataFrame(rows)
-    df["on_frontier"] = pareto(np.column_stack([df["regret"], df["mean_rel_deficit"],
-                                                -df["mean_welfare"], df["ir_rate"]]))
+    df["welfare_share"] = df["mean_welfare"] / paper_welfare
+    df["admissible"] = (df["ir_rate"] == 0) & (df["deficit_rate"] == 0)
+    front = np.zeros(len(df), bool)
+    ok = df["admissible"].to_numpy()
+    if ok.any():
+        cols = [f"largest_regret_{d}" for d in DIMENSIONS]
+        values = np.column_stack([df.loc[ok, cols].to_numpy(float),
+                                  -df.loc[ok, "welfare_share"].to_numpy(float)])
+        front[ok] = pareto(values)
+    df["on_frontier"] = front
     return df
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g} %"
 
 
 def corner(table: pd.DataFrame, *, ir: bool = True, max_deficit: float = 0.0,
            regret: float = 0.0) -> str:
-    """Is the corner "IR (when asked), mean relative deficit <= max_deficit, regret <=
-    regret" reached by a measured rule? If not, name the closest (the least regret among the
-    rules meeting the other two, and the least deficit among those meeting the regret)."""
+    """Is the corner "IR (when asked), mean relative deficit <= max_deficit, relative regret
+    <= regret" reached by a measured rule? ``regret`` and the table's ``goal_rel_regret``
+    are RELATIVE (a share of the rule's utility level: 0.01 = 1 %); the largest regret in
+    utility units (``worst_max_regret``) is given beside it. If not reached, name the
+    closest (the least regret among the rules meeting the other two, and the least deficit
+    among those meeting the regret)."""
+    if "goal_rel_regret" not in table:
+        raise DesignInputError("table", "has no goal_rel_regret: measure it with a goal")
     ok_ir = table["ir_rate"] == 0 if ir else np.ones(len(table), bool)
     budget = table["mean_rel_deficit"] <= max_deficit + _EPS  # balanced rules: float noise
-    low = table["regret"] <= regret + _EPS
-    want = (f"{'IR, ' if ir else ''}deficit <= {100 * max_deficit:g}% of utility, regret <= "
-            f"{100 * regret:g}%")
+    low = table["goal_rel_regret"] <= regret + _EPS
+    want = (f"{'IR, ' if ir else ''}mean deficit <= {_pct(max_deficit)} of the utility "
+            f"level, relative regret <= {_pct(regret)} of the utility level")
+
+    def sizes(r) -> str:
+        out = f"relative regret {_pct(r['goal_rel_regret'])} of the utility level"
+        if "worst_max_regret" in r:
+            out += f"; largest regret {r['worst_max_regret']:.4g} utility units"
+        return out
+
     hit = table[ok_ir & budget & low]
     if len(hit):
-        best = hit.sort_values("regret").iloc[0]
-        return f"reached ({want}): {best['rule']} (regret {best['regret']:.4g})"
+        best = hit.sort_values("goal_rel_regret").iloc[0]
+        return f"reached ({want}): {best['rule']} ({sizes(best)})"
     parts = [f"not reached by any measured rule ({want})"]
     near = table[ok_ir & budget]
     if len(near):
-        b = near.sort_values("regret").iloc[0]
-        parts.append(f"least regret within the budget: {b['rule']} (regret {b['regret']:.4g})")
+        b = near.sort_values("goal_rel_regret").iloc[0]
+        parts.append(f"least regret within the budget: {b['rule']} ({sizes(b)})")
     near = table[ok_ir & low]
     if len(near):
         b = near.sort_values("mean_rel_deficit").iloc[0]
-        parts.append(f"least deficit within the regret: {b['rule']} (deficit "
-                     f"{100 * b['mean_rel_deficit']:.4g}% of utility)")
+        parts.append(f"least deficit within the regret: {b['rule']} (mean deficit "
+                     f"{_pct(b['mean_rel_deficit'])} of the utility level)")
     return "; ".join(parts)
 
 
-def plot_frontier(table: pd.DataFrame, ax=None, *, label_references: bool = True):
-    """Regret (relative, the goal's statistic) against the operator's mean relative deficit,
-    coloured by welfare; frontier rows ringed, reference rules labelled. Returns the Axes."""
-    if ax is None:
-        import matplotlib.pyplot as plt
+def status(row) -> str:
+    """"" for an admissible rule, else "IR broken in x %", "deficit in y %" or both."""
+    notes = []
+    if row["ir_rate"] > 0:
+        notes.append(f"IR broken in {100 * row['ir_rate']:.3g} %")
+    if row["deficit_rate"] > 0:
+        notes.append(f"deficit in {100 * row['deficit_rate']:.3g} %")
+    return ", ".join(notes)
 
-        _, ax = plt.subplots(figsize=(6, 4.2))
-    searched = table[table["kind"] == "searched"]
-    refs = table[table["kind"] == "reference"]
-    sc = ax.scatter(100 * searched["mean_rel_deficit"], 100 * searched["regret"],
-                    c=searched["mean_welfare"], cmap="viridis", s=18, label="searched")
-    ax.scatter(100 * refs["mean_rel_deficit"], 100 * refs["regret"], marker="s", s=40,
-               c="#C44E52", label="reference rules")
-    front = table[table["on_frontier"]]
-    ax.scatter(100 * front["mean_rel_deficit"], 100 * front["regret"], s=90,
-               facecolors="none", edgecolors="k", label="frontier")
-    if label_references:
-        xy = list(zip(100 * refs["mean_rel_deficit"], 100 * refs["regret"], strict=True))
-        for k, (row, dy) in enumerate(zip(refs.itertuples(), _stagger(xy), strict=True)):
-            ax.annotate(row.rule, xy[k], textcoords="offset points", xytext=(6, dy),
-                        fontsize=8)
-    ax.set_xlabel("operator's mean deficit (% of the utility level)")
-    ax.set_ylabel("regret (% of the utility level)")
-    ax.figure.colorbar(sc, ax=ax, label="mean welfare")
-    ax.legend(fontsize=8)
-    return ax
+
+def plot_frontier(table: pd.DataFrame, axes=None, *, dims=DIMENSIONS,
+                  label_searched: bool = False):
+    """Welfare (share of the paper rule's) against the largest regret found per type
+    dimension (utility units), a panel per dimension of ``dims``, one point per rule:
+    coloured by family; a circle when the rule is admissible (IR everywhere, no deficit),
+    a cross when it breaks IR, a triangle when it runs a deficit (labelled with the shares
+    of markets); admissible frontier rules ringed. Returns the Axes (one per dimension)."""
+    import matplotlib.pyplot as plt
+
+    dims = tuple(dims)
+    own = axes is None
+    if own:
+        _, axes = plt.subplots(1, len(dims), figsize=(4.4 * len(dims), 4.8), sharey=True,
+                               squeeze=False, layout="constrained")
+        axes = axes[0]
+    axes = np.atleast_1d(axes)
+    if len(axes) != len(dims):
+        raise DesignInputError("axes", f"{len(axes)} given for {len(dims)} dimensions")
+    fams = list(dict.fromkeys(table["family"]))
+    colours = dict(zip(fams, plt.get_cmap("tab10").colors * 3, strict=False))
+    for ax, d in zip(axes, dims, strict=True):
+        x, y = table[f"largest_regret_{d}"], table["welfare_share"]
+        for k, row in enumerate(table.to_dict("records")):
+            ir, deficit = row["ir_rate"] > 0, row["deficit_rate"] > 0
+            marker = "X" if ir else "^" if deficit else "o"
+            searched = row["kind"] == "searched" and row["rule"] != "designed"
+            ax.scatter(x.iloc[k], y.iloc[k], marker=marker, s=18 if searched else 46,
+                       color=colours[row["family"]], zorder=3,
+                       edgecolors="k" if ir or deficit else "none", linewidths=0.6)
+        front = table[table["on_frontier"]]
+        ax.scatter(front[f"largest_regret_{d}"], front["welfare_share"], s=150,
+                   facecolors="none", edgecolors="k", zorder=2)
+        shown = table if label_searched else table[(table["kind"] != "searched")
+                                                   | (table["rule"] == "designed")]
+        pts = list(zip(shown[f"largest_regret_{d}"], shown["welfare_share"], strict=True))
+        for row, dy, xy in zip(shown.to_dict("records"), _stagger(pts, near=0.06), pts,
+                               strict=True):
+            note = status(row)
+            ax.annotate(row["rule"] + (f" ({note})" if note else ""), xy,
+                        textcoords="offset points", xytext=(5, dy), fontsize=7)
+        ax.set_xlabel(f"largest regret found in {d}, either way (utility units)")
+        ax.set_title(f"misreports of {d}", fontsize=9)
+        ax.axhline(1.0, color="0.8", lw=0.8, zorder=0)
+    axes[0].set_ylabel("mean welfare / the paper rule's")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="o", color=colours[f], label=f) for f in fams]
+    handles += [Line2D([], [], ls="", marker="o", mfc="none", mec="k", ms=11,
+                       label="frontier (admissible rules only)"),
+                Line2D([], [], ls="", marker="X", color="0.5", mec="k",
+                       label="breaks IR in some markets"),
+                Line2D([], [], ls="", marker="^", color="0.5", mec="k",
+                       label="runs a deficit in some markets")]
+    if own:  # below the panels, clear of the points
+        axes[0].figure.legend(handles=handles, fontsize=7, loc="outside lower center",
+                              ncol=min(5, len(handles)))
+    else:
+        axes[-1].legend(handles=handles, fontsize=7, loc="best")
+    return axes
 
 
 def write_frontier(table: pd.DataFrame, folder, provenance: dict) -> tuple[Path, Path]:
@@ -189,16 +368,17 @@ def line_table(markets: Markets, rules: dict, *, references=REFERENCES,
     return pd.DataFrame(rows)
 
 
-def _stagger(points, step: float = 11.0) -> list[float]:
-    """Vertical label offsets (points): a label whose point lies within 3 % of the data's
-    span of an earlier one's is moved one line down per such neighbour (rules coincide)."""
+def _stagger(points, step: float = 11.0, near: float = 0.03) -> list[float]:
+    """Vertical label offsets (points): a label whose point lies within ``near`` (a share)
+    of the data's span of an earlier one's is moved one line down per such neighbour
+    (rules coincide)."""
     pts = np.asarray(points, dtype=float).reshape(-1, 2)
     span = np.ptp(pts, axis=0) if len(pts) else np.ones(2)
     span = np.where(span > 0, span, 1.0)
     out = []
     for k in range(len(pts)):
-        near = np.all(np.abs(pts[:k] - pts[k]) <= 0.03 * span, axis=1).sum()
-        out.append(4.0 - step * float(near))
+        close = np.all(np.abs(pts[:k] - pts[k]) <= near * span, axis=1).sum()
+        out.append(4.0 - step * float(close))
     return out
 
 
@@ -238,39 +418,206 @@ def plot_line(table: pd.DataFrame, ax=None, *, floor: float | None = None):
         label = row.rule + (f" ({', '.join(notes)})" if notes else "")
         ax.annotate(label, (row.max_regret_c, row.max_regret_K), textcoords="offset points",
                     xytext=(6, dy), fontsize=8)
-    ax.set_xlabel("largest regret from misreporting c (either way)")
-    ax.set_ylabel("largest regret from misreporting K (either way)")
+    ax.set_xlabel("largest regret from misreporting c, either way (utility units)")
+    ax.set_ylabel("largest regret from misreporting K, either way (utility units)")
     ax.legend(fontsize=7, loc="lower right")
     return ax
 
 
-def regret_floor(markets: Markets) -> pd.DataFrame:
+FLOOR_GRID = 33  # costs / gain scales tried between the truth and the premise's end
+FLOOR_STEPS = 52  # bisection steps to the critical report (2^-52: float resolution)
+
+
+def regret_floor(markets: Markets, *, cost_max: float | None = None,
+                 scale_min: float | None = None, grid: int = FLOOR_GRID,
+                 steps: int = FLOOR_STEPS) -> pd.DataFrame:
     """A lower bound on the largest c-or-K regret of EVERY individually rational rule
     without deficit that keeps the paper's selection (local rule, Eq. 10 prices), per market
-    in which that selection makes exactly one trade (i buys j's model):
+    in which that selection makes exactly one trade (i buys j's model), from the critical
+    reports of that market:
 
-        floor = (marginal_ij - c_j - 2 lam (N_j/N_i) d_ij) / 2
+        floor = max(0, c* - v*) / 2
 
-    Why (a two-line argument, not machine-checked): the trade happens while marginal_ij >=
-    P_ij = c_j + lam (N_j/N_i) d_ij (Eq. 11). The buyer, understating K until its marginal
-    is P_ij, still buys, and by IR at that (truthful) profile pays at most P_ij there; the
-    seller, overstating c up to c_hi = marginal_ij - lam (N_j/N_i) d_ij, is still bought
-    from, and by IR there receives at least c_hi. With b the buyer's payment and a <= b the
-    seller's receipt at the true reports (no deficit: other clients can only receive), the
-    two profits are at least b - P_ij and c_hi - a, which add up to at least c_hi - P_ij:
-    one of them is at least half of it. One row per market: ``m``, ``single_trade`` and
-    ``floor`` (NaN where the selection does not make exactly one trade)."""
+    * c* (the seller's critical cost): the largest cost j can report (everyone else
+      truthful) at which the selection still sells j's model (to anyone);
+    * v* (the buyer's critical value): the least gain G_i({j}) i can have, reporting its
+      gain scale K lower (everyone else truthful), at which the selection still has i buy
+      exactly {j}.
+
+    Why (not machine-checked; the premises are what this function measures): with b the
+    buyer's payment and a the seller's receipt at the truthful reports, no deficit and the
+    others' IR give a <= b (a client that does not trade can only receive). The seller,
+    reporting any c' at which it still sells, is owed at least c' per buyer by IR at that
+    (truthful-looking) profile, so its true profit from the lie is at least c' - a; the
+    buyer, reporting any K' at which it buys exactly {j}, pays at most G_i({j}; K') by IR
+    there, so its profit is at least b - G_i({j}; K'). The two add up to at least
+    c* - v*: one is at least half of it.
+
+    **Premises** of the closed form (m - c_j - 2 lam (N_j/N_i) d_ij) / 2 (``floor_premise``),
+    checked per market: the seller is still bought from for every cost up to c_hi = m -
+    lam (N_j/N_i) d_ij (where i's price reaches its marginal m, Eq. 11), and the buyer still
+    buys exactly {j} until its marginal falls to its price P_ij = c_j + lam (N_j/N_i) d_ij.
+    Where a raised cost moves j behind another seller in i's scan, i buys that one
+    instead and c* < c_hi (``premise_seller`` False): the closed form then overstates the
+    floor, and the floor here is the one of the actual critical reports.
+
+    **Where IR is demanded.** The argument uses IR at the misreported profiles: seller costs
+    up to c* and buyer gain scales down to the one where G_i({j}) meets the price, far
+    outside the checker's drawn types (costs in [0, 5], K in [1e3, 1e6]; c_hi reaches
+    about 190). ``cost_max`` / ``scale_min``: demand IR only for costs up to ``cost_max``
+    and gain scales from ``scale_min`` (a declared type space): the critical reports are
+    then searched within them, and the floor speaks only of rules IR there (a smaller
+    floor). ``None``: no bound (IR for every type).
+
+    How: the selection (:data:`~sims.design.evaluate.REFERENCES`' paper rule, the bulk
+    clearing) on ``grid`` reports from the truth to the premise's end (costs evenly, gain
+    scales log-evenly), then ``steps`` bisection steps at the first change (c*: the last
+    cost still selling before the first that does not; v*: below the least gain scale that
+    still buys exactly {j}). Every report used is one at which the premise was observed, so
+    the floor is a valid bound even where the search misses a report farther out.
+
+    One row per market: ``m``, ``single_trade``, ``buyer``, ``seller``, the critical
+    ``c_star`` and ``v_star`` beside the premise's ``c_hi`` and ``price``, ``premise_seller``
+    (sold up to the end of the costs searched: c_hi, or ``cost_max`` where lower) and
+    ``premise_buyer`` (buys exactly {j} down to the end of the gain scales searched),
+    ``floor_premise`` (the closed form) and ``floor`` (NaN where the selection does not
+    make exactly one trade)."""
     from .space import pair_features
 
+    if not (isinstance(grid, int) and grid >= 2 and isinstance(steps, int) and steps >= 0):
+        raise DesignInputError("grid", f"is {grid!r} (steps {steps!r}); need grid >= 2, "
+                                       "steps >= 0")
+    for name, v in (("cost_max", cost_max), ("scale_min", scale_min)):
+        if v is not None and not (isinstance(v, int | float) and 0 <= v < np.inf):
+            raise DesignInputError(name, f"is {v!r}; a finite number >= 0, or None")
     mech = REFERENCES["paper"]
     rows = []
     for g in markets.groups:
         A = mech.settle(g["N"], g["c"], g["K"], g["lam"], g["D"])["A"]
+        B, m = g["N"].shape
+        one = A.sum(axis=(1, 2)) == 1
+        flat = A.reshape(B, -1).argmax(axis=1)
+        buyer, seller = flat // m, flat % m
         mk = MarketArrays(g["N"], g["c"], g["K"], g["lam"])
         f = pair_features(mk, A, g["D"], ("marginal", "cost", "distance"))
-        surplus = np.where(A, f["marginal"] - f["cost"] + 2.0 * f["distance"], -np.inf)
-        one = A.sum(axis=(1, 2)) == 1
-        best = surplus.reshape(len(surplus), -1).max(axis=1)
-        rows.append(pd.DataFrame({"m": A.shape[-1], "single_trade": one,
-                                  "floor": np.where(one, np.maximum(best, 0.0) / 2, np.nan)}))
+        rows_b = np.arange(B)
+        marginal = f["marginal"][rows_b, buyer, seller]
+        c_j = f["cost"][rows_b, buyer, seller]
+        dist = f["distance"][rows_b, buyer, seller]  # -lam (N_j/N_i) d_ij
+        c_hi, price = marginal + dist, c_j - dist
+        frame = {"m": np.full(B, m), "single_trade": one,
+                 "buyer": np.where(one, buyer, -1), "seller": np.where(one, seller, -1),
+                 "c_hi": np.where(one, c_hi, np.nan), "price": np.where(one, price, np.nan),
+                 "c_star": np.full(B, np.nan), "v_star": np.full(B, np.nan),
+                 "premise_seller": np.zeros(B, bool), "premise_buyer": np.zeros(B, bool)}
+        if one.any():
+            k = np.flatnonzero(one)
+            sub = {key: np.asarray(g[key])[k] for key in ("N", "c", "K", "lam", "D")}
+            top = c_hi[k] if cost_max is None else np.minimum(c_hi[k], cost_max)
+            c_star = _critical_cost(mech, sub, seller[k], top, grid, steps)
+            v_star, v_end = _critical_value(mech, sub, buyer[k], seller[k], price[k],
+                                            scale_min, grid, steps)
+            frame["c_star"][k], frame["v_star"][k] = c_star, v_star
+            tol = 1e-9 * (1.0 + np.abs(c_hi[k]))
+            frame["premise_seller"][k] = c_star >= np.maximum(top, c_j[k]) - tol
+            frame["premise_buyer"][k] = v_star <= np.maximum(v_end, price[k]) + tol
+        closed = np.maximum(c_hi - price, 0.0) / 2
+        frame["floor_premise"] = np.where(one, closed, np.nan)
+        frame["floor"] = np.where(one, np.maximum(frame["c_star"] - frame["v_star"], 0.0) / 2,
+                                  np.nan)
+        rows.append(pd.DataFrame(frame))
     return pd.concat(rows, ignore_index=True)
+
+
+def _sells(mech, sub, seller, cost) -> np.ndarray:
+    """(B, k) bool: is ``seller``'s model bought by anyone when it reports ``cost`` (B, k)
+    (everyone else truthful)?"""
+    B, k = cost.shape
+    rows = np.arange(B)
+    c = np.repeat(sub["c"][:, None, :], k, axis=1)
+    c[rows[:, None], np.arange(k)[None, :], seller[:, None]] = cost
+    m = c.shape[-1]
+    A = mech.settle(np.repeat(sub["N"], k, axis=0), c.reshape(-1, m),
+                    np.repeat(sub["K"], k, axis=0), np.repeat(sub["lam"], k, axis=0),
+                    np.repeat(sub["D"], k, axis=0))["A"].reshape(B, k, m, m)
+    return A[rows, :, :, seller].any(axis=-1)
+
+
+def _buys_only(mech, sub, buyer, seller, scale) -> tuple[np.ndarray, np.ndarray]:
+    """(B, k) bool: does ``buyer`` reporting gain scale ``scale`` (B, k) buy exactly
+    {``seller``} (everyone else truthful)? And its gain G_i({j}) at that scale."""
+    from .space import pair_features
+
+    B, k = scale.shape
+    rows = np.arange(B)
+    K = np.repeat(sub["K"][:, None, :], k, axis=1)
+    K[rows[:, None], np.arange(k)[None, :], buyer[:, None]] = scale
+    m = K.shape[-1]
+    N, lam, D = (np.repeat(sub[x], k, axis=0) for x in ("N", "lam", "D"))
+    A = mech.settle(N, np.repeat(sub["c"], k, axis=0), K.reshape(-1, m), lam, D)["A"]
+    A = A.reshape(B, k, m, m)
+    want = np.zeros((B, m), bool)
+    want[rows, seller] = True
+    ok = (A[rows, :, buyer, :] == want[:, None, :]).all(axis=-1)
+    only = np.zeros((B * k, m, m), bool)
+    only.reshape(B, k, m, m)[rows, :, buyer, seller] = True
+    gain = pair_features(MarketArrays(N, np.repeat(sub["c"], k, axis=0), K.reshape(-1, m),
+                                      lam), only, D, ("marginal",))["marginal"]
+    return ok, gain.reshape(B, k, m, m)[rows, :, buyer, seller]
+
+
+def _critical_cost(mech, sub, seller, c_hi, grid, steps) -> np.ndarray:
+    """c*: the largest cost the seller is seen to sell at, up to c_hi: the last such report
+    on an even grid from its true cost before the first that does not sell, refined by
+    bisection at that first change (its true cost where c_hi is below it)."""
+    rows = np.arange(len(seller))
+    lo0 = sub["c"][rows, seller]
+    c_hi = np.maximum(c_hi, lo0)
+    t = np.linspace(0.0, 1.0, grid)
+    costs = lo0[:, None] + (c_hi - lo0)[:, None] * t[None, :]
+    sells = _sells(mech, sub, seller, costs)
+    sells[:, 0] = True  # the truth sells (the market's one trade)
+    first_off = np.where(sells.all(axis=1), grid, np.argmin(sells, axis=1))
+    lo = costs[rows, first_off - 1]
+    hi = np.where(first_off < grid, costs[rows, np.minimum(first_off, grid - 1)], c_hi)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        ok = _sells(mech, sub, seller, mid[:, None])[:, 0]
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return lo
+
+
+def _critical_value(mech, sub, buyer, seller, price, scale_min, grid, steps):
+    """(v*, the gain at the range's end): v* is the least G_i({j}) at which the buyer is
+    seen to buy exactly {j}: gain scales log-evenly from its true K down to where G_i({j})
+    reaches the price (below it the local selection never buys j) or to ``scale_min``; the
+    least that buys exactly {j}, refined by bisection towards the next lower grid point."""
+    rows = np.arange(len(seller))
+    K0 = sub["K"][rows, buyer]
+    _, g0 = _buys_only(mech, sub, buyer, seller, K0[:, None])
+    g0 = g0[:, 0]
+    # G_i({j}) grows with K; the scale at which it equals the price, by bisection in log K
+    lo_k, hi_k = np.log(K0) - 60.0, np.log(K0)
+    for _ in range(steps + 8):
+        mid = 0.5 * (lo_k + hi_k)
+        _, gm = _buys_only(mech, sub, buyer, seller, np.exp(mid)[:, None])
+        above = gm[:, 0] > price
+        lo_k, hi_k = np.where(above, lo_k, mid), np.where(above, mid, hi_k)
+    if scale_min is not None:
+        lo_k = np.minimum(np.maximum(lo_k, np.log(max(scale_min, 1e-300))), np.log(K0))
+    t = np.linspace(1.0, 0.0, grid)  # from the truth (t = 1) down to the price (t = 0)
+    logs = lo_k[:, None] + (np.log(K0) - lo_k)[:, None] * t[None, :]
+    ok, gains = _buys_only(mech, sub, buyer, seller, np.exp(logs))
+    ok[:, 0] = True  # the truth buys exactly {j}
+    gains[:, 0] = g0
+    last = grid - 1 - np.argmax(ok[:, ::-1], axis=1)  # the lowest scale seen to buy {j}
+    best_log, best = logs[rows, last], gains[rows, last]
+    below = logs[rows, np.minimum(last + 1, grid - 1)]
+    a, b = below, best_log  # b buys exactly {j}; a (the next lower) does not, or is the end
+    for _ in range(steps):
+        mid = 0.5 * (a + b)
+        okm, gm = _buys_only(mech, sub, buyer, seller, np.exp(mid)[:, None])
+        take = okm[:, 0] & (gm[:, 0] < best)
+        best = np.where(take, gm[:, 0], best)
+        a, b = np.where(okm[:, 0], a, mid), np.where(okm[:, 0], mid, b)
+    return best, gains[:, -1]
