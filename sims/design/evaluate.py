@@ -191,23 +191,58 @@ def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
     return Evaluation(mech.name, per, summarise(per, combos), clearings, seconds)
 
 
+QUANTILES = (0.5, 0.9, 0.99)  # the regret quantiles every summary reports (q50, q90, q99)
+STATISTICS = ("mean", "q50", "q90", "q99", "max")  # of regret over markets, in a summary
+
+
+def _statistics(r: pd.Series, prefix: str, key: str, level: float, out: dict) -> None:
+    """``out[f"{stat}_{prefix}{key}"]`` for every statistic of :data:`STATISTICS` (absolute)
+    and ``out[f"{stat}_rel_{prefix}{key}"]`` (divided by the utility level)."""
+    values = {"mean": float(r.mean()), "max": float(r.max())}
+    for q in QUANTILES:
+        values[f"q{round(100 * q)}"] = float(r.quantile(q, interpolation="higher"))
+    for stat, v in values.items():
+        out[f"{stat}_{prefix}{key}"] = v
+        out[f"{stat}_rel_{prefix}{key}"] = v / level
+
+
 def summarise(per: pd.DataFrame, combos=COMBOS) -> dict:
-    """The scalars of a per-market table: mean/max regret (absolute, and relative to the
-    utility level) per dimension and direction, their worst over the combos, IR, balance,
-    welfare."""
+    """The scalars of a per-market table.
+
+    Regret, for every searched (dimension, direction) ``{d}_{w}`` (e.g. ``K_under``): the
+    statistics of :data:`STATISTICS` over markets, ``{stat}_regret_{d}_{w}`` in utility units
+    and ``{stat}_rel_regret_{d}_{w}`` relative to the utility level (the mean over markets
+    of the mean |U_j|), with ``stat`` one of mean, q50, q90, q99 (quantiles, the market at
+    or above the level: never interpolated) and max; ``share_regret_{d}_{w}`` the share of
+    markets where a profitable lie was found. Per dimension ``{d}`` (both directions
+    searched), the same statistics of the per-market larger of the two:
+    ``{stat}_regret_{d}``. Joint misreports (two dimensions at once, ``joint_{d1}{d2}``
+    columns of :func:`evaluate` with ``joint=``): ``{stat}_regret_joint_{d1}{d2}``. Worst
+    over the combos: ``worst_max_regret``, ``worst_{stat}_rel_regret``.
+
+    IR: ``ir_rate`` (share of markets where some client ends below zero), its mean and
+    largest size; budget: ``mean_balance`` (sum_i p_i: surplus > 0), ``deficit_rate`` (share
+    of markets in deficit), ``surplus_rate``, ``mean_rel_deficit`` and
+    ``mean_rel_imbalance``; ``mean_welfare`` (Eq. 5, true values) and ``participation``
+    (share of clients that trade)."""
     level = max(float(per["utility_scale"].mean()), SCALE_FLOOR)
     out = {"markets": len(per), "utility_level": level}
     for dim, way in combos:
         r = per[f"regret_{dim}_{way}"]
-        out[f"mean_regret_{dim}_{way}"] = float(r.mean())
-        out[f"max_regret_{dim}_{way}"] = float(r.max())
-        out[f"mean_rel_regret_{dim}_{way}"] = float(r.mean()) / level
-        out[f"max_rel_regret_{dim}_{way}"] = float(r.max()) / level
+        _statistics(r, "regret_", f"{dim}_{way}", level, out)
         out[f"share_regret_{dim}_{way}"] = float((r > 0).mean())
+    for dim in DIMENSIONS:
+        if all((dim, w) in combos for w in DIRECTIONS):
+            both = np.maximum(per[f"regret_{dim}_over"], per[f"regret_{dim}_under"])
+            _statistics(both, "regret_", dim, level, out)
+    for col in per.columns:
+        if col.startswith("regret_joint_"):
+            _statistics(per[col], "regret_", col.removeprefix("regret_"), level, out)
     keys = [f"{d}_{w}" for d, w in combos]
-    out["worst_mean_rel_regret"] = max(out[f"mean_rel_regret_{k}"] for k in keys)
-    out["worst_max_rel_regret"] = max(out[f"max_rel_regret_{k}"] for k in keys)
-    out["worst_max_regret"] = max(out[f"max_regret_{k}"] for k in keys)
+    for stat in STATISTICS:
+        out[f"worst_{stat}_rel_regret"] = max((out[f"{stat}_rel_regret_{k}"] for k in keys),
+                                              default=0.0)
+    out["worst_max_regret"] = max((out[f"max_regret_{k}"] for k in keys), default=0.0)
     out["ir_rate"] = float(per["ir_violated"].mean())
     out["ir_mean_violation"] = float(per["ir_violation"].mean())
     out["ir_max_violation"] = float(per["ir_violation"].max())
@@ -215,6 +250,7 @@ def summarise(per: pd.DataFrame, combos=COMBOS) -> dict:
     bal = per["balance"]
     out["mean_balance"] = float(bal.mean())
     out["deficit_rate"] = float((bal < -TOL * (1 + per["utility_scale"])).mean())
+    out["surplus_rate"] = float((bal > TOL * (1 + per["utility_scale"])).mean())
     out["mean_rel_deficit"] = float(np.maximum(0.0, -bal).mean()) / level
     out["mean_rel_imbalance"] = float(np.abs(bal).mean()) / level
     out["mean_welfare"] = float(per["welfare"].mean())

@@ -11,7 +11,10 @@ Phrases (comma-separated, case-insensitive):
 ``regret <= 1%``               the regret statistic at most 1 % of the utility level; the
                                search then minimises the operator's mean deficit instead
 ``minimise max regret``        the regret statistic is the maximum over markets (default)
-``minimise mean regret``       ... the mean over markets
+``minimise mean regret``       ... the mean over markets (``q50``, ``q90``, ``q99``: that
+                               quantile over markets)
+``maximise welfare``           the objective is the mean welfare (Eq. 5) instead of regret;
+                               with ``regret <= x`` the regret cap is then a constraint
 ``over N c K``                 the type dimensions whose regret counts (default all three)
 ``both ways`` / ``over`` /     the directions (default both)
 ``under``
@@ -33,7 +36,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import DesignInputError
-from .evaluate import COMBOS
+from .evaluate import COMBOS, STATISTICS
 
 __all__ = ["Goal", "parse_goal"]
 
@@ -51,12 +54,13 @@ class Goal:
     statistic: str = "max"
     combos: tuple = COMBOS
     penalty: float = 1e3
+    welfare: bool = False  # maximise the mean welfare (the regret cap, if any, a constraint)
 
     def __post_init__(self):
         if self.budget not in BUDGETS:
             raise DesignInputError("budget", f"is {self.budget!r}; choose from {BUDGETS}")
-        if self.statistic not in ("max", "mean"):
-            raise DesignInputError("statistic", f"is {self.statistic!r}; 'max' or 'mean'")
+        if self.statistic not in STATISTICS:
+            raise DesignInputError("statistic", f"is {self.statistic!r}; one of {STATISTICS}")
         for name in ("max_deficit", "regret_cap"):
             v = getattr(self, name)
             if v is not None and not (v >= 0 and v < float("inf")):
@@ -95,8 +99,11 @@ class Goal:
         return float(base + (INFEASIBLE + self.penalty * bad if bad > 0 else 0.0))
 
     def objective(self, summary: dict) -> float:
-        """The quantity minimised under the constraints: the regret statistic, or with a
-        regret cap the mean relative deficit."""
+        """The quantity minimised under the constraints: minus the mean welfare (``maximise
+        welfare``), else the regret statistic, or with a regret cap the mean relative
+        deficit."""
+        if self.welfare:
+            return -float(summary["mean_welfare"])
         return float(summary["mean_rel_deficit"] if self.regret_cap is not None
                      else self.regret(summary))
 
@@ -126,7 +133,9 @@ class Goal:
                f"({'both ways' if len(ways) == 2 else ways[0]})"
         if self.regret_cap is not None:
             parts[-1] = f"regret <= {100 * self.regret_cap:g}% ({over})"
-            parts.append("minimise the mean deficit")
+            parts.append("maximise welfare" if self.welfare else "minimise the mean deficit")
+        elif self.welfare:
+            parts.append("maximise welfare")
         else:
             parts.append(f"minimise {over}")
         return ", ".join(parts)
@@ -157,7 +166,10 @@ def parse_goal(text: str, penalty: float = 1e3) -> Goal:
         elif m := re.fullmatch(r"(deficit|regret)\s*<=\s*" + _PCT, phrase):
             value = float(m.group(2)) / (100.0 if m.group(3) else 1.0)
             kw["max_deficit" if m.group(1) == "deficit" else "regret_cap"] = value
-        elif m := re.fullmatch(r"minimi[sz]e (max|mean) regret(?: over ([nck ]+?))?"
+        elif phrase in ("maximise welfare", "maximize welfare"):
+            kw["welfare"] = True
+        elif m := re.fullmatch(r"minimi[sz]e (max|mean|q50|q90|q99) regret"
+                               r"(?: over ([nck ]+?))?"
                                r"(?: (both ways|over|under))?", phrase):
             kw["statistic"] = m.group(1)
             if m.group(2):
@@ -171,8 +183,9 @@ def parse_goal(text: str, penalty: float = 1e3) -> Goal:
         else:
             raise DesignInputError("goal", f"cannot read {raw.strip()!r}; phrases: 'IR', "
                                            "'budget balance', 'no deficit', 'deficit <= 5%', "
-                                           "'regret <= 1%', 'minimise max|mean regret "
-                                           "[over N c K] [both ways|over|under]'")
+                                           "'regret <= 1%', 'minimise max|mean|q90 regret "
+                                           "[over N c K] [both ways|over|under]', "
+                                           "'maximise welfare'")
     kw["combos"] = tuple((d, w) for d in dims for w in ways)
     return Goal(**kw)
 
