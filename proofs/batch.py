@@ -518,7 +518,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 chunk: int = CHUNK, time_limit: float | None = None,
                 bulk: bool = True, progress=None,
                 max_clients: int | None = None,
-                min_discriminating: int | None = None) -> Report:
+                min_discriminating: int | None = None, scan: bool = False) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
@@ -537,6 +537,11 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     ``progress(discriminating, max_examples)`` hears the discriminating count between
     chunks (at most ten times a second, and at the end).
 
+    ``scan``: do not stop at the first counterexample: check the whole budget, so that
+    ``largest_violation`` is the largest violation over every example checked and
+    ``extra["failures"]`` counts the failing examples (of ``discriminating``); the
+    counterexample is still the first found, shrunk.
+
     A property without a numpy sampler (:func:`sampler_for` None) is refused here;
     :func:`proofs.check` runs the Hypothesis engine for it instead (the report's ``engine``
     then says "hypothesis"; the time limit and progress go with it)."""
@@ -552,11 +557,12 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     tally = Tally()
     fail = None
     fail_amount = math.nan
+    failures, fail_at = 0, None
     error = error_instance = None
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
     stopped = "budget"
     cap = DRAW_FACTOR * max_examples  # drawn: beyond it, "inconclusive" (or "vacuous")
-    while tally.discriminating < max_examples and fail is None and error is None:
+    while tally.discriminating < max_examples and (fail is None or scan) and error is None:
         report_progress(tally.discriminating, max_examples)
         drawn = tally.drawn
         if drawn >= cap:
@@ -594,7 +600,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 viol = np.where(eff, viol, 0.0)
                 bad = np.flatnonzero(~(viol <= tolerance))
                 disc = eff & (disc | ~(viol <= 0))  # a failing instance discriminates
-                upto = int(bad[0]) + 1 if bad.size else d.size
+                upto = int(bad[0]) + 1 if bad.size and not scan else d.size
                 # up to the instance that completes the budget: the count is exact
                 reach = np.flatnonzero(np.cumsum(disc[:upto])
                                        >= max_examples - tally.discriminating)
@@ -604,10 +610,15 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 seen = seen[np.isfinite(seen)]
                 if seen.size:
                     tally.note(float(seen.max()))
+                drawn_before = tally.drawn
                 tally.add(upto, int(eff[:upto].sum()), int(disc[:upto].sum()))
-                if bad.size and int(bad[0]) < upto:
+                bad = bad[bad < upto]
+                failures += int(bad.size)
+                if bad.size and fail is None:
                     fail = d.one(int(bad[0]))
                     fail_amount = viol[int(bad[0])]
+                    fail_at = drawn_before + int(bad[0]) + 1
+                if bad.size and not scan:
                     break
                 if tally.discriminating >= max_examples:
                     break
@@ -627,16 +638,23 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 tally.add(1, int(ok), int(ok and disc))
                 tally.note(amount)
                 if amount is not None and amount > tolerance:
-                    fail, fail_amount = d.one(k), amount
-                    break
+                    failures += 1
+                    if fail is None:
+                        fail, fail_amount, fail_at = d.one(k), amount, tally.drawn
+                    if not scan:
+                        break
                 if tally.discriminating >= max_examples:
                     break
-            if fail is not None or error is not None or tally.discriminating >= max_examples:
+            if (fail is not None and not scan) or error is not None \
+                    or tally.discriminating >= max_examples:
                 break
     report_progress(tally.discriminating, max_examples, final=True)
-    first_failure = tally.drawn if (fail is not None or error is not None) else None
+    first_failure = (tally.drawn if error is not None else fail_at) \
+        if (fail is not None or error is not None) else None
     ce = None
     extra = {"mode": mode, "stopped": stopped}
+    if scan:
+        extra["failures"] = failures
     if error is not None:
         verdict = "error"
     elif fail is not None:

@@ -101,7 +101,8 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
           tolerance: float = 0.0, deadline=None, engine: str = "hypothesis",
           time_limit: float | None = None, min_discriminating: int | None = None,
           progress: Callable[[int, int], None] | None = None,
-          max_clients: int | None = None, min_effective: int | None = None) -> Report:
+          max_clients: int | None = None, min_effective: int | None = None,
+          scan: bool = False) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : the budget: discriminating examples to check (instances on which the
@@ -131,8 +132,15 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         (``prop.clients``: 2-12 clients for the built-in iPFL properties). Refused for a
         property that does not say how many clients it draws. The report's ``clients`` and
         its preconditions column show the range drawn.
+    scan : do not stop at the first counterexample (batch engine, properties with a numpy
+        sampler): check the whole budget, so that ``largest_violation`` is the largest over
+        every example checked and ``extra["failures"]`` counts the failing ones. Refused
+        where the check would run on the Hypothesis engine (it stops at the first failure).
     """
     max_examples, tolerance = validate(subject, prop, max_examples, tolerance)
+    if scan and not (engine == "batch" and sampler_for(prop, max_clients) is not None):
+        raise CheckerInputError("scan", f"needs the batch engine and a property with a numpy "
+                                        f"sampler ({prop.key!r}, engine {engine!r})")
     clients = _clients(prop, max_clients)
     if time_limit is not None and not (isinstance(time_limit, numbers.Real)
                                        and math.isfinite(time_limit) and time_limit > 0):
@@ -157,7 +165,7 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     if engine == "batch" and sampler_for(prop, max_clients) is not None:
         report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
                              tolerance=tolerance, time_limit=time_limit, progress=progress,
-                             max_clients=max_clients, min_discriminating=need)
+                             max_clients=max_clients, min_discriminating=need, scan=scan)
     elif engine in ("batch", "hypothesis"):  # batch without a numpy sampler: Hypothesis
         report = _check_hypothesis(subject, prop, max_examples, seed, tolerance,
                                    deadline if engine == "hypothesis" else None,

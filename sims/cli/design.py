@@ -215,9 +215,10 @@ def run(args) -> int:
     for s in statements:
         print("corner:", s)
     if cert is not None:
-        print_table(cert[["property", "verdict", "effective", "largest_violation",
-                          "search_estimate"]], f"certification on held-out seed {heldout} "
-                                               f"({args.certify_examples} effective each)")
+        print_table(cert[["property", "verdict", "discriminating", "failures",
+                          "largest_violation", "search_estimate"]],
+                    f"certification on held-out seed {heldout} ({args.certify_examples} "
+                    "effective each; largest_violation: the largest over them all)")
     print(f"wrote {out}/ (designed_rule.json/.py, frontier.csv/.json/.png, design.json"
           f"{', certification.csv' if cert is not None else ''})")
     return 0

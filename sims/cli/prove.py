@@ -65,6 +65,11 @@ def add_parser(sub, full: bool = False) -> None:
                    help="check the rows in N worker processes (one row each at a time, "
                         "single-threaded; same rows and verdicts as 1, only seconds differ); "
                         "at most one per core helps (default 1; --standard: 2)")
+    p.add_argument("--scan", action="store_true",
+                   help="subjects of your own: do not stop at the first counterexample; "
+                        "check the whole budget so that largest_violation is the largest "
+                        "found and 'failures' counts the failing examples (batch engine; "
+                        "rule files of 'fedmarket design' are always scanned)")
     p.add_argument("--markdown", type=Path, default=None,
                    help="write the report here (default: print only)")
     add_quiet(p)
@@ -140,6 +145,10 @@ def _run(args) -> int:
     if not 1 <= args.examples <= MAX_EXAMPLES:
         raise MarketInputError("examples", f"is {args.examples}; must lie in [1, "
                                            f"{MAX_EXAMPLES:,}] per check")
+    if args.scan and (args.engine != "batch" or not own):
+        raise MarketInputError("--scan", "scans the rows of subjects of your own with the "
+                                         "batch engine: give --engine batch and --subject "
+                                         "module:name or a rule file")
     if args.jobs < 1:
         raise MarketInputError("--jobs", f"is {args.jobs}; must be an integer >= 1 (worker "
                                          "processes)")
@@ -192,7 +201,9 @@ def _run(args) -> int:
             progress(0, total)
         hear = None if progress is None else examples
         results = (run_report(**kw, progress=step, row_progress=hear) if chosen else [])
-        results += _check_own(own_rows, args, step, hear)
+        scanned = ({s.name for s in own.values()} if args.scan else set()) | (
+            {own[n].name for n in designed} if args.engine == "batch" else set())
+        results += _check_own(own_rows, args, step, hear, scanned)
     wall = time.perf_counter() - t0
     df = frame(results)
     if args.markdown:
@@ -207,12 +218,13 @@ def _run(args) -> int:
                   f"{' '.join(str(report.error).split())}", file=sys.stderr)
     if not args.quiet:
         shown = df.drop(columns=["counterexample", "as_declared", "preconditions", "seconds"])
+        shown = shown.assign(largest_violation=[r.largest_violation for r, _ in results])
+        if any("failures" in r.extra for r, _ in results):
+            shown["failures"] = [r.extra.get("failures") for r, _ in results]
         print_table(shown, "Theorem report: the standard run" if standard is not None else
                     f"Theorem report: {args.examples} examples per property, "
                     f"engine {args.engine}")
-        bad = df[~df.as_declared]
-        print(f"{len(df) - len(bad)} of {len(df)} checks as declared"
-              + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))
+        print(verdict_line(df))
         for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
             print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
         for name, doc in designed.items():
@@ -221,6 +233,23 @@ def _run(args) -> int:
                         f"search's own estimates on its training markets "
                         f"({doc.get('training', 'unknown')})")
     return 0 if df.as_declared.all() else 1
+
+
+def verdict_line(df) -> str:
+    """The run's one-line verdict: how many checks are as declared, and, for rows of
+    subjects that declare nothing (a rule of your own, a rule file), how many found a
+    counterexample: those rows have no claim to break, so 'as declared' says nothing."""
+    bad = df[~df.as_declared]
+    line = (f"{len(df) - len(bad)} of {len(df)} checks as declared"
+            + ("" if bad.empty else f"; NOT as declared: {bad.property.tolist()}"))
+    free = df[df.declared == "-"]
+    if len(free):
+        counts = free.verdict.value_counts()
+        found = int(counts.get("counterexample", 0))
+        rest = ", ".join(f"{n} {v}" for v, n in counts.items() if v != "counterexample")
+        line += (f"; {len(free)} of them check claims nobody declared: {found} found a "
+                 f"counterexample" + (f", {rest}" if rest else ""))
+    return line
 
 
 def _rule_file(path: str, seed: int):
@@ -255,6 +284,7 @@ def beside_estimates(results, name: str, doc: dict, seed: int):
         est = doc.get("estimates") or {}
         rows.append({"property": key, "verdict": report.verdict,
                      "effective": report.effective, "discriminating": report.discriminating,
+                     "failures": report.extra.get("failures"),
                      "largest_violation": report.largest_violation,
                      "search_estimate": estimate(key, est) if est else None,
                      "seed": seed, "training_seed": doc.get("training_seed")})
@@ -271,12 +301,15 @@ def _own_keys(subject, properties) -> list[str]:
             and (p.needs is None or kind is None or p.needs == kind)]
 
 
-def _check_own(rows, args, done, examples=None) -> list:
+def _check_own(rows, args, done, examples=None, scanned=frozenset()) -> list:
     """(report, as_declared) of each (subject of your own, property): a declared property
     as the contract checks it; an undeclared one is reported with its verdict (no claim to
     break), but a rule that raised on it (verdict "error") fails the run: an error is no
-    verdict. Checked in this process (your module need not import in a worker)."""
+    verdict. Checked in this process (your module need not import in a worker). Subjects
+    named in ``scanned`` are checked over their whole budget where the batch engine can
+    (:func:`proofs.check`'s ``scan``: the largest violation found, the failures counted)."""
     from proofs import PROPERTIES, check
+    from proofs.batch import sampler_for
     from proofs.contract import contract_check
 
     out = []
@@ -292,6 +325,9 @@ def _check_own(rows, args, done, examples=None) -> list:
                                  engine=args.engine, **kw)
             out.append((got.report, got.as_declared))
         else:
+            if subject.name in scanned and args.engine == "batch" \
+                    and sampler_for(prop, args.max_clients) is not None:
+                kw["scan"] = True
             report = check(subject, prop, max_examples=args.examples, seed=args.seed,
                            engine=args.engine, **kw)
             out.append((report, report.verdict != "error"))  # a raise is no verdict

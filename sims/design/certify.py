@@ -32,7 +32,9 @@ def certify(name: str, payments, *, seed: int, training_seed: int | None,
     "module:function") with ``rule`` and ``prices`` on ``examples`` effective examples per
     property, batch engine, seed ``seed`` (must differ from ``training_seed``). One row per
     property: verdict, effective and drawn examples, the largest violation the checker saw
-    (for a regret property: the largest regret), seconds, and, from ``estimates`` (a
+    over the whole budget (the check does not stop at the first counterexample: for a
+    regret property, the largest regret found on any of its examples), ``failures`` (the
+    examples that failed, of ``discriminating``), seconds, and, from ``estimates`` (a
     summary of :func:`sims.design.evaluate.evaluate` on training markets), the search's
     own estimate of the same quantity."""
     if training_seed is not None and seed == training_seed:
@@ -46,8 +48,10 @@ def certify(name: str, payments, *, seed: int, training_seed: int | None,
     subject = IpflMechanism(name, rule, payments=payments, prices=prices)
     rows = []
     for k, key in enumerate(properties):
-        r = check(subject, PROPERTIES[key], max_examples=examples, seed=seed, engine="batch")
+        r = check(subject, PROPERTIES[key], max_examples=examples, seed=seed, engine="batch",
+                  scan=True)
         row = {"rule": name, "property": key, "verdict": r.verdict, "effective": r.effective,
+               "discriminating": r.discriminating, "failures": r.extra.get("failures"),
                "examples": r.examples, "engine": r.engine, "mode": r.extra.get("mode", ""),
                "largest_violation": r.largest_violation, "seconds": r.seconds,
                "counterexample_violation": (r.counterexample.violation

@@ -168,12 +168,9 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
                **{key: v for key, v in s.items() if "regret" in key},
                **{key: s[key] for key in _KEEP},
                "seconds": ev.seconds, "clearings": ev.clearings}
-        for d in DIMENSIONS:
-            row[f"largest_regret_{d}"] = max(s[f"max_regret_{d}_{w}"] for w in
-                                             ("over", "under"))
-            row[f"largest_rel_regret_{d}"] = row[f"largest_regret_{d}"] / s["utility_level"]
-            row[f"mean_regret_{d}"] = max(s[f"mean_regret_{d}_{w}"] for w in
-                                          ("over", "under"))
+        for d in DIMENSIONS:  # per dimension: the per-market larger of the two directions
+            row[f"largest_regret_{d}"] = s[f"max_regret_{d}"]
+            row[f"largest_rel_regret_{d}"] = s[f"max_rel_regret_{d}"]
         if goal is not None:
             row["goal_rel_regret"] = goal.regret(s)
             row["feasible"] = goal.feasible(s)
