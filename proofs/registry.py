@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mechanisms import cpl, ipfl
 
+from .conformance import CONFORMANCE_PROPERTIES
 from .contract import VACUOUS, contract_check
 from .core import CATALOGUE, CheckerInputError, Property, registered
 from .cpl_properties import CPL_PROPERTIES
@@ -17,7 +18,7 @@ __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 # the catalogue of proofs.core is the registry: the engines, reports and pickles read it
 # there without importing this module (which imports every property module)
 PROPERTIES = CATALOGUE["property"]
-PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES})
+PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -34,6 +35,7 @@ _IPFL_COMMON = {
     "truthful_N_under": False,
     "budget_identity": True,
     "pure_sellers_never_buy": True,
+    "conforms": True,
 }
 
 # Every iPFL property declared for every built-in iPFL subject (issue 20, part 4). Beyond
@@ -43,11 +45,13 @@ _IPFL_COMMON = {
 # the selection rule each pairs with, the permutation and Thm 3 facts hold for every rule
 # that breaks ties by index, and the reference payments pay the lies listed False.
 _REFERENCE_EXTRA = {
-    "vcg": {"local_optimality": True, "global_optimality": True, "lemma1": True,
+    # every reference rule conforms to the oracle's transcription of its own definition
+    # (proofs.conformance: VCG to the Clarke pivot, Shapley to the Shapley split, ...)
+    "vcg": {"conforms": True, "local_optimality": True, "global_optimality": True, "lemma1": True,
             "thm3": True, "thm3_lam0": False, "permutation": True, "permutation_ties": False,
             "truthful_N_under": False, "budget_identity": True,
             "pure_sellers_never_buy": True, "box2_prefix": False},
-    "shapley": {"ir_negative_distances": False, "local_optimality": True,
+    "shapley": {"conforms": True, "ir_negative_distances": False, "local_optimality": True,
                 "global_optimality": False, "lemma1": True, "thm2": True, "thm3": True,
                 "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                 "truthful_N_under": False, "truthful_c_under": False,
@@ -55,7 +59,7 @@ _REFERENCE_EXTRA = {
                 "pure_sellers_never_buy": True, "box2_prefix": False,
                 "shapley_efficiency": True, "shapley_symmetry": True,
                 "greedy_tie_rule": True},
-    "cost-plus": {"ir_negative_distances": False, "local_optimality": True,
+    "cost-plus": {"conforms": True, "ir_negative_distances": False, "local_optimality": True,
                   "global_optimality": False, "lemma1": True, "thm3": True,
                   "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                   "truthful_N_over": False, "truthful_N_under": False,
@@ -68,7 +72,7 @@ _REFERENCE_EXTRA = {
     # discriminating). Declared "vacuous" (proofs.contract.VACUOUS): true of the rule, but
     # the checker has no evidence to show, and the contract asserts that none of its draws
     # discriminates.
-    "share-all": {"ir_negative_distances": False, "local_optimality": False,
+    "share-all": {"conforms": True, "ir_negative_distances": False, "local_optimality": False,
                   "global_optimality": False, "thm3": False, "thm3_lam0": False,
                   "permutation": True, "permutation_ties": True, "budget_identity": True,
                   "pure_sellers_never_buy": True, "box2_prefix": False,
@@ -104,8 +108,9 @@ SUBJECTS.update({
     "cpl-bisection": CplSolver("cpl-bisection", "bisection", declares={
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
-        "cpl_budget_feasible": True, "cpl_threshold_formula": True}),
-    **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True})
+        "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True}),
+    **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
+                                                                 "cpl_conforms": True})
        for rule in cpl.PRICING_RULES},
 })
 

@@ -1,4 +1,5 @@
-"""Box 2 thresholds: vectorised solvers against the scalar reference and the defining equation."""
+"""Box 2 thresholds: vectorised solvers against the reference oracle (proofs.oracle.ipfl: a
+bisection per pair on the defining equation) and the defining equation."""
 
 import numpy as np
 import pytest
@@ -6,8 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mechanisms import ipfl
-from mechanisms.ipfl.reference import reference_thresholds
+from proofs.oracle.ipfl import market_thresholds
 from proofs.strategies import ipfl_instances
+
+
+def reference_thresholds(market, D) -> np.ndarray:
+    return np.array(market_thresholds(market, D))
 
 GAINS = [
     pytest.param(ipfl.SqrtGain(), id="sqrt"),

@@ -136,9 +136,8 @@ def baseline_support(market: Market, W) -> np.ndarray:
     """(m, m) bool: i draws on j's data in a baseline's aggregation ``W`` (W_ij != 0, j != i)
     and j sells at all. A client with an infinite true cost (a pure buyer) does not sell: its
     column is empty, so it never pays an infinite cost (no -inf utilities) and nobody gains
-    its data in the ledger."""
+    its data in the ledger. Over arrays too: a MarketArrays and W (..., m, m)."""
     W = np.asarray(W, dtype=np.float64)
-    support = W != 0
-    np.fill_diagonal(support, False)
-    support &= np.isfinite(market.true_c)[None, :]
+    support = (W != 0) & ~np.eye(W.shape[-1], dtype=bool)
+    support &= np.isfinite(market.true_c)[..., None, :]
     return support

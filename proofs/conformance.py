@@ -1,0 +1,619 @@
+"""Conformance to the equations: every subject's outcome equals the reference oracle's
+(:mod:`proofs.oracle`, written from the papers and the specifications, never from
+:mod:`mechanisms`) within stated tolerances, stage by stage.
+
+**iPFL** (property ``conforms``; a subject's every stage that is a built-in rule is checked
+against the oracle's transcription of that rule, a stage of the user's own is taken as it
+comes and the later stages are checked on it):
+
+* prices: Eq. 10 (``"paper"``) or the cost-plus posted price, off the diagonal: equal to
+  1e-12 relative (inf where the seller is a pure buyer);
+* thresholds (Box 2) at the prices the buyers faced: the root of g_i(T) - g_i(T - N_j) = P_ij
+  to 1e-9 relative or to float noise of the equation itself (the flat regime), exactly 0 for
+  a pure seller's row, the diagonal and P_ij >= g_i(N_j), exactly inf for P_ij <= 0
+  (``thresholds="published"``: the published numerics' never / always / root outcomes);
+* adjacency: Box 2 as printed, the local rule, the exact rule (its reduction: every T = inf
+  seller in, no T = 0 seller; a least phi_i within 1e-9 of the market's scale; of the subsets
+  within 1e-12 of the least phi, the first in the documented subset order), share-all,
+  on the subject's thresholds (checked above), so a near-tie of two thresholds cannot read
+  as a fault; every mismatch counts 1;
+* money: Eq. 12 remittances, the Shapley split, cost-plus, VCG (Clarke pivot) payments or
+  none; Eq. 13 payments from the remittances; Eq. 3 utilities from the true gains and costs;
+  Eq. 5 welfare: all to 1e-9 of the market's scale (1 + the largest gain any buyer can reach
+  + the largest finite price); a pure buyer's cost for selling nothing is 0, never NaN;
+* the baselines' ledger (:func:`mechanisms.ipfl.baseline_utilities`, which no clearing
+  calls) on the same market, with every client weighting everyone and with the outcome's
+  graph: to the same tolerance.
+
+**CPL** (property ``cpl_conforms``): the bound coefficients K_n = alpha a_n^2 G_n^2 / R and
+the normalised weights; the clients' best responses to the subject's prices (1e-9
+relative), the bound, the spend, the budget residual, payments and utilities as the subject
+reports them (1e-9 of their scale); the aggregation step w + sum (a_n/q_n)(w_n - w) with the
+subject's q; for the equilibrium solver the oracle's own solution of P1' (status, q to 1e-8
+relative, prices to 1e-8 of their terms, 1/lambda* to 1e-6 where the budget binds, the
+threshold 1/(3 lambda*)); for a built-in posted price one scale p > 0 times its shape
+(1e-12) whose best responses spend exactly B (1e-9).
+
+Both engines run the same comparison: one instance through the subject's own ``settle`` /
+``solve``, a batch through the bulk code (:func:`mechanisms.ipfl.clear_batch`,
+:func:`mechanisms.cpl.solve_batch`, :func:`mechanisms.cpl.posted_pricing_batch`) with the
+oracle run market by market on the outcome.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+
+import numpy as np
+
+from mechanisms import cpl, ipfl
+
+from .batch import CplSampler, IpflSampler, IpflSpec
+from .core import Property
+from .ipfl_properties import IpflCase, batch_rule
+from .oracle import cpl as ocpl
+from .oracle import ipfl as oipfl
+from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances
+from .subjects import CplPricingRule, CplSolver, IpflMechanism
+
+__all__ = ["CONFORMANCE_PROPERTIES", "CplView", "Gaps", "IpflView", "baseline_ledgers",
+           "cpl_gaps", "ipfl_gaps", "outcome_view", "subject_rules"]
+
+INF = math.inf
+EPS = 2.220446049250313e-16
+
+PRICE_RTOL = 1e-12
+THRESHOLD_RTOL = 1e-9
+MONEY_TOL = 1e-9  # of the market's scale
+TIE_TOL = 1e-12  # of the market's scale: subsets this close to the least phi tie
+CPL_RTOL = 1e-9
+CPL_Q_RTOL = 1e-8
+CPL_MU_RTOL = 1e-6
+
+
+@dataclass
+class Gaps:
+    """What the comparison found: per checked quantity, how far beyond its tolerance the
+    subject is (0: within it; counts for discrete quantities such as edges), and the first
+    entry of each that was out (for a reader)."""
+
+    amounts: dict = field(default_factory=dict)
+    where: dict = field(default_factory=dict)
+    unchecked: list = field(default_factory=list)
+
+    def add(self, name: str, amount: float, where=None) -> None:
+        amount = INF if math.isnan(amount) else float(amount)
+        if amount > self.amounts.get(name, 0.0):
+            self.amounts[name] = amount
+            if where is not None:
+                self.where[name] = where
+        else:
+            self.amounts.setdefault(name, 0.0)
+
+    @property
+    def violation(self) -> float:
+        return max(self.amounts.values(), default=0.0)
+
+    def failing(self) -> dict:
+        return {k: (v, self.where.get(k)) for k, v in self.amounts.items() if v > 0}
+
+
+def _close(gaps: Gaps, name: str, got, want, tol: float, where=None) -> None:
+    """|got - want| within ``tol`` (absolute): the excess is the amount; inf must match inf
+    of the same sign; NaN on either side is a failure (inf)."""
+    got, want = float(got), float(want)
+    if math.isnan(got) or math.isnan(want):
+        gaps.add(name, INF, where)
+    elif math.isinf(want) or math.isinf(got):
+        gaps.add(name, 0.0 if got == want else INF, where)
+    else:
+        excess = abs(got - want) - tol
+        gaps.add(name, excess if excess > 0 else 0.0, where)
+
+
+# =================================================================================== iPFL
+
+
+@dataclass(frozen=True)
+class IpflView:
+    """One market's outcome as a subject gave it (lists and floats)."""
+
+    A: list
+    T: list
+    P: list
+    R: list | None
+    p: list
+    G: list
+    C: list
+    U: list
+    W: float
+
+
+def outcome_view(out) -> IpflView:
+    R = out.remittances
+    return IpflView(np.asarray(out.adjacency, bool).tolist(),
+                    np.asarray(out.thresholds, float).tolist(),
+                    np.asarray(out.prices, float).tolist(),
+                    None if R is None else np.asarray(R, float).tolist(),
+                    np.asarray(out.payments, float).tolist(),
+                    np.asarray(out.gains, float).tolist(),
+                    np.asarray(out.sharing_costs, float).tolist(),
+                    np.asarray(out.utilities, float).tolist(), float(out.welfare))
+
+
+def _views_of_batch(out) -> list[IpflView]:
+    A, T, P = out.adjacency.tolist(), out.thresholds.tolist(), out.prices.tolist()
+    R = None if out.remittances is None else out.remittances.tolist()
+    p, G, C = out.payments.tolist(), out.gains.tolist(), out.sharing_costs.tolist()
+    U, W = out.utilities.tolist(), out.welfare.tolist()
+    return [IpflView(A[k], T[k], P[k], None if R is None else R[k], p[k], G[k], C[k], U[k],
+                     W[k]) for k in range(len(A))]
+
+
+def subject_rules(subject) -> tuple:
+    """(selection, payments, prices) of an iPFL subject: the built-in names, or None for a
+    rule of the user's own (its output is taken as it comes)."""
+    def name(spec, table):
+        return spec if isinstance(spec, str) and spec in table else None
+
+    return (name(subject.rule, ipfl.SELECTION_RULES), name(subject.money, ipfl.PAYMENT_RULES),
+            name(subject.prices, ipfl.PRICE_RULES))
+
+
+def _market_scale(g, N, c, K, true_N, true_K, P) -> float:
+    m = len(N)
+    top = 0.0
+    for i in range(m):
+        rest = math.fsum(N[j] for j in range(m) if j != i)
+        true_rest = math.fsum(true_N[j] for j in range(m) if j != i)
+        top = max(top, abs(g(rest, K[i], N[i])), abs(g(true_rest, true_K[i], true_N[i])))
+    finite = [abs(x) for row in P for x in row if math.isfinite(x)]
+    return 1.0 + top + max(finite, default=0.0)
+
+
+def _check_threshold(gaps, g, Ki, Ni, Nj, P, T, mode, others, where, limit) -> None:
+    """Box 2's threshold (or the published numerics' outcome) against the subject's T: the
+    conventions exactly, a root by :func:`proofs.oracle.ipfl.solves` (the bracket is
+    computed only to measure a failure)."""
+    if math.isnan(T):
+        gaps.add("thresholds", INF, where)
+        return
+    if mode == "published":
+        what, lo, hi = oipfl.published_threshold(g, Ki, Ni, Nj, P, others, limit)
+        if what == "never" or (what == "either" and T <= Nj):
+            gaps.add("thresholds", 0.0 if T <= Nj else 1.0, where)
+            return
+        if what == "always":
+            gaps.add("thresholds", 0.0 if T > others else 1.0, where)
+            return
+        kind = "root"
+    else:
+        kind = oipfl.threshold_kind(g, Ki, Ni, Nj, P, limit)
+    if kind == "zero":  # exactly 0, or a root at N_j where P is g_i(N_j) to float noise
+        top = g(Nj, Ki, Ni) - g(0.0, Ki, Ni)
+        edge = Ki > 0 and abs(P - top) <= 16 * EPS * (abs(top) + abs(P)) and Nj <= T <= \
+            Nj * (1 + 1e-6)
+        gaps.add("thresholds", 0.0 if T == 0.0 or edge else 1.0, where)
+        return
+    if kind == "inf":
+        gaps.add("thresholds", 0.0 if T == INF else 1.0, where)
+        return
+    if oipfl.solves(g, Ki, Ni, Nj, P, T, THRESHOLD_RTOL):
+        gaps.add("thresholds", 0.0, where)
+        return
+    lo, hi = oipfl.threshold(g, Ki, Ni, Nj, P, limit)
+    off = (T - hi) / hi if T > hi else (lo - T) / lo
+    gaps.add("thresholds", off if math.isfinite(off) and off > 0 else INF, where)
+
+
+def _check_exact_row(gaps, i, g, Ki, Ni, P_row, T_row, N, row, scale) -> None:
+    found = oipfl.exact_row(i, g, Ki, Ni, P_row, T_row, N)
+    if found is None:
+        return
+    wrong = sum(1 for j in found["in"] if not row[j]) + sum(1 for j in found["out"] if row[j])
+    gaps.add("adjacency", float(wrong), (i, "reduction") if wrong else None)
+    if not found["checked"]:
+        gaps.unchecked.append(f"exact: buyer {i}'s {len(found['candidates'])} candidates")
+        return
+    cand = found["candidates"]
+    chosen = [cand[k] for k in range(len(cand)) if row[cand[k]]]
+    value = oipfl.phi(g, Ki, Ni, [P_row[j] for j in chosen], [N[j] for j in chosen],
+                      math.fsum(N[j] for j in found["in"]),
+                      math.fsum(P_row[j] for j in found["in"]))
+    over = value - found["best"]
+    gaps.add("exact_optimum", max(0.0, over - MONEY_TOL * scale) / scale,
+             (i, chosen) if over > MONEY_TOL * scale else None)
+    if found["phi"] is None:
+        return
+    s_code = sum(1 << k for k in range(len(cand)) if row[cand[k]])
+    first = next(s for s, v in enumerate(found["phi"]) if v <= found["best"] + TIE_TOL * scale)
+    tie = (found["phi"][s_code] <= found["best"] + TIE_TOL * scale) and s_code != first
+    gaps.add("exact_tie_order", 1.0 if tie else 0.0, (i, s_code, first) if tie else None)
+
+
+def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
+              baselines: tuple = ()) -> Gaps:
+    """Compare one market's outcome ``view`` (what the subject gave) with the oracle, stage
+    by stage. ``market``: the :class:`mechanisms.ipfl.Market` cleared (reports and truth);
+    ``names``: (selection, payments, prices) built-in names or None (:func:`_names`);
+    ``baselines``: pairs (W, utilities) of :func:`mechanisms.ipfl.baseline_utilities` to
+    check beside it."""
+    gaps = Gaps()
+    rule, money, price_rule = names
+    g = oipfl.gain_function(market.gain)
+    N, c, K = (np.asarray(x, float).tolist() for x in (market.N, market.c, market.K))
+    tN, tc, tK = (np.asarray(x, float).tolist()
+                  for x in (market.true_N, market.true_c, market.true_K))
+    lam = float(market.lam)
+    D = np.asarray(D, float).tolist()
+    m = len(N)
+    P = view.P
+    scale = _market_scale(g, N, c, K, tN, tK, P)
+    # prices (Eq. 10 or cost-plus), off the diagonal
+    if price_rule is not None:
+        rule_price = oipfl.paper_price if price_rule == "paper" else oipfl.cost_plus_price
+        for i in range(m):
+            for j in range(m):
+                if i != j:
+                    want = rule_price(i, j, N, c, lam, D)
+                    _close(gaps, "prices", P[i][j], want, PRICE_RTOL * (1 + abs(want))
+                           if math.isfinite(want) else 0.0, (i, j))
+    # thresholds (Box 2) at the prices faced
+    T = view.T
+    total = math.fsum(N)
+    for i in range(m):
+        for j in range(m):
+            if i == j or K[i] == 0.0:
+                gaps.add("thresholds", 0.0 if T[i][j] == 0.0 else 1.0, (i, j))
+            else:
+                _check_threshold(gaps, g, K[i], N[i], N[j], P[i][j], T[i][j], mode,
+                                 total - N[i], (i, j),
+                                 oipfl.marginal_limit(market.gain, K[i], N[i], N[j]))
+    # selection, on the subject's thresholds
+    A = view.A
+    if rule in ("box2", "local", "share-all"):
+        for i in range(m):
+            want = (oipfl.box2_row(i, T[i], N) if rule == "box2" else
+                    oipfl.local_row(i, T[i], N) if rule == "local" else
+                    oipfl.share_all_row(i, N, c, K))
+            wrong = [j for j in range(m) if bool(A[i][j]) != want[j]]
+            gaps.add("adjacency", float(len(wrong)), (i, wrong) if wrong else None)
+    elif rule == "exact":
+        for i in range(m):
+            _check_exact_row(gaps, i, g, K[i], N[i], P[i], T[i], N, A[i], scale)
+    if rule is not None:  # every built-in rule: a pure seller never buys
+        pure = sum(1 for i in range(m) if K[i] == 0.0 for j in range(m) if A[i][j])
+        gaps.add("adjacency", float(pure))
+    # money
+    tol = MONEY_TOL * scale
+    R_want = None
+    if money == "paper":
+        R_want = oipfl.paper_remittances(g, A, N, K, lam, D)
+    elif money == "shapley":
+        R_want = oipfl.shapley_remittances(g, A, N, K, lam, D)
+    elif money == "cost-plus":
+        R_want = oipfl.cost_plus_remittance(A, c)
+    if R_want is not None:
+        if view.R is None:
+            gaps.add("remittances", INF, "none returned")
+        else:
+            for i in range(m):
+                for j in range(m):
+                    _close(gaps, "remittances", view.R[i][j], R_want[i][j], tol, (i, j))
+    p_want = None
+    if view.R is not None:  # Eq. 13 of the remittances the rule returned
+        p_want = oipfl.payments(view.R)
+    if money == "vcg":
+        p_want = oipfl.vcg_payments(g, A, P, N, c, K)
+        if p_want is None:
+            gaps.unchecked.append("vcg: a buyer's search beyond the enumeration")
+    elif money == "none":
+        p_want = [0.0] * m
+        if view.R is not None:
+            for i in range(m):
+                for j in range(m):
+                    _close(gaps, "remittances", view.R[i][j], 0.0, 0.0, (i, j))
+    if p_want is not None:
+        for i in range(m):
+            _close(gaps, "payments", view.p[i], p_want[i], tol, i)
+    # gains, costs, utilities (Eq. 3) and welfare (Eq. 5): the truth, on the subject's graph
+    G = oipfl.gains(g, A, tN, tK)
+    C = oipfl.sharing_costs(A, tc)
+    U = oipfl.utilities(G, C, view.p)
+    for i in range(m):
+        _close(gaps, "gains", view.G[i], G[i], tol, i)
+        _close(gaps, "sharing_costs", view.C[i], C[i], tol, i)
+        _close(gaps, "utilities", view.U[i], U[i], tol, i)
+    _close(gaps, "welfare", view.W, oipfl.welfare(G, A, tc), tol * m)
+    for W, got in baselines:
+        want = oipfl.baseline_utilities(g, np.asarray(W).tolist(), tN, tc, tK)
+        for i in range(m):
+            _close(gaps, "baseline_utilities", got[i], want[i], tol, i)
+    return gaps
+
+
+def baseline_ledgers(market, view: IpflView) -> tuple:
+    """The baselines' ledger on ``market`` (mechanisms.ipfl.baseline_utilities) for the full
+    graph and for the outcome's graph, as pairs (W, utilities) for :func:`ipfl_gaps`."""
+    m = market.m
+    return tuple((W, np.asarray(ipfl.baseline_utilities(market, W), float).tolist())
+                 for W in (np.ones((m, m)), np.asarray(view.A, float)))
+
+
+def _mode(case) -> str:
+    return getattr(case, "thresholds", None) or "exact"
+
+
+def ipfl_conforms(subject, case) -> float:
+    """The property's one-instance check: the subject clears ``case`` itself (its ``settle``);
+    the outcome is compared with the oracle (:func:`ipfl_gaps`). Every effective example
+    discriminates (the equations are evaluated on every market)."""
+    mode = _mode(case)
+    out = subject.settle(case.market, case.D, allow_negative=True, thresholds=mode)
+    view = outcome_view(out)
+    return ipfl_gaps(case.market, case.D, view, subject_rules(subject), mode,
+                     baseline_ledgers(case.market, view)).violation
+
+
+def _ipfl_hook(subject):
+    """The batch hook: the subject's bulk clearing (mechanisms.ipfl.clear_batch) of a whole
+    batch, then the oracle market by market; None for a subject that cannot be cleared in
+    bulk."""
+    if not isinstance(subject, IpflMechanism) or batch_rule(subject) is None:
+        return None
+    names = subject_rules(subject)
+
+    def evaluate(a):
+        mode = a.get("thresholds") or "exact"
+        markets = ipfl.MarketArrays(a["N"], a["c"], a["K"], a["lam"],
+                                    gain=a.get("gain") or "sqrt")
+        out = ipfl.clear_batch(markets, a["D"], subject.rule, payments=subject.money,
+                               prices=subject.prices, thresholds=mode,
+                               allow_negative_distances=True)
+        views = _views_of_batch(out)
+        B, m = a["N"].shape
+        ones = np.ones((B, m, m))
+        full = np.asarray(ipfl.baseline_utilities(markets, ones), float).tolist()
+        own = np.asarray(ipfl.baseline_utilities(markets, out.adjacency), float).tolist()
+        cols = {k: np.asarray(getattr(markets, k), float).tolist()
+                for k in ("N", "c", "K", "lam", "true_N", "true_c", "true_K")}
+        D = np.asarray(a["D"], float).tolist()
+        viol = np.empty(B)
+        for k in range(B):
+            mk = SimpleNamespace(gain=markets.gain, **{f: v[k] for f, v in cols.items()})
+            base = ((ones[k], full[k]), (views[k].A, own[k]))
+            viol[k] = ipfl_gaps(mk, D[k], views[k], names, mode, base).violation
+        return viol
+
+    return evaluate
+
+
+def _ipfl_instances(max_clients=None):
+    top = MAX_CLIENTS if max_clients is None else max_clients
+    return ipfl_instances(symmetric=None, min_m=2, max_m=top).map(lambda md: IpflCase(*md))
+
+
+_ipfl_instances.clients = (2, MAX_CLIENTS)
+
+
+# ==================================================================================== CPL
+
+
+@dataclass(frozen=True)
+class CplView:
+    """One game's answer as a subject gave it."""
+
+    q: list
+    prices: list
+    multiplier: float  # NaN: none given (a pricing rule)
+    v_threshold: float
+    status: str  # "slack", "degenerate" or another status (binding / optimal / ...)
+    objective: float
+    spent: float
+    budget_residual: float
+    payments: list | None = None
+    utilities: list | None = None
+
+
+def _view_of_equilibrium(eq) -> CplView:
+    def num(x):
+        return math.nan if x is None else float(x)
+
+    return CplView(np.asarray(eq.q, float).tolist(), np.asarray(eq.prices, float).tolist(),
+                   num(eq.multiplier), num(eq.v_threshold), str(eq.status),
+                   float(eq.objective), float(eq.spent), float(eq.budget_residual),
+                   np.asarray(eq.payments, float).tolist(),
+                   np.asarray(eq.utilities, float).tolist())
+
+
+def _views_of_batch_eq(eq) -> list[CplView]:
+    out = []
+    for k in range(eq.q.shape[0]):
+        status = "slack" if eq.slack[k] else "degenerate" if eq.degenerate[k] else "binding"
+        out.append(CplView(eq.q[k].tolist(), eq.prices[k].tolist(), float(eq.multiplier[k]),
+                           float(eq.v_threshold[k]), status, float(eq.objective[k]),
+                           float(eq.spent[k]), float(eq.budget_residual[k])))
+    return out
+
+
+_SHAPES = {"uniform": lambda a, G: [1.0] * len(a),
+           "weighted": lambda a, G: list(a),
+           "gradient": lambda a, G: [x * y for x, y in zip(a, G, strict=True)]}
+
+
+def _cpl_kind(subject) -> tuple[str, str | None]:
+    """("solver", None), ("posted", shape name) or ("pricing", None)."""
+    if isinstance(subject, CplSolver):
+        return ("solver", None) if subject.method == "bisection" else ("other-solver", None)
+    rule = getattr(subject, "rule", None)
+    if isinstance(rule, str) and rule in _SHAPES:
+        return "posted", rule
+    return "pricing", None
+
+
+def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None) -> Gaps:
+    """Compare one game's answer ``view`` with the oracle (``kind`` from
+    :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
+    :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1)."""
+    gaps = Gaps()
+    a = np.asarray(game.a, float).tolist()
+    G, c, v = (np.asarray(x, float).tolist() for x in (game.G, game.c, game.v))
+    n = len(a)
+    q_max = np.broadcast_to(np.asarray(game.q_max, float), (n,)).tolist()
+    q_min, B = float(game.q_min), float(game.budget)
+    K = ocpl.bound_coefficients(float(game.alpha), a, G, float(game.R))
+    for k, (got, want) in enumerate(zip(np.asarray(game.K, float).tolist(), K, strict=True)):
+        _close(gaps, "bound_coefficients", got, want, 1e-12 * abs(want), k)
+    _close(gaps, "weights", math.fsum(a), 1.0, 1e-12)
+    q, P = view.q, view.prices
+    # the clients' best responses to the subject's prices
+    for k in range(n):
+        want = ocpl.best_response(c[k], v[k], K[k], P[k], q_min, q_max[k])
+        _close(gaps, "best_response", q[k], want, CPL_RTOL * want, k)
+    terms = math.fsum(abs(P[k] * q[k]) for k in range(n))
+    _close(gaps, "objective", view.objective, ocpl.bound(K, q),
+           CPL_RTOL * (1 + ocpl.bound(K, q)))
+    _close(gaps, "spent", view.spent, ocpl.spend(P, q), CPL_RTOL * (1 + terms))
+    _close(gaps, "budget_residual", view.budget_residual,
+           abs(view.spent - B) / max(abs(B), 1.0), CPL_RTOL)
+    if view.payments is not None:
+        for k in range(n):
+            _close(gaps, "payments", view.payments[k], P[k] * q[k],
+                   CPL_RTOL * (1 + abs(P[k] * q[k])), k)
+    if view.utilities is not None:
+        U = ocpl.client_utilities(P, q, c, v, K)
+        for k in range(n):
+            _close(gaps, "utilities", view.utilities[k], U[k],
+                   CPL_RTOL * (1 + abs(P[k] * q[k]) + v[k] * ocpl.bound(K, q)), k)
+    for participated, got in aggregated or ():
+        want = ocpl.unbiased_aggregate([0.5], [[k + 1.0] for k in range(n)], participated,
+                                       a, q)
+        _close(gaps, "aggregation", got[0], want[0], 1e-12 * (1 + abs(want[0])))
+    what, shape = kind
+    if what == "solver":
+        eq = ocpl.equilibrium(c, v, K, q_min, q_max, B)
+        status = view.status if view.status in ("slack", "degenerate") else "binding"
+        gaps.add("status", 0.0 if status == eq["status"] else 1.0, (status, eq["status"]))
+        for k in range(n):
+            _close(gaps, "q", q[k], eq["q"][k], CPL_Q_RTOL * eq["q"][k], k)
+            size = 2 * c[k] * eq["q"][k] + v[k] * K[k] / eq["q"][k] ** 2
+            _close(gaps, "prices", P[k], eq["prices"][k], CPL_Q_RTOL * size, k)
+        if eq["status"] == "binding":
+            _close(gaps, "multiplier", 1.0 / view.multiplier, eq["mu"], CPL_MU_RTOL * eq["mu"])
+            _close(gaps, "v_threshold", view.v_threshold, eq["mu"] / 3.0,
+                   CPL_MU_RTOL * eq["mu"])
+        elif eq["status"] == "slack":
+            _close(gaps, "multiplier", view.multiplier, 0.0, 0.0)
+            _close(gaps, "v_threshold", view.v_threshold, INF, 0.0)
+    elif what == "posted":
+        s = _SHAPES[shape](a, G)
+        scale = [P[k] / s[k] for k in range(n) if s[k] > 0]
+        p = scale[0] if scale else math.nan
+        gaps.add("posted_scale", 0.0 if p > 0 else INF)
+        for k in range(n):
+            _close(gaps, "posted_shape", P[k], p * s[k], 1e-12 * abs(p * s[k]), k)
+        resp = [ocpl.best_response(c[k], v[k], K[k], P[k], q_min, q_max[k]) for k in range(n)]
+        _close(gaps, "posted_budget", ocpl.spend(P, resp), B, CPL_RTOL * max(abs(B), 1.0))
+    return gaps
+
+
+def _participations(n: int) -> list[list[bool]]:
+    return [[True] * n, [k % 2 == 0 for k in range(n)]]
+
+
+def _aggregated(game, q) -> list:
+    n = game.n
+    updates = np.arange(1.0, n + 1.0)[:, None]
+    return [(pattern, np.asarray(cpl.unbiased_aggregate([0.5], updates, pattern, game.a, q),
+                                 float).tolist())
+            for pattern in _participations(n)]
+
+
+def cpl_conforms(subject, case) -> float:
+    """The property's one-game check: the subject's own ``solve`` of the game, compared with
+    the oracle (:func:`cpl_gaps`)."""
+    game = case.game
+    eq = subject.solve(game)
+    view = _view_of_equilibrium(eq)
+    return cpl_gaps(game, view, _cpl_kind(subject), _aggregated(game, view.q)).violation
+
+
+def _cpl_hook(subject):
+    """The batch hook: the bisection solver or a built-in posted price on a whole
+    GameBatch, then the oracle game by game; None for other subjects."""
+    if type(subject).solve not in (CplSolver.solve, CplPricingRule.solve):
+        return None
+    kind = _cpl_kind(subject)
+    if kind[0] == "solver" and not dict(subject.options):
+        def answer(games):
+            return cpl.solve_batch(games)
+    elif kind[0] == "posted":
+        def answer(games):
+            shape = np.array([_SHAPES[kind[1]](a, G) for a, G in
+                              zip(games.a.tolist(), games.G.tolist(), strict=True)])
+            return cpl.posted_pricing_batch(games, shape)
+    else:
+        return None
+
+    def evaluate(games):
+        views = _views_of_batch_eq(answer(games))
+        viol = np.empty(games.size)
+        for k in range(games.size):
+            game = _game_of(games, k)
+            viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q)).violation
+        return viol
+
+    return evaluate
+
+
+def _game_of(games, k: int):
+    """Game k of a GameBatch, as the fields :func:`cpl_gaps` reads (the batch's own K)."""
+    return SimpleNamespace(a=games.a[k], G=games.G[k], c=games.c[k], v=games.v[k],
+                           budget=games.budget[k], alpha=games.alpha[k], R=games.R[k],
+                           q_min=games.q_min[k], q_max=games.q_max[k], K=games.K[k],
+                           n=games.a.shape[1])
+
+
+_CPL_DRAWS = {"large_v": True, "budget": "any", "positive_budget": True}
+
+
+def _cpl_instances(max_clients=None):
+    top = MAX_CLIENTS if max_clients is None else max_clients
+    return cpl_games(max_n=top, **_CPL_DRAWS).map(CplCase)
+
+
+_cpl_instances.clients = (1, MAX_CLIENTS)
+
+
+CONFORMANCE_PROPERTIES = {
+    "conforms": Property(
+        "conforms", "Conforms to the equations",
+        "prices, thresholds, graph, remittances, payments, gains, costs, utilities, welfare "
+        "and the baselines' ledger equal the oracle's transcription of the subject's rules",
+        "Eqs. 3, 4, 5, 10, 12, 13; Box 2; the reference rules",
+        "any market the checker draws (truthful reports)", "ipfl", _ipfl_instances,
+        ipfl_conforms, sample=lambda: IpflSampler(IpflSpec()), batch=_ipfl_hook,
+        clients=_ipfl_instances.clients,
+        note="the oracle (proofs.oracle.ipfl) is written from the paper and the spec; "
+             "tolerances and conventions in proofs.conformance"),
+    "cpl_conforms": Property(
+        "cpl_conforms", "Conforms to the equations (CPL)",
+        "bound coefficients, weights, best responses, bound, spend, payments, utilities, "
+        "aggregation; the equilibrium of P1' (solver) or the budget-calibrated posted price "
+        "equal the oracle's",
+        "spec cpl.md: Players, Solvers, Baselines, Aggregation",
+        "B > 0 (binding or slack)", "cpl", _cpl_instances, cpl_conforms,
+        sample=lambda: CplSampler(**_CPL_DRAWS), batch=_cpl_hook,
+        clients=_cpl_instances.clients,
+        note="the oracle (proofs.oracle.cpl) is written from the spec"),
+}
+_EVERY = ("every effective example (no discriminating flag: {what}, checked on each, "
+          "could break on any {where})")
+CONFORMANCE_PROPERTIES = {
+    "conforms": replace(CONFORMANCE_PROPERTIES["conforms"], discriminates=_EVERY.format(
+        what="every stage of the outcome", where="market")),
+    "cpl_conforms": replace(CONFORMANCE_PROPERTIES["cpl_conforms"], discriminates=_EVERY.format(
+        what="every quantity of the answer", where="game")),
+}
