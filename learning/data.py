@@ -121,8 +121,10 @@ _CIFAR_ALLOWED = frozenset({("numpy.core.multiarray", "_reconstruct"),
 
 
 def _unpickle_batch(f):
-    """Unpickle a CIFAR-10 batch allowing only what the format holds (dicts, lists, bytes,
-    str, numbers and numpy arrays): a file that names any other callable is refused."""
+    """Unpickle a CIFAR-10 batch (CIFAR's own python format is a pickle) allowing only what
+    the format holds: a file that names any callable but numpy's array reconstruction is
+    refused before it is called, and what comes out must be a dict of bytes, str, numbers,
+    lists of them and numpy arrays of numbers (not of objects)."""
     import pickle
 
     class Restricted(pickle.Unpickler):
@@ -131,7 +133,24 @@ def _unpickle_batch(f):
                 return super().find_class(module, name)
             raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR batch")
 
-    return Restricted(f, encoding="bytes").load()
+    d = Restricted(f, encoding="bytes").load()
+    if not isinstance(d, dict):
+        raise pickle.UnpicklingError(f"holds a {type(d).__name__}, not a dict")
+    for key, value in d.items():
+        if not isinstance(key, bytes | str) or not _plain(value):
+            raise pickle.UnpicklingError(f"{key!r} holds something other than bytes, text, "
+                                         "numbers, lists of them or numeric arrays")
+    return d
+
+
+def _plain(value) -> bool:
+    """bytes, str, a number, a list of them, or a numpy array of numbers."""
+    if isinstance(value, list):
+        return all(_plain(v) and not isinstance(v, list | np.ndarray) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biuf"
+    return isinstance(value, bytes | str | int | float) or (
+        isinstance(value, np.generic) and value.dtype.kind in "biuf")
 
 
 def read_cifar_batch(path) -> tuple[np.ndarray, np.ndarray]:

@@ -27,13 +27,10 @@ import itertools
 import json
 import math
 import os
-import pickle
 import signal
-import sqlite3
 import threading
 import time
 import tomllib
-import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,10 +52,12 @@ from mechanisms.processes import die_with_parent, stop_pool
 from .errors import CellFailed, CellTimedOut, SpecError, StoreError
 from .results import jsonable, read_text, versions
 from .scenarios import SCENARIOS
+from .store import Store
 
 __all__ = ["ADDED_FIELDS", "EXECUTORS", "MAX_CELLS", "Cell", "CellStep", "Store",
-           "checkpoint_path", "config_fields", "config_hash", "describe_cell", "expand",
-           "hash_config", "load_toml", "log_path", "run_cell", "run_sweep"]
+           "check_checkpoints", "checkpoint_path", "config_fields", "config_hash",
+           "describe_cell", "expand", "hash_config", "load_toml", "log_path", "run_cell",
+           "run_sweep"]
 
 EXECUTORS = ("serial", "processes", "ray")
 
@@ -287,8 +286,29 @@ def _alarm(seconds: float | None):
 
 
 def checkpoint_path(folder, cell: Cell) -> Path:
-    """Where a learning cell's per-round checkpoint lives in a checkpoint folder."""
-    return Path(folder) / f"{cell.key}.pt"
+    """Where a learning cell's per-round checkpoint lives in a checkpoint folder (a
+    safetensors file, :mod:`learning.checkpoint`)."""
+    return Path(folder) / f"{cell.key}.safetensors"
+
+
+def check_checkpoints(folder, cells) -> None:
+    """Refuse, before any cell runs, a checkpoint in ``folder`` of one of these cells that is
+    not one this version reads (a CheckpointError naming the file): a damaged or crafted
+    file, or ``<key>.pt``, a torch pickle of fedmarket before issue 33, which is never loaded.
+    Only headers are read."""
+    from learning.checkpoint import Checkpoint, CheckpointError
+
+    for cell in cells:
+        if SCENARIOS[cell.scenario].kind != "learning":
+            continue
+        old = Path(folder) / f"{cell.key}.pt"
+        if old.exists():
+            raise CheckpointError("checkpoint", f"{old} is a torch pickle (a checkpoint of "
+                                                "fedmarket before issue 33, or not "
+                                                "fedmarket's), which is never loaded: a pickle "
+                                                "can run code; delete it and the cell "
+                                                "computes again from round 0")
+        Checkpoint(checkpoint_path(folder, cell)).saved_rounds()
 
 
 def log_path(folder, cell: Cell) -> Path:
@@ -411,196 +431,6 @@ def code_version() -> str:
             h.update(str(f.relative_to(root.parent)).encode())
             h.update(f.read_bytes())
     return f"{versions()['fedmarket']}+{h.hexdigest()[:12]}"
-
-
-_COLUMNS = ("key", "scenario", "mechanism", "params", "seed", "seconds", "versions",
-            "finished", "config_hash", "code", "digest", "rows")
-
-
-class Store:
-    """SQLite results store: one row per cell (its frame pickled, with a SHA-1 digest),
-    written atomically.
-
-    ``mode="w"`` (sweeps) creates the folder and store; ``mode="r"`` (reports) opens an
-    existing store read-only and never writes to it. Opening checks the file is an intact
-    fedmarket store (SQLite quick_check, schema); :meth:`verify` checks every row's digest.
-    Anything wrong is a :class:`StoreError`.
-    """
-
-    def __init__(self, folder, mode: str = "w", *, allow_empty: bool = False):
-        if mode not in ("r", "w"):
-            raise MarketInputError("mode", f"is {mode!r}; choose 'r' or 'w'")
-        self.folder = Path(folder)
-        self.path = self.folder / "store.sqlite"
-        self.mode = mode
-        self.allow_empty = allow_empty  # "r": a database with no table yet (one a sweep is
-        self.empty = False              # creating, or left mid-creation) reads as no cells
-        if mode == "r" and not self.path.is_file():
-            raise StoreError("results", f"{self.folder} holds no sweep store (store.sqlite)")
-        try:
-            if mode == "r":
-                self.db = self._connect_read_only()
-            else:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                self.db = sqlite3.connect(self.path)
-            self._check_schema()
-        except sqlite3.OperationalError as exc:
-            if mode == "w":  # a full disk, a file that cannot grow: not a damaged store
-                raise self._write_failed(exc) from None
-            raise StoreError("store", f"{self.path} cannot be read ({exc})") from None
-        except sqlite3.DatabaseError as exc:
-            raise StoreError("store", f"{self.path} is not an intact fedmarket store "
-                                      f"({exc}); move it away or use another folder") from None
-        self._last_commit = time.perf_counter()
-        self._committed_a_cell = False  # the first cell is committed at once (see put)
-
-    def _write_failed(self, exc) -> StoreError:
-        return StoreError("out", f"cannot write to {self.path}: {exc} (is the disk full?); "
-                                 "the cells committed before stay intact: make room and "
-                                 "rerun to resume")
-
-    def _connect_read_only(self):
-        uri = f"file:{urllib.parse.quote(str(self.path.absolute()))}"
-        try:
-            db = sqlite3.connect(uri + "?mode=ro", uri=True)
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
-        except sqlite3.OperationalError:  # a read-only folder cannot hold WAL's -shm file
-            return sqlite3.connect(uri + "?immutable=1", uri=True)
-
-    def _check_schema(self):
-        check = self.db.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            raise StoreError("store", f"{self.path} is corrupt ({check})")
-        tables = {t for (t,) in self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "cells" not in tables:
-            if self.mode == "r" and self.allow_empty and not tables:
-                self.empty = True
-                return
-            if self.mode == "r":
-                raise StoreError("store", f"{self.path} holds no cells table: not a "
-                                          "fedmarket store")
-            if tables:
-                raise StoreError("store", f"{self.path} is some other database (tables "
-                                          f"{sorted(tables)}); use another folder")
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(f"CREATE TABLE cells ({', '.join(_COLUMNS)}, "
-                            "PRIMARY KEY (key))")
-            self.db.commit()
-        columns = tuple(r[1] for r in self.db.execute("PRAGMA table_info(cells)"))
-        if columns != _COLUMNS:
-            raise StoreError("store", f"{self.path} was written by another fedmarket "
-                                      f"version (columns {columns}); use another folder")
-        if self.mode == "w":
-            # WAL + NORMAL: a committed cell survives the process being killed (kill -9);
-            # only a power cut can lose the last commits, which a rerun then recomputes.
-            # WAL also lets a report read while the sweep writes. (Set on every opening:
-            # close() leaves a finished store in rollback mode.)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-
-    def damaged(self) -> tuple[list[str], int]:
-        """(keys of the rows that fail their digest, number of rows)."""
-        bad, n = [], 0
-        if self.empty:
-            return bad, n
-        for key, digest, rows in self.db.execute("SELECT key, digest, rows FROM cells"):
-            n += 1
-            if not isinstance(rows, bytes) or hashlib.sha1(rows).hexdigest() != digest:
-                bad.append(key)
-        return bad, n
-
-    def verify(self) -> int:
-        """Check every stored row against its digest; returns the number of rows."""
-        bad, n = self.damaged()
-        if bad:
-            raise StoreError("store", f"{len(bad)} of {n} cells in {self.path} fail their "
-                                      f"checksum (first: {bad[0]}); the store is damaged "
-                                      "(a sweep recomputes just those cells with "
-                                      "--recompute-damaged)")
-        return n
-
-    def forget(self, keys) -> None:
-        """Delete these cells' rows (damaged ones, to be computed again)."""
-        try:
-            self.db.executemany("DELETE FROM cells WHERE key = ?", [(k,) for k in keys])
-            self.db.commit()
-        except sqlite3.OperationalError as exc:
-            raise self._write_failed(exc) from None
-
-    def done(self) -> dict[str, tuple[str, str]]:
-        """{key: (config_hash, code)} of the finished cells."""
-        if self.empty:
-            return {}
-        return {k: (h, c) for k, h, c in self.db.execute(
-            "SELECT key, config_hash, code FROM cells")}
-
-    def put(self, cell: Cell, df: pd.DataFrame, seconds: float, vers: str, chash: str,
-            code: str, commit_every: float = 0.2) -> None:
-        """Store a cell's rows and mark it done (one row: both or neither).
-
-        Commits the first cell at once, then at most every ``commit_every`` seconds (one
-        commit per cell would cost more than a fast cell). Committing the first cell at once
-        makes what a crash keeps independent of the host's speed: a sweep that fails after
-        its first cell (a full disk, kill -9) always keeps at least that cell.
-        """
-        blob = pickle.dumps(df, protocol=5)
-        try:
-            self.db.execute(
-                f"INSERT OR REPLACE INTO cells VALUES ({', '.join('?' * len(_COLUMNS))})",
-                (cell.key, cell.scenario, cell.mechanism,
-                 json.dumps(jsonable(dict(cell.params))), cell.seed, seconds, vers,
-                 time.time(), chash, code, hashlib.sha1(blob).hexdigest(), blob))
-        except sqlite3.OperationalError as exc:
-            raise self._write_failed(exc) from None
-        if (not self._committed_a_cell
-                or time.perf_counter() - self._last_commit >= commit_every):
-            self.flush()
-            self._committed_a_cell = True
-
-    def flush(self) -> None:
-        try:
-            self.db.commit()
-        except sqlite3.OperationalError as exc:
-            raise self._write_failed(exc) from None
-        self._last_commit = time.perf_counter()
-
-    def frame(self, scenario: str | None = None) -> pd.DataFrame:
-        q = "SELECT key, digest, rows, versions FROM cells" + (
-            " WHERE scenario = ?" if scenario else "")
-        args = (scenario,) if scenario else ()
-        parts = []
-        for key, digest, rows, vers in self.db.execute(q + " ORDER BY key", args):
-            if hashlib.sha1(rows).hexdigest() != digest:
-                raise StoreError("store", f"cell {key} in {self.path} fails its checksum")
-            df = pickle.loads(rows)  # written by this module only, digest checked
-            df["versions"] = vers
-            parts.append(df)
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-
-    def cells(self) -> pd.DataFrame:
-        return pd.read_sql("SELECT key, scenario, mechanism, params, seed, seconds, "
-                           "config_hash, code FROM cells", self.db)
-
-    def close(self):
-        if self.mode == "w":
-            try:
-                self.db.commit()
-            except sqlite3.OperationalError as exc:  # a full disk: the last commit is lost,
-                try:  # what was committed before stays (WAL), and a rerun recomputes the rest
-                    self.db.rollback()
-                finally:
-                    self.db.close()
-                raise self._write_failed(exc) from None
-            try:  # fold the WAL into the file: a finished store is one self-contained file
-                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                # and leave WAL mode, so that a read-only opening (a report) needs no -shm
-                # and -wal files beside it (fails harmlessly while a reader has it open)
-                self.db.execute("PRAGMA journal_mode=DELETE")
-            except sqlite3.DatabaseError:
-                pass
-        self.db.close()
 
 
 class _FolderLock:
@@ -794,6 +624,10 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
                                 f"{stale[0].mechanism} seed {stale[0].seed}); pass "
                                 "--reuse-stale to keep them, --recompute-stale to compute "
                                 "them again, or use another folder")
+    redo = {c.key for c in stale} if on_stale == "recompute" else set()
+    todo = [c for c in cells if c.key not in finished or c.key in redo]
+    if ckpts is not None:  # before the store opens for writing: a refusal changes nothing
+        check_checkpoints(ckpts, todo)
     store = Store(out)
     try:
         if damaged:
@@ -801,8 +635,6 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
     except BaseException:
         store.close()
         raise
-    redo = {c.key for c in stale} if on_stale == "recompute" else set()
-    todo = [c for c in cells if c.key not in finished or c.key in redo]
     by_key = {c.key: c for c in todo}
     skipped = len(cells) - len(todo)
     t0 = time.perf_counter()

@@ -41,6 +41,7 @@ from sims.cli import main
 from sims.cpl_game import CplBenchmark
 from sims.errors import SpecError, StoreError
 from sims.inclusive import InclusiveMarket
+from sims.store import decode_rows
 from sims.sweep import Store, expand, load_toml, run_sweep
 
 INF, NAN = float("inf"), float("nan")
@@ -1238,7 +1239,7 @@ def test_store_corruption_tampering_and_stale_cells(tmp_path):
     # tampered row: its digest no longer matches -> refused on resume and in reports
     db = sqlite3.connect(out / "store.sqlite")
     key = db.execute("SELECT key FROM cells LIMIT 1").fetchone()[0]
-    db.execute("UPDATE cells SET rows = ? WHERE key = ?", (b"garbage", key))
+    db.execute("UPDATE cells SET parquet = ? WHERE key = ?", (b"garbage", key))
     db.commit()
     db.close()
     with pytest.raises(StoreError, match="checksum"):
@@ -1280,8 +1281,8 @@ def test_a_damaged_cell_is_refused_untouched_and_recomputed_on_request(tmp_path,
     run_sweep(expand(FAST), out)
     db = sqlite3.connect(out / "store.sqlite")
     key = db.execute("SELECT key FROM cells ORDER BY key LIMIT 1").fetchone()[0]
-    good = db.execute("SELECT rows FROM cells WHERE key = ?", (key,)).fetchone()[0]
-    db.execute("UPDATE cells SET rows = ? WHERE key = ?", (b"garbage", key))
+    good = db.execute("SELECT parquet FROM cells WHERE key = ?", (key,)).fetchone()[0]
+    db.execute("UPDATE cells SET parquet = ? WHERE key = ?", (b"garbage", key))
     db.commit()
     db.close()
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -1297,9 +1298,9 @@ def test_a_damaged_cell_is_refused_untouched_and_recomputed_on_request(tmp_path,
                  "--recompute-damaged"]) == 0
     store = Store(out, mode="r")
     assert store.verify() == 8
-    rows = store.db.execute("SELECT rows FROM cells WHERE key = ?", (key,)).fetchone()[0]
+    rows = store.db.execute("SELECT parquet FROM cells WHERE key = ?", (key,)).fetchone()[0]
     store.close()
-    assert pickle.loads(rows).equals(pickle.loads(good))  # just that cell, computed again
+    assert decode_rows(rows).equals(decode_rows(good))  # just that cell, computed again
 
 
 def _fast_toml(tmp_path) -> Path:

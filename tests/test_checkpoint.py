@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from learning.algorithms import REGISTRY, TrainConfig, run
-from learning.checkpoint import Checkpoint
+from learning.checkpoint import Checkpoint, CheckpointError
 from learning.session import Session
 
 ROUNDS, STOP = 5, 2
@@ -104,7 +104,7 @@ def test_known_bad_restore_is_caught(name, forget, tmp_path, monkeypatch):
 
 def test_checkpoint_of_another_run_is_ignored(tmp_path):
     """Another config or another tag: the checkpoint is not resumed from (the run starts at
-    round 0 and overwrites it)."""
+    round 0 and overwrites it). A file that is no checkpoint at all is refused."""
     cfg = config("local")
     path = tmp_path / "ck.pt"
     with pytest.raises(Stop):
@@ -114,7 +114,13 @@ def test_checkpoint_of_another_run_is_ignored(tmp_path):
         run(cfg, stop_after(STOP), checkpoint=Checkpoint(path))
     other = dataclasses.replace(cfg, lr=0.02)
     assert run(other, checkpoint=Checkpoint(path)).resumed_from == 0
+    # a file that is not a checkpoint is refused, naming it (it could be crafted); once
+    # deleted, the run starts from round 0
     path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a safetensors file") as info:
+        run(cfg, checkpoint=Checkpoint(path))
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    path.unlink()
     assert run(cfg, checkpoint=Checkpoint(path)).resumed_from == 0
 
 
@@ -149,12 +155,7 @@ KILL_SPEC = {"seeds": [0], "scenarios": [
 
 
 def _checkpointed_rounds(path) -> int:
-    import torch
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)["rounds"]
-    except Exception:  # not there yet
-        return 0
+    return Checkpoint(path).saved_rounds()  # 0 while there is none (replaced atomically)
 
 
 def _no_timing(df):

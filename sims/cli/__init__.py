@@ -5,6 +5,7 @@
     fedmarket train --algorithm ipfl fedavg --dataset digits --rounds 10 [--out DIR]
     fedmarket sweep [SPEC.toml | --preset demo] [--executor processes] [--report]
     fedmarket report RESULTS
+    fedmarket salvage BROKEN --out NEW
     fedmarket reproduce [--setting reduced|digits|full] [--seeds 0 1 2] [--out results/reproduce]
     fedmarket prove [--examples 200] [--exhaustive] [--markdown docs/reference-theorems.md]
     fedmarket clear market.json [--rule local] [--thresholds exact] [--csv out.csv]
@@ -32,8 +33,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 DESCRIPTION = ("Incentive mechanisms for federated-learning model markets: run, sweep, "
                "check and report.")
-COMMANDS = ("market", "cpl", "prove", "train", "sweep", "report", "clear", "recheck",
-            "reproduce", "design")
+COMMANDS = ("market", "cpl", "prove", "train", "sweep", "report", "salvage", "clear",
+            "recheck", "reproduce", "design")
 
 
 def build_parser(argv=None) -> Parser:
