@@ -401,6 +401,19 @@ class Report:
         lo, hi = self.clients
         return f"{text}; {lo}-{hi} clients" if lo < hi else f"{text}; {lo} clients"
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the report as a one-row table (the counterexample's pasteable
+        test below it)."""
+        import html
+
+        row = {k: v for k, v in self.row().items() if k != "counterexample"}
+        cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                        f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+                        for k, v in row.items() if v is not None)
+        ce = self.row()["counterexample"]
+        code = "" if ce is None else f"<pre>{html.escape(ce)}</pre>"
+        return f"<table>{cells}</table>{code}"
+
     def row(self) -> dict:
         return {
             "property": self.property.name,

@@ -12,6 +12,9 @@ games) are never mixed inside one number.
   positive a surplus, negative a deficit), participation and individual-rationality failures;
 * :func:`ir_failures`: one row per (mechanism, seed, client) whose utility was negative in
   some round, with the size of the worst shortfall;
+* :func:`regret_per_seed`: one row per (iPFL mechanism, seed): the largest regret a
+  misreport of N, c or K earns (utility units), measured by :mod:`sims.design.evaluate` on
+  markets the checker draws with that seed (the same markets for every mechanism);
 * :func:`intervals`: a tidy summary, one row per (keys, metric): mean, low, high, seeds;
 * :func:`readable`: the same as a table of "mean [low, high]" strings, a column per metric.
 """
@@ -30,6 +33,8 @@ __all__ = [
     "FIG5_METRICS",
     "IR_TOL",
     "MARKET_METRICS",
+    "REGRET_MARKETS",
+    "REGRET_METRICS",
     "ROLE_METRICS",
     "client_totals",
     "cpl_per_seed",
@@ -37,6 +42,7 @@ __all__ = [
     "ir_failures",
     "market_per_seed",
     "readable",
+    "regret_per_seed",
     "roles_per_seed",
 ]
 
@@ -65,6 +71,13 @@ MARKET_METRICS = {
     "min_utility": "the lowest utility of any client in any round (negative: IR fails)",
 }
 ROUND_COLUMNS = ("round_welfare", "round_operator_balance")  # written by the market scenarios
+REGRET_MARKETS = 300  # markets per seed on which a report measures regret
+REGRET_METRICS = {
+    **{f"regret_{d}": f"the largest regret (utility units) a client earns by misreporting {d},"
+                      " either way, on the checker's markets drawn with the seed"
+       for d in ("N", "c", "K")},
+    "regret": "the largest of regret_N, regret_c, regret_K",
+}
 
 
 def _keys(df: pd.DataFrame, keys) -> list[str]:
@@ -283,3 +296,43 @@ def readable(summary: pd.DataFrame, keys) -> pd.DataFrame:
     wide = wide[list(dict.fromkeys(summary.metric))]
     seeds = summary.groupby(keys, observed=True).seeds.max().rename("seeds")
     return wide.join(seeds).reset_index()
+
+
+def regret_per_seed(mechanisms, seeds, *, markets: int = REGRET_MARKETS,
+                    search: dict | None = None) -> pd.DataFrame:
+    """One row per (iPFL mechanism, seed): ``regret_N``, ``regret_c``, ``regret_K`` (the
+    largest regret found over ``markets`` markets drawn from the checker's regret-property
+    distribution with that seed, either direction, utility units: the measure of
+    :func:`sims.design.evaluate.evaluate`, the same markets for every mechanism), their
+    maximum ``regret``, and ``regret_note``: empty, or why a mechanism was not measured
+    (a rule of your own that the bulk clearing cannot run: NaN regrets).
+    ``mechanisms``: canonical names "selection+payments+prices"."""
+    from mechanisms.errors import FedmarketError
+    from sims.design import DesignInputError, Mechanism, draw_markets, evaluate
+
+    from .scenarios import parse_ipfl_mechanism
+
+    dims = ("N", "c", "K")
+    rows = []
+    drawn = {int(s): draw_markets(markets, int(s)) for s in seeds}
+    for name in mechanisms:
+        try:
+            mech = Mechanism(name, *parse_ipfl_mechanism(name))
+        except FedmarketError as exc:
+            mech, note = None, f"not measured: {exc}"
+        for seed, mk in drawn.items():
+            row = {"mechanism": name, "seed": seed}
+            if mech is not None:
+                try:
+                    s = evaluate(mech, mk, search=search).summary
+                    row.update({f"regret_{d}": s[f"max_regret_{d}"] for d in dims})
+                    note = ""
+                except (FedmarketError, DesignInputError) as exc:
+                    note = f"not measured: {exc}"
+            if note:
+                row.update({f"regret_{d}": np.nan for d in dims})
+            row["regret"] = max(row[f"regret_{d}"] for d in dims)
+            row["regret_note"] = note
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["mechanism", "seed", *(f"regret_{d}" for d in dims),
+                                       "regret", "regret_note"])

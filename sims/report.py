@@ -13,12 +13,12 @@ import pandas as pd
 from mechanisms.errors import FedmarketError
 
 from .errors import SpecError, StoreError
-from .ranking import DEFAULT, Priorities, rank
+from .ranking import CPL_DEFAULT, DEFAULT, Priorities, paired, rank
 from .results import write_atomic
 from .scenarios import SCENARIOS
 from .sweep import Store
 
-__all__ = ["write_report"]
+__all__ = ["latex_table", "write_report"]
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -30,6 +30,15 @@ def _md_table(df: pd.DataFrame) -> str:
     sep = "|" + "---|" * len(df.columns)
     rows = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
     return "\n".join([head, sep, *rows])
+
+
+def latex_table(df: pd.DataFrame, *, caption: str | None = None,
+                label: str | None = None) -> str:
+    """``df`` as a LaTeX table (booktabs rules; text escaped, so "ir_rate" and "50 %" print
+    as written; numbers to 6 significant digits): paste it into a paper with
+    ``\\usepackage{booktabs}``."""
+    return df.to_latex(index=False, escape=True, float_format=lambda v: f"{v:.6g}",
+                       caption=caption, label=label, na_rep="--")
 
 
 class _Doc:
@@ -48,9 +57,12 @@ class _Doc:
 
     def table(self, df: pd.DataFrame, name: str, *, shown: int | None = None,
               columns: list | None = None):
-        """The whole table as ``name``.csv; on the page its first ``shown`` rows (all by
-        default) and ``columns`` (all by default)."""
+        """The whole table as ``name``.csv and ``name``.tex (LaTeX, booktabs: for a paper);
+        on the page its first ``shown`` rows (all by default) and ``columns`` (all by
+        default)."""
         write_atomic(self.folder / f"{name}.csv", lambda tmp: df.to_csv(tmp, index=False))
+        latex = latex_table(df, caption=f"{name} (fedmarket report)", label=f"tab:{name}")
+        write_atomic(self.folder / f"{name}.tex", lambda tmp: tmp.write_text(latex))
         part = df if shown is None else df.head(shown)
         part = part if columns is None else part[columns]
         more = "" if len(part) == len(df) and part.shape[1] == df.shape[1] else (
@@ -110,41 +122,44 @@ def _rerun(df: pd.DataFrame, scenario: str) -> dict:
 
 
 def _ranking(doc: _Doc, per_seed: pd.DataFrame, keys: list, priorities: Priorities,
-             verdicts: pd.DataFrame | None):
-    """The mechanisms ranked under ``priorities`` within each setting of the swept
-    parameters."""
-    from .ranking import CRITERIA
-
+             verdicts: pd.DataFrame | None, name: str = "inclusive_ranking",
+             option: str = "--rank-by", default: str = DEFAULT, within: list | None = None):
+    """The rules ranked under ``priorities`` within each setting of ``within`` (default: the
+    swept parameters, ``keys[1:]``)."""
     doc.heading("Ranking under your priorities", level=4)
-    stated = "your --rank-by" if priorities != Priorities.parse(DEFAULT) else (
-        f"the default {DEFAULT!r}; state yours with --rank-by")
+    stated = f"your {option}" if priorities != Priorities.parse(
+        default, family=priorities.family) else (
+        f"the default {default!r}; state yours with {option}")
     doc.para(f"Priorities ({stated}): {priorities.describe()}. "
-             + " ".join(f"{c}: {CRITERIA[c].text}." for c in priorities.criteria)
+             + " ".join(f"{c}: {priorities.table[c].text}." for c in priorities.criteria)
              + " Each value is a mean over seeds; 'ahead_of_next' is the paired difference "
                "to the next rule over the same seeds on the criterion that ordered them, "
-               "with its 95 % interval ('separated' when it excludes zero).")
-    others = keys[1:]
+               "with its 95 % interval ('separated' when it excludes zero) and on how many "
+               "of the seeds it is ahead.")
+    others = keys[1:] if within is None else within
     parts = []
     for k, g in (per_seed.groupby(others, observed=True) if others else [((), per_seed)]):
         k = k if isinstance(k, tuple) else (k,)
         r = rank(g, priorities, keys=keys, verdicts=verdicts)
         parts.append(r)
-    doc.table(pd.concat(parts, ignore_index=True), "inclusive_ranking")
+    doc.table(pd.concat(parts, ignore_index=True), name)
 
 
 def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
-               priorities: Priorities | None = None):
+               priorities: Priorities | None = None, regret_markets: int = 0):
     import matplotlib.pyplot as plt
 
     from .comparison import (
         IR_TOL,
         MARKET_METRICS,
+        REGRET_METRICS,
         ROLE_METRICS,
         client_totals,
         intervals,
         ir_failures,
         market_per_seed,
         readable,
+        regret_per_seed,
         roles_per_seed,
     )
     from .inclusive import InclusiveMarket, run_inclusive_market
@@ -166,9 +181,24 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
     except KeyError as exc:
         per_seed = None
         doc.para(f"Not compared: {exc.args[0]}.")
+    metrics = list(MARKET_METRICS)
+    if per_seed is not None and regret_markets:
+        reg = regret_per_seed(mechs, sorted(int(x) for x in per_seed.seed.unique()),
+                              markets=regret_markets)
+        per_seed = per_seed.merge(reg.drop(columns="regret_note"), on=["mechanism", "seed"],
+                                  how="left")
+        metrics += list(REGRET_METRICS)
+        doc.para("Incentives beside the market's numbers: "
+                 + " ".join(f"{k}: {v}." for k, v in REGRET_METRICS.items())
+                 + f" ({regret_markets} markets per seed, 2-5 clients, the checker's "
+                   "distribution of the regret properties, not the simulated market; the "
+                   "misreport search of sims.design.evaluate, a lower bound on the true "
+                   "regret.)")
+        for r in reg[reg.regret_note != ""].drop_duplicates("mechanism").itertuples():
+            doc.para(f"Regret of {r.mechanism}: {r.regret_note}.")
     if per_seed is not None:
-        summary = intervals(per_seed, keys, list(MARKET_METRICS),
-                            bounds={"participation": (0.0, 1.0)})
+        summary = intervals(per_seed, keys, metrics, bounds={
+            "participation": (0.0, 1.0), **{k: (0.0, np.inf) for k in REGRET_METRICS}})
         doc.table(readable(summary, keys), "inclusive_comparison")
         a = doc.data(per_seed, "inclusive_comparison_seeds", prov)
         b = doc.data(summary, "inclusive_comparison_intervals", prov)
@@ -316,8 +346,11 @@ CPL_NOTE = (
     "numbers are computed per seed, then given as the mean and Student's t 95 % interval "
     "over seeds (rules are compared on the same games: the same seeds at each budget). "
     "objective_bound: the convergence bound sum K (1 - q)/q the server minimises (lower is "
-    "better); spent: sum P_n q_n; client_utility_sum: the clients' total profit; "
-    "negative_prices: clients charged to take part.")
+    "better); spent: sum P_n q_n; client_utility_sum: the clients' total utility "
+    "U_n = P_n q_n - c_n q_n^2 - v_n sum_m K_m (1 - q_m)/q_m WITHOUT each client's constant "
+    "term (its value of the model, which the game does not know), so a negative sum is no "
+    "IR failure: compare it across rules, not with 0; negative_prices: clients charged to "
+    "take part.")
 
 
 def _provenance(df: pd.DataFrame, scenario: str) -> dict:
@@ -336,7 +369,8 @@ def _provenance(df: pd.DataFrame, scenario: str) -> dict:
     return out
 
 
-def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
+def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
+         priorities: Priorities | None = None):
     import matplotlib.pyplot as plt
 
     from .comparison import CPL_BOUNDS, CPL_METRICS, cpl_per_seed, intervals, readable
@@ -357,6 +391,26 @@ def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0):
     doc.para(f"One row per cell: `{seeds_path.name}`; the intervals as numbers: "
              f"`{summary_path.name}` (each with a JSON sidecar: cells, config hashes, seeds, "
              "versions).")
+    priorities = priorities or Priorities.parse(CPL_DEFAULT, family="cpl")
+    within = [*others, "budget"]
+    _ranking(doc, per_seed, keys, priorities, None, name="cpl_ranking",
+             option="--cpl-rank-by", default=CPL_DEFAULT, within=within)
+    deciding = priorities.criteria[0] if priorities.weights is None else \
+        priorities.criteria[int(np.argmax(priorities.weights))]
+    pairs = []
+    for k, g in per_seed.groupby(within, observed=True):
+        k = k if isinstance(k, tuple) else (k,)
+        pr = paired(g, deciding, family="cpl")
+        for c, v in zip(within, k, strict=True):
+            pr.insert(0, c, v)
+        pairs.append(pr)
+    doc.heading("Paired differences, game by game", level=4)
+    doc.para(f"Every two pricing rules compared on the same games (seeds) at each budget, on "
+             f"{deciding}: the mean of the per-game advantage of a over b (positive when a "
+             "is better), its 95 % interval, and in how many games each is better. The "
+             "intervals of the two means above can overlap where one rule is better in "
+             "most games; this table says so.")
+    doc.table(pd.concat(pairs, ignore_index=True), "cpl_paired")
     if per_seed.budget.nunique() > 1:
         bound = summary[summary.metric == "objective_bound"]
         for k, part in (bound.groupby(others, observed=True) if others else [((), bound)]):
@@ -575,7 +629,9 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
 
 
 def write_report(folder, out=None, *, verdict_examples: int = 10_000,
-                 rank_by: str | Priorities = DEFAULT) -> tuple[Path, Path]:
+                 rank_by: str | Priorities = DEFAULT,
+                 cpl_rank_by: str | Priorities = CPL_DEFAULT,
+                 regret_markets: int | None = None) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
     empty, corrupt or foreign store is a StoreError and nothing is written.
@@ -583,12 +639,30 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
     ``verdict_examples``: markets the property checker draws per (mechanism, property) for
     the verdict tables of the iPFL and CPL sections (0: no verdict tables).
     ``rank_by``: the priorities the market mechanisms are ranked under
-    (:class:`sims.ranking.Priorities` or its text, e.g. ``"ir,deficit,welfare"`` or
-    ``"welfare=2,ir=1"``); checked before anything is read."""
+    (:class:`sims.ranking.Priorities` or its text, e.g. ``"ir,deficit,regret,welfare"`` or
+    ``"welfare=2,ir=1"``); ``cpl_rank_by`` those of the CPL pricing rules (``"bound"``);
+    checked before anything is read. ``regret_markets``: markets per seed on which each
+    market mechanism's regret is measured (:func:`sims.comparison.regret_per_seed`; 0: not
+    measured, and no regret criterion may be ranked by; default
+    :data:`sims.comparison.REGRET_MARKETS`)."""
+    from .comparison import REGRET_MARKETS
+
     priorities = rank_by if isinstance(rank_by, Priorities) else Priorities.parse(rank_by)
+    cpl_priorities = cpl_rank_by if isinstance(cpl_rank_by, Priorities) else \
+        Priorities.parse(cpl_rank_by, family="cpl")
+    if priorities.family != "ipfl" or cpl_priorities.family != "cpl":
+        raise SpecError("rank-by", "rank_by takes the market criteria, cpl_rank_by the CPL "
+                                   "ones")
     if priorities.needs_verdicts and not verdict_examples:
         raise SpecError("rank-by", "truthfulness needs the verdict tables; give "
                                    "verdict_examples (--verdict-examples) above 0")
+    regret_markets = REGRET_MARKETS if regret_markets is None else regret_markets
+    if isinstance(regret_markets, bool) or not isinstance(regret_markets, int) \
+            or regret_markets < 0:
+        raise SpecError("regret-markets", f"is {regret_markets!r}; an integer >= 0")
+    if priorities.needs_regret and not regret_markets:
+        raise SpecError("rank-by", f"{', '.join(priorities.criteria)} ranks by regret, which "
+                                   "needs regret_markets (--regret-markets) above 0")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -612,9 +686,9 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
         for scenario in cells.scenario.unique():
             df = store.frame(scenario)
             if scenario == "inclusive-market":
-                _inclusive(doc, df, verdict_examples, priorities)
+                _inclusive(doc, df, verdict_examples, priorities, regret_markets)
             elif scenario == "cpl-pricing":
-                _cpl(doc, df, verdict_examples)
+                _cpl(doc, df, verdict_examples, cpl_priorities)
             elif scenario in handlers:
                 handlers[scenario](doc, df)
             elif SCENARIOS[scenario].kind == "learning":

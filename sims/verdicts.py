@@ -20,7 +20,8 @@ import pandas as pd
 
 from mechanisms.errors import FedmarketError
 
-__all__ = ["CPL_KEYS", "EXAMPLES", "IPFL_KEYS", "cpl_verdicts", "ipfl_verdicts"]
+__all__ = ["CPL_KEYS", "EXAMPLES", "IPFL_KEYS", "beats_baselines_detail", "cpl_verdicts",
+           "ipfl_verdicts"]
 
 EXAMPLES = 10_000  # discriminating examples per verdict cell (below it: "inconclusive")
 TIME_LIMIT = 5.0  # seconds per cell: a rule the checker cannot clear in bulk (one of your own
@@ -99,9 +100,33 @@ def cpl_verdicts(mechanisms, *, examples: int = EXAMPLES, seed: int = 0,
             rows += [_not_checked(name, k, exc) for k in keys]
             continue
         for key in keys:
-            rows.append(_row(name, key, check(subject, PROPERTIES[key], max_examples=examples,
-                                              seed=seed, engine=engine,
-                                              min_discriminating=examples,
-                                              **({"time_limit": time_limit}
-                                                 if engine == "batch" else {}))))
+            report = check(subject, PROPERTIES[key], max_examples=examples, seed=seed,
+                           engine=engine, min_discriminating=examples,
+                           **({"time_limit": time_limit} if engine == "batch" else {}))
+            detail = ""
+            if report.counterexample is not None and key.startswith("cpl_beats_baselines"):
+                detail = beats_baselines_detail(subject, report.counterexample.instance)
+            rows.append(_row(name, key, report, detail))
     return pd.DataFrame(rows)
+
+
+def beats_baselines_detail(subject, case) -> str:
+    """What a counterexample to ``cpl_beats_baselines`` shows: on its game, the bound the
+    subject's prices buy (the clients' exact best responses) against the uniform and the
+    weighted posted prices at the same budget, each with the relative gap (positive: the
+    subject is worse), and the game's size and budget."""
+    from mechanisms import cpl
+
+    game = getattr(case, "game", case)
+    own = subject.solve(game).objective
+    parts = []
+    for label, base in (("uniform", cpl.uniform_pricing), ("weighted", cpl.weighted_pricing)):
+        try:
+            b = base(game).objective
+        except cpl.BudgetInfeasible as exc:  # a baseline that cannot spend this budget
+            parts.append(f"{label}: not priced ({exc})")
+            continue
+        gap = (own - b) / b if b > 0 else float("inf") if own > b else 0.0
+        parts.append(f"{label} {b:.6g} ({gap:+.3%})")
+    return (f"bound {own:.6g} against " + ", ".join(parts)
+            + f" (budget {float(game.budget):.6g}, {game.n} clients)")

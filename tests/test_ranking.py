@@ -81,14 +81,15 @@ def test_weighted_scores_by_hand():
 def test_ahead_of_next_is_the_paired_difference_on_the_deciding_criterion():
     r = rank(TWO, Priorities.parse("ir,welfare")).set_index("mechanism")
     # c - a on welfare per seed: 5, 3 -> mean 4, t interval 4 +- 12.706 * sqrt(2) / sqrt(2)
-    assert r.loc["c", "ahead_of_next"] == "welfare +4 [-8.706, +16.71] (not separated)"
+    assert r.loc["c", "ahead_of_next"] == \
+        "welfare +4 [-8.706, +16.71] (not separated; ahead on 2 of 2 seeds)"
     # a - b on ir (lower is better): b - a = 3, 1 -> +2 [-10.71, +14.71]
     assert r.loc["a", "ahead_of_next"].startswith("ir +2 [")
     assert r.loc["b", "ahead_of_next"] == "last"
     sep = frame([("x", s, 10.0 + s, 0, 0.0) for s in range(4)]
                 + [("y", s, 5.0 + s, 0, 0.0) for s in range(4)])
     assert rank(sep, Priorities.parse("welfare")).ahead_of_next[0] == \
-        "welfare +5 [+5, +5] (separated)"
+        "welfare +5 [+5, +5] (separated; ahead on 4 of 4 seeds)"
 
 
 def test_truthfulness_reads_the_verdict_table():

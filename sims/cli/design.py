@@ -103,6 +103,24 @@ def _space(args):
     return UserSpace(args.space, tuple(pair(b, "--bounds") for b in args.bounds or []))
 
 
+def _probe(space) -> None:
+    """Build the rule at the centre of the space's bounds before the search starts: a space
+    of your own whose function fails or returns a rule not marked over_arrays is answered in
+    one line here (inside the search, scipy would wrap the error in its own traceback)."""
+    from mechanisms.errors import FedmarketError
+    from sims.design import DesignInputError
+
+    centre = (space.lower + space.upper) / 2
+    try:
+        space.rule(centre, name="probe")
+    except FedmarketError:
+        raise
+    except Exception as exc:
+        raise DesignInputError("--space", f"{getattr(space, 'spec', space.kind)} failed at "
+                                          f"the centre of its bounds {centre.tolist()}: "
+                                          f"{type(exc).__name__}: {exc}") from None
+
+
 def run(args) -> int:
     from sims.design import DesignInputError, draw_markets, load_rule, markets_from, save_rule
     from sims.design.certify import certify
@@ -120,6 +138,7 @@ def run(args) -> int:
 
     t0 = time.perf_counter()
     space = _space(args)
+    _probe(space)
     goal = parse_goal(args.goal)
     config = SearchConfig(markets=args.markets, seed=args.seed, generations=args.generations,
                           popsize=args.popsize, method=args.method, stages=args.stages)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ranking import CRITERIA, DEFAULT
+from ..ranking import CPL_CRITERIA, CPL_DEFAULT, CRITERIA, DEFAULT
 from .common import add_command, integer, writable_folder
 
 __all__ = ["MAX_VERDICT_EXAMPLES", "add_parser", "run"]
@@ -22,10 +22,21 @@ def add_parser(sub, full: bool = False) -> None:
                         "100,000)")
     p.add_argument("--rank-by", dest="rank_by", default=DEFAULT, metavar="PRIORITIES",
                    help="how to rank the market mechanisms: criteria in order "
-                        "('ir,deficit,welfare': fewest IR failures first, then the smallest "
-                        "deficit, then the highest welfare) or weighted ('welfare=2,ir=1'; "
+                        f"(default {DEFAULT!r}: fewest IR failures first, then the smallest "
+                        "deficit, then the smallest largest regret from misreporting N, c or "
+                        "K, then the highest welfare) or weighted ('welfare=2,regret_K=1'; "
                         "each criterion scaled to [0, 1] over the rules compared); criteria: "
                         + ", ".join(CRITERIA))
+    p.add_argument("--cpl-rank-by", dest="cpl_rank_by", default=CPL_DEFAULT,
+                   metavar="PRIORITIES",
+                   help=f"how to rank the CPL pricing rules, the same way (default "
+                        f"{CPL_DEFAULT!r}: the smallest bound); criteria: "
+                        + ", ".join(CPL_CRITERIA))
+    p.add_argument("--regret-markets", dest="regret_markets", type=integer, default=None,
+                   metavar="N",
+                   help="markets per seed (the checker's distribution) on which each market "
+                        "mechanism's largest regret per type dimension is measured, for the "
+                        "comparison table and the regret criteria (default 300; 0: none)")
     p.set_defaults(func=run)
 
 
@@ -43,14 +54,21 @@ def run(args) -> int:
     from ..ranking import Priorities
 
     priorities = Priorities.parse(args.rank_by)
+    cpl_priorities = Priorities.parse(args.cpl_rank_by, family="cpl")
     if priorities.needs_verdicts and args.verdict_examples == 0:
         raise SpecError("rank-by", "truthfulness needs the verdict tables; give "
                                    "--verdict-examples above 0")
+    if args.regret_markets is not None and args.regret_markets < 0:
+        raise SpecError("regret-markets", f"is {args.regret_markets}; an integer >= 0")
+    if priorities.needs_regret and args.regret_markets == 0:
+        raise SpecError("rank-by", f"{args.rank_by!r} ranks by regret: give "
+                                   "--regret-markets above 0")
     # where the report goes is checked first: even a read-only opening of the store leaves
     # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
     md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples,
-                            rank_by=priorities)
+                            rank_by=priorities, cpl_rank_by=cpl_priorities,
+                            regret_markets=args.regret_markets)
     print(f"wrote {md} and {page}")
     return 0
