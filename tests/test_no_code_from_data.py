@@ -278,3 +278,26 @@ def test_a_crafted_cifar_batch_is_refused_unrun(tmp_path, cifar_batches):
     with pytest.raises(MarketInputError, match="numeric arrays"):
         data.load_cifar10(folder)
     assert not marker.exists()
+
+
+def test_a_crafted_flower_run_folder_is_refused_unrun(tmp_path, capsys):
+    """`fedmarket recheck` of a Flower run folder whose arrays are pickled objects (numpy's
+    own format can carry a pickle): refused in one line naming the file, never unpickled
+    (numpy's default already refused them, but with a traceback)."""
+    marker = tmp_path / "MARKER"
+    run = tmp_path / "run"
+    (run / "rounds").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"algorithm": "ipfl"}))
+    np.save(run / "reference.npy", np.array([_Touch(marker)], dtype=object),
+            allow_pickle=True)
+    assert main(["recheck", str(run)]) == 2
+    _one_line_naming(capsys, "reference.npy", "not a file of numeric arrays")
+    (run / "reference.npy").unlink()
+    (run / "rounds" / "round-001.json").write_text(json.dumps({"round": 1,
+                                                               "upload_digests": {}}))
+    np.savez(run / "rounds" / "round-001.npz", w=np.array([_Touch(marker)], dtype=object))
+    assert main(["recheck", str(run)]) == 2
+    _one_line_naming(capsys, "round-001.npz", "not a file of numeric arrays")
+    assert not marker.exists()
+    np.load(run / "rounds" / "round-001.npz", allow_pickle=True)["w"]  # the known-bad reader
+    assert marker.exists()

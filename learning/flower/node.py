@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from mechanisms.errors import MarketInputError
+from mechanisms.files import read_arrays
 
 __all__ = ["NodeConfigError", "NodeSpec", "NodeState", "node_state"]
 
@@ -213,15 +214,18 @@ def _own_data(spec: NodeSpec, cfg) -> dict:
     path = Path(spec.data_path)
     if not path.is_file():
         raise NodeConfigError("data-path", f"{str(path)!r} is not a file")
-    with np.load(path) as z:
-        missing = {"x_train", "y_train"} - set(z.files)
-        if missing:
-            raise NodeConfigError("data-path", f"{path} lacks {sorted(missing)}; it needs "
-                                               "x_train, y_train (and optionally x_test, "
-                                               "y_test)")
-        x, y = z["x_train"].astype(np.float32), z["y_train"].astype(np.int64)
-        x_test = z["x_test"].astype(np.float32) if "x_test" in z.files else None
-        y_test = z["y_test"].astype(np.int64) if "y_test" in z.files else None
+    z = read_arrays(path, lambda message: NodeConfigError("data-path", message))
+    if not isinstance(z, dict):
+        raise NodeConfigError("data-path", f"{path} holds one array; give a .npz of x_train, "
+                                           "y_train (and optionally x_test, y_test)")
+    missing = {"x_train", "y_train"} - set(z)
+    if missing:
+        raise NodeConfigError("data-path", f"{path} lacks {sorted(missing)}; it needs "
+                                           "x_train, y_train (and optionally x_test, "
+                                           "y_test)")
+    x, y = z["x_train"].astype(np.float32), z["y_train"].astype(np.int64)
+    x_test = z["x_test"].astype(np.float32) if "x_test" in z else None
+    y_test = z["y_test"].astype(np.int64) if "y_test" in z else None
     if len(y) < 3 or len(x) != len(y):
         raise NodeConfigError("data-path", f"{path}: x_train and y_train need the same length "
                                            f">= 3, got {len(x)} and {len(y)}")
@@ -243,8 +247,7 @@ def _demo_cached(spec: NodeSpec, cfg) -> dict:
                                      default=str).encode()).hexdigest()[:20]
     path = Path(spec.cache_dir, f"node-{spec.partition_id}-{name}.npz")
     if path.is_file():
-        with np.load(path) as z:
-            out = {k: z[k] for k in z.files}
+        out = read_arrays(path, lambda message: NodeConfigError("cache-dir", message))
         out["classes"] = int(out["classes"])
         for k in ("c", "K", "v", "true_c", "true_K", "N"):
             out[k] = float(out[k])

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mechanisms.files import read_arrays
+
 __all__ = ["RunRecorder", "recheck", "slow_rounds"]
 
 
@@ -117,13 +119,19 @@ def slow_rounds(round_times, baseline, margin: float, checked=None) -> dict[int,
     return out
 
 
+def _not_arrays(message: str):
+    from mechanisms.errors import MarketInputError
+
+    return MarketInputError("run_dir", message)
+
+
 def _rounds(run: Path, which: int | None):
     files = sorted((run / "rounds").glob("round-*.json"))
     for f in files:
         rec = json.loads(f.read_text())
         if which is None or rec["round"] == which:
             up = f.with_suffix(".npz")
-            yield rec, (dict(np.load(up)) if up.is_file() else None)
+            yield rec, (read_arrays(up, _not_arrays) if up.is_file() else None)
 
 
 def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
@@ -148,7 +156,7 @@ def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
         rows.append({"round": rnd, "check": check, "ok": bool(ok), "detail": detail})
 
     ref_path = run / "reference.npy"
-    reference = np.load(ref_path) if ref_path.is_file() else None
+    reference = read_arrays(ref_path, _not_arrays) if ref_path.is_file() else None
     pricing = json.loads((run / "pricing.json").read_text()) \
         if (run / "pricing.json").is_file() else None
     if pricing is not None and server_round in (None, 0):
