@@ -277,6 +277,7 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     # uniform sizes: a prefix breaks (the local rule) in 0 % of 3-client markets, ~5 % of
     # 6-client and ~25 % of 12-client ones (box2 vs local on 5,000 draws each, seed 0)
     "box2_prefix": IpflSpec(min_m=3, size_power=0.0),
+    "one_path": IpflSpec(),
 }
 
 
@@ -343,8 +344,8 @@ class CplSampler(Sampler):
             lo = np.maximum(lo, 0.0)
         if self.baselines_off_floor:
             off = q_min * (1 + CPL_FLOOR_RTOL)
-            lo = np.maximum.reduce([lo, cpl.posted_floor_spend(games, np.ones_like(a), off),
-                                    cpl.posted_floor_spend(games, games.a, off)])
+            lo = np.maximum.reduce([lo, *(cpl.posted_floor_spend(
+                games, cpl.POSTED_SHAPES[name](games), off) for name in ("uniform", "weighted"))])
         frac = 0.01 + 0.98 * g[:, 5]
         binding = np.full(B, self.budget == "binding") | ((self.budget == "any")
                                                           & (g[:, 6] < 0.5))
@@ -385,7 +386,8 @@ class CplSampler(Sampler):
             if self.baselines_off_floor:
                 batch = cpl.GameBatch.from_games([game])
                 lo = max(lo, *(float(cpl.posted_floor_spend(batch, shape, q_lo[k])[0])
-                               for shape in (np.ones(n), game.a)))
+                               for shape in (cpl.POSTED_SHAPES[name](game)
+                                             for name in ("uniform", "weighted"))))
             frac = 0.01 + 0.98 * gk[5]
             binding = self.budget == "binding" or (self.budget == "any" and gk[6] < 0.5)
             if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):

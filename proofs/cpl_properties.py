@@ -191,8 +191,8 @@ def _beats(floor_precondition):
         safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
                              g.alpha, g.R, g.q_min)
         bases, compared = [], np.zeros(g.size, bool)
-        for shape in (np.ones_like(g.a), g.a):  # uniform, weighted
-            base = cpl.posted_pricing_batch(safe, shape)
+        for name in ("uniform", "weighted"):
+            base = cpl.posted_pricing_batch(safe, cpl.POSTED_SHAPES[name](safe))
             use = positive.copy()
             if floor_precondition:
                 use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
@@ -239,10 +239,6 @@ budget_feasible = _one_game(_budget_feasible)
 # ---------------------------------------------------------------- in bulk (the batch engine)
 
 
-_POSTED = {"uniform": lambda g: np.ones_like(g.a), "weighted": lambda g: g.a,
-           "gradient": lambda g: g.a * g.G}
-
-
 @dataclasses.dataclass(frozen=True)
 class _Prices:
     prices: np.ndarray
@@ -250,17 +246,18 @@ class _Prices:
 
 def _cpl_batch_subject(subject):
     """("solver", answer) or ("pricing", answer) when ``subject`` can be evaluated on a
-    :class:`mechanisms.cpl.GameBatch`: the bisection solver without options, or a built-in
-    posted price (uniform, weighted, gradient); None otherwise."""
+    :class:`mechanisms.cpl.GameBatch`: the bisection solver without options, or a pricing
+    rule written over arrays (the built-in posted prices, uniform, weighted, gradient, or
+    yours marked ``over_arrays``) through :func:`mechanisms.cpl.apply_pricing_batch`, the
+    code :func:`mechanisms.cpl.apply_pricing` runs on one game; None otherwise."""
     if type(subject).solve not in (CplSolver.solve, CplPricingRule.solve):
         return None  # a subclass solves its own way: evaluate what it does, one by one
     if isinstance(subject, CplSolver) and subject.method == "bisection" \
             and not dict(subject.options):
         return "solver", cpl.solve_batch
-    if isinstance(subject, CplPricingRule) and isinstance(subject.rule, str) \
-            and subject.rule in _POSTED:
-        shape = _POSTED[subject.rule]
-        return "pricing", lambda g: _Prices(cpl.posted_pricing_batch(g, shape(g)).prices)
+    if isinstance(subject, CplPricingRule) and getattr(subject.function, "over_arrays", False):
+        rule = subject.function
+        return "pricing", lambda g: _Prices(cpl.apply_pricing_batch(g, rule)[0].prices)
     return None
 
 

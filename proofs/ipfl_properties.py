@@ -145,7 +145,8 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
     out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
                            payments=money, prices=prices, allow_negative_distances=True)
     return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
-            "W": out.welfare, "R": out.remittances, "market": out.market}
+            "W": out.welfare, "R": out.remittances, "market": out.market,
+            "T": out.thresholds}
 
 
 def _in_bulk(spec, names) -> bool:
@@ -223,6 +224,7 @@ def settle_one(subject, case, a=None):
                             "U": np.asarray(s.utilities, dtype=float)[None],
                             "P": np.asarray(s.prices, dtype=float)[None],
                             "W": np.array([float(s.welfare)]),
+                            "T": np.asarray(s.thresholds, dtype=float)[None],
                             "R": None if R is None else np.asarray(R, dtype=float)[None]},
                            mk)
 
@@ -247,7 +249,11 @@ def _one_market(check):
 
     def violation(subject, case):
         a = case_arrays(case)
-        out = check(settle_one(subject, case, a), a)
+        if getattr(check, "reads_subject", False):
+            out = check(settle_one(subject, case, a), a,
+                        subject=getattr(subject, "_subject", subject))
+        else:
+            out = check(settle_one(subject, case, a), a)
         if not isinstance(out, tuple):
             out = (out,)
         if len(out) > 1 and not bool(np.asarray(out[1])[0]):
@@ -270,6 +276,8 @@ def _hook(check):
         settle = batch_rule(subject)
         if settle is None:
             return None
+        if getattr(check, "reads_subject", False):
+            return lambda a: check(settle, a, subject=subject)
         return lambda a: check(settle, a)
 
     return for_subject
@@ -413,8 +421,8 @@ def _shapley_shares(s, a):
     if s["R"] is None:
         return None
     N = a["N"]
-    ratio = N[:, None, :] / N[:, :, None]
-    return np.where(s["A"], s["R"] + a["lam"][:, None, None] * ratio * a["D"], 0.0)
+    term = ipfl.model_difference(N[:, None, :], N[:, :, None], a["D"], a["lam"][:, None, None])
+    return np.where(s["A"], s["R"] + term, 0.0)
 
 
 def _unchecked(B):
@@ -431,7 +439,7 @@ def _shapley_efficiency(settle, a):
     if shares is None:
         return _unchecked(len(a["N"]))  # nothing to read: payments, not remittances
     A, N, K = s["A"], a["N"], a["K"]
-    bought = (A * N[:, None, :]).sum(axis=2)
+    bought = ipfl.bought(A, N)
     gain = s["market"].gain.value
     value = gain(bought, K, N) - gain(0.0 * bought, K, N)
     buyers = A.any(axis=2)
@@ -517,6 +525,52 @@ def _pure_sellers_never_buy(settle, a):
     return bought, np.ones(len(bought), bool), on_sale | (bought > 0)
 
 
+def _one_path(settle, a, subject=None):
+    """Every algorithm the subject's built-in rules may pick for a market gives its outcome
+    (mechanisms/ runs one implementation; where it keeps more than one algorithm, this is
+    the declared equality, issue 34): the greedy scan of each row's top threshold only
+    (``top=1``: every row not proven final is scanned again) buys what the default scan
+    bought; the exact selection's dynamic programme (integer N) and branch-and-bound reach
+    the phi_i of the default (enumeration up to 16 candidates); VCG's pivot by enumeration
+    and by search give the default's payments. The violation: edges bought differently plus
+    the phi and payment gaps beyond 1e-9 (relative). Discriminating when an alternative had
+    work to do: a buyer with two or more sellers it could buy (0 < T_ij), a buyer with a
+    candidate to search (0 < T_ij < inf), somebody trading under VCG."""
+    B = len(a["N"])
+    rule = getattr(subject, "rule", None)
+    money = getattr(subject, "money", None)
+    s = _truthful(settle, a)
+    if not (rule in ("box2", "local", "exact") or money == "vcg"):
+        return np.zeros(B), np.ones(B, bool), np.zeros(B, bool)  # no alternative: cannot fail
+    market, P, T, A = s["market"], s["P"], s["T"], s["A"]
+    amount = np.zeros(B)
+    disc = np.zeros(B, bool)
+    if rule in ("box2", "local"):
+        other = getattr(ipfl, rule)(T, market.N, top=1)
+        amount += (other != A).sum(axis=(1, 2))
+        disc |= ((T > 0).sum(axis=-1) > 1).any(axis=-1)
+    if rule == "exact":
+        phi = ipfl.phi(market, P, A)
+        scale = 1.0 + np.abs(phi)
+        integer = np.all(a["N"] == np.round(a["N"]))
+        for method in ("dp", "branch-and-bound") if integer else ("branch-and-bound",):
+            other = ipfl.exact(market, P, T, method).adjacency
+            gap = np.abs(ipfl.phi(market, P, other) - phi) / scale
+            amount += _excess(gap.max(axis=1), _TOL)
+        disc |= ((T > 0) & np.isfinite(T)).any(axis=(1, 2))
+    if money == "vcg":
+        scale = _scale_b(s)
+        pivots = ("enumeration", "search") if a["N"].shape[1] <= ipfl.VCG_ENUMERATION_MAX \
+            else ("search",)
+        for pivot in pivots:
+            p = ipfl.vcg_payments(market, A, a["D"], pivot=pivot)
+            amount += _excess(np.abs(p - s["p"]).max(axis=1), _TOL * scale)
+        disc |= A.any(axis=(1, 2))
+    return amount, np.ones(B, bool), disc
+
+
+_one_path.reads_subject = True
+
 budget_balance = _one_market(_budget_balance)
 individual_rationality = _one_market(_individual_rationality)
 local_optimality = _one_market(_local_optimality)
@@ -530,6 +584,7 @@ shapley_efficiency = _one_market(_shapley_efficiency)
 shapley_symmetry = _one_market(_shapley_symmetry)
 greedy_tie_rule = _one_market(_greedy_tie_rule)
 pure_sellers_never_buy = _one_market(_pure_sellers_never_buy)
+one_path = _one_market(_one_path)
 box2_prefix = _one_market(_box2_prefix)
 
 
@@ -720,6 +775,8 @@ DISCRIMINATES = {
                               "sale (finite c_j), whatever its price",
     "box2_prefix": "some buyer left out a client that is not the last in its threshold "
                    "order (a later purchase would break the prefix)",
+    "one_path": "an alternative algorithm had work to do: a buyer with two or more sellers "
+                "worth buying alone (greedy), a candidate to search (exact), a trade (VCG)",
 }
 
 # key -> the check the property's violation runs on one market and its batch hook on a batch
@@ -732,6 +789,7 @@ _CHECKS = {
     "local_optimality": _local_optimality, "global_optimality": _global_optimality,
     "lemma1": _lemma1, "thm3": _thm3, "thm3_lam0": _thm3,
     "pure_sellers_never_buy": _pure_sellers_never_buy, "box2_prefix": _box2_prefix,
+    "one_path": _one_path,
     "permutation": _permutation, "permutation_ties": _permutation,
     "thm2": _regret("c", "over"),
     **{f"truthful_{dim}_{way}": _regret(dim, way)
@@ -827,6 +885,13 @@ IPFL_PROPERTIES = {
                  note="the local rule skips a failing client and goes on; the batch engine "
                       "draws the market sizes uniformly here (a prefix breaks mostly in large "
                       "markets; the other properties favour small ones)"),
+        Property("one_path", "Every algorithm agrees",
+                 "the algorithms a built-in rule may pick give one outcome: the greedy scan "
+                 "of the top thresholds and of all, exact's enumeration, dynamic programme "
+                 "and branch-and-bound, VCG's pivot by enumeration and by search",
+                 "one implementation (issue 34)", _BASE, "ipfl", _cases(), one_path,
+                 note="rules of your own and share-all have no alternative (nothing to "
+                      "compare: not checked)"),
     ]
 }
 

@@ -36,6 +36,7 @@ _IPFL_COMMON = {
     "budget_identity": True,
     "pure_sellers_never_buy": True,
     "conforms": True,
+    "one_path": True,
 }
 
 # Every iPFL property declared for every built-in iPFL subject (issue 20, part 4). Beyond
@@ -50,7 +51,7 @@ _REFERENCE_EXTRA = {
     "vcg": {"conforms": True, "local_optimality": True, "global_optimality": True, "lemma1": True,
             "thm3": True, "thm3_lam0": False, "permutation": True, "permutation_ties": False,
             "truthful_N_under": False, "budget_identity": True,
-            "pure_sellers_never_buy": True, "box2_prefix": False},
+            "pure_sellers_never_buy": True, "box2_prefix": False, "one_path": True},
     "shapley": {"conforms": True, "ir_negative_distances": False, "local_optimality": True,
                 "global_optimality": False, "lemma1": True, "thm2": True, "thm3": True,
                 "thm3_lam0": False, "permutation": True, "permutation_ties": False,
@@ -58,14 +59,14 @@ _REFERENCE_EXTRA = {
                 "truthful_K_over": False, "budget_identity": True,
                 "pure_sellers_never_buy": True, "box2_prefix": False,
                 "shapley_efficiency": True, "shapley_symmetry": True,
-                "greedy_tie_rule": True},
+                "greedy_tie_rule": True, "one_path": True},
     "cost-plus": {"conforms": True, "ir_negative_distances": False, "local_optimality": True,
                   "global_optimality": False, "lemma1": True, "thm3": True,
                   "thm3_lam0": False, "permutation": True, "permutation_ties": False,
                   "truthful_N_over": False, "truthful_N_under": False,
                   "truthful_c_under": False, "truthful_K_over": False,
                   "truthful_K_under": False, "budget_identity": True,
-                  "pure_sellers_never_buy": True, "box2_prefix": False},
+                  "pure_sellers_never_buy": True, "box2_prefix": False, "one_path": True},
     # share-all: every client but a pure seller (K = 0) buys every model, whatever the
     # reports (no payments), so no misreport of N, K or a finite c changes any outcome:
     # Lemma 1 and the six truthfulness properties cannot fail on it (0 of 20,000 draws
@@ -76,6 +77,7 @@ _REFERENCE_EXTRA = {
                   "global_optimality": False, "thm3": False, "thm3_lam0": False,
                   "permutation": True, "permutation_ties": True, "budget_identity": True,
                   "pure_sellers_never_buy": True, "box2_prefix": False,
+                  "one_path": VACUOUS,
                   **dict.fromkeys(("lemma1", "thm2", "truthful_c_under", "truthful_K_over",
                                    "truthful_K_under", "truthful_N_over",
                                    "truthful_N_under"), VACUOUS)},

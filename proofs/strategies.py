@@ -181,7 +181,8 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
     if baselines_off_floor:
         batch = cpl.GameBatch.from_games([game])
         lo = max(lo, *(float(cpl.posted_floor_spend(batch, shape, off)[0])
-                       for shape in (np.ones(n), game.a)))
+                       for shape in (cpl.POSTED_SHAPES[name](game)
+                                     for name in ("uniform", "weighted"))))
     frac = draw(st.floats(0.01, 0.99))
     binding = budget == "binding" or (budget == "any" and draw(st.booleans()))
     if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):

@@ -18,7 +18,8 @@ what prices buy (one or many games)         :func:`mechanisms.cpl.batch.priced`
 baselines                                   :func:`uniform_pricing`, :func:`weighted_pricing`
 budget-calibrated posted price              :func:`posted_pricing`
 posted price: least budget off the floor    :func:`mechanisms.cpl.batch.posted_floor_spend`
-any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`
+any pricing rule ``rule(game) -> prices``   :func:`apply_pricing`, :func:`apply_pricing_batch`
+posted-price shapes                         :data:`mechanisms.cpl.batch.POSTED_SHAPES`
 =========================================  ==============================================
 
 Every formula is written once over leading batch dimensions: it takes a :class:`Game` or a
@@ -32,7 +33,10 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 
 from .aggregation import unbiased_aggregate
 from .batch import (
+    POSTED_SHAPES,
     BatchEquilibrium,
+    apply_pricing_batch,
+    over_budget,
     posted_floor_spend,
     posted_pricing_batch,
     priced,
@@ -71,6 +75,7 @@ from .response import best_response, best_response_v0, unconstrained_response
 __all__ = [
     "LINESEARCH_BUDGET_RTOL",
     "METHODS",
+    "POSTED_SHAPES",
     "PRICING_RULES",
     "BatchEquilibrium",
     "BudgetInfeasible",
@@ -79,6 +84,7 @@ __all__ = [
     "GameBatch",
     "SolverFailed",
     "apply_pricing",
+    "apply_pricing_batch",
     "best_response",
     "best_response_v0",
     "bound",
@@ -88,6 +94,7 @@ __all__ = [
     "gradient_pricing",
     "inverse_price",
     "normalised_weights",
+    "over_budget",
     "posted_floor_spend",
     "posted_pricing",
     "posted_pricing_batch",

@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -31,13 +32,39 @@ from ..errors import MarketInputError, as_real
 from .game import BudgetInfeasible, GameBatch, bound, inverse_price, per_game, spend
 from .response import best_response, best_response_v0
 
-__all__ = ["RESPONSES", "BatchEquilibrium", "GameBatch", "check_budget", "outcome",
-           "posted_floor_spend", "posted_pricing_batch", "priced", "q_of_mu", "solve_batch",
-           "solve_games", "v_threshold"]
+__all__ = [
+    "POSTED_SHAPES",
+    "RESPONSES",
+    "BatchEquilibrium",
+    "GameBatch",
+    "apply_pricing_batch",
+    "check_budget",
+    "outcome",
+    "over_budget",
+    "posted_floor_spend",
+    "posted_pricing_batch",
+    "priced",
+    "q_of_mu",
+    "rule_outcome",
+    "solve_batch",
+    "solve_games",
+    "v_threshold",
+]
 
 _EPS = np.finfo(float).eps
 
 RESPONSES = {"exact": best_response, "v0": best_response_v0}
+
+# The shapes of the built-in posted prices P = p * shape (the baselines of the paper's
+# Sec. VI and a price linear in the gradient bounds), of a Game (n,) or a GameBatch (B, n):
+# the one copy, read by cpl.uniform_pricing & co., cpl.PRICING_RULES and the checker.
+POSTED_SHAPES = MappingProxyType({
+    "uniform": lambda games: np.ones_like(np.asarray(games.a, dtype=np.float64)),
+    "weighted": lambda games: np.asarray(games.a, dtype=np.float64),
+    "gradient": lambda games: np.asarray(games.a, dtype=np.float64)
+    * np.asarray(games.G, dtype=np.float64),
+})
+OVER_BUDGET_RTOL = 1e-9  # spend above B + 1e-9 max(1, |B|): over budget (rounding allowed)
 
 
 @dataclass(frozen=True)
@@ -281,3 +308,39 @@ def posted_floor_spend(games: GameBatch, shape, level=None) -> np.ndarray:
         P = p[:, None] * shape
         return np.where(np.isfinite(p), np.sum(P * best_response(games, np.where(
             np.isfinite(P), P, 0.0)), axis=1), np.inf)
+
+
+def over_budget(games, spent) -> np.ndarray:
+    """Per game: ``spent`` exceeds the budget beyond rounding (B + 1e-9 max(1, |B|))."""
+    budget = np.asarray(games.budget, dtype=np.float64)
+    return np.asarray(spent) > budget + OVER_BUDGET_RTOL * np.maximum(1.0, np.abs(budget))
+
+
+def apply_pricing_batch(games: GameBatch, rule) -> tuple[BatchEquilibrium, np.ndarray]:
+    """(what the prices of ``rule`` buy, over budget) for every game of the batch: ``rule``
+    a pricing rule written over arrays (a built-in one of :data:`mechanisms.cpl.PRICING_RULES`,
+    or a function of yours marked ``over_arrays``) called once on the whole GameBatch,
+    returning (B, n) finite prices; the clients answer with their exact best responses
+    (:func:`priced`); over budget: :func:`over_budget`. :func:`mechanisms.cpl.apply_pricing`
+    runs this on a batch of one game."""
+    from ..errors import as_floats
+    from ..lookup import call_rule
+
+    label = getattr(rule, "__name__", None) or "custom"
+    if not getattr(rule, "over_arrays", False):
+        raise MarketInputError("pricing", f"{label} is not marked over_arrays: "
+                                          "apply_pricing_batch calls it on a GameBatch")
+    P = as_floats("pricing", call_rule("pricing", label, rule, games))
+    return rule_outcome(games, P, label)
+
+
+def rule_outcome(games, P, label: str) -> tuple[BatchEquilibrium, np.ndarray]:
+    """What a pricing rule's prices ``P`` (B, n) buy, checked (shape, finite), and whether
+    each game went over its budget."""
+    want = (games.size, games.n)
+    if P.shape != want:
+        raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected {want}")
+    if not np.isfinite(P).all():
+        raise MarketInputError("pricing", f"{label} returned NaN or inf; prices must be finite")
+    out = priced(games, P)
+    return out, over_budget(games, out.spent)

@@ -32,13 +32,14 @@ from ..errors import (
 )
 from ..lookup import call_rule, lookup
 from .batch import (
+    POSTED_SHAPES,
     RESPONSES,
     BatchEquilibrium,
     check_budget,
     outcome,
     posted_pricing_batch,
-    priced,
     q_of_mu,
+    rule_outcome,
     solve_games,
 )
 from .game import BudgetInfeasible, Game, GameBatch, check_game, client_utilities, spend
@@ -417,23 +418,24 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
                         info={"p": p, "responses": responses})
 
 
+def _posted(name: str, game: Game, responses: str) -> Equilibrium:
+    return posted_pricing(game, POSTED_SHAPES[name](check_game(game)), responses=responses,
+                          name=name)
+
+
 def uniform_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: one price p for every client, spending the budget exactly."""
-    return posted_pricing(game, np.ones(check_game(game).n), responses=responses,
-                          name="uniform")
+    return _posted("uniform", game, responses)
 
 
 def weighted_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Baseline: P_n = p a_n, spending the budget exactly."""
-    return posted_pricing(game, np.asarray(check_game(game).a), responses=responses,
-                          name="weighted")
+    return _posted("weighted", game, responses)
 
 
 def gradient_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     """Posted price linear in the gradient bounds: P_n = p a_n G_n, spending the budget."""
-    check_game(game)
-    return posted_pricing(game, np.asarray(game.a) * np.asarray(game.G), responses=responses,
-                          name="gradient")
+    return _posted("gradient", game, responses)
 
 
 def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
@@ -462,25 +464,38 @@ def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
     label = name or (spec_name if isinstance(rule, str) else
                      getattr(rule, "__name__", None) or "custom")
     t0 = time.perf_counter()
-    out = call_rule("pricing", label, fn, game)  # game's arrays are read-only (Game)
+    games = _one(game)
+    # the built-in rules are written over arrays: they price the batch of one game (the code
+    # apply_pricing_batch runs on many); a rule of your own sees the Game
+    bulk = getattr(fn, "over_arrays", False) and fn in PRICING_RULES.values()
+    out = call_rule("pricing", label, fn, games if bulk else game)
     try:
         P = as_floats("pricing", out)
     except MarketInputError as exc:
         raise MarketInputError("pricing", f"{label} returned {type(out).__name__}: "
                                           f"{exc.message}") from None
-    if P.shape != (game.n,):
-        raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected "
-                                          f"({game.n},)")
-    if not np.isfinite(P).all():
-        raise MarketInputError("pricing", f"{label} returned NaN or inf; prices must be finite")
-    out = priced(_one(game), P[None])
-    over = float(out.spent[0]) > game.budget + 1e-9 * max(1.0, abs(game.budget))
-    return _equilibrium(game, label, "over-budget" if over else "optimal", out, t0,
+    if not bulk:
+        if P.shape != (game.n,):
+            raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected "
+                                              f"({game.n},)")
+        P = P[None]
+    out, over = rule_outcome(games, P, label)
+    return _equilibrium(game, label, "over-budget" if over[0] else "optimal", out, t0,
                         solver="rule")
 
 
-PRICING_RULES = {
-    "uniform": lambda game: uniform_pricing(game).prices,
-    "weighted": lambda game: weighted_pricing(game).prices,
-    "gradient": lambda game: gradient_pricing(game).prices,
-}
+def _posted_rule(name: str):
+    """The built-in pricing rule ``name``: the posted price of shape POSTED_SHAPES[name]
+    calibrated to the budget, written over arrays (a Game gives (n,), a GameBatch (B, n))."""
+
+    def rule(game):
+        if isinstance(game, GameBatch):
+            return posted_pricing_batch(game, POSTED_SHAPES[name](game)).prices
+        return _posted(name, game, "exact").prices
+
+    rule.__name__ = rule.__qualname__ = f"{name}_prices"
+    rule.over_arrays = True
+    return rule
+
+
+PRICING_RULES = {name: _posted_rule(name) for name in POSTED_SHAPES}

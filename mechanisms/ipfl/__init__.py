@@ -16,6 +16,8 @@ Box 2  greedy selection     :func:`mechanisms.ipfl.selection.box2` / ``local``
 ==========================  ===============================================
 
 Eq. 10 prices P_ij           :func:`mechanisms.ipfl.market.paper_prices_arrays`
+Eqs. 10, 12 lam (N_j/N_i) d_ij :func:`mechanisms.ipfl.market.model_difference`
+bought data n_i = sum a_ij N_j :func:`mechanisms.ipfl.money.bought`
 
 Each equation is written once, over arrays: every function above accepts a :class:`Market`
 or a :class:`MarketArrays` (a batch of markets with leading dimensions).
@@ -33,9 +35,10 @@ from ..distances import pairwise_distances, prox_centres
 from ..errors import MarketInputError
 from ..gains import CallableGain, Gain, LogGain, PowerGain, SqrtGain
 from .clear import BULK_RULES, Outcome, OutcomeBatch, clear, clear_batch
-from .market import Market, MarketArrays, over_arrays, paper_prices_arrays
+from .market import Market, MarketArrays, model_difference, over_arrays, paper_prices_arrays
 from .money import (
     baseline_utilities,
+    bought,
     gains,
     payments,
     remittances,
@@ -96,6 +99,7 @@ __all__ = [
     "PowerGain",
     "SqrtGain",
     "baseline_utilities",
+    "bought",
     "box2",
     "clear",
     "clear_batch",
@@ -109,6 +113,7 @@ __all__ = [
     "gains",
     "load_callable",
     "local",
+    "model_difference",
     "no_payments",
     "over_arrays",
     "pairwise_distances",

@@ -257,8 +257,9 @@ def clear(
     progress : ``progress(done, total)`` over the buyers the exact rule searches.
 
     Any rule may also be given as a "package.module:function" string. Rules of your own
-    receive read-only copies (D, thresholds, prices, adjacency). Many markets at once:
-    :func:`clear_batch` (the same steps and rule functions over arrays).
+    receive read-only copies (D, thresholds, prices, adjacency). One market is the batch of
+    one of :func:`clear_batch`: the same code (:func:`_clear`) runs both; a rule of your own
+    sees this Market and (m, m) arrays, as documented.
 
     >>> mk = Market(N=[400, 500, 600], c=[0.5, 1.0, 0.0], K=[5e4, 3e4, 0.0], lam=2.0)
     >>> d = [[0, .1, .3], [.1, 0, .2], [.3, .2, 0]]
@@ -287,60 +288,54 @@ def clear(
         )
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
-    P = _price_step(price_label, price_fn, market, D)
-    T = read_only(solve_thresholds(market, D, thresholds, prices=P), copy=False)
+    out = _clear(MarketArrays.of(market), D[None], (rule_label, rule_fn),
+                 (pay_label, pay_fn), (price_label, price_fn), thresholds,
+                 dict(method=exact_method, node_limit=exact_node_limit,
+                      time_limit=exact_time_limit, progress=progress), one=market)
     exact_methods: dict = {}
     exact_gap = 0.0
-    exact_stopped = ""
     if rule_fn is not None:
-        A = _rule_step(rule_label, rule_fn, market, D, T, P)
         method = "custom" if ":" in rule_label or rule_label not in rules.SELECTION_RULES \
             else rule_label
-    elif rule_label == "box2":
-        A = selection.box2(T, market.N)
-        method = "greedy-stop"
-    elif rule_label == "local":
-        A = selection.local(T, market.N)
-        method = "greedy-skip"
+    elif rule_label in _GREEDY:
+        method = _GREEDY[rule_label]
     else:
-        A, per_buyer, gaps, exact_stopped = selection.exact(
-            market, P, T, exact_method, node_limit=exact_node_limit,
-            time_limit=exact_time_limit, progress=progress)
-        exact_gap = float(gaps.sum())
-        exact_methods = dict(Counter(per_buyer.tolist()))
+        exact_gap = float(out.exact_gap[0].sum())
+        exact_methods = dict(Counter(out.exact_methods[0].tolist()))
         used = sorted(k for k in exact_methods if k != "none")
         method = "+".join(used) if used else "none"
-    A = read_only(A, bool, copy=rule_fn is not None)  # a rule of your own may keep its A
-    R, p = _money_step(pay_label, pay_fn, market, A, D)
-    G, C, U, W = _settle_step(market, A, p)
+    R = out.remittances
     return Outcome(
         rule=rule_label,
         threshold_mode=thresholds,
         method=method,
         m=market.m,
-        adjacency=A,
-        thresholds=T,
-        prices=P,
-        remittances=R,
-        payments=_ro(p),
-        gains=_ro(G),
-        utilities=_ro(U),
-        welfare=W,
+        adjacency=out.adjacency[0],
+        thresholds=out.thresholds[0],
+        prices=out.prices[0],
+        remittances=None if R is None else R[0],
+        payments=out.payments[0],
+        gains=out.gains[0],
+        utilities=out.utilities[0],
+        welfare=float(out.welfare[0]),
         gain=market.gain.name,
         truthful=market.truthful,
         exact_methods=exact_methods,
         exact_gap=exact_gap,
-        exact_stopped=exact_stopped,
+        exact_stopped=out.exact_stopped,
         market=market,
         D=D,
         payment_rule=pay_label,
         price_rule=price_label,
-        sharing_costs=_ro(C),
+        sharing_costs=out.sharing_costs[0],
         functions={"rule": rule, "payments": payments, "prices": prices},
         options={"thresholds": thresholds, "exact_method": exact_method,
                  "exact_node_limit": exact_node_limit, "exact_time_limit": exact_time_limit,
                  "allow_negative_distances": allow_negative_distances},
     )
+
+
+_GREEDY = {"box2": "greedy-stop", "local": "greedy-skip"}
 
 
 # ----------------------------------------------------------------------------------------
@@ -365,6 +360,10 @@ class OutcomeBatch:
     payments     (..., m) p_i (Eq. 13 from remittances)
     gains, sharing_costs, utilities (..., m): true values; utilities by Eq. 3
     welfare      (...,) Eq. 5
+    exact_methods (..., m) rule "exact": the method per buyer (None for the other rules)
+    exact_gap    (..., m) rule "exact": proven bound on phi_i above the optimum (0: optimal)
+    exact_stopped str     rule "exact": "" (searched to the end), "node-limit" or
+                 "time-limit"
     """
 
     rule: str
@@ -382,6 +381,9 @@ class OutcomeBatch:
     sharing_costs: np.ndarray
     utilities: np.ndarray
     welfare: np.ndarray
+    exact_methods: np.ndarray | None = None
+    exact_gap: np.ndarray | None = None
+    exact_stopped: str = ""
 
     @property
     def shape(self) -> tuple:
@@ -411,18 +413,22 @@ def clear_batch(
     payments: str | Callable = "paper",
     prices: str | Callable = "paper",
     thresholds: str = "exact",
+    exact_method: str = "auto",
+    exact_node_limit: int = selection.NODE_LIMIT,
+    exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> OutcomeBatch:
-    """Clear a batch of markets at once: the same steps and the same rule functions as
-    :func:`clear`, over arrays with leading batch dimensions.
+    """Clear a batch of markets at once: the code :func:`clear` runs on a batch of one.
 
     Prices (Eq. 10, or the cost-plus posted price), thresholds (Box 2), selection ("box2",
-    "local", "exact" by enumeration of the candidates (at most 16 per buyer),
-    "share-all"), money ("paper": Eq. 12 remittances and Eq. 13 payments; "vcg" (m <= 12),
-    "shapley", "cost-plus", "none"), then gains, sharing costs, utilities (Eq. 3) and
-    welfare (Eq. 5) on the true types. Rules of your own must be written over arrays and
-    marked :func:`over_arrays`; they receive the MarketArrays and read-only arrays.
-    Market by market, the outcome equals :func:`clear`'s (tests/test_batch_engine.py).
+    "local", "exact": :func:`mechanisms.ipfl.selection.exact` over arrays, every buyer of
+    every market at once, "share-all"), money ("paper": Eq. 12 remittances and Eq. 13
+    payments; "vcg", "shapley", "cost-plus", "none"), then gains, sharing costs, utilities
+    (Eq. 3) and welfare (Eq. 5) on the true types. The options are :func:`clear`'s. Rules of
+    your own must be written over arrays and marked :func:`over_arrays`; they receive the
+    MarketArrays and read-only arrays. Market by market, the outcome equals :func:`clear`'s
+    (tests/test_batch_engine.py).
 
     >>> mk = MarketArrays(N=[[400, 500, 600]] * 2, c=[[0.5, 1.0, 0.0]] * 2,
     ...                   K=[[5e4, 3e4, 0.0]] * 2, lam=[2.0, 0.0])
@@ -443,26 +449,66 @@ def clear_batch(
     price_label, price_fn = rules.resolve("prices", prices)
     if thresholds not in MODES:
         raise MarketInputError("thresholds", f"unknown mode {thresholds!r}; choose one of {MODES}")
+    if exact_method not in selection.EXACT_METHODS:
+        raise MarketInputError(
+            "exact_method",
+            f"unknown method {exact_method!r}; choose one of {selection.EXACT_METHODS}",
+        )
     rule_fn = _bulk_function("rule", rule_label, rule_fn)
     pay_fn = _bulk_function("payments", pay_label, pay_fn)
     price_fn = _bulk_function("prices", price_label, price_fn)
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
-    P = _price_step(price_label, price_fn, market, D)
+    return _clear(market, D, (rule_label, rule_fn), (pay_label, pay_fn),
+                  (price_label, price_fn), thresholds,
+                  dict(method=exact_method, node_limit=exact_node_limit,
+                       time_limit=exact_time_limit, progress=progress))
+
+
+def _clear(market: MarketArrays, D: np.ndarray, rule, pay, price, thresholds: str,
+           exact: dict, one: Market | None = None) -> OutcomeBatch:
+    """The clearing itself, of a batch (the only code that clears): prices, thresholds,
+    selection, money, settlement. ``rule``, ``pay``, ``price``: (label, function or None);
+    ``exact``: the exact selection's options. ``one``: the Market when :func:`clear` clears
+    one market (``market`` its batch of one): a rule of your own then sees that Market and
+    (m, m) arrays, as documented, and its output gets the batch dimension back; the built-in
+    rules always see the batch."""
+    (rule_label, rule_fn), (pay_label, pay_fn), (price_label, price_fn) = rule, pay, price
+
+    def own(fn):  # a rule of your own called on the one market
+        return one is not None and fn is not None and fn not in _BUILT_IN \
+            and fn is not rules.share_all
+
+    if own(price_fn):
+        P = read_only(_price_step(price_label, price_fn, one, D[0])[None], copy=False)
+    else:
+        P = _price_step(price_label, price_fn, market, D)
     T = read_only(solve_thresholds(market, D, thresholds, prices=P), copy=False)
+    found = None
     if rule_fn is not None:
-        A = _rule_step(rule_label, rule_fn, market, D, T, P)
+        if own(rule_fn):
+            A = _rule_step(rule_label, rule_fn, one, D[0], T[0], P[0])[None]
+        else:
+            A = _rule_step(rule_label, rule_fn, market, D, T, P)
     elif rule_label == "box2":
         A = selection.box2(T, market.N)
     elif rule_label == "local":
         A = selection.local(T, market.N)
     else:
-        A = selection.exact_enumeration(market, P, T)
-    A = read_only(A, bool, copy=rule_fn is not None)
-    R, p = _money_step(pay_label, pay_fn, market, A, D)
+        found = selection.exact(market, P, T, **exact)
+        A = found.adjacency
+    A = read_only(A, bool, copy=rule_fn is not None)  # a rule of your own may keep its A
+    if own(pay_fn):
+        R, p = _money_step(pay_label, pay_fn, one, A[0], D[0])
+        R, p = (None if R is None else R[None]), p[None]
+    else:
+        R, p = _money_step(pay_label, pay_fn, market, A, D)
     G, C, U, W = _settle_step(market, A, p)
     return OutcomeBatch(
         rule=rule_label, payment_rule=pay_label, price_rule=price_label,
         threshold_mode=thresholds, market=market, D=D, adjacency=A, thresholds=T, prices=P,
         remittances=R, payments=_ro(p), gains=_ro(G),
-        sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W))
+        sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W),
+        exact_methods=None if found is None else found.methods,
+        exact_gap=None if found is None else _ro(found.gaps),
+        exact_stopped="" if found is None else found.stopped)

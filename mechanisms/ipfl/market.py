@@ -15,7 +15,8 @@ import numpy as np
 from ..errors import MarketInputError, as_floats, as_matrix, as_real, as_vector
 from ..gains import Gain, LogGain, PowerGain, SqrtGain, as_gain
 
-__all__ = ["Market", "MarketArrays", "over_arrays", "paper_prices_arrays", "read_only"]
+__all__ = ["Market", "MarketArrays", "model_difference", "over_arrays", "paper_prices_arrays",
+           "read_only"]
 
 _PROVEN = (SqrtGain, LogGain, PowerGain)
 
@@ -36,6 +37,25 @@ def read_only(a, dtype=None, *, copy: bool = True) -> np.ndarray:
     return a
 
 
+def model_difference(Nj, Ni, d, lam, out=None) -> np.ndarray:
+    """The model-difference term lam (N_j/N_i) d_ij of Eqs. 10 and 12, elementwise over
+    broadcastable arrays (the one copy: the prices of Eq. 10, the remittances of Eq. 12
+    and the reference rules that net it out read it here); d_ij = 0 or lam = 0 adds
+    nothing (never inf * 0). ``out``: an array of the broadcast shape to write into.
+
+    >>> model_difference(200.0, 100.0, 0.5, 3.0).item()
+    3.0
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf
+        out = np.divide(Nj, Ni, out=out)
+        out *= d
+        out *= lam
+    nan = np.isnan(out)  # inf * 0 only: d_ij = 0 or lam = 0 adds nothing
+    if nan.any():
+        out[nan] = 0.0
+    return out
+
+
 def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
     """Eq. 10 prices P_ij = c_j + lam (N_j/N_i) d_ij over arrays: ``N``, ``c`` (..., m),
     ``lam`` (...,) or a number, ``D`` (..., m, m). The diagonal is +inf (nobody buys its own
@@ -50,17 +70,10 @@ def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
            for a in (N[..., None, :], N[..., :, None], D, lam, c[..., None, :])]
     # blocks along the first axis, a few hundred kB each: the passes below run in cache
     step = max(1, 2**15 // max(1, int(np.prod(shape[1:]))))
-    with np.errstate(over="ignore", invalid="ignore"):  # past the float range: inf price
-        for lo in range(0, shape[0], step):
-            Nj, Ni, d, lam_, cj = (a[lo:lo + step] if a.shape[0] > 1 else a for a in ops)
-            out = P[lo:lo + step]
-            np.divide(Nj, Ni, out=out)  # N_j / N_i
-            out *= d
-            out *= lam_
-            nan = np.isnan(out)  # inf * 0 only: d_ij = 0 or lam = 0 adds nothing
-            if nan.any():
-                out[nan] = 0.0
-            out += cj  # D and lam are finite, so inf cost stays inf
+    for lo in range(0, shape[0], step):
+        Nj, Ni, d, lam_, cj = (a[lo:lo + step] if a.shape[0] > 1 else a for a in ops)
+        out = model_difference(Nj, Ni, d, lam_, out=P[lo:lo + step])
+        out += cj  # D and lam are finite, so inf cost stays inf
     m = N.shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
     return P

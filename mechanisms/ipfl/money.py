@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .market import Market
+from .market import Market, model_difference
 
 __all__ = ["baseline_support", "baseline_utilities", "bought", "gains", "payments",
            "remittances", "reported_values", "sharing_costs", "utilities", "welfare"]
@@ -89,7 +89,7 @@ def remittances(market: Market, A, D) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         marginal = gain(ni, Ki, Ni) - gain(ni - Nj, Ki, Ni)
     R = np.zeros(A.shape)
-    R[idx] = marginal - lam[lead] * (Nj / Ni) * np.asarray(D)[idx]
+    R[idx] = marginal - model_difference(Nj, Ni, np.asarray(D)[idx], lam[lead])
     return R
 
 

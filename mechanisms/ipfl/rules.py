@@ -45,7 +45,7 @@ from scipy.special import comb
 from ..errors import MarketInputError
 from ..lookup import load_callable, lookup, rule_name
 from . import money, selection
-from .market import Market, over_arrays, paper_prices_arrays
+from .market import Market, model_difference, over_arrays, paper_prices_arrays
 from .money import remittances as paper_remittances
 from .thresholds import thresholds
 
@@ -56,6 +56,7 @@ __all__ = [
     "SELECTION_RULES",
     "SHAPLEY_MAX_SELLERS",
     "VCG_ENUMERATION_MAX",
+    "VCG_PIVOTS",
     "cost_plus",
     "cost_plus_prices",
     "cost_plus_remittances",
@@ -156,26 +157,30 @@ _declare("local", budget_balance=True, no_deficit=True, individual_rationality=T
          thm2=True, truthful_K_under=False, truthful_N_over=False)(
     over_arrays(paper_remittances))
 
-VCG_ENUMERATION_MAX = 12  # vcg over a batch of markets enumerates the 2^m subsets
+VCG_ENUMERATION_MAX = 12  # vcg's pivot enumerates the 2^m subsets up to this many clients
+VCG_PIVOTS = ("auto", "enumeration", "search")
 
 
 def _best_without_search(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """(m, m): entry (b, i) = max over a_b without seller i of -phi_b (Eq. 10), one market,
-    by the exact selection's search (:func:`selection.exact`: enumeration, dp or
-    branch-and-bound). Only the buyers whose optimum used i are solved again."""
+    """(..., m, m): entry (b, i) = max over a_b without seller i of -phi_b (Eq. 10), every
+    market of a batch at once by the exact selection's search (:func:`selection.exact` over
+    arrays: enumeration, dp or branch-and-bound per buyer). Only the buyers whose optimum
+    used i are solved again."""
+    m = market.m
     best = selection.exact(market, P, T).adjacency
     row_value = -selection.phi(market, P, best)
-    without = np.repeat(row_value[:, None], market.m, axis=1)
-    for i in range(market.m):
-        redo = best[:, i].copy()
-        redo[i] = False
+    without = np.repeat(row_value[..., :, None], m, axis=-1)
+    for i in range(m):
+        redo = best[..., :, i].copy()
+        redo[..., i] = False
         if redo.any():
-            Ti, Pi = T.copy(), P.copy()
-            Ti[~redo, :] = 0.0
-            Ti[:, i] = 0.0
-            Pi[:, i] = np.inf
+            Ti = np.where(redo[..., :, None], T, 0.0)
+            Ti[..., :, i] = 0.0
+            Pi = P.copy()
+            Pi[..., :, i] = np.inf
             A_i = selection.exact(market, Pi, Ti).adjacency
-            without[redo, i] = -selection.phi(market, Pi, A_i)[redo]
+            without[..., :, i] = np.where(redo, -selection.phi(market, Pi, A_i),
+                                          without[..., :, i])
     return without
 
 
@@ -184,9 +189,8 @@ def _best_without_enumeration(market, P: np.ndarray) -> np.ndarray:
     market of a batch at once by enumerating the 2^m subsets (:func:`selection.phi_subsets`)."""
     m = market.m
     if m > VCG_ENUMERATION_MAX:
-        raise MarketInputError("payments", f"vcg over a batch enumerates 2^m subsets; m is "
-                                           f"{m}, at most {VCG_ENUMERATION_MAX} (clear larger "
-                                           "markets one at a time with ipfl.clear)")
+        raise MarketInputError("pivot", f"'enumeration' enumerates 2^m subsets; m is {m}, at "
+                                        f"most {VCG_ENUMERATION_MAX} (use 'auto' or 'search')")
     phi_all = selection.phi_subsets(market, P)
     best = _min_without_each(phi_all, m)
     return np.where(np.asarray(market.K)[..., :, None] > 0, -best, 0.0)  # K = 0 buys nothing
@@ -219,7 +223,7 @@ def _min_without_each(phi_all: np.ndarray, m: int) -> np.ndarray:
 @_declare("exact", individual_rationality=True, ir_negative_distances=True,
           budget_balance=False, no_deficit=False, thm2=True, truthful_c_under=True,
           truthful_K_over=True, truthful_K_under=True, truthful_N_over=False)
-def vcg_payments(market: Market, A, D) -> np.ndarray:
+def vcg_payments(market: Market, A, D, *, pivot: str = "auto") -> np.ndarray:
     """Vickrey-Clarke-Groves payments with the Clarke pivot, for the objective the exact
     selection maximises: W(A) = sum_i [g_i(a_i) - sum_j a_ij P_ij] = -sum_i phi_i (Eq. 10).
 
@@ -230,13 +234,18 @@ def vcg_payments(market: Market, A, D) -> np.ndarray:
     can sum to less than zero (the operator pays a deficit). Costs one exact selection plus,
     for each client, re-solving the buyers that bought from it.
 
-    Over arrays: on one market W*_{-i} comes from the exact selection's search; on a batch
-    (leading dimensions, m <= 12) from enumerating every buyer's subsets. Both feed the one
-    Clarke formula below (tests hold the two searches to each other).
+    Over arrays (one market is a batch of one). W*_{-i} by ``pivot``: "enumeration" of every
+    buyer's 2^m subsets (m <= VCG_ENUMERATION_MAX), "search" (the exact selection re-solved
+    without each seller), or "auto": enumeration up to VCG_ENUMERATION_MAX clients (1.2-3x
+    faster there, benchmarks/bench_ipfl.py), search beyond. Both feed the one Clarke formula
+    below; the checker's property ``one_path`` holds the two to each other on every market
+    it draws.
     """
+    if pivot not in VCG_PIVOTS:
+        raise MarketInputError("pivot", f"unknown {pivot!r}; choose one of {VCG_PIVOTS}")
     A = np.asarray(A, dtype=bool)
     P = market.prices(D)
-    if np.ndim(market.N) == 1:
+    if pivot == "search" or (pivot == "auto" and market.m > VCG_ENUMERATION_MAX):
         T = thresholds(market, D, prices=P)
         without = _best_without_search(market, P, T)
     else:
@@ -315,8 +324,9 @@ def shapley_remittances(market: Market, A, D) -> np.ndarray:
                             Nb.reshape(-1), market.gain).reshape(valid.shape)
     np.put_along_axis(R, order, np.where(valid, share, 0.0), axis=-1)
     lam = np.asarray(market.lam, dtype=np.float64)[..., None, None]
-    ratio = N[..., None, :] / N[..., :, None]
-    return np.where(A, R - lam * ratio * np.asarray(D, dtype=np.float64), 0.0)
+    term = model_difference(N[..., None, :], N[..., :, None], np.asarray(D, dtype=np.float64),
+                            lam)
+    return np.where(A, R - term, 0.0)
 
 
 @over_arrays

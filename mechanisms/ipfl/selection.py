@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import MarketInputError, ProblemTooLarge, as_int, as_real, check_size
+from ..errors import MarketInputError, as_int, as_real, check_size
 from .market import Market
 from .money import bought
 
@@ -56,7 +56,8 @@ NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a p
 GREEDY_TOP = 64  # sellers per buyer the greedy scan orders first (more only when needed)
 
 
-def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.ndarray:
+def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool,
+            top: int | None = None) -> np.ndarray:
     """Scan every buyer's sellers in descending-threshold order, all buyers at once.
 
     ``T`` is (..., m, m) and ``N`` (..., m): leading dimensions are independent markets (the
@@ -67,10 +68,11 @@ def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool) -> np.nda
     L has bought data n_i with n_i + min_j N_j >= cut_i, no other seller passes
     n_i + N_j < T_ij and the row is final (the skip rule skips them all; Box 2 stops at
     the first). Rows not proven final are scanned again with 8 L, up to the full sort.
+    ``top``: L (default :data:`GREEDY_TOP`); any L >= 1 buys the same.
     """
     T = np.asarray(T, dtype=np.float64)
     m = T.shape[-1]
-    top = min(m, GREEDY_TOP)
+    top = min(m, GREEDY_TOP if top is None else as_int("top", top, lo=1))
     while True:
         A, final = _greedy_top(T, N, stop_at_first_failure, top)
         if top == m or final.all():
@@ -132,14 +134,17 @@ def _greedy_top(T, N, stop_at_first_failure: bool, top: int):
     return A, final
 
 
-def box2(T: np.ndarray, N: np.ndarray) -> np.ndarray:
-    """Box 2 as printed (stops at the first threshold that fails)."""
-    return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=True)
+def box2(T: np.ndarray, N: np.ndarray, *, top: int | None = None) -> np.ndarray:
+    """Box 2 as printed (stops at the first threshold that fails). ``top``: how many of
+    each row's thresholds the scan orders first (default :data:`GREEDY_TOP`; the rest only
+    when needed): the same adjacency for any ``top`` >= 1."""
+    return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=True, top=top)
 
 
-def local(T: np.ndarray, N: np.ndarray) -> np.ndarray:
-    """Box 2's order, skipping failures: a local optimum in the sense of Eq. 11."""
-    return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=False)
+def local(T: np.ndarray, N: np.ndarray, *, top: int | None = None) -> np.ndarray:
+    """Box 2's order, skipping failures: a local optimum in the sense of Eq. 11. ``top`` as
+    in :func:`box2`."""
+    return _greedy(T, np.asarray(N, dtype=np.float64), stop_at_first_failure=False, top=top)
 
 
 def phi(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -375,9 +380,10 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int,
 
 
 class ExactSelection(NamedTuple):
-    """What :func:`exact` found: the adjacency, the method per buyer ("none" when nothing
-    was left to search, "time-limit" when the time budget ran out before the buyer's turn:
-    the local rule's choice), per buyer a proven gap (phi found minus a lower bound on the
+    """What :func:`exact` found, with the leading batch dimensions (...) of its input: the
+    adjacency (..., m, m), the method per buyer (..., m) ("none" when nothing was left to
+    search, "time-limit" when the time budget ran out before the buyer's turn: the local
+    rule's choice), per buyer a proven gap (..., m) (phi found minus a lower bound on the
     optimum; 0 = proven optimal, > 0 only when a node or time limit stopped the search), and
     ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit"."""
 
@@ -387,26 +393,54 @@ class ExactSelection(NamedTuple):
     stopped: str = ""
 
 
+ENUMERATION_CHUNK = 2**22  # subset x candidate entries one enumeration step evaluates
+
+
+def _enumerate_rows(rows, k, cost, size, n0, K, N, gain, A, cand_idx) -> None:
+    """The enumeration of :func:`best_subsets` for the buyers ``rows`` (flat indices), all
+    with ``k`` candidates (their indices ``cand_idx`` (len(rows), k), in descending-threshold
+    order): every subset of each buyer's candidates at once, a block of buyers at a time;
+    the optimum written into ``A`` (flat (rows, m))."""
+    step = max(1, ENUMERATION_CHUNK // ((1 << k) * k))
+    for lo in range(0, rows.size, step):
+        r = rows[lo:lo + step]
+        idx = cand_idx[lo:lo + step]
+        chosen = best_subsets(np.take_along_axis(cost[r], idx, axis=-1),
+                              np.take_along_axis(size[r], idx, axis=-1), n0[r], K[r], N[r],
+                              gain)
+        sub = A[r]  # fancy index: a copy, written back
+        np.put_along_axis(sub, idx, chosen | np.take_along_axis(sub, idx, axis=-1), axis=-1)
+        A[r] = sub
+
+
 def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
           node_limit: int = NODE_LIMIT, time_limit: float | None = None,
           progress: Callable[[int, int], None] | None = None) -> ExactSelection:
-    """A global minimiser of phi_i (Eq. 10) for every buyer.
+    """A global minimiser of phi_i (Eq. 10) for every buyer, over arrays: ``market`` a
+    :class:`Market` or a :class:`~mechanisms.ipfl.MarketArrays` with leading batch
+    dimensions, ``P`` and ``T`` (..., m, m); every buyer of every market at once
+    (:func:`mechanisms.ipfl.clear` runs it on a batch of one market).
 
     Reduction first: sellers with P_ij <= 0 are always in an optimum (T = inf), sellers with
     P_ij >= g_i(N_j) never need to be (T = 0: by concavity their increment never beats the
-    price); only the rest (0 < T < inf) are searched. Enumeration and the dynamic programme
-    refuse (ProblemTooLarge) sizes whose tables exceed the memory guard; branch-and-bound
-    searches at most ``node_limit`` nodes per buyer and reports the proven gap when it stops
-    early (never a wrong claim of optimality).
+    price); only the rest (0 < T < inf), in descending-threshold order (ties: the lower
+    index first), are searched. Method per buyer (``method="auto"``): enumeration of the
+    candidate subsets when there are at most ``ENUMERATION_MAX`` (every such buyer of the
+    batch at once, grouped by candidate count; ties: the first minimiser in subset order,
+    :func:`best_subsets`), else the dynamic programme over integer data amounts when the
+    market's N are integers and the table fits, else branch-and-bound; those two run buyer
+    by buyer. A forced ``method`` runs every buyer that way. Enumeration and the dynamic
+    programme refuse (ProblemTooLarge) sizes whose tables exceed the memory guard;
+    branch-and-bound searches at most ``node_limit`` nodes per buyer and reports the proven
+    gap when it stops early (never a wrong claim of optimality).
 
-    ``time_limit`` (seconds, default None: no limit) bounds the whole selection: when it runs
-    out, the buyer being searched by branch-and-bound stops with its proven gap, and every
-    buyer not yet reached keeps the local rule's choice with the gap proven by the
-    relaxation bound of its whole sub-problem (method "time-limit"). Enumeration and the
-    dynamic programme are not interrupted (each is bounded by its size guard). A time limit
-    makes the result depend on the machine's speed; the node limit does not.
-    ``progress(done, total)`` is called after each buyer (large dense markets take seconds
-    to minutes).
+    ``time_limit`` (seconds, default None: no limit) bounds the whole selection: the
+    enumerations run first; when it runs out, the buyer being searched by branch-and-bound
+    stops with its proven gap, and every buyer not yet reached keeps the local rule's choice
+    with the gap proven by the relaxation bound of its whole sub-problem (method
+    "time-limit"). Enumeration and the dynamic programme are not interrupted (each is
+    bounded by its size guard). A time limit makes the result depend on the machine's speed;
+    the node limit does not. ``progress(done, total)`` counts the buyers (K_i > 0) done.
     """
     if method not in EXACT_METHODS:
         raise MarketInputError("exact_method", f"unknown {method!r}; choose one of "
@@ -415,98 +449,99 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     deadline = np.inf
     if time_limit is not None:
         deadline = time.monotonic() + as_real("exact_time_limit", time_limit, lo=0)
-    stopped = ""
-    m = market.m
-    N, K = market.N, market.K
-    A = np.zeros((m, m), dtype=bool)
-    A[np.isinf(T)] = True
-    methods = np.full(m, "none", dtype=object)
-    gaps = np.zeros(m)
-    integer = bool(np.all(N == np.round(N)))
-    if method == "dp" and not integer:
+    N = np.asarray(market.N, dtype=np.float64)
+    K = np.asarray(market.K, dtype=np.float64)
+    T = np.asarray(T, dtype=np.float64)
+    P = np.asarray(P, dtype=np.float64)
+    shape, m = T.shape, T.shape[-1]
+    rows = int(np.prod(shape[:-1]))
+    A = np.isinf(T).reshape(rows, m)
+    Tf, Pf = T.reshape(rows, m), P.reshape(rows, m)
+    Nm = N.reshape(-1, m)  # (markets, m)
+    size = np.repeat(Nm, m, axis=0)  # (rows, m): the sellers' N for every buyer row
+    Kf, Nf = K.reshape(rows), N.reshape(rows)
+    integer = np.repeat((Nm == np.round(Nm)).all(axis=1), m)
+    if method == "dp" and not integer.all():
         raise MarketInputError("exact_method", "'dp' needs integer data amounts N")
-    fallback = None
-    buyers = np.flatnonzero(K > 0)
-    for done, i in enumerate(buyers):
-        if progress is not None:
-            progress(done, buyers.size)
-        cand = np.flatnonzero((T[i] > 0) & np.isfinite(T[i]))
-        if cand.size == 0:
+    cand = (Tf > 0) & np.isfinite(Tf) & (Kf[:, None] > 0)
+    k = cand.sum(axis=1)
+    order = np.argsort(-np.where(cand, Tf, -np.inf), axis=1, kind="stable")
+    n0 = bought(A.reshape(shape), N).reshape(rows)  # the data always bought (T = inf)
+    methods = np.full(rows, "none", dtype=object)
+    gaps = np.zeros(rows)
+    buyers = int((Kf > 0).sum())
+    done = 0
+    if progress is not None:
+        progress(0, buyers)
+    use = np.full(rows, "none", dtype=object)
+    if method == "auto":
+        small = (k > 0) & (k <= ENUMERATION_MAX)
+        use[small] = "enumeration"
+        big = np.flatnonzero(k > ENUMERATION_MAX)
+        for r in big:
+            sz = size[r, order[r, :k[r]]]
+            use[r] = "dp" if integer[r] and k[r] * _dp_width(sz) <= DP_MAX_CELLS \
+                else "branch-and-bound"
+    else:
+        use[k > 0] = method
+    for kk in np.unique(k[use == "enumeration"]):
+        r = np.flatnonzero((use == "enumeration") & (k == kk))
+        if time.monotonic() > deadline:  # out of time: the buyers keep the local choice
+            use[r] = "time-limit"
             continue
-        cand = cand[np.argsort(-T[i, cand], kind="stable")]
-        cost, size = P[i, cand], N[cand]
-        n0 = float(N[A[i]].sum())
-        Ki, Ni = K[i], N[i]
+        check_size("exact_method", 9.0 * kk * 2.0**kk,
+                   f"enumerating 2^{kk} subsets for buyer {int(r[0]) % m}",
+                   "use exact_method='auto' or 'branch-and-bound'")
+        _enumerate_rows(r, int(kk), Pf, size, n0, Kf, Nf, market.gain, A, order[r, :kk])
+        methods[r] = "enumeration"
+    enum = methods == "enumeration"
+    if progress is not None and enum.any():
+        done = int((enum | ((k == 0) & (Kf > 0))).sum())
+        progress(done, buyers)
+    stopped = ""
+    fallback = None
+    for r in np.flatnonzero(~enum & (k > 0)):
+        cidx = order[r, :k[r]]
+        cost, sz = Pf[r, cidx], size[r, cidx]
+        Ki, Ni = Kf[r], Nf[r]
 
         def gfun(x, Ki=Ki, Ni=Ni):
             return market.gain.value(x, Ki, Ni)
 
-        use = method
+        how = use[r]
         if time.monotonic() > deadline:
-            use = "time-limit"
-        elif use == "auto":
-            if cand.size <= ENUMERATION_MAX:
-                use = "enumeration"
-            elif integer and cand.size * _dp_width(size) <= DP_MAX_CELLS:
-                use = "dp"
-            else:
-                use = "branch-and-bound"
-        if use == "enumeration":
-            check_size("exact_method", 9.0 * cand.size * 2.0**cand.size,
-                       f"enumerating 2^{cand.size} subsets for buyer {i}",
+            how = "time-limit"
+        if how == "dp":
+            check_size("exact_method", 9.0 * sz.size * (_dp_width(sz) + 1),
+                       f"the dynamic programme for buyer {int(r) % m} ({sz.size} candidates x "
+                       f"{_dp_width(sz):.3g} data units)",
                        "use exact_method='auto' or 'branch-and-bound'")
-            chosen = best_subsets(cost, size, n0, Ki, Ni, market.gain)
-        elif use == "dp":
-            check_size("exact_method", 9.0 * cand.size * (_dp_width(size) + 1),
-                       f"the dynamic programme for buyer {i} ({cand.size} candidates x "
-                       f"{_dp_width(size):.3g} data units)",
-                       "use exact_method='auto' or 'branch-and-bound'")
-            chosen = _dp(cost, size, n0, gfun)
+            chosen = _dp(cost, sz, n0[r], gfun)
         else:
             if fallback is None:
-                fallback = local(T, N)
-            if use == "time-limit":
-                chosen = fallback[i, cand]
-                gaps[i] = _root_gap(cost, size, n0, gfun, chosen)
+                fallback = local(T, N).reshape(rows, m)
+            if how == "time-limit":
+                chosen = fallback[r, cidx]
+                gaps[r] = _root_gap(cost, sz, n0[r], gfun, chosen)
                 stopped = "time-limit"
             else:
-                chosen, gaps[i], why = _branch_and_bound(cost, size, n0, gfun,
-                                                         fallback[i, cand], node_limit, deadline)
+                chosen, gaps[r], why = _branch_and_bound(cost, sz, n0[r], gfun,
+                                                         fallback[r, cidx], node_limit,
+                                                         deadline)
                 if why and stopped != "time-limit":
                     stopped = why
-        A[i, cand[chosen]] = True
-        methods[i] = use
-    if progress is not None:
-        progress(buyers.size, buyers.size)
-    return ExactSelection(A, methods, gaps, stopped)
+        A[r, cidx[chosen]] = True
+        methods[r] = how
+        done += 1
+        if progress is not None:
+            progress(done, buyers)
+    if progress is not None and done < buyers:
+        progress(buyers, buyers)
+    return ExactSelection(A.reshape(shape), methods.reshape(shape[:-1]),
+                          gaps.reshape(shape[:-1]), stopped)
 
 
 def exact_enumeration(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
-    """The exact selection (a global minimiser of phi_i, Eq. 10) by enumeration, over arrays:
-    ``market`` a :class:`~mechanisms.ipfl.MarketArrays` (or a Market), ``P`` and ``T``
-    (..., m, m); every buyer of every market at once. The same reduction and order as
-    :func:`exact`: sellers with T = inf are in, T = 0 out, the candidates (0 < T < inf, in
-    descending-T order) enumerated by :func:`best_subsets` (the kernel :func:`exact` runs
-    for its "enumeration" method). At most ``ENUMERATION_MAX`` candidates per buyer
-    (ProblemTooLarge otherwise); larger markets take :func:`exact` one market at a time.
-    """
-    N, K = np.asarray(market.N), np.asarray(market.K)
-    T = np.asarray(T)
-    A = np.isinf(T)
-    cand = (T > 0) & np.isfinite(T) & (K[..., :, None] > 0)
-    k_max = int(cand.sum(axis=-1).max(initial=0))
-    if k_max == 0:
-        return A
-    if k_max > ENUMERATION_MAX:
-        raise ProblemTooLarge("exact_method", f"enumeration in bulk takes at most "
-                                              f"{ENUMERATION_MAX} candidates per buyer; a buyer "
-                                              f"has {k_max}: clear it with ipfl.clear")
-    order = np.argsort(-np.where(cand, T, -np.inf), axis=-1, kind="stable")
-    idx = order[..., :k_max]  # candidates first, in the scalar rule's order
-    valid = np.take_along_axis(cand, idx, axis=-1)
-    cost = np.take_along_axis(np.asarray(P, dtype=np.float64), idx, axis=-1)
-    size = np.take_along_axis(np.broadcast_to(N[..., None, :], T.shape), idx, axis=-1)
-    n0 = bought(A, N)
-    best = best_subsets(cost, size, n0, K, N, market.gain, valid) & valid
-    np.put_along_axis(A, idx, np.take_along_axis(A, idx, axis=-1) | best, axis=-1)
-    return A
+    """The adjacency of :func:`exact` with every buyer's candidates enumerated (kept name):
+    ``exact(market, P, T, "enumeration").adjacency``, over arrays."""
+    return exact(market, P, T, "enumeration").adjacency
