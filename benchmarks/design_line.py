@@ -24,7 +24,13 @@ from pathlib import Path
 import matplotlib
 
 from sims.design import LinearSpace, draw_markets, load_rule
-from sims.design.frontier import line_table, plot_line, regret_floor, split_points
+from sims.design.frontier import (
+    floor_summary,
+    line_table,
+    plot_line,
+    regret_floor,
+    split_points,
+)
 from sims.results import versions, write_table
 
 
@@ -75,23 +81,19 @@ def main(argv=None):
 
 
 def floor_report(markets):
-    """The floor on ``markets``: single-trade markets, premise failures, the largest floor
-    from the critical reports and from the closed form; and with IR demanded only on the
-    drawn costs (<= 5) and gain scales (>= 1e3)."""
-    f = regret_floor(markets)
-    one = f[f["single_trade"]]
-    bad = one[~(one["premise_seller"] & one["premise_buyer"])]
-    worst = bad.loc[bad["floor_premise"].idxmax()] if len(bad) else None
-    print(f"IR for every type: {len(one)} single-trade markets of {len(f)}; the closed "
-          f"form's premises fail in {len(bad)} (seller {int((~one['premise_seller']).sum())}"
-          f", buyer {int((~one['premise_buyer']).sum())}); largest floor "
-          f"{one['floor'].max():.4g} (closed form {one['floor_premise'].max():.4g})"
-          + ("" if worst is None else f"; where a premise fails the closed form reaches "
-             f"{worst['floor_premise']:.4g} where the floor is {worst['floor']:.4g}"))
-    f = regret_floor(markets, cost_max=5.0, scale_min=1e3)
-    one = f[f["single_trade"]]
+    """The floor on ``markets`` (:func:`sims.design.frontier.floor_summary`): single-trade
+    markets, premise failures, the largest floor from the critical reports and from the
+    closed form; and with IR demanded only on the drawn costs (<= 5) and gain scales
+    (>= 1e3)."""
+    f = floor_summary(markets, cost_max=5.0, scale_min=1e3)
+    print(f"IR for every type: {f['single_trade']} single-trade markets of {markets.size}; "
+          f"the closed form's premises fail in {f['premise_failures']} (seller "
+          f"{f['seller_failures']}, buyer {f['buyer_failures']}); largest floor "
+          f"{f['largest']:.4g} (closed form {f['largest_closed']:.4g}); where a premise "
+          f"fails the closed form reaches {f['worst_closed']:.4g} where the floor is "
+          f"{f['worst_floor']:.4g}")
     print(f"IR for costs <= 5 and gain scales >= 1e3 only (the drawn support): largest "
-          f"floor {one['floor'].max():.4g}, median {one['floor'].median():.4g}")
+          f"floor {f['largest_on_support']:.4g}")
 
 
 if __name__ == "__main__":

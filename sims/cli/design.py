@@ -223,7 +223,9 @@ def run(args) -> int:
         return 0
     print(f"designed rule ({result.goal}): "
           + ", ".join(f"{k} {v:.4g}" for k, v in result.params.items())
-          + f"; training score {result.score:.4g} "
+          + f"; training score {result.score:.4g} (the goal's statistic: a regret relative "
+          "to the utility level, 0.01 = 1 %; a deficit share with a regret cap; plus "
+          "penalties when infeasible) "
           + ("(feasible)" if result.feasible else "(INFEASIBLE)"))
     cols = ["rule", "family", "goal_rel_regret",
             *(f"largest_regret_{d}" for d in dims), "ir_rate", "deficit_rate",
