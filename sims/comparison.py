@@ -53,7 +53,9 @@ CPL_METRICS = {
     "objective_bound": "the convergence bound sum K (1 - q)/q the server minimises (lower is "
                        "better)",
     "spent": "what the server pays, sum P_n q_n",
-    "client_utility_sum": "the clients' total profit",
+    "client_utility_sum": "the clients' total utility WITHOUT each client's constant term (its "
+                          "value of the model): compare across rules, a negative sum is no IR "
+                          "failure",
     "negative_prices": "clients charged to take part (P_n < 0)",
 }
 CPL_BOUNDS = {"objective_bound": (0.0, np.inf), "spent": (0.0, np.inf),

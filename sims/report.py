@@ -14,11 +14,11 @@ from mechanisms.errors import FedmarketError
 
 from .errors import SpecError, StoreError
 from .ranking import CPL_DEFAULT, DEFAULT, Priorities, paired, rank
-from .results import write_atomic
+from .results import latex_table, write_atomic
 from .scenarios import SCENARIOS
 from .sweep import Store
 
-__all__ = ["latex_table", "write_report"]
+__all__ = ["write_report"]
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -30,15 +30,6 @@ def _md_table(df: pd.DataFrame) -> str:
     sep = "|" + "---|" * len(df.columns)
     rows = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
     return "\n".join([head, sep, *rows])
-
-
-def latex_table(df: pd.DataFrame, *, caption: str | None = None,
-                label: str | None = None) -> str:
-    """``df`` as a LaTeX table (booktabs rules; text escaped, so "ir_rate" and "50 %" print
-    as written; numbers to 6 significant digits): paste it into a paper with
-    ``\\usepackage{booktabs}``."""
-    return df.to_latex(index=False, escape=True, float_format=lambda v: f"{v:.6g}",
-                       caption=caption, label=label, na_rep="--")
 
 
 class _Doc:

@@ -16,7 +16,7 @@ from mechanisms.files import replace_atomically
 
 from .errors import SpecError, StoreError
 
-__all__ = ["jsonable", "read_text", "versions", "write_atomic", "write_table"]
+__all__ = ["jsonable", "latex_table", "read_text", "versions", "write_atomic", "write_table"]
 
 
 def read_text(field: str, path) -> str:
@@ -90,3 +90,12 @@ def write_table(df: pd.DataFrame, path: Path, provenance: dict) -> tuple[Path, P
     text = json.dumps(jsonable(meta), indent=2) + "\n"
     write_atomic(side, lambda tmp: tmp.write_text(text))
     return path, side
+
+
+def latex_table(df: pd.DataFrame, *, caption: str | None = None,
+                label: str | None = None) -> str:
+    """``df`` as a LaTeX table (booktabs rules; text escaped, so "ir_rate" and "50 %" print
+    as written; numbers to 6 significant digits): paste it into a paper with
+    ``\\usepackage{booktabs}``."""
+    return df.to_latex(index=False, escape=True, float_format=lambda v: f"{v:.6g}",
+                       caption=caption, label=label, na_rep="--")

@@ -436,10 +436,16 @@ def page_section(page: str) -> str:
 
 
 def write_frontier(table: pd.DataFrame, folder, provenance: dict) -> tuple[Path, Path]:
-    """frontier.csv and its JSON sidecar (provenance: settings, seeds, versions)."""
-    from ..results import write_table
+    """frontier.csv and its JSON sidecar (provenance: settings, seeds, versions), and the
+    same table as LaTeX (frontier.tex, booktabs) for a paper."""
+    from ..results import latex_table, write_atomic, write_table
 
-    return write_table(table, Path(folder) / "frontier.csv", provenance)
+    out = write_table(table, Path(folder) / "frontier.csv", provenance)
+    text = latex_table(table, caption="The frontier (fedmarket design): regret in utility "
+                                      "units unless named rel (a share of the utility level)",
+                       label="tab:frontier")
+    write_atomic(Path(folder) / "frontier.tex", lambda tmp: tmp.write_text(text))
+    return out
 
 
 # -- the regret line of the IR, budget-balanced family ------------------------------------
