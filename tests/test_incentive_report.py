@@ -229,3 +229,18 @@ def test_the_report_ranks_with_incentives_and_pairs_the_cpl_games(tmp_path):
     tex = (out / "cpl_paired.tex").read_text()
     assert "\\toprule" in tex and "mechanism\\_a" in tex
     assert (out / "inclusive_ranking.tex").is_file()
+
+
+def test_sweep_checks_the_report_options_before_any_cell(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[[scenarios]]\nname = "inclusive-market"\nmechanisms = ["local"]\n'
+                    'params = { rounds = 1, n_params = 100 }\n')
+    out = tmp_path / "out"
+    for args, message in ((["--report", "--cpl-rank-by", "welfare"],
+                           "cpl-rank-by: unknown criterion 'welfare'"),
+                          (["--report", "--regret-markets", "0"], "--regret-markets above 0"),
+                          (["--regret-markets", "10"], "add --report")):
+        assert main(["sweep", str(spec), "--out", str(out), *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err
+    assert not (out / "store.sqlite").exists()

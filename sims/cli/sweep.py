@@ -54,7 +54,14 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--rank-by", dest="rank_by", default=None, metavar="PRIORITIES",
                    help="with --report: how the report ranks the market mechanisms (see "
                         "`fedmarket report --help`; default: "
-                        "'ir,deficit,welfare')")
+                        "'ir,deficit,regret,welfare')")
+    p.add_argument("--cpl-rank-by", dest="cpl_rank_by", default=None, metavar="PRIORITIES",
+                   help="with --report: how the report ranks the CPL pricing rules (default "
+                        "'bound')")
+    p.add_argument("--regret-markets", dest="regret_markets", type=integer, default=None,
+                   metavar="N",
+                   help="with --report: markets per seed on which each market mechanism's "
+                        "regret is measured (default 300; 0: none)")
     p.add_argument("--max-cells", dest="max_cells", type=integer, default=MAX_CELLS,
                    help="refuse a grid of more cells than this (counted before any is "
                         "built; building alone takes about 0.2 ms a cell)")
@@ -76,12 +83,26 @@ def run(args) -> int:
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
         user_modules(Path(args.spec).resolve().parent)
-    if args.rank_by is not None:  # checked before any cell runs
+    report_opts = {k: getattr(args, k) for k in ("rank_by", "cpl_rank_by", "regret_markets")
+                   if getattr(args, k) is not None}
+    if report_opts:  # checked before any cell runs
         from ..ranking import Priorities
 
         if not args.report:
-            raise SpecError("--rank-by", "ranks the report's mechanisms; add --report")
-        Priorities.parse(args.rank_by)
+            flag = "--" + next(iter(report_opts)).replace("_", "-")
+            raise SpecError(flag, "ranks the report's mechanisms; add --report"
+                            if flag != "--regret-markets" else "is a report option; add "
+                                                               "--report")
+        from ..ranking import DEFAULT
+
+        rank = Priorities.parse(args.rank_by if args.rank_by is not None else DEFAULT)
+        if args.cpl_rank_by is not None:
+            Priorities.parse(args.cpl_rank_by, family="cpl")
+        if args.regret_markets is not None and args.regret_markets < 0:
+            raise SpecError("--regret-markets", f"is {args.regret_markets}; an integer >= 0")
+        if rank.needs_regret and args.regret_markets == 0:
+            raise SpecError("--rank-by", f"{rank.describe()} ranks by regret: give "
+                                         "--regret-markets above 0 (or another --rank-by)")
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
     if args.max_cells < 1:
@@ -122,8 +143,7 @@ def run(args) -> int:
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
               f"({args.executor})")
     if args.report:
-        md, page = write_report(args.out, **({"rank_by": args.rank_by}
-                                             if args.rank_by is not None else {}))
+        md, page = write_report(args.out, **report_opts)
         if not args.quiet:
             print(f"report: {md} and {page}")
     return 1 if stats["timed_out"] else 0
