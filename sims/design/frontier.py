@@ -225,7 +225,9 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.3g} %"
+    """A share as a percentage: "1 %", "9.18 %", "1,183 %" (never in e-notation)."""
+    v = 100 * x
+    return f"{v:,.0f} %" if abs(v) >= 1000 else f"{v:.3g} %"
 
 
 def corner(table: pd.DataFrame, *, ir: bool = True, max_deficit: float = 0.0,
