@@ -295,19 +295,19 @@ class Checkpoint:
         from safetensors import SafetensorError, safe_open
 
         try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(4)
-        except OSError as exc:
-            raise self._refused(f"cannot be read ({exc.strerror or exc})") from None
-        if head[:2] == b"PK" or head[:1] == b"\x80":
-            raise self._refused("is a torch pickle (a checkpoint of fedmarket before "
-                                "issue 33, or not fedmarket's), which is never loaded: a "
-                                "pickle can run code")
-        try:
             with safe_open(self.path, framework="numpy") as f:  # the header: no torch
                 meta = f.metadata() or {}
                 names = set(f.keys())
         except (SafetensorError, OSError, ValueError) as exc:
+            try:
+                with open(self.path, "rb") as fh:
+                    head = fh.read(4)
+            except OSError as exc2:
+                raise self._refused(f"cannot be read ({exc2.strerror or exc2})") from None
+            if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":  # zip (torch.save), pickle
+                raise self._refused("is a torch pickle (a checkpoint of fedmarket before "
+                                    "issue 33, or not fedmarket's), which is never loaded: "
+                                    "a pickle can run code") from None
             raise self._refused(f"is not a safetensors file ({' '.join(str(exc).split())})") \
                 from None
         try:

@@ -301,3 +301,22 @@ def test_a_crafted_flower_run_folder_is_refused_unrun(tmp_path, capsys):
     assert not marker.exists()
     np.load(run / "rounds" / "round-001.npz", allow_pickle=True)["w"]  # the known-bad reader
     assert marker.exists()
+
+
+def test_a_checkpoint_whose_header_length_starts_like_a_pickle_loads(tmp_path):
+    """A safetensors file opens with its header's length (8 bytes, little-endian): one in
+    32 lengths starts with the byte 0x80 that opens a pickle. Such a checkpoint is read as
+    what it is (a reader that sniffed the first byte first refused it)."""
+    from learning.algorithms import TrainConfig
+    from learning.checkpoint import Checkpoint
+
+    cfg = TrainConfig(algorithm="local", dataset="digits", clients=2, rounds=1, steps=1)
+    ck = Checkpoint(tmp_path / "ck.safetensors")
+    ck.save(cfg, 1, [], 0.0, {"pad": ""})
+    near = (0x80 - ck.path.read_bytes()[0]) % 256  # about this many more header bytes
+    for k in range(max(near - 8, 0), near + 8):  # (a string's char adds one)
+        ck.save(cfg, 1, [], 0.0, {"pad": "x" * k})
+        if ck.path.read_bytes()[:1] == b"\x80":
+            break
+    assert ck.path.read_bytes()[:1] == b"\x80"
+    assert ck.load(cfg).session == {"pad": "x" * k} and ck.saved_rounds() == 1
