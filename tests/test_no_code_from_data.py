@@ -259,7 +259,7 @@ def test_a_carry_that_is_not_data_is_refused_when_saved(tmp_path):
     assert saved.session == {"t": (1, None, 2.5)} and saved.seconds == 2.5
 
 
-def test_a_crafted_cifar_batch_is_refused_unrun(tmp_path, cifar_batches):
+def test_a_crafted_cifar_batch_is_refused_unrun(tmp_path, cifar_batches, capsys):
     """CIFAR-10's python batches are pickles by the format's own design: read with an
     unpickler that refuses every callable but numpy's array reconstruction, so the payload
     is refused in one line naming the file; an array of objects is refused too."""
@@ -273,6 +273,9 @@ def test_a_crafted_cifar_batch_is_refused_unrun(tmp_path, cifar_batches):
     with pytest.raises(MarketInputError, match="system is not allowed") as info:
         data.load_cifar10(folder)
     assert str(folder / "test_batch") in str(info.value) and "\n" not in str(info.value)
+    assert main(["train", "--dataset", "cifar10", "--data-dir", str(folder), "--rounds", "1",
+                 "--clients", "2", "--steps", "1"]) == 2
+    _one_line_naming(capsys, str(folder / "test_batch"), "system is not allowed")
     with open(folder / "test_batch", "wb") as f:
         pickle.dump({b"data": np.array([1, 2], dtype=object), b"labels": []}, f)
     with pytest.raises(MarketInputError, match="numeric arrays"):
