@@ -265,18 +265,19 @@ def salvage(broken, out) -> Salvaged:
     except OSError as exc:
         raise StoreError("broken", f"{source} cannot be read: {exc.strerror or exc}") \
             from None
-    sizes = _PAGE_SIZES
-    reserved = 0
+    sizes, reserved = _PAGE_SIZES, 0
     if data.startswith(_HEADER) and len(data) >= 100:
         size = int.from_bytes(data[16:18], "big")
         size = 65536 if size == 1 else size
-        if size in _PAGE_SIZES:
-            sizes, reserved = (size,), data[20]
+        if size in _PAGE_SIZES:  # the header's page size first
+            sizes, reserved = (size, *(s for s in _PAGE_SIZES if s != size)), data[20]
     best = None
-    for size in sizes:  # a header lost with page 1: every page size SQLite allows, tried
-        got = _scan(data, wal, size, reserved)
+    for size in sizes:  # a header lost or garbled: every page size SQLite allows, tried
+        got = _scan(data, wal, size, reserved if size == sizes[0] else 0)
         if best is None or len(got[1]) > len(best[1]):
             best = got
+        if best[1] and size == sizes[0] and sizes is not _PAGE_SIZES:
+            break  # cells found at the header's page size: it was right
     f, intact, seen = best
     if not intact and not seen:
         raise StoreError("broken", f"{source}: no fedmarket cell could be read (not a "

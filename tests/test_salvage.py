@@ -176,10 +176,14 @@ def test_a_garbage_root_page_hides_every_cell_from_sqlite_but_not_from_salvage(
     _check_salvaged(intact, tmp_path / "new", result, set())
 
 
-def test_a_lost_file_header_still_gives_every_cell(intact, tmp_path):
-    """Page 1 (the file header, with the page size, and the table list) overwritten: the
-    page size is found by trying each SQLite allows, and every cell comes back."""
-    broken, _ = _damaged_copy(intact, tmp_path, lambda fh: fh.write(GARBAGE))
+@pytest.mark.parametrize("damage", [lambda fh: fh.write(GARBAGE),
+                                    lambda fh: (fh.seek(16), fh.write(b"\x04\x00"))],
+                         ids=["page-1-garbage", "page-size-1024"])
+def test_a_lost_file_header_still_gives_every_cell(intact, tmp_path, damage):
+    """Page 1 (the file header, with the page size, and the table list) overwritten, or
+    just its page size changed: the page size is found by trying each SQLite allows, and
+    every cell comes back."""
+    broken, _ = _damaged_copy(intact, tmp_path, damage)
     result = salvage(broken, tmp_path / "new")
     assert result.page_size == PAGE
     _check_salvaged(intact, tmp_path / "new", result, set())
