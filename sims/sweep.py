@@ -298,16 +298,19 @@ def check_checkpoints(folder, cells) -> None:
     Only headers are read."""
     from learning.checkpoint import Checkpoint, CheckpointError
 
+    cells = [c for c in cells if SCENARIOS[c.scenario].kind == "learning"]
+    old = [p for c in cells if (p := Path(folder) / f"{c.key}.pt").exists()]
+    if old:
+        n = len(old)
+        which = f"{old[0]} and {n - 1} more are torch pickles" if n > 1 else \
+            f"{old[0]} is a torch pickle"
+        them, compute = ("them", "cells compute") if n > 1 else ("it", "cell computes")
+        raise CheckpointError("checkpoint", f"{which} (checkpoints of fedmarket before issue "
+                                            "33, or not fedmarket's), which are never loaded: "
+                                            f"a pickle can run code; delete {them} (rm "
+                                            f"{Path(folder)}/*.pt) and the {compute} again "
+                                            "from round 0")
     for cell in cells:
-        if SCENARIOS[cell.scenario].kind != "learning":
-            continue
-        old = Path(folder) / f"{cell.key}.pt"
-        if old.exists():
-            raise CheckpointError("checkpoint", f"{old} is a torch pickle (a checkpoint of "
-                                                "fedmarket before issue 33, or not "
-                                                "fedmarket's), which is never loaded: a pickle "
-                                                "can run code; delete it and the cell "
-                                                "computes again from round 0")
         Checkpoint(checkpoint_path(folder, cell)).saved_rounds()
 
 

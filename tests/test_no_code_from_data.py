@@ -323,3 +323,22 @@ def test_a_checkpoint_whose_header_length_starts_like_a_pickle_loads(tmp_path):
             break
     assert ck.path.read_bytes()[:1] == b"\x80"
     assert ck.load(cfg).session == {"pad": "x" * k} and ck.saved_rounds() == 1
+
+
+def test_every_old_checkpoint_is_counted_in_the_one_line(tmp_path):
+    """Several cells' checkpoints of the earlier format: one refusal counts them all and
+    says how to remove them, so the user deletes them once, not one rerun per file."""
+    from learning.checkpoint import CheckpointError
+    from sims.sweep import check_checkpoints, load_toml
+
+    spec = tmp_path / "two.toml"
+    spec.write_text(LEARNING_SPEC.replace('["fedavg"]', '["fedavg", "local"]'))
+    cells = expand(load_toml(spec))
+    for c in cells:
+        (tmp_path / f"{c.key}.pt").write_bytes(b"PK\x03\x04 a torch zip")
+    with pytest.raises(CheckpointError, match="and 1 more are torch pickles") as info:
+        check_checkpoints(tmp_path, cells)
+    assert f"rm {tmp_path}/*.pt" in str(info.value) and "\n" not in str(info.value)
+    for p in tmp_path.glob("*.pt"):
+        p.unlink()
+    check_checkpoints(tmp_path, cells)  # none left: nothing to refuse
