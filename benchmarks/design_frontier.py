@@ -48,7 +48,8 @@ def _rule_files(paths):
 
     out = {}
     for path in paths:
-        out[f"{Path(path).stem} ({Path(path).parent.name})"] = load_rule(path)
+        rule = load_rule(path)
+        out[getattr(rule, "name", None) or rule.__name__] = rule
     return out
 
 

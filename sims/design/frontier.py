@@ -373,14 +373,17 @@ def frontier_markdown(table: pd.DataFrame, provenance: dict) -> str:
              "rule's on the same markets; IR broken / deficit: the share of markets where "
              "some client ends below zero / the operator pays. Admissible = IR in every "
              "market and no deficit in any; only admissible rules can be on the frontier "
-             "(Pareto over the three largest regrets and welfare).", "",
-             "| family | rule | welfare share | largest regret N | c | K | mean regret N | "
-             "c | K | IR broken | deficit | admissible | frontier |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(Pareto over the three largest regrets and welfare). q90: the regret 90 % of "
+             "the markets stay at or below (a market's own value); the largest is a sample "
+             "statistic that grows with the number of markets, the mean and q90 do not.", "",
+             "| family | rule | welfare share | largest regret N | c | K | q90 regret N | c "
+             "| K | mean regret N | c | K | IR broken | deficit | admissible | frontier |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table.to_dict("records"):
         lines.append(
             f"| {r['family']} | {r['rule']} | {r['welfare_share']:.4f} | "
             + " | ".join(_num(r[f"largest_regret_{d}"]) for d in DIMENSIONS) + " | "
+            + " | ".join(_num(r[f"q90_regret_{d}"]) for d in DIMENSIONS) + " | "
             + " | ".join(_num(r[f"mean_regret_{d}"]) for d in DIMENSIONS) + " | "
             + f"{_share(r['ir_rate'])} | {_share(r['deficit_rate'])} | "
             + f"{'yes' if r['admissible'] else 'no'} | {'**yes**' if r['on_frontier'] else ''} |")
