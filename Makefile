@@ -5,6 +5,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
+# On a GPU machine: the index of a CUDA build of torch, e.g.
+#   make venv TORCH_INDEX=https://download.pytorch.org/whl/cu128
+TORCH_INDEX ?=
 
 .PHONY: demo test test-flower venv lint bench nightly report standard mutation clean
 
@@ -16,7 +19,7 @@ $(STAMP): pyproject.toml
 		echo "note: could not install dataset-fashion-mnist; Fashion-MNIST runs need --data-dir"; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet "$(TORCH)" $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)")
 	$(PY) -m pip install --quiet -e ".[learning,sims,flower,dev]"
 	touch $(STAMP)
 

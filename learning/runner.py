@@ -59,7 +59,7 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
     run, and write it after every round; the numbers are those of a run never stopped. The
     file stays when the run ends (the caller removes it once the results are safe).
     ``log`` (:class:`learning.roundlog.RoundLog`): each round's rows as they come."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     s = Session(cfg)
     custom = cfg.algorithm not in REGISTRY  # an algorithm of the user's own (get)
     rows = []
@@ -68,6 +68,13 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
     if saved is not None:
         s.restore(saved.session)
         rows, before = list(saved.rows), saved.seconds
+    # CPU seconds of the processes that ran this cell (all their threads), the rounds restored
+    # from a checkpoint included: the cost a reproduction's page reports per setting
+    cpu_before = s.timings.get("cpu", 0.0)
+
+    def cpu_so_far() -> None:
+        s.timings["cpu"] = cpu_before + time.process_time() - c0
+
     start = len(rows)
     if log is not None:
         log.begin(cfg, rows)
@@ -106,6 +113,7 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
                 log.round(t, frame)
             if checkpoint is not None and s.carried is not None \
                     and checkpoint.due(t + 1, cfg.rounds):
+                cpu_so_far()
                 checkpoint.save(cfg, t + 1, rows, before + time.perf_counter() - t0, s.snapshot())
             if progress is not None:
                 progress(t + 1, cfg.rounds)
@@ -118,6 +126,7 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
     # the authors' figure: each client's best personalised test accuracy over the rounds so far
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised"].cummax()
     df["acc_personalised_best"] = df.groupby("client")["acc_personalised_best"].ffill()
+    cpu_so_far()
     return TrainResult(cfg, df, s.roles, s.entropy, before + time.perf_counter() - t0,
                        {k: round(v, 3) for k, v in s.timings.items()}, dict(s.extras),
                        resumed_from=start, checkpointed=s.carried is not None)

@@ -6,24 +6,29 @@ Three settings (:data:`SETTINGS`; each names the parameters of its Fig. 2 cells 
 other learning cells, on top of the scenarios' defaults):
 
 * ``reduced`` (the default; what fits a shared 2-core machine): Fig. 2 on real Fashion-MNIST
-  with simplecnn-mnist, reduced in size (:data:`FASHION`); the other learning claims on
-  scikit-learn digits with an MLP (the scenarios' defaults: 20 rounds of 50 steps).
+  with simplecnn-mnist, reduced in size (:data:`FASHION`), at the paper's lambda and again
+  with iPFL at :data:`PULL_LAM`; the other learning claims on scikit-learn digits with an MLP
+  (the scenarios' defaults: 20 rounds of 50 steps), and Fig. 4, Fig. 5 and Table 2 with
+  training again on Fashion-MNIST at Fig. 2's reduced sizes (:data:`FASHION_OTHER`; Fig. 4
+  with iPFL alone).
 * ``digits``: every learning claim on digits (the previous reduced setting).
 * ``full``: the paper's sizes, Fashion-MNIST with simplecnn-mnist, 50 rounds of 200 steps.
-* ``medium`` (the scale question, Fig. 2 only): all 60,000 Fashion-MNIST training images and
-  all 10,000 test images, 20 rounds of 50 local steps (:data:`MEDIUM`), on the four
-  algorithms that decide Fig. 2 in the reduced setting (:data:`MEDIUM_ALGORITHMS`: iPFL,
+* ``medium`` (the scale question): every learning claim at all 60,000 Fashion-MNIST training
+  images and all 10,000 test images, 20 rounds of 50 local steps (:data:`MEDIUM`); Fig. 2 on
+  the four algorithms that decide it in the reduced setting (:data:`MEDIUM_ALGORITHMS`: iPFL,
   Local, FedAvg and the partition's best baseline there); a resumable background sweep
   (every cell checkpoints each round).
 
 Every learning claim runs the ``published`` setup (learning.config.PUBLISHED_DIFFERENCES);
-Fig. 2 NIID also runs our corrected defaults.
+Fig. 2 NIID also runs our corrected defaults. Seeds: :func:`sequential_cells` gives each
+claim's cells the seeds the sequential rule (:mod:`sims.sequential`) asks for.
 """
 
 from __future__ import annotations
 
-__all__ = ["CIFAR_SCENARIOS", "FASHION", "FULL", "FULL_CIFAR", "MEDIUM", "MEDIUM_ALGORITHMS",
-           "SETTINGS", "display_path", "medium_spec", "spec", "with_device", "with_rules",
+__all__ = ["CIFAR_SCENARIOS", "FASHION", "FASHION_OTHER", "FIG4_ALGORITHMS", "FULL",
+           "FULL_CIFAR", "MEDIUM", "MEDIUM_ALGORITHMS", "PULL_LAM", "SETTINGS", "display_path",
+           "medium_spec", "sequential_cells", "spec", "with_device", "with_rules",
            "write_reproduction"]
 
 FULL = {"dataset": "fashion-mnist", "rounds": 50, "steps": 200, "batch": 64, "lr": 0.01}
@@ -53,21 +58,34 @@ MEDIUM = {"dataset": "fashion-mnist", "train_subsample": 0, "test_subsample": 0,
 MEDIUM_ALGORITHMS = {"niid": ("ipfl", "local", "fedavg", "fedamp"),
                      "cluster": ("ipfl", "local", "fedavg", "fedamp"),
                      "skew": ("ipfl", "local", "fedavg", "fedfomo")}
-SETTINGS = {"reduced": {"fig2": FASHION, "other": {}},
+# The reduced setting's Fashion-MNIST repeat of Fig. 4, Fig. 5 and Table 2 with training:
+# Fig. 2's reduced sizes, each scenario's own number of clients
+FASHION_OTHER = {k: v for k, v in FASHION.items() if k != "clients"}
+SETTINGS = {"reduced": {"fig2": FASHION, "other": {}, "fashion": FASHION_OTHER},
             "digits": {"fig2": {}, "other": {}},
             "full": {"fig2": FULL, "other": FULL, "cifar": FULL_CIFAR},
-            "medium": {"fig2": MEDIUM, "other": None}}
+            "medium": {"fig2": MEDIUM, "other": {k: v for k, v in MEDIUM.items()
+                                                 if k != "clients"}}}
 CLUSTER_CLIENTS = 9  # Fig. 2 Cluster: 3 clusters of 3 clients, as the authors' partition
 ATTACK_GRID = ["none", "shuffle", "signflip", "same", "gaussian"]
 LAMBDAS = [0.001, 0.1, 1.0, 2.0, 10.0]
+# Fig. 2 again with iPFL at this lambda, where its pull changes the models (the paper's 0.001
+# leaves iPFL equal to Local: the lambda finding): the lambda the other learning claims here
+# run (Fig. 4, Fig. 5 and Table 2 with training, the scenarios' default), declared before
+# Fig. 2 ran at it
+PULL_LAM = 2.0
+# Fig. 4's algorithms: iPFL and the paper's personalised baselines but CFL, whose split
+# criterion never fires at these update norms (CFL is then FedAvg with unweighted means)
+FIG4_ALGORITHMS = ("ipfl", "ditto", "pfedgraph", "fedamp")
 
 
 def spec(setting: str = "reduced", seeds=(0, 1, 2), algorithms=()) -> dict:
-    """The sweep spec (as :func:`sims.sweep.expand` reads it) of a reproduction. Cells are
-    listed cheapest first and one seed after the other, so a partial run has whole seeds.
-    ``algorithms``: algorithms of your own ("module:attr" or entry points,
-    :func:`learning.algorithms.get`) that Fig. 2's comparisons run beside the nine (the
-    claims then count them among the baselines)."""
+    """The sweep spec (as :func:`sims.sweep.expand` reads it) of a reproduction: every claim's
+    cells at ``seeds``. Cells are listed cheapest first and one seed after the other, so a
+    partial run has whole seeds. ``algorithms``: algorithms of your own ("module:attr" or
+    entry points, :func:`learning.algorithms.get`) that Fig. 2's comparisons run beside the
+    nine (the claims then count them among the baselines). :func:`sequential_cells` takes
+    from it the seeds each claim's sequential rule asks for."""
     from .scenarios import NINE
 
     if setting not in SETTINGS:
@@ -79,6 +97,7 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2), algorithms=()) -> dict:
         return medium_spec(seeds, algorithms)
     learn = dict(SETTINGS[setting]["other"])
     cifar = dict(SETTINGS[setting].get("cifar", learn))  # Fig. 4 and Table 2 with training
+    fashion = SETTINGS[setting].get("fashion")  # Fig. 4, 5 and Table 2 also on Fashion-MNIST
     nine = {"mechanisms": [*NINE, *algorithms]} if algorithms else {}
     return {
         "seeds": list(seeds),
@@ -93,16 +112,40 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2), algorithms=()) -> dict:
              "params": {"rounds": 20}},
             {"name": "cpl-pricing", "mechanisms": ["bisection", "uniform", "weighted"],
              "params": {"budget": [5.0, 15.0, 40.0]}},
-            # Cluster with 9 clients: the authors' construction needs clients divisible by
-            # its 3 clusters (NIID and Skew: 10 clients, as theirs)
-            *(entry for s in seeds for entry in (
-                {"name": "fig2", "params": {"partition": ["niid", "skew"], **fig2},
-                 "seeds": [s], **nine},
-                {"name": "fig2", "params": {**fig2, "partition": "cluster",
-                                            "clients": CLUSTER_CLIENTS}, "seeds": [s],
-                 **nine})),
             {"name": "lia-vs-oracle", "params": {}},
             {"name": "fig5-learning", "params": learn},
+            *_other_claims(learn, cifar, algorithms),
+            *(_other_claims(fashion, fashion, (), only_ipfl=True) if fashion else ()),
+            # Cluster with 9 clients: the authors' construction needs clients divisible by
+            # its 3 clusters (NIID and Skew: 10 clients, as theirs); iPFL again at
+            # PULL_LAM, the setting where its pull moves the models (the baselines do not
+            # depend on lambda: their cells at the paper's lambda serve both)
+            *(entry for s in seeds for lam, mechs in ((None, nine), (PULL_LAM, {
+                "mechanisms": ["ipfl"]})) for entry in (
+                {"name": "fig2", "params": {"partition": ["niid", "skew"], **fig2,
+                                            **_lam(lam)}, "seeds": [s], **mechs},
+                {"name": "fig2", "params": {**fig2, "partition": "cluster",
+                                            "clients": CLUSTER_CLIENTS, **_lam(lam)},
+                 "seeds": [s], **mechs})),
+        ],
+    }
+
+
+def _lam(lam) -> dict:
+    return {} if lam is None else {"lam": lam}
+
+
+def _other_claims(learn: dict, cifar: dict, algorithms=(), only_ipfl: bool = False) -> list:
+    """The spec entries of the learning claims other than Fig. 2 and pFedLIA's at ``learn``
+    (Fig. 4 and Table 2 with training at ``cifar``). ``only_ipfl``: Fig. 4 with iPFL alone
+    (its baselines pay nothing, so the attacker's utility there is 0 by construction), Fig. 5
+    and Table 2 with training, and no lambda sweep nor corrected Fig. 2 (the Fashion-MNIST
+    repeat of the reduced setting's digits claims)."""
+    out = []
+    if only_ipfl:
+        out.append({"name": "fig5-learning", "params": learn})
+    else:
+        out += [
             {"name": "ipfl-lambda", "mechanisms": ["ipfl"],
              "params": {"lam": LAMBDAS, "partition": "niid", **learn}},
             # the lambda sweep's reference: Local in the same setting (lambda plays no part)
@@ -110,28 +153,37 @@ def spec(setting: str = "reduced", seeds=(0, 1, 2), algorithms=()) -> dict:
              "params": {"partition": "niid", **learn}},
             {"name": "fig2-corrected",
              "mechanisms": ["local", "fedavg", "ditto", "pfedgraph", "ipfl", *algorithms],
-             "params": {"partition": "niid", **learn}},
-            *({"name": "fig4", "params": {"attack": ATTACK_GRID, **cifar}, "seeds": [s]}
-              for s in seeds),
-            # Table 2 with training: truthful (x1) and lying about cost or data
-            {"name": "liars-learning", "params": {"liar_c": [1.0, 2.0, 5.0, 10.0], **cifar}},
-            {"name": "liars-learning", "params": {"liar_N": [0.1, 0.5, 10.0], **cifar}},
-        ],
-    }
+             "params": {"partition": "niid", **learn}}]
+    out += [
+        # Table 2 with training: truthful (x1) and lying about cost or data
+        {"name": "liars-learning", "params": {"liar_c": [1.0, 2.0, 5.0, 10.0], **cifar}},
+        {"name": "liars-learning", "params": {"liar_N": [0.1, 0.5, 10.0], **cifar}},
+        {"name": "fig4", "mechanisms": ["ipfl"] if only_ipfl else list(FIG4_ALGORITHMS),
+         "params": {"attack": ATTACK_GRID, **cifar}}]
+    return out
 
 
 def medium_spec(seeds=(0, 1, 2), algorithms=()) -> dict:
-    """The medium setting's spec: Fig. 2's three partitions at :data:`MEDIUM`, each on its
-    :data:`MEDIUM_ALGORITHMS` (and ``algorithms`` of your own), one seed after the other
-    (NIID first, the claim the issue asks about)."""
+    """The medium setting's spec: every learning claim at :data:`MEDIUM`'s sizes. Fig. 2's
+    three partitions on its :data:`MEDIUM_ALGORITHMS` (and ``algorithms`` of your own), one
+    seed after the other (NIID first), and iPFL again at :data:`PULL_LAM`; then Fig. 4, Fig. 5
+    and Table 2 with training, the lambda sweep and Fig. 2 with corrected defaults on
+    Fashion-MNIST at the same sizes, and pFedLIA against Oracle at its own (digits) size, as
+    in the full setting."""
     entries = []
     for s in seeds:
-        for part in ("niid", "cluster", "skew"):
-            params = {**MEDIUM, "partition": part}
-            if part == "cluster":
-                params["clients"] = CLUSTER_CLIENTS
-            entries.append({"name": "fig2", "params": params, "seeds": [s],
-                            "mechanisms": [*MEDIUM_ALGORITHMS[part], *algorithms]})
+        for lam in (None, PULL_LAM):
+            for part in ("niid", "cluster", "skew"):
+                params = {**MEDIUM, "partition": part, **_lam(lam)}
+                if part == "cluster":
+                    params["clients"] = CLUSTER_CLIENTS
+                entries.append({"name": "fig2", "params": params, "seeds": [s],
+                                "mechanisms": ["ipfl"] if lam is not None
+                                else [*MEDIUM_ALGORITHMS[part], *algorithms]})
+    other = {k: v for k, v in MEDIUM.items() if k != "clients"}
+    entries += [{"name": "lia-vs-oracle", "params": {}},
+                {"name": "fig5-learning", "params": other},
+                *_other_claims(other, other, algorithms)]
     return {"seeds": list(seeds), "scenarios": entries}
 
 
@@ -185,12 +237,37 @@ def with_device(cells, device: str = "cpu") -> list:
             if SCENARIOS[c.scenario].kind == "learning" else c for c in cells]
 
 
+def sequential_cells(setting: str = "reduced", claims=None, algorithms=()) -> list:
+    """The cells the sequential seed rule (:mod:`sims.sequential`) asks for now: every group
+    of cells (:func:`sims.claims.group_of`: the cells one claim reads) at the first look's
+    seeds, and a group read by a claim still undecided (``claims``, evaluated on the cells
+    run so far; :attr:`sims.claims.Claim.next_look`) at the seeds of that claim's next look.
+    Seeds are 0, 1, ... in order; the cap is the last look's."""
+    from .claims import group_of
+    from .sequential import LOOKS
+    from .sweep import expand
+
+    need: dict[str, int] = {}
+    for c in claims or ():
+        if c.next_look is not None:
+            for g in c.groups:
+                need[g] = max(need.get(g, 0), c.next_look)
+    first = LOOKS[0]
+    return [c for c in expand(spec(setting, tuple(range(LOOKS[-1])), algorithms))
+            if c.seed < max(first, need.get(group_of(c.scenario, c.mechanism,
+                                                     dict(c.params)), first))]
+
+
 def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0, 1, 2),
-                       command: str | None = None, cells=None):
+                       command: str | None = None, cells=None, expected=None, base=None):
     """Summarise the cells of this setting's spec found in the store into the per-cell
     summary next to the page (:mod:`sims.summary`), then write the page from that summary
     (:func:`sims.claims.write_page`). Without a store (a fresh checkout), the page is written
-    from the summary already next to it. ``cells``: the cells to use (default: the spec's)."""
+    from the summary already next to it. ``cells``: the cells to use (default: the spec's at
+    ``seeds``); ``expected``: the cells the run asks for (default: ``cells``; the page counts
+    those missing as pending, and every cell found counts as asked for); ``base``: a folder
+    holding a summary (a committed one) whose cells of ``cells`` the store lacks are taken
+    into this one, after every cell in both is found to agree (:func:`sims.summary.merge`)."""
     from pathlib import Path
 
     from . import summary
@@ -202,9 +279,6 @@ def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0
         return write_page(page.parent, page)
     cells = expand(spec(setting, seeds)) if cells is None else list(cells)
     keys = {c.key for c in cells}
-    expected: dict = {}
-    for c in cells:
-        expected[c.scenario] = expected.get(c.scenario, 0) + 1
     store = Store(store_folder, mode="r")
     try:
         index = store.cells()
@@ -220,8 +294,20 @@ def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0
                                             else "")
                    + f" --seeds {' '.join(map(str, seeds))} --out {display_path(store_folder)} "
                    f"--docs {display_path(page)}")
-    summary.write(summary.summarise(frames, index, command=command, setting=setting,
-                                    seeds=seeds, expected=expected), page.parent)
+    made = summary.summarise(frames, index, command=command, setting=setting, seeds=seeds,
+                             expected={})
+    if base is not None:
+        made = summary.merge(made, summary.read(base), keys)
+    present = {k for f in made.cells.values() for k in f["cell"]}
+    asked = {c.key: c for c in (cells if expected is None else expected)}
+    asked.update({c.key: c for c in cells if c.key in present})
+    counts: dict = {}
+    for c in asked.values():
+        counts[c.scenario] = counts.get(c.scenario, 0) + 1
+    made.meta["expected"] = dict(sorted(counts.items()))
+    made.meta["done"] = {s: int(made.cells[s]["cell"].nunique()) if s in made.cells else 0
+                         for s in sorted(counts)}
+    summary.write(made, page.parent)
     return write_page(page.parent, page)
 
 

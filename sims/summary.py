@@ -37,7 +37,8 @@ import pandas as pd
 
 from .results import write_atomic
 
-__all__ = ["FILES", "Summary", "config_of", "last_rounds", "read", "summarise", "write"]
+__all__ = ["FILES", "Summary", "config_of", "last_rounds", "merge", "read", "summarise",
+           "write"]
 
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
 ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
@@ -161,6 +162,7 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
     store's cells table); ``expected``: scenario -> number of cells the spec asks for."""
     cells, rounds, configs = {}, {}, {}
     code = index.set_index("key")["code"].to_dict()
+    wall = index.set_index("key")["seconds"].to_dict()
     for name, f in sorted(frames.items()):
         ids = {}
         for key, g in f.groupby("cell"):
@@ -181,6 +183,7 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
             out = f.copy()
         out["code"] = out["cell"].map(code)
         out["config_id"] = out["cell"].map(ids)
+        out["store_seconds"] = out["cell"].map(wall)  # the cell's wall seconds, as stored
         cells[name] = out.reset_index(drop=True)
     done = {s: int(index[index.scenario == s].shape[0]) for s in sorted(expected)}
     versions = index["code"].value_counts().sort_index()
@@ -188,6 +191,77 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
             "cells": len(index), "expected": dict(sorted(expected.items())),
             "done": done, "code_versions": {k: int(v) for k, v in versions.items()},
             "configs": dict(sorted(configs.items()))}
+    return Summary(cells, rounds, meta)
+
+
+# columns a cell computed again may differ in: where and when it ran, not what it computed
+NOT_RESULTS = ("code", "config_id", "config_hash", "store_seconds")
+
+
+def _results(df: pd.DataFrame) -> list[str]:
+    return sorted(c for c in df if c not in NOT_RESULTS and not c.startswith("seconds"))
+
+
+def merge(new: Summary, base: Summary, keys) -> Summary:
+    """``new`` (a store's summary) with the cells of ``base`` (a committed summary, e.g. of
+    an earlier run) whose key is in ``keys`` and that ``new`` lacks: their per-client and
+    per-round rows, configurations and code versions. Every cell in both must agree on every
+    result column of ``base`` (all but where and when it ran: :data:`NOT_RESULTS`, timings),
+    to 1e-12 relative, else a StoreError names the first that differs; the sidecar records
+    how many cells were compared and taken (``merged``)."""
+    from .errors import StoreError
+
+    keys = set(keys)
+    cells, rounds = dict(new.cells), dict(new.rounds)
+    have = {k for f in new.cells.values() for k in f["cell"]}
+    compared, taken, codes, configs = 0, 0, {}, {}
+    done = dict(new.meta.get("done", {}))
+    for name, b in base.cells.items():
+        b = b[b["cell"].isin(keys)]
+        both = b[b["cell"].isin(have)]
+        if not both.empty:
+            n = new.cells.get(name, pd.DataFrame(columns=["cell"]))
+            sort = [c for c in ("cell", "client", "round") if c in both]
+            x = both.sort_values(sort).reset_index(drop=True)
+            y = n[n["cell"].isin(set(both["cell"]))].sort_values(sort).reset_index(drop=True)
+            cols = [c for c in _results(x) if c in y or x[c].notna().any()]
+            for c in cols:
+                a_, b_ = x[c], y[c] if c in y else pd.Series(np.nan, index=x.index)
+                num = pd.api.types.is_numeric_dtype(a_) and pd.api.types.is_numeric_dtype(b_)
+                same = (len(a_) == len(b_)) and (
+                    np.allclose(a_.to_numpy(float), b_.to_numpy(float), rtol=1e-12, atol=0,
+                                equal_nan=True) if num else
+                    (a_.astype(str).to_numpy() == b_.astype(str).to_numpy()).all())
+                if not same:
+                    raise StoreError("summary", f"{name} cell {x['cell'].iloc[0]}: column "
+                                                f"{c} differs between the store and the "
+                                                "summary merged into it; the summary's cells "
+                                                "are not what this code computes")
+            compared += both["cell"].nunique()
+        add = b[~b["cell"].isin(have)]
+        if add.empty:
+            continue
+        taken += add["cell"].nunique()
+        for code, k in add.drop_duplicates("cell")["code"].value_counts().items():
+            codes[code] = codes.get(code, 0) + int(k)
+        for cid in add["config_id"].dropna().unique():
+            configs[cid] = base.configs[cid]
+        cells[name] = pd.concat([cells.get(name), add], ignore_index=True) \
+            if name in cells else add.reset_index(drop=True)
+        if name in base.rounds:
+            r = base.rounds[name]
+            r = r[r["cell"].isin(set(add["cell"]))]
+            rounds[name] = pd.concat([rounds[name], r], ignore_index=True) \
+                if name in rounds else r.reset_index(drop=True)
+        done[name] = done.get(name, 0) + add["cell"].nunique()
+    meta = {**new.meta, "done": dict(sorted(done.items()))}
+    versions = dict(meta.get("code_versions", {}))
+    for code, k in codes.items():
+        versions[code] = versions.get(code, 0) + k
+    meta["code_versions"] = dict(sorted(versions.items()))
+    meta["configs"] = dict(sorted({**configs, **meta.get("configs", {})}.items()))
+    meta["cells"] = int(meta.get("cells", 0)) + taken
+    meta["merged"] = {"compared": compared, "taken": taken}
     return Summary(cells, rounds, meta)
 
 

@@ -582,6 +582,8 @@ CLI = [
     ("reproduce-docs-under-file", ["reproduce", "--out", "{tmp}/r", "--docs", UNDER_FILE],
      "--docs"),
     ("reproduce-workers-0", ["reproduce", "--out", "{tmp}/r", "--workers", "0"], "workers"),
+    ("reproduce-with-summary-missing", ["reproduce", "--out", "{tmp}/r", "--with-summary",
+                                        "{tmp}/nowhere"], "--with-summary"),
     ("sweep-progress-negative", ["sweep", "{inp}/ok.toml", "--out", "{tmp}/s",
                                  "--progress-every", "-1"], "--progress-every"),
     ("clear-exact-time-limit-nan", ["clear", "{inp}/good.json", "--rule", "exact",

@@ -37,9 +37,22 @@ def test_spec_covers_every_claim_and_the_full_setting_is_one_switch():
                if c.scenario == "fig2")
     digits = expand(spec("digits", (0, 1)))
     assert not any("dataset" in dict(c.params) for c in digits)
-    # only Fig. 2 differs between the two: the other learning cells are shared
-    assert ({c.key for c in cells if c.scenario != "fig2"}
+    # only Fig. 2 differs between the two, and the reduced setting repeats Fig. 4, Fig. 5 and
+    # Table 2 with training on Fashion-MNIST: the other learning cells are shared
+    fashion = {c.key for c in cells if dict(c.params).get("dataset") == "fashion-mnist"
+               and c.scenario != "fig2"}
+    assert ({c.scenario for c in cells if c.key in fashion}
+            == {"fig4", "fig5-learning", "liars-learning"})
+    assert {c.mechanism for c in cells if c.key in fashion} == {"ipfl"}
+    assert ({c.key for c in cells if c.scenario != "fig2"} - fashion
             == {c.key for c in digits if c.scenario != "fig2"})
+    # Fig. 2 again with iPFL at PULL_LAM, per partition and seed; no CFL in Fig. 4
+    from sims.reproduce import PULL_LAM
+
+    pulled = [c for c in cells if c.scenario == "fig2" and "lam" in dict(c.params)]
+    assert {c.mechanism for c in pulled} == {"ipfl"} and len(pulled) == 3 * 2
+    assert {dict(c.params)["lam"] for c in pulled} == {PULL_LAM}
+    assert "cfl" not in {c.mechanism for c in cells if c.scenario == "fig4"}
 
 
 def test_accuracy_intervals_stay_in_range():
@@ -219,7 +232,14 @@ def test_a_tampered_or_stale_figure_is_caught(tmp_path):
 
 @pytest.mark.parametrize(("values", "side", "margin", "verdict"), [
     ([0.01, 0.02, 0.03], ">=", -0.02, "reproduced"),
-    ([-0.06, -0.05, -0.04], ">=", -0.02, "not reproduced"),
+    ([-0.06, -0.055, -0.05], ">=", -0.02, "not reproduced"),
+    # the first look's interval is wider than a fixed 95 % one: 3 seeds this spread decide
+    # nothing (mean -0.05, half width 0.039 at c = 6.83; a fixed one, 0.025, would)
+    ([-0.06, -0.05, -0.04], ">=", -0.02, "inconclusive"),
+    # the second look (5 seeds) decides what the first could not
+    ([-0.06, -0.05, -0.04, -0.05, -0.05], ">=", -0.02, "not reproduced"),
+    # a fourth seed is not a look: the first three decide (inconclusive)
+    ([-0.06, -0.05, -0.04, -0.05], ">=", -0.02, "inconclusive"),
     ([-0.03, -0.01, 0.01], ">=", -0.02, "inconclusive"),  # spans the margin
     ([0.0, 0.0, 0.0], "<=", 0.0, "reproduced"),  # on the margin, allowed by <=
     ([0.0, 0.0, 0.0], "<", 0.0, "not reproduced"),  # but not by <
@@ -231,20 +251,32 @@ def test_one_verdict_rule(values, side, margin, verdict):
     assert Test("x", values, side, margin).verdict == verdict
 
 
-def test_inconclusive_names_the_seeds_a_decision_needs():
+def test_inconclusive_names_the_next_look_or_why_more_seeds_would_not_help():
     t = Test("x", [-0.03, -0.01, 0.01], ">=", -0.02)
     row = t.row()
-    n = int(row["seeds needed"])
-    assert row["verdict"] == "inconclusive" and n > 3
+    assert row["verdict"] == "inconclusive" and row["more seeds"] == "next look: 5 seeds"
+    assert row["seeds used"] == "3 (0-2)" and t.next_look == 5
+    # at the cap: no next look; the seeds one interval at this mean and spread would need
+    v = [-0.03, -0.01, 0.01, -0.02, 0.0, -0.01, -0.03, 0.01, -0.02, 0.0]
+    capped = Test("x", v, ">=", -0.02)
+    assert capped.verdict == "inconclusive" and capped.next_look is None
+    n = seeds_needed(v, ">=", -0.02)
+    assert capped.row()["more seeds"] == (f"none: at the cap (10 seeds); at this mean and "
+                                          "spread a fresh fixed 95 % interval would need "
+                                          f"about {n} seeds")
     # with that many seeds of the same mean and spread, the interval clears the margin
     from scipy import stats
 
-    v = np.array(t.values)
-    half = stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / np.sqrt(n)
-    assert abs(v.mean() + 0.02) > half
-    half_before = stats.t.ppf(0.975, n - 2) * v.std(ddof=1) / np.sqrt(n - 1)
-    assert abs(v.mean() + 0.02) <= half_before  # and not with one fewer
+    x = np.array(v)
+    half = stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n)
+    assert abs(x.mean() + 0.02) > half
+    half_before = stats.t.ppf(0.975, n - 2) * x.std(ddof=1) / np.sqrt(n - 1)
+    assert abs(x.mean() + 0.02) <= half_before  # and not with one fewer
     assert seeds_needed([1.0, 2.0], ">", 1.5) is None  # the mean on the margin: never
+    # values given per seed (a Series indexed by seed): the looks take seeds in their order
+    by_seed = pd.Series([5.0, 1.0, 1.1, 0.9], index=pd.Index([7, 0, 1, 2], name="seed"))
+    d = Test("x", by_seed, ">", 0.0).decision
+    assert d.seeds == (0, 1, 2) and d.verdict == "reproduced"
 
 
 def test_combine():
@@ -267,7 +299,8 @@ def test_fig2_spanning_the_margin_is_inconclusive_not_a_failure():
     claim = next(c for c in claims({"fig2": pd.DataFrame(rows)}) if c.name.startswith("Fig. 2"))
     acc, util = claim.tests
     assert acc.verdict == "inconclusive" and util.verdict == "reproduced"
-    assert claim.verdict == "inconclusive" and acc.row()["seeds needed"].isdigit()
+    assert claim.verdict == "inconclusive" and acc.row()["more seeds"] == "next look: 5 seeds"
+    assert claim.next_look == 5 and claim.groups == ("fig2/partition niid",)
 
 
 def test_setups_are_generated_from_the_configs_the_cells_ran():
@@ -371,11 +404,11 @@ def test_liars_with_training_compare_the_liar_with_its_truthful_self():
         return pd.DataFrame(rows)
 
     honest = next(c for c in claims({"liars-learning": frame(False)})
-              if c.name == "Table 2, liars with training")
+              if c.name == "Table 2, liars with training (digits)")
     assert honest.verdict == "reproduced" and len(honest.table) == 2
-    assert honest.table["gain from lying"].str.startswith("-20.0").all()
+    assert honest.table["gain from lying (money units)"].str.startswith("-20.0").all()
     paying = next(c for c in claims({"liars-learning": frame(True)})
-              if c.name == "Table 2, liars with training")
+              if c.name == "Table 2, liars with training (digits)")
     assert paying.verdict == "not reproduced"  # the known-bad case: lying pays
 
 
@@ -394,30 +427,41 @@ def test_reproduce_filters_run_only_the_named_cells(tmp_path, capsys):
     assert "--algorithms" in capsys.readouterr().err
 
 
-def test_medium_setting_is_fig2_at_scale_on_the_algorithms_that_decide_it():
-    """--setting medium: Fig. 2 only, all 60,000 training and 10,000 test images, more rounds
-    and steps than the reduced setting, 3 seeds, each partition on iPFL, Local, FedAvg and the
-    best baseline of the reduced setting there, as the committed reduced summary has it."""
+def test_medium_setting_is_every_learning_claim_at_scale():
+    """--setting medium: every learning claim at all 60,000 training and 10,000 test images,
+    more rounds and steps than the reduced setting (pFedLIA at its own size, as in the full
+    setting); Fig. 2's partitions each on iPFL, Local, FedAvg and the best baseline of the
+    reduced setting there, as the committed reduced summary has it (seeds 0-2, the ones that
+    chose them), and iPFL again at PULL_LAM."""
     from pathlib import Path
 
-    from sims.reproduce import FASHION, MEDIUM_ALGORITHMS
+    from sims.reproduce import FASHION, MEDIUM_ALGORITHMS, PULL_LAM
+    from sims.scenarios import SCENARIOS
 
     cells = expand(spec("medium"))
-    assert {c.scenario for c in cells} == {"fig2"} and len(cells) == 3 * 3 * 4
+    learning = {name for name, sc in SCENARIOS.items() if sc.kind == "learning"}
+    assert {c.scenario for c in cells} == learning - {"ipfl-learning"}
     assert {c.seed for c in cells} == {0, 1, 2}
+    fig2 = [c for c in cells if c.scenario == "fig2"]
+    assert len(fig2) == 3 * 3 * 4 + 3 * 3
     for c in cells:
         p = dict(c.params)
+        if c.scenario == "lia-vs-oracle":
+            assert not p
+            continue
         assert p["dataset"] == "fashion-mnist" and p["train_subsample"] == 0
         assert p["test_subsample"] == 0
         assert p["rounds"] > FASHION["rounds"] and p["steps"] > FASHION["steps"]
-        assert c.mechanism in MEDIUM_ALGORITHMS[p["partition"]]
+        if c.scenario == "fig2":
+            assert (c.mechanism in MEDIUM_ALGORITHMS[p["partition"]] if "lam" not in p
+                    else c.mechanism == "ipfl" and p["lam"] == PULL_LAM)
     summary = Path(__file__).parents[1] / "docs" / "reproduction_cells.csv"
     d = pd.read_csv(summary, low_memory=False)
-    d = d[d.scenario == "fig2"]
+    d = d[(d.scenario == "fig2") & (d.seed <= 2) & d.get("param_lam", np.nan).isna()]
     best = (d.groupby(["param_partition", "mechanism", "seed"]).acc_personalised_best.mean()
             .groupby(["param_partition", "mechanism"]).mean())
     for part, algos in MEDIUM_ALGORITHMS.items():
-        others = best[part].drop(["ipfl", "local", "fedavg"])
+        others = best[part].drop(["ipfl", "local", "fedavg", "cfl"], errors="ignore")
         assert {"ipfl", "local", "fedavg", others.idxmax()} == set(algos), part
 
 
@@ -436,12 +480,14 @@ def _fig2_rows(parts_seeds: dict, lead: float) -> pd.DataFrame:
 
 
 def test_scale_section_counts_only_the_medium_cells_run(tmp_path):
-    """The page's reduced-vs-medium section: from the medium summary next to it only; a
-    partition with fewer than 3 seeds run is inconclusive even where its interval is clear
-    of the margin (known-bad: the tests' own verdict with 2 seeds reads reproduced), one
-    without cells 'not run'; no medium summary, no section."""
+    """The page's reduced-vs-medium section: from the medium summary next to it only, each
+    claim by the same sequential rule; a partition with fewer than the first look's 3 seeds
+    run is inconclusive even where its interval is clear of the margin (known-bad: a fixed
+    95 % interval over 2 seeds reads reproduced), one without cells has no row; no medium
+    summary, no section."""
     from sims import summary
     from sims.claims import scale_section
+    from sims.stats import ci95
 
     reduced = claims({"fig2": _fig2_rows({"niid": [0, 1, 2], "skew": [0, 1, 2],
                                           "cluster": [0, 1, 2]}, 0.0)})
@@ -452,12 +498,13 @@ def test_scale_section_counts_only_the_medium_cells_run(tmp_path):
                                                         "expected": {"fig2": 36}}),
                   tmp_path / "medium")
     text = "\n".join(scale_section(reduced, tmp_path / "medium"))
-    assert "(20 of 36;" in text
-    assert "| Fig. 2, niid (published) | reproduced | reproduced | 3 of 3 |" in text
-    assert "| Fig. 2, skew (published) | reproduced | inconclusive | 2 of 3 |" in text
-    assert "| Fig. 2, cluster (published) | reproduced | not run | 0 of 3 |" in text
+    assert "(fig2 20 of 36;" in text
+    assert "| Fig. 2, niid (published) | reproduced | reproduced | 3 |" in text
+    assert "| Fig. 2, skew (published) | reproduced | inconclusive | 2 |" in text
+    assert "Fig. 2, cluster" not in text
     two = next(c for c in claims({"fig2": medium}) if c.name.startswith("Fig. 2, skew"))
-    assert two.verdict == "reproduced"  # what the section must not print with 2 seeds
+    _, lo, _, n = ci95(two.tests[1].values)
+    assert n == 2 and lo > 0  # what a fixed interval over its 2 seeds would call reproduced
 
 
 def test_the_full_setting_runs_cifar10_where_the_paper_did_and_says_so():
@@ -572,7 +619,7 @@ def round_curve_faults(text: str, folder) -> list[str]:
     from pathlib import Path
 
     from sims import summary as summary_mod
-    from sims.claims import ROUNDS_HEAD, SPLIT
+    from sims.claims import ROUNDS_HEAD, figure_parts
 
     folder = Path(folder)
     s = summary_mod.read(folder)
@@ -587,19 +634,16 @@ def round_curve_faults(text: str, folder) -> list[str]:
         if cells is None:
             continue
         if "n_rounds" in cells:
-            # the claim's part's figure, or the scenario's where its rows name no parts; a
-            # claim over every part of a scenario drawn per part (Fig. 4: per attack), each
-            split = SPLIT.get(c.scenario, (None, ""))[0]
-            if not c.part and split in cells:
-                each = [f"reproduction_rounds_{c.scenario}_{p}.svg"
-                        for p in sorted(set(cells[split]))]
-                faults += [f"{c.name}: no figure {fig}" for fig in each
-                           if f"]({fig})" not in sec or not (folder / fig).is_file()]
-            else:
-                figs = [f"reproduction_rounds_{c.scenario}{'_' + p if p else ''}.svg"
-                        for p in dict.fromkeys([c.part, ""])]
-                if not any(f"]({fig})" in sec and (folder / fig).is_file() for fig in figs):
-                    faults.append(f"{c.name}: no figure {' or '.join(figs)}")
+            # the figure of each part of the claim's cells (Fig. 4: per data set and attack;
+            # a claim over every part of its scenario: each of them)
+            parts = figure_parts(c.scenario, cells)[0]
+            each = [f"reproduction_rounds_{c.scenario}{'_' + p if p else ''}.svg"
+                    for p in sorted(set(parts)) if not c.part or p in ("", c.part)
+                    or p.startswith(f"{c.part}_")]
+            faults += [f"{c.name}: no figure {fig}" for fig in each
+                       if f"]({fig})" not in sec or not (folder / fig).is_file()]
+            if not each:
+                faults.append(f"{c.name}: no figure")
             if c.scenario not in s.rounds:
                 faults.append(f"{c.name}: no per-round rows")
         elif "none: one-shot" not in heads[0]:
@@ -688,7 +732,7 @@ def role_curve_faults(folder) -> list[str]:
     from pathlib import Path
 
     from sims import summary as summary_mod
-    from sims.claims import BY_ROLE, SPLIT
+    from sims.claims import BY_ROLE, figure_parts
 
     folder = Path(folder)
     s, faults = summary_mod.read(folder), []
@@ -712,13 +756,13 @@ def role_curve_faults(folder) -> list[str]:
                     ours = cr[col.removesuffix("_cum")].mean()
                     if not np.isclose(theirs, ours, rtol=1e-9, atol=1e-9):
                         faults.append(f"{name} {cell} {role}: {col} {theirs} != {ours}")
-        # the scenario's figure, or one per part (Fig. 4: per attack), each a line per role
-        split = SPLIT.get(name, (None, ""))[0]
-        parts = sorted(set(cells[split])) if split in cells else [None]
-        for part in parts:
-            svg = folder / f"reproduction_rounds_{name}{'' if part is None else '_' + part}.svg"
+        # the scenario's figure, or one per part (Fig. 4: per data set and attack), each a
+        # line per role
+        parts = figure_parts(name, cells)[0]
+        for part in sorted(set(parts)):
+            svg = folder / f"reproduction_rounds_{name}{'_' + part if part else ''}.svg"
             text = svg.read_text() if svg.is_file() else ""
-            own = cells if part is None else cells[cells[split] == part]
+            own = cells[parts == part]
             faults += [f"{name}: no line for role {role} in {svg.name}"
                        for role in sorted(set(own.role)) if f"<!-- {role} -->" not in text]
     return faults
@@ -788,14 +832,14 @@ def test_fig4_curves_are_per_role_a_figure_per_attack(tmp_path, monkeypatch):
     text = write_page(tmp_path, page).read_text()
     attacks = sorted(set(s.cells["fig4"].param_attack))
     assert len(attacks) == 5 and role_curve_faults(tmp_path) == []
-    section = _sections(text)["Fig. 4, attacks"]
+    section = _sections(text)["Fig. 4, attacks (digits)"]
     for attack in attacks:
-        assert f"](reproduction_rounds_fig4_{attack}.svg)" in section
+        assert f"](reproduction_rounds_fig4_digits_{attack}.svg)" in section
     monkeypatch.setattr(claims_mod, "BY_ROLE", ())  # known-bad: over all clients
     write_page(tmp_path, page)
     monkeypatch.undo()
     faults = role_curve_faults(tmp_path)
-    assert {f"fig4: no line for role {r} in reproduction_rounds_fig4_{a}.svg"
+    assert {f"fig4: no line for role {r} in reproduction_rounds_fig4_digits_{a}.svg"
             for r in ("attacker", "trader") for a in attacks} <= set(faults)
 
 
@@ -887,3 +931,35 @@ def test_table2_liars_per_round_truthful_and_lying(tmp_path, monkeypatch):
     assert any("'truthful'" in f for f in liar_curve_faults(docs))
     write_page(docs, page)
     assert liar_curve_faults(docs) == []
+
+
+def test_a_summary_merged_in_must_agree_with_the_store_where_both_hold_a_cell(tmp_path):
+    """--with-summary: the cells a committed summary holds and the store lacks are taken from
+    it (rows, configs, code versions; counted in the sidecar), after every cell in both is
+    compared; the known-bad variant, a summary whose shared cell differs by one number, is
+    refused naming the cell and column."""
+    from sims import summary
+    from sims.errors import StoreError
+
+    cells = _small_cells()  # 2 market cells and 2 liars cells, seeds 0 and 1
+    old, new = tmp_path / "old", tmp_path / "new"
+    run_sweep(cells, old)
+    write_reproduction(old, old / "docs" / "r.md", seeds=(0, 1), cells=cells)
+    run_sweep([c for c in cells if c.seed == 0], new)  # the store holds seed 0 only
+    page = write_reproduction(new, tmp_path / "docs" / "r.md", seeds=(0, 1), cells=cells,
+                              base=old / "docs")
+    meta = json.loads((page.parent / "reproduction_cells.json").read_text())
+    assert meta["merged"] == {"compared": 2, "taken": 2} and meta["cells"] == 4
+    assert sum(meta["code_versions"].values()) == 4
+    assert meta["done"] == meta["expected"] == {"inclusive-market": 2, "liars": 2}
+    merged = summary.read(page.parent)
+    assert sorted(merged.cells["liars"].seed) == [0, 1]
+    assert ("2 of them taken from an earlier run's summary (`--with-summary`), after the 2 "
+            "cells computed both there and here agreed" in page.read_text())
+    bad = pd.read_csv(old / "docs" / "reproduction_cells.csv")
+    seed0 = bad.scenario.eq("liars") & bad.seed.eq(0)
+    bad.loc[seed0, "liar_gain"] += 1e-6
+    bad.to_csv(old / "docs" / "reproduction_cells.csv", index=False)
+    with pytest.raises(StoreError, match="liar_gain differs"):
+        write_reproduction(new, tmp_path / "docs" / "r.md", seeds=(0, 1), cells=cells,
+                           base=old / "docs")

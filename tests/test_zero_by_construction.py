@@ -83,7 +83,7 @@ def _fig4_frame(util: dict) -> tuple[pd.DataFrame, dict]:
 
 
 def _fig4(frame, cfgs):
-    return next(c for c in claims({"fig4": frame}, cfgs) if c.name == "Fig. 4, attacks")
+    return next(c for c in claims({"fig4": frame}, cfgs) if c.name == "Fig. 4, attacks (digits)")
 
 
 def test_fig4_counts_only_the_tests_that_could_fail(tmp_path):
@@ -92,9 +92,10 @@ def test_fig4_counts_only_the_tests_that_could_fail(tmp_path):
                                "fedavg": lambda a, s: 0.0})
     claim = _fig4(frame, cfgs)
     by = {t.label: t for t in claim.tests}
-    base = by["signflip: fedavg's change of attacker utility"]
+    base = by["signflip: fedavg's change of attacker utility (money units)"]
     assert not base.could_fail and base.verdict == "0 by construction (not evidence)"
-    assert by["signflip: iPFL's change of attacker utility"].verdict == "reproduced"
+    assert by["signflip: iPFL's change of attacker utility (money units)"].verdict == \
+        "reproduced"
     assert claim.verdict == "reproduced"  # iPFL's two tests; the baseline's is not counted
     assert tally(claim) == ("2 of 2 tests that could fail (1 more: 0 by construction, not "
                             "evidence)")
@@ -130,10 +131,12 @@ def test_the_committed_page_does_not_count_fig4s_baseline_tests():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "reproduction.md").read_text()
-    row = next(line for line in page.splitlines() if line.startswith("| Fig. 4, attacks |"))
+    row = next(line for line in page.splitlines()
+               if line.startswith("| Fig. 4, attacks (digits) |"))
     assert "tests that could fail" in row and "0 by construction" in row, row
-    assert "| gaussian: cfl's change of attacker utility | >= 0 | 0.0 [0.0, 0.0] | 3 | 0 by " \
-           "construction (not evidence) |" in page  # rebuilt byte for byte: test_reproduce
+    base = next(line for line in page.splitlines() if line.startswith(
+        "| gaussian: ditto's change of attacker utility (money units) | >= 0 | 0.0 [0.0, 0.0] |"))
+    assert "| 0 by construction (not evidence) |" in base  # rebuilt byte for byte: test_reproduce
 
 
 def test_a_users_generator_may_pay_and_a_declared_baseline_may_not(user_module):

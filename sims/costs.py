@@ -1,0 +1,128 @@
+"""What a reproduction costs, in CPU-hours, from its cells' own timings.
+
+Each learning cell records the CPU seconds of the process that ran it (``seconds_cpu``, all
+its threads, the rounds resumed from a checkpoint included; :func:`learning.runner.run`) and
+the wall seconds its training and its evaluation took (``seconds_training``,
+``seconds_evaluation``); a mechanism-level cell records its wall seconds in the store
+(``store_seconds``), an upper bound of its CPU time on a shared host.
+
+* :func:`measured`: per scenario, the cells of a summary and their CPU-hours;
+* :func:`rates`: per (data set, algorithm), the CPU seconds of one local SGD step of one client
+  (the cell's CPU times its training share, over rounds x clients x steps) and of one test
+  image evaluated by one client's model (its evaluation share, over evaluations x clients x
+  test images);
+* :func:`estimate`: a setting's cells (:func:`sims.reproduce.spec`, one seed) priced at those
+  rates: rounds x clients x steps x the step rate + evaluations x clients x test images x the
+  evaluation rate; a cell whose (data set, algorithm) was not measured is priced at the
+  Fashion-MNIST rate of its algorithm (CIFAR-10: its model is larger, so the estimate is low)
+  and counted as such.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["TEST_IMAGES", "estimate", "measured", "rates"]
+
+# test images a client's model is scored on when a config takes the whole test set (digits:
+# the fifth of its 1,797 images that learning.data.load_digits holds out)
+TEST_IMAGES = {"fashion-mnist": 10_000, "cifar10": 10_000, "digits": 359}
+
+
+def _cells(frames: dict) -> pd.DataFrame:
+    """One row per cell of a summary's frames, with its timings and scenario."""
+    out = []
+    for name, df in frames.items():
+        if "cell" not in df or df.empty:
+            continue
+        cols = [c for c in ("mechanism", "config_id", "seconds", "seconds_cpu",
+                            "seconds_training", "seconds_evaluation", "store_seconds",
+                            "n_rounds") if c in df]
+        out.append(df.groupby("cell")[cols].first().assign(scenario=name))
+    return pd.concat(out).reset_index() if out else pd.DataFrame(
+        columns=["cell", "scenario", "mechanism"])
+
+
+def measured(frames: dict) -> pd.DataFrame:
+    """Per scenario: cells, cells with a CPU time, their CPU-hours (learning cells) and the
+    store's wall hours of the others (mechanism level)."""
+    c = _cells(frames)
+    rows = []
+    for name, g in c.groupby("scenario", sort=True):
+        cpu = g["seconds_cpu"] if "seconds_cpu" in g else pd.Series(np.nan, g.index)
+        wall = g["store_seconds"] if "store_seconds" in g else pd.Series(np.nan, g.index)
+        rows.append({"scenario": name, "cells": len(g), "cells timed": int(cpu.notna().sum()),
+                     "CPU-hours": float(cpu.sum()) / 3600.0,
+                     "wall hours of the untimed": float(wall[cpu.isna()].sum()) / 3600.0})
+    return pd.DataFrame(rows)
+
+
+def _evaluations(cfg: dict) -> int:
+    rounds, every = int(cfg["rounds"]), int(cfg.get("evaluate_every", 1))
+    return math.ceil(rounds / every) + (0 if (rounds - 1) % every == 0 else 1)
+
+
+def _test_images(cfg: dict) -> int | None:
+    sub = int(cfg.get("test_subsample") or 0)
+    return sub or TEST_IMAGES.get(cfg["dataset"])
+
+
+def rates(frames: dict, configs: dict) -> pd.DataFrame:
+    """Per (dataset, mechanism): CPU seconds per client-step of training and per client-test
+    image of evaluation, means over the timed learning cells (``configs``: the summary's
+    config id -> fields)."""
+    c = _cells(frames)
+    if "seconds_cpu" not in c:
+        return pd.DataFrame(columns=["dataset", "mechanism", "step", "image", "cells"])
+    c = c[c.seconds_cpu.notna() & (c.seconds > 0)]
+    rows = []
+    for r in c.itertuples(index=False):
+        cfg = configs.get(r.config_id, {})
+        images = _test_images(cfg) if "dataset" in cfg else None
+        if "steps" not in cfg or not images:
+            continue
+        train = r.seconds_cpu * r.seconds_training / r.seconds
+        evalu = r.seconds_cpu * r.seconds_evaluation / r.seconds
+        rows.append({"dataset": cfg["dataset"], "mechanism": r.mechanism,
+                     "step": train / (cfg["rounds"] * cfg["clients"] * cfg["steps"]),
+                     "image": evalu / (_evaluations(cfg) * cfg["clients"] * images)})
+    if not rows:
+        return pd.DataFrame(columns=["dataset", "mechanism", "step", "image", "cells"])
+    df = pd.DataFrame(rows)
+    return (df.groupby(["dataset", "mechanism"]).agg(step=("step", "mean"),
+                                                     image=("image", "mean"),
+                                                     cells=("step", "size")).reset_index())
+
+
+def estimate(setting: str, frames: dict, configs: dict, seeds: int = 1) -> dict:
+    """The CPU-hours of ``seeds`` seeds of every learning cell of ``setting`` priced at the
+    measured :func:`rates`: {"hours", "cells", "priced" (cells priced at their own data set's
+    rate), "proxy" (at Fashion-MNIST's), "unpriced" (no rate for the algorithm)}."""
+    from .reproduce import spec
+    from .scenarios import SCENARIOS
+    from .summary import config_of
+    from .sweep import expand
+
+    r = rates(frames, configs).set_index(["dataset", "mechanism"])
+    hours, counts = 0.0, {"priced": 0, "proxy": 0, "unpriced": 0}
+    cells = [c for c in expand(spec(setting, tuple(range(seeds))))
+             if SCENARIOS[c.scenario].kind == "learning"]
+    for c in cells:
+        cfg = config_of(c.scenario, dict(c.params), c.seed, c.mechanism)
+        key = (cfg["dataset"], c.mechanism)
+        if key in r.index:
+            counts["priced"] += 1
+        elif ("fashion-mnist", c.mechanism) in r.index:
+            key = ("fashion-mnist", c.mechanism)
+            counts["proxy"] += 1
+        else:
+            counts["unpriced"] += 1
+            continue
+        images = _test_images(cfg) or 0
+        sec = (r.loc[key, "step"] * cfg["rounds"] * cfg["clients"] * cfg["steps"]
+               + r.loc[key, "image"] * _evaluations(cfg) * cfg["clients"] * images)
+        hours += float(sec) / 3600.0
+    return {"hours": hours, "cells": len(cells), **counts}

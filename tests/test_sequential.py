@@ -1,0 +1,196 @@
+"""The reproduction's sequential seed rule (sims.sequential), the seeds it asks for
+(sims.reproduce.sequential_cells), Fig. 2 at the pulling lambda, and the CPU-hours
+(sims.costs)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from sims import sequential as seq
+from sims.claims import Claim, Test, claims, group_of
+
+
+def test_one_look_is_the_fixed_95_interval_and_the_first_look_is_exact():
+    assert seq.multipliers((10,)) == pytest.approx((stats.t.ppf(0.975, 9),))
+    first = seq.multipliers()[0]
+    assert 2 * stats.t.sf(first, seq.LOOKS[0] - 1) == pytest.approx(seq.spent(0.3))
+    assert seq.spent(1.0) == pytest.approx(seq.ALPHA)
+    assert np.all(np.diff(seq.spent(np.linspace(0, 1, 11))) > 0)
+    c = seq.multipliers()
+    assert all(ck > stats.t.ppf(0.975, n - 1) for ck, n in zip(c, seq.LOOKS, strict=True))
+    with pytest.raises(ValueError, match="looks"):
+        seq.multipliers((5, 3))
+    with pytest.raises(ValueError, match="n is 4"):
+        seq.critical_t(4)
+
+
+def test_the_rule_errs_at_its_alpha_and_a_fixed_interval_at_every_look_does_not():
+    """Simulated on null tests drawn apart from the calibration's (other seeds): the rule
+    calls about 5 % decisive; the known-bad rule, a fixed 95 % interval at every look, more
+    than twice as many."""
+    runs = 100_000
+    se = np.sqrt(0.05 * 0.95 / runs)
+    for rng in (1, 2):
+        assert abs(seq.simulated_error(runs=runs, rng=rng) - seq.ALPHA) < 4 * se
+    naive = seq.simulated_error(runs=runs, rng=1, multipliers=[stats.t.ppf(0.975, n - 1)
+                                                               for n in seq.LOOKS])
+    assert naive > 2 * seq.ALPHA
+
+
+@pytest.mark.parametrize(("values", "side", "verdict", "n", "next_look"), [
+    ([1.0, 1.1, 0.9], ">", "reproduced", 3, None),
+    ([0.3, -0.2, 0.4], ">", "inconclusive", 3, 5),
+    ([0.3, -0.2, 0.4, 0.1], ">", "inconclusive", 3, 5),  # 4 seeds: still the first look
+    ([0.3, -0.2, 0.4, 0.5, 0.4], ">", "inconclusive", 5, 10),
+    ([0.3, -0.2, 0.4, 0.5, 0.4, 0.3, 0.2, 0.5, 0.1, 0.3], ">", "reproduced", 10, None),
+    ([0.3, -0.2, 0.4, -0.5, 0.4, 0.3, -0.2, 0.5, -0.1, -0.3], ">", "inconclusive", 10, None),
+    ([-1.0, -1.1, -0.9], ">", "not reproduced", 3, None),
+    ([1.0, 1.0, 1.0], "<=", "not reproduced", 3, None),  # no spread: decided at once
+    ([1.0, 1.0], ">", "inconclusive", 2, 3),  # no look yet
+])
+def test_decide_stops_at_the_first_decisive_look(values, side, verdict, n, next_look):
+    d = seq.decide(values, side=side, margin=0.0)
+    assert (d.verdict, d.n, d.next_look) == (verdict, n, next_look)
+    assert d.final == (next_look is None)
+
+
+def test_a_decided_test_keeps_its_look_whatever_later_seeds_say():
+    """A test decided at 3 seeds stays decided there (seeds added for another test of its
+    claim do not move it): the verdict uses seeds 0-2 only."""
+    early = [1.0, 1.1, 0.9, -5.0, -5.0, -5.0, -5.0, -5.0, -5.0, -5.0]
+    d = seq.decide(early, side=">", margin=0.0)
+    assert (d.verdict, d.seeds, d.mean) == ("reproduced", (0, 1, 2), pytest.approx(1.0))
+    # seeds in their order, wherever they sit; non-finite values dropped
+    d = seq.decide([np.nan, 1.0, 1.1, 0.9], seeds=[0, 3, 1, 2], side=">", margin=0.0)
+    assert d.seeds == (1, 2, 3) and d.verdict == "reproduced"
+
+
+def test_every_seed_on_the_wrong_side_reaches_not_reproduced_once_the_seeds_say_so():
+    """The issue's Table 2 size x 10 case: the liar gains in every seed (+47, +80, +197);
+    three seeds do not decide, more seeds of that kind do."""
+    three = [47.0, 80.0, 197.0]
+    assert seq.decide(three, side="<=", margin=0.0).verdict == "inconclusive"
+    ten = [*three, 60.0, 150.0, 90.0, 120.0, 70.0, 110.0, 85.0]
+    d = seq.decide(ten, side="<=", margin=0.0)
+    assert d.verdict == "not reproduced" and d.n in (5, 10)
+
+
+def test_a_claim_asks_for_its_next_look_until_its_verdict_cannot_change():
+    pending = Test("a", [0.3, -0.2, 0.4], ">", 0.0)
+    done = Test("b", [1.0, 1.1, 0.9], ">", 0.0)
+    wrong = Test("c", [-1.0, -1.1, -0.9], ">", 0.0)
+    assert Claim("x", "", "", "", [pending, done], groups=("g",)).next_look == 5
+    assert Claim("x", "", "", "", [done, done]).next_look is None
+    partly = Claim("x", "", "", "", [pending, done, wrong])  # partly: final whatever comes
+    assert partly.verdict == "partly" and partly.next_look is None
+    fixed = Test("d", [0.0, 0.0, 0.0], ">=", 0.0, fixed="0 by construction")
+    assert fixed.next_look is None and Claim("x", "", "", "", [fixed, done]).seeds_used() == "3"
+
+
+@pytest.mark.slow
+def test_sequential_cells_give_each_group_the_seeds_its_claims_ask_for():
+    from sims.reproduce import sequential_cells
+
+    first = sequential_cells("reduced")
+    assert {c.seed for c in first} == {0, 1, 2}
+    target = "liars/thresholds exact"
+    claim = Claim("t", "", "", "", [Test("a", [0.3, -0.2, 0.4], ">", 0.0)], groups=(target,))
+    more = sequential_cells("reduced", [claim])
+    added = {c.key for c in more} - {c.key for c in first}
+    grown = [c for c in more if c.key in added]
+    assert grown and {c.seed for c in grown} == {3, 4}
+    assert {group_of(c.scenario, c.mechanism, dict(c.params)) for c in grown} == {target}
+    assert {c.key for c in first} <= {c.key for c in more}
+    # CFL (no claim reads it) stays at the first look's seeds whatever the claims ask
+    fig2 = Claim("f", "", "", "", [Test("a", [0.3, -0.2, 0.4], ">", 0.0)],
+                 groups=("fig2/partition niid",))
+    cfl = [c for c in sequential_cells("reduced", [fig2]) if c.mechanism == "cfl"]
+    assert cfl and {c.seed for c in cfl} == {0, 1, 2}
+
+
+def _fig2_pull_rows(pull_gain: float) -> pd.DataFrame:
+    """Fig. 2 NIID cells: Local, FedAvg and iPFL at the paper's lambda (iPFL within 0.001 of
+    Local), and iPFL at lambda 2 (``pull_gain`` from Local), 3 seeds, 2 clients."""
+    rows = []
+    for seed in range(3):
+        for mech, lam, acc, util in (("local", None, 0.80, 0.0), ("fedavg", None, 0.5, 10.0),
+                                     ("ipfl", None, 0.801, 30.0 + seed),
+                                     ("ipfl", 2.0, 0.80 + pull_gain + 0.002 * seed, 20.0)):
+            for client in range(2):
+                rows.append({"scenario": "fig2", "cell": f"{mech}{lam}{seed}",
+                             "mechanism": mech, "seed": seed, "client": client, "round": 7,
+                             "acc_personalised_best": acc, "acc_personalised": acc,
+                             "utility": util, "n_bought": 1.0, "param_partition": "niid",
+                             "param_lam": np.nan if lam is None else lam})
+    return pd.DataFrame(rows)
+
+
+def test_fig2_is_tested_again_where_ipfls_pull_moves_it_and_says_where_it_equals_local():
+    cl = {c.name: c for c in claims({"fig2": _fig2_pull_rows(-0.05)})}
+    paper = cl["Fig. 2, niid (published)"]
+    pulled = cl["Fig. 2, niid (published, iPFL at lambda 2)"]
+    assert paper.note.startswith("iPFL equals Local here")
+    assert pulled.note.startswith("iPFL minus Local here") and "3 of 3 seeds" in pulled.note
+    assert paper.tests[0].verdict == "reproduced"  # iPFL as Local: comparable
+    assert pulled.tests[0].verdict == "not reproduced"  # 0.05 below the best baseline
+    assert pulled.groups == ("fig2/partition niid", "fig2/partition niid/lam 2")
+    assert paper.groups == ("fig2/partition niid",)
+    # the pulled claim's utility is its own iPFL cells' (20 a client) against FedAvg's 10
+    assert pulled.tests[1].values == (10.0, 10.0, 10.0)
+
+
+def test_cpu_hours_are_measured_from_the_cells_and_priced_per_step():
+    from sims import costs
+
+    # one timed cell: 100 CPU s, 60 % training, 30 % evaluation; 2 rounds x 5 clients x 10
+    # steps, evaluated every round on 1,000 test images: 0.6 s a client-step, 0.003 s an image
+    cfgs = {"c": {"dataset": "fashion-mnist", "rounds": 2, "clients": 5, "steps": 10,
+                  "evaluate_every": 1, "test_subsample": 1000}}
+    frames = {"fig2": pd.DataFrame({
+        "cell": ["k", "k"], "client": [0, 1], "mechanism": "ipfl", "config_id": "c",
+        "seconds": 10.0, "seconds_cpu": 100.0, "seconds_training": 6.0,
+        "seconds_evaluation": 3.0, "store_seconds": 11.0}),
+        "liars": pd.DataFrame({"cell": ["m"], "mechanism": "local", "store_seconds": 36.0})}
+    m = costs.measured(frames).set_index("scenario")
+    assert m.loc["fig2", "CPU-hours"] == pytest.approx(100 / 3600)
+    assert m.loc["liars", "cells timed"] == 0
+    assert m.loc["liars", "wall hours of the untimed"] == pytest.approx(0.01)
+    r = costs.rates(frames, cfgs).set_index(["dataset", "mechanism"])
+    assert r.loc[("fashion-mnist", "ipfl"), "step"] == pytest.approx(60 / 100)
+    assert r.loc[("fashion-mnist", "ipfl"), "image"] == pytest.approx(30 / 10_000)
+    # a setting's cells priced at these rates: iPFL's own, the others unpriced
+    e = costs.estimate("medium", frames, cfgs)
+    assert e["priced"] + e["proxy"] > 0 and e["unpriced"] > 0 and e["hours"] > 0
+
+
+@pytest.mark.slow
+def test_reproduce_adds_seeds_look_by_look_and_resumes(tmp_path, capsys):
+    """`fedmarket reproduce` without --seeds: the CPL claim's cells run seeds 0-2, then 0-4
+    and 0-9 while its verdict can still change (on these draws it is decided only at the
+    cap); a rerun computes nothing and keeps every cell on the page; the page names no
+    --seeds."""
+    import json
+
+    from sims.cli import main
+    from sims.sweep import Store
+
+    out, page = tmp_path / "store", tmp_path / "docs" / "r.md"
+    argv = ["reproduce", "--scenarios", "cpl-pricing", "--out", str(out), "--docs", str(page),
+            "--workers", "1"]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert [ln.split(":")[0] for ln in said.splitlines() if "cells:" in ln] == [
+        "27 cells", "45 cells", "90 cells"]
+    store = Store(out, mode="r")
+    seeds = sorted(set(store.cells().seed))
+    store.close()
+    assert seeds == list(range(10))
+    meta = json.loads((page.parent / "reproduction_cells.json").read_text())
+    assert meta["expected"]["cpl-pricing"] == meta["done"]["cpl-pricing"] == 90
+    text = page.read_text()
+    assert "--seeds" not in text.split("\n")[2] and "| CPL, pricing schemes | partly |" in text
+    assert main(argv) == 0  # the claim is decided: its first look's cells, all done
+    assert "27 cells: 0 run, 27 already done" in capsys.readouterr().out
+    assert json.loads((page.parent / "reproduction_cells.json").read_text())["done"] == {
+        "cpl-pricing": 90}
