@@ -63,13 +63,17 @@ from .ipfl_properties import (
     IpflCase,
     batch_rule,
     misreports_batch,
+    misreports_joint_batch,
     settle_batch,
 )
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase
+from .typespace import DEFAULT as DEFAULT_SPACE
+from .typespace import TypeSpace
 
 __all__ = ["ATOM", "BULK_PAYMENTS", "BULK_PRICES", "BULK_RULES", "IPFL_SPECS", "SIZE_POWER",
            "IpflCase", "MarketArrays", "batch_rule", "check_batch", "cpl_sampler",
-           "ipfl_sampler", "misreports_batch", "over_arrays", "settle_batch", "vectorised"]
+           "ipfl_sampler", "misreports_batch", "misreports_joint_batch", "over_arrays",
+           "settle_batch", "vectorised"]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
 # iPFL markets of m = 2..12 clients are drawn with P(m) ~ m^-3: every size is drawn (about
@@ -112,9 +116,9 @@ class Draws:
         return Draws(self.client[:, keep], self.pair[:, keep][:, :, keep], self.glob)
 
 
-def _uniform(rng, shape):
+def _uniform(rng, shape, atom: float = ATOM):
     u = rng.random(shape)
-    return np.where(rng.random(shape) < ATOM, 0.0, u)
+    return np.where(rng.random(shape) < atom, 0.0, u)
 
 
 class Sampler:
@@ -126,6 +130,7 @@ class Sampler:
     min_m = 2
     max_m = 7
     size_power = 0.0  # P(m clients) proportional to m ** -size_power (0: uniform)
+    atom = ATOM  # probability that a coordinate takes its simplest value
 
     def sizes(self) -> tuple[np.ndarray, np.ndarray]:
         """(client counts, their probabilities): min_m..max_m, P(m) ~ m ** -size_power."""
@@ -144,8 +149,9 @@ class Sampler:
         for m in range(self.min_m, self.max_m + 1):
             k = int((ms == m).sum())
             if k:
-                out.append(Draws(_uniform(rng, (k, m, self.n_client)),
-                                 _uniform(rng, (k, m, m)), _uniform(rng, (k, self.n_glob))))
+                a = self.atom
+                out.append(Draws(_uniform(rng, (k, m, self.n_client), a),
+                                 _uniform(rng, (k, m, m), a), _uniform(rng, (k, self.n_glob), a)))
         return out
 
     def cases(self, d: Draws) -> list:
@@ -182,32 +188,56 @@ _ANY = (0.1, 0.5, 2.0, 5.0, 10.0)
 
 
 class IpflSampler(Sampler):
+    """The markets of one iPFL property (its :class:`IpflSpec`) on a type space
+    (:class:`proofs.typespace.TypeSpace`; default the checker's distribution): the space sets
+    the ranges and laws of N, c, K, lam and D, the role mix, the market sizes and the atoms;
+    the property's spec keeps what it draws on purpose (negative or positive distances, lam
+    >= lam_min, its own size range when narrower)."""
+
     n_client = 6
     n_glob = 4
 
-    def __init__(self, spec: IpflSpec):
-        self.spec = spec
-        self.min_m, self.max_m = spec.min_m, spec.max_m
-        self.size_power = spec.size_power
+    def __init__(self, spec: IpflSpec, type_space: TypeSpace | None = None,
+                 search: dict | None = None):
+        ts = DEFAULT_SPACE if type_space is None else type_space
+        self.spec, self.type_space, self.search = spec, ts, search
+        lo, hi = ts.clients
+        self.min_m = max(spec.min_m, lo)
+        self.max_m = hi if spec.max_m == MAX_CLIENTS else min(spec.max_m, hi)
+        if self.min_m > self.max_m:
+            raise CheckerInputError("type_space", f"{ts.name!r} draws {lo}-{hi} clients; "
+                                                  f"this property needs {spec.min_m}-"
+                                                  f"{spec.max_m}")
+        self.size_power = ts.size_power if spec.size_power == SIZE_POWER else spec.size_power
+        self.atom = ts.atom
 
     def arrays(self, d: Draws) -> dict:
         """The instances of ``d`` as arrays (N, c, K (B, m); lam (B,); D (B, m, m); client
         (B,) or None; factor (B,) or None; perm (B, m) or None)."""
-        sp, u, g = self.spec, d.client, d.glob
+        sp, ts, u, g = self.spec, self.type_space, d.client, d.glob
         m = d.m
         if sp.perm and not sp.ties:  # distinct N: residue i mod m for client i
-            step = np.floor(u[..., _N] * ((2000 - 20 - m) // m + 1))
-            N = 20.0 + np.minimum(step, (2000 - 20 - m) // m) * m + np.arange(m)
+            n_lo, n_hi = int(ts.N.low), int(ts.N.high)
+            span = (n_hi - n_lo - m) // m
+            if not ts.N.integer or span < 0:
+                raise CheckerInputError("type_space", f"{ts.name!r}: the permutation "
+                                                      "properties draw distinct integer N "
+                                                      f"({m} clients need {m} values)")
+            step = np.floor(u[..., _N] * (span + 1))
+            N = n_lo + np.minimum(step, span) * m + np.arange(m)
         else:
-            N = 20.0 + np.floor(u[..., _N] * 1981.0).clip(max=1980.0)
-        c = 5.0 * u[..., _C]
-        K = 1e3 + u[..., _K] * (1e6 - 1e3)
-        role = u[..., _ROLE]
-        c = np.where((role >= 0.5) & (role < 0.75), np.inf, c)  # pure buyer
-        K = np.where(role >= 0.75, 0.0, K)  # pure seller
-        lam = sp.lam_min + g[:, _LAM] * (5.0 - sp.lam_min)
-        low = -1.0 if sp.negative else (1e-3 if sp.positive else 0.0)
-        D = low + d.pair * (2.0 - low)
+            N = ts.N.value(u[..., _N])
+        c = ts.c.value(u[..., _C])
+        K = ts.K.value(u[..., _K])
+        role = ts.role(u[..., _ROLE])
+        c = np.where(role == 1, np.inf, c)  # pure buyer
+        K = np.where(role == 2, 0.0, K)  # pure seller
+        if ts.lam.low < sp.lam_min:  # drawn >= lam_min on purpose: uniform on [lam_min, high]
+            lam = sp.lam_min + g[:, _LAM] * (max(ts.lam.high, sp.lam_min) - sp.lam_min)
+        else:
+            lam = ts.lam.value(g[:, _LAM])
+        low = -1.0 if sp.negative else (max(1e-3, ts.D.low) if sp.positive else ts.D.low)
+        D = low + d.pair * (ts.D.high - low)
         sym = g[:, _SYM] < 0.5
         up = np.triu(D, 1)
         D = np.where(sym[:, None, None], up + np.swapaxes(up, 1, 2), D)
@@ -228,7 +258,7 @@ class IpflSampler(Sampler):
         if sp.perm:
             perm = np.argsort(u[..., _PERM], axis=1, kind="stable")
         return {"N": N, "c": c, "K": K, "lam": lam, "D": D, "client": client,
-                "factor": factor, "perm": perm}
+                "factor": factor, "perm": perm, "search": self.search}
 
     def bulk_input(self, d: Draws) -> dict:
         return self.arrays(d)
@@ -242,12 +272,14 @@ class IpflSampler(Sampler):
                 market, a["D"][k],
                 None if a["client"] is None else int(a["client"][k]),
                 None if a["factor"] is None else float(a["factor"][k]),
-                None if a["perm"] is None else a["perm"][k]))
+                None if a["perm"] is None else a["perm"][k], self.search))
         return out
 
     def simple(self) -> dict:
-        low = -1.0 if self.spec.negative else (1e-3 if self.spec.positive else 0.0)
-        zero_d = (0.0 - low) / (2.0 - low) if low < 0 else 0.0
+        ts = self.type_space
+        low = -1.0 if self.spec.negative else (max(1e-3, ts.D.low) if self.spec.positive
+                                               else ts.D.low)
+        zero_d = (0.0 - low) / (ts.D.high - low) if low < 0 else 0.0
         return {"client": [0.0], "pair": [zero_d, 0.0] if low < 0 else [0.0],
                 "glob": [0.0, 0.5]}
 
@@ -281,8 +313,12 @@ IPFL_SPECS: dict[str, IpflSpec] = {
 }
 
 
-def ipfl_sampler(key: str) -> IpflSampler:
-    return IpflSampler(IPFL_SPECS[key])
+def ipfl_sampler(key: str, type_space: TypeSpace | None = None,
+                 search: dict | None = None) -> IpflSampler:
+    """The sampler of iPFL property ``key`` on ``type_space`` (default: the checker's);
+    ``search``: the misreport search's settings its cases carry (default: the search's
+    own)."""
+    return IpflSampler(IPFL_SPECS[key], type_space, search)
 
 
 # CPL: client fields a, G, c, v-is-zero, v, q_max; globals q_min, per-client, q_max, alpha, R,
@@ -417,15 +453,19 @@ def cpl_sampler(key: str) -> CplSampler:
     return CplSampler(**CPL_SPECS[key])
 
 
-def sampler_for(prop, max_clients: int | None = None) -> Sampler | None:
+def sampler_for(prop, max_clients: int | None = None,
+                type_space: TypeSpace | None = None,
+                search: dict | None = None) -> Sampler | None:
     """The built-in sampler of a registered property, or the property's own ``sample``;
-    ``max_clients`` (validated by :func:`proofs.check`) raises its largest market."""
+    ``max_clients`` (validated by :func:`proofs.check`) raises its largest market;
+    ``type_space`` (iPFL properties) the space the markets are drawn from; ``search`` the
+    misreport search's settings (regret properties)."""
     if prop.sample is not None:
         sampler = prop.sample()
     elif not is_builtin(prop):
         return None
     elif prop.key in IPFL_SPECS:
-        sampler = ipfl_sampler(prop.key)
+        sampler = ipfl_sampler(prop.key, type_space, search)
     elif prop.key in CPL_SPECS:
         sampler = cpl_sampler(prop.key)
     else:
@@ -446,16 +486,17 @@ over_arrays = ipfl.over_arrays  # kept importable from here (documented as proof
 MarketArrays = ipfl.MarketArrays
 
 
-def vectorised(prop, subject) -> Callable | None:
+def vectorised(prop, subject, sampler: Sampler | None = None) -> Callable | None:
     """A function ``draws -> violations`` (or ``(violations, effective[, discriminating])``)
     when the pair can be evaluated in bulk: a built-in property whose ``batch`` hook takes
-    the subject (its rules can be run on a whole batch)."""
+    the subject (its rules can be run on a whole batch). ``sampler``: the one the draws come
+    from (default: the property's own on the default type space)."""
     if not is_builtin(prop) or prop.batch is None:
         return None
     bulk = prop.batch(subject)
     if bulk is None:
         return None
-    sampler = sampler_for(prop)
+    sampler = sampler_for(prop) if sampler is None else sampler
     if sampler is None:
         return None
     return lambda d: bulk(sampler.bulk_input(d))
@@ -520,7 +561,8 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 chunk: int = CHUNK, time_limit: float | None = None,
                 bulk: bool = True, progress=None,
                 max_clients: int | None = None,
-                min_discriminating: int | None = None, scan: bool = False) -> Report:
+                min_discriminating: int | None = None, scan: bool = False,
+                type_space: TypeSpace | None = None, search: dict | None = None) -> Report:
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
@@ -547,13 +589,13 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     A property without a numpy sampler (:func:`sampler_for` None) is refused here;
     :func:`proofs.check` runs the Hypothesis engine for it instead (the report's ``engine``
     then says "hypothesis"; the time limit and progress go with it)."""
-    sampler = sampler_for(prop, max_clients)
+    sampler = sampler_for(prop, max_clients, type_space, search)
     if sampler is None:
         raise CheckerInputError("prop", f"{prop.key!r} has no numpy sampler; "
                                         "proofs.check(engine='batch') checks it with the "
                                         "Hypothesis engine")
     report_progress = Throttle(progress)
-    bulk = vectorised(prop, subject) if bulk else None
+    bulk = vectorised(prop, subject, sampler) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     tally = Tally()

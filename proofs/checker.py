@@ -73,6 +73,33 @@ from .core import (
     verdict,
 )
 from .profiles import module_independent_draws
+from .regret import SEARCHES
+from .typespace import as_type_space
+
+# the properties whose evaluation runs the misreport search (``check(..., search=)``)
+REGRET_KEYS = ("thm2", "truthful_N_over", "truthful_N_under", "truthful_c_under",
+               "truthful_K_over", "truthful_K_under")
+
+
+def search_settings(search) -> tuple[str, dict | None]:
+    """(name, options) of a misreport search given to :func:`check`: None is the search's
+    own defaults ("former", options None), a name of :data:`proofs.regret.SEARCHES` its
+    single-dimension options, a dict itself (name "custom")."""
+    if search is None or search == "former":
+        return "former", None
+    if isinstance(search, str):
+        if search not in SEARCHES:
+            raise CheckerInputError("search", f"is {search!r}; choose one of "
+                                              f"{tuple(SEARCHES)} or give a dict")
+        return search, dict(SEARCHES[search]["single"])
+    if isinstance(search, dict):
+        bad = sorted(set(search) - {"span", "grid", "starts", "iters"})
+        if bad:
+            raise CheckerInputError("search", f"unknown option(s) {bad}; the search takes "
+                                              "span, grid, starts, iters")
+        return "custom", dict(search)
+    raise CheckerInputError("search", f"is a {type(search).__name__}; a name of "
+                                      f"{tuple(SEARCHES)} or a dict")
 
 # FAMILIES ... verdict live in proofs.core (shared by both engines) and are re-exported here
 __all__ = [
@@ -102,7 +129,7 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
           time_limit: float | None = None, min_discriminating: int | None = None,
           progress: Callable[[int, int], None] | None = None,
           max_clients: int | None = None, min_effective: int | None = None,
-          scan: bool = False) -> Report:
+          scan: bool = False, type_space=None, search=None) -> Report:
     """Search for an instance where ``prop`` fails for ``subject``.
 
     max_examples : the budget: discriminating examples to check (instances on which the
@@ -128,6 +155,15 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         and no counterexample the verdict is "inconclusive" (none: "vacuous"). Default:
         ``max_examples``. ``min_effective`` is its former name (the rule now counts
         discriminating examples); give one or the other.
+    type_space : the :class:`proofs.typespace.TypeSpace` the iPFL markets are drawn from (a
+        TypeSpace, a dict or a TOML/JSON file; None: the checker's distribution,
+        :data:`proofs.typespace.DEFAULT`). A verdict holds on that space ("IR on this type
+        space"); the report's ``extra["type_space"]`` describes it. Batch engine only; CPL
+        properties draw games, not markets, and ignore it.
+    search : the misreport search of the regret properties: a name of
+        :data:`proofs.regret.SEARCHES` ("former": the search's defaults, "strong", "wider")
+        or a dict of :func:`proofs.regret.regret_arrays` options; None: "former". Recorded
+        in ``extra["search"]``. Batch engine only.
     max_clients : the largest market to draw (both engines); None: the property's own range
         (``prop.clients``: 2-12 clients for the built-in iPFL properties). Refused for a
         property that does not say how many clients it draws. The report's ``clients`` and
@@ -162,10 +198,22 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         raise CheckerInputError(name, f"is {min_discriminating!r}; must be an integer >= 0, "
                                       "or None")
     need = max_examples if min_discriminating is None else int(min_discriminating)
-    if engine == "batch" and sampler_for(prop, max_clients) is not None:
+    space = as_type_space(type_space)
+    search_name, search_opts = search_settings(search)
+    if search_opts is not None and engine != "batch":
+        raise CheckerInputError("search", f"is {search!r}; the Hypothesis engine runs the "
+                                          "search's defaults ('former'): use engine='batch'")
+    if engine == "batch" and sampler_for(prop, max_clients, space) is not None:
         report = check_batch(subject, prop, max_examples=max_examples, seed=seed,
                              tolerance=tolerance, time_limit=time_limit, progress=progress,
-                             max_clients=max_clients, min_discriminating=need, scan=scan)
+                             max_clients=max_clients, min_discriminating=need, scan=scan,
+                             type_space=space, search=search_opts)
+    elif not space.is_default and prop.family == "ipfl":
+        raise CheckerInputError("type_space", f"{space.name!r}: only the batch engine draws "
+                                              "from a type space of your own (engine='batch'; "
+                                              f"{prop.key!r} has "
+                                              + ("no numpy sampler)" if engine == "batch"
+                                                 else "engine 'hypothesis')"))
     elif engine in ("batch", "hypothesis"):  # batch without a numpy sampler: Hypothesis
         report = _check_hypothesis(subject, prop, max_examples, seed, tolerance,
                                    deadline if engine == "hypothesis" else None,
@@ -174,6 +222,10 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
     else:
         raise CheckerInputError("engine", f"is {engine!r}; allowed: 'hypothesis', 'batch'")
     extra = report.extra
+    if prop.family == "ipfl":
+        extra = {**extra, "type_space": space.describe()}
+        if prop.key in REGRET_KEYS:
+            extra["search"] = search_name
     if report.verdict == "inconclusive" and report.discriminating < need:
         extra = {**extra, "min_discriminating": need}
     return dataclasses.replace(report, clients=clients, extra=extra)

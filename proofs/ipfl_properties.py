@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from mechanisms import ipfl
 
 from .core import Property
-from .regret import Misreport, MisreportBatch, regret_arrays, regret_search
+from .regret import (
+    JointMisreportBatch,
+    Misreport,
+    MisreportBatch,
+    joint_regret_arrays,
+    regret_arrays,
+    regret_search,
+)
 from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 
 __all__ = [
@@ -45,6 +52,9 @@ class IpflCase:
     factor : how the liar misreports (c_i -> c_i * factor + factor - 1 for Lemma 1 / Thm 2;
         N_i -> N_i * factor for truthfulness in N), or None.
     perm : the relabelling of clients for permutation equivariance, or None.
+    search : the misreport search's settings for the regret properties (options of
+        :func:`proofs.regret.regret_arrays`: span, grid, starts, iters), or None (its
+        defaults); ``check(..., search=)`` sets it.
 
     ``code()`` is Python that rebuilds it as ``case`` (needs numpy as np, ipfl, IpflCase).
     """
@@ -54,6 +64,7 @@ class IpflCase:
     client: int | None = None
     factor: float | None = None
     perm: np.ndarray | None = None
+    search: dict | None = None
 
     def code(self) -> str:
         mk = self.market
@@ -68,6 +79,8 @@ class IpflCase:
             args.append(f"factor={self.factor!r}")
         if self.perm is not None:
             args.append(f"perm=np.array({np.asarray(self.perm).tolist()})")
+        if self.search is not None:
+            args.append(f"search={dict(self.search)!r}")
         return s + f"\ncase = IpflCase({', '.join(args)})"
 
     def __repr__(self):
@@ -239,7 +252,8 @@ def case_arrays(case) -> dict:
             "D": np.asarray(case.D, dtype=float)[None],
             "client": None if case.client is None else np.array([int(case.client)]),
             "factor": None if case.factor is None else np.array([float(case.factor)]),
-            "perm": None if case.perm is None else np.asarray(case.perm)[None]}
+            "perm": None if case.perm is None else np.asarray(case.perm)[None],
+            "search": getattr(case, "search", None)}
 
 
 def _one_market(check):
@@ -637,6 +651,41 @@ def misreports_batch(settle, a: dict, dimension: str, direction: str,
     return found, honest
 
 
+def misreports_joint_batch(settle, a: dict, dimensions: tuple[str, str],
+                           **search) -> tuple[JointMisreportBatch, dict]:
+    """(the best joint misreport of ``a["client"]``'s two ``dimensions`` at once, each
+    either way, for every market of the batch ``a``, the truthful clearing), cleared with
+    ``settle``: :func:`proofs.regret.joint_regret_arrays`, the reference levels of a zero
+    type as in :func:`misreports_batch`."""
+    i = a["client"]
+    B = a["N"].shape[0]
+    cols = []
+    for dim in dimensions:
+        x = a[dim]
+        ok = np.isfinite(x) & (x > 0)
+        count = ok.sum(axis=1)
+        ref = np.where(count > 0, np.where(ok, x, 0.0).sum(axis=1) / np.maximum(count, 1), 1.0)
+        cols.append((_rows(x, i), ref))
+    truth = np.stack([t for t, _ in cols], axis=1)
+    reference = np.stack([r for _, r in cols], axis=1)
+    honest = _truthful(settle, a)
+
+    def utilities(values):  # (B, k, 2)
+        k = values.shape[1]
+        rep = {d: np.repeat(a[d], k, axis=0) for d in ("N", "c", "K")}
+        truth_rep = dict(rep)
+        who = np.repeat(i, k)
+        for col, dim in enumerate(dimensions):
+            rep[dim] = _with(rep[dim], who, values[..., col].ravel())
+        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(a["lam"], k),
+                   np.repeat(a["D"], k, axis=0), true_N=truth_rep["N"],
+                   true_c=truth_rep["c"], true_K=truth_rep["K"])
+        return _rows(s["U"], who).reshape(B, k)
+
+    found = joint_regret_arrays(utilities, truth, reference, _rows(honest["U"], i), **search)
+    return found, honest
+
+
 def _regret_amount(gain, spread, tol):
     """The regret statement, elementwise: the gain beyond the tolerance is the violation (a
     NaN utility anywhere in the search, spread inf, is a failure); an instance on which no
@@ -646,7 +695,8 @@ def _regret_amount(gain, spread, tol):
 
 def _regret(dimension: str, direction: str):
     def evaluate(settle, a):
-        found, honest = misreports_batch(settle, a, dimension, direction)
+        found, honest = misreports_batch(settle, a, dimension, direction,
+                                         **(a.get("search") or {}))
         gain = found.lying_utility - found.honest_utility
         amount, discriminating = _regret_amount(gain, found.spread, _TOL * _scale_b(honest))
         return amount, np.ones(len(gain), bool), discriminating
@@ -676,7 +726,8 @@ def best_misreport(subject, case, dimension: str, direction: str, *, first: bool
         t0 = time.perf_counter()
         a = {"N": mk.N[None], "c": mk.c[None], "K": mk.K[None], "lam": np.array([mk.lam]),
              "D": np.asarray(case.D, dtype=float)[None], "client": np.array([case.client])}
-        found, _ = misreports_batch(settle, a, dimension, direction)
+        found, _ = misreports_batch(settle, a, dimension, direction,
+                                    **(getattr(case, "search", None) or {}))
         truth = float(getattr(mk, f"true_{dimension}")[case.client])
         # honest and lying utilities from the same (bulk) clearing of the subject
         return Misreport(case.client, dimension, direction, float(found.factor[0]), truth,
@@ -684,9 +735,15 @@ def best_misreport(subject, case, dimension: str, direction: str, *, first: bool
                          float(found.lying_utility[0]), found.evaluations,
                          time.perf_counter() - t0, float(found.spread[0])), honest
     stop = _TOL * _scale(honest) if first else None
+    opts = dict(_SEARCH)
+    wanted = getattr(case, "search", None)
+    if wanted:  # the scalar search's equivalents of the vectorised search's settings
+        opts.update({k: wanted[k] for k in ("span", "grid", "starts") if k in wanted})
+        if "iters" in wanted:
+            opts["maxiter"] = int(wanted["iters"]) + 2
     return regret_search(subject.settle, case.market, case.D, case.client, dimension,
                          direction, honest=honest, stop_above=stop,
-                         batch=grid_batch(subject, case, dimension), **_SEARCH), honest
+                         batch=grid_batch(subject, case, dimension), **opts), honest
 
 
 def grid_batch(subject, case, dimension: str):

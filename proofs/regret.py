@@ -31,11 +31,24 @@ from scipy.optimize import minimize_scalar
 from mechanisms import ipfl
 from mechanisms.errors import MarketInputError
 
-__all__ = ["DIMENSIONS", "DIRECTIONS", "Misreport", "MisreportBatch", "misreport",
-           "regret_arrays", "regret_search"]
+__all__ = ["DIMENSIONS", "DIRECTIONS", "JOINT_PAIRS", "SEARCHES", "JointMisreportBatch",
+           "Misreport", "MisreportBatch", "joint_regret_arrays", "misreport", "regret_arrays",
+           "regret_search"]
 
 DIMENSIONS = ("N", "c", "K")
 DIRECTIONS = ("over", "under")
+
+# named search settings, weakest first: "single" for regret_arrays (one dimension, one
+# direction), "joint" for joint_regret_arrays (two dimensions, both ways);
+# benchmarks/design_search_strength.py measures the same rules under each
+SEARCHES = {
+    "former": {"single": {"span": 100.0, "grid": 8, "starts": 2, "iters": 8},
+               "joint": {"span": 100.0, "grid": 9, "iters": 8}},
+    "strong": {"single": {"span": 1e6, "grid": 48, "starts": 6, "iters": 14},
+               "joint": {"span": 1e6, "grid": 25, "iters": 14}},
+    "wider": {"single": {"span": 1e8, "grid": 128, "starts": 12, "iters": 16},
+              "joint": {"span": 1e8, "grid": 41, "iters": 16}},
+}
 
 
 def _reference(values: np.ndarray) -> float:
@@ -296,3 +309,90 @@ def regret_arrays(utilities, truth, reference, honest, direction: str, *, span: 
     factor = np.where(movable, np.exp(sign * bx), 1.0)
     report = np.where(movable, values(bx[:, None])[:, 0], truth)
     return MisreportBatch(factor, report, honest, gain, evals, spread)
+
+
+JOINT_PAIRS = (("N", "c"), ("N", "K"), ("c", "K"))  # two dimensions misreported at once
+
+
+@dataclass(frozen=True)
+class JointMisreportBatch:
+    """The best joint misreports found (two type dimensions at once, each either way), one
+    liar per instance, arrays (B,): ``factors`` (B, 2) the best factor per dimension (1.0
+    where a dimension cannot move or did not), ``honest_utility`` / ``lying_utility``,
+    ``evaluations`` (markets cleared per instance), ``spread`` as in
+    :class:`MisreportBatch`."""
+
+    factors: np.ndarray
+    honest_utility: np.ndarray
+    lying_utility: np.ndarray
+    evaluations: int
+    spread: np.ndarray
+
+    @property
+    def regret(self) -> np.ndarray:
+        return np.maximum(0.0, self.lying_utility - self.honest_utility)
+
+
+def joint_regret_arrays(utilities, truth, reference, honest, *, span: float = 100.0,
+                        grid: int = 9, iters: int = 8) -> JointMisreportBatch:
+    """The liar's best misreport of TWO type dimensions at once, vectorised across a batch.
+
+    ``utilities(values)`` -> the liar's true utility reporting ``values`` ((B, k, 2) ->
+    (B, k): one clearing of B x k markets); ``truth`` and ``reference`` (B, 2) per dimension
+    as in :func:`regret_arrays`; ``honest`` (B,). The search: a ``grid`` x ``grid`` grid of
+    log-factors in [-ln span, ln span]^2 (both directions of both dimensions; with an odd
+    ``grid`` it contains the one-dimensional lies on its axes), then ``iters`` steps of a
+    compass search from the best grid point (the four neighbours at step delta, moving to
+    the best improvement, else halving delta; delta starts at the grid step). A dimension
+    that cannot move (an infinite cost, understating a zero) keeps its truth. Like every
+    search here the regret is a lower bound on the true regret."""
+    if not (span > 1 and grid >= 2 and iters >= 0):
+        raise MarketInputError("span", "need span > 1, grid >= 2, iters >= 0")
+    truth = np.asarray(truth, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    honest = np.asarray(honest, dtype=float)
+    B = truth.shape[0]
+    fin = np.isfinite(truth)
+    safe = np.where(fin, truth, 1.0)
+
+    def values(logf):  # logf (B, k, 2) -> reports (B, k, 2)
+        f = np.exp(logf)
+        t, r = safe[:, None, :], reference[:, None, :]
+        v = np.where(t > 0, t * f, np.where(f > 1.0, (f - 1.0) * r, 0.0))
+        return np.where(fin[:, None, :], v, truth[:, None, :])
+
+    spread = np.zeros(B)
+    evals = [0]
+
+    def value_of(logf):
+        nonlocal spread
+        u = np.asarray(utilities(values(logf)), dtype=float)
+        evals[0] += logf.shape[1]
+        with np.errstate(invalid="ignore"):
+            gap = np.where(np.isnan(u) | np.isnan(honest)[:, None], np.inf,
+                           np.where(np.isfinite(u), np.abs(u - honest[:, None]), 0.0))
+        spread = np.maximum(spread, gap.max(axis=1, initial=0.0))
+        return np.where(np.isnan(u), -np.inf, u)
+
+    top = math.log(span)
+    axis = np.linspace(-top, top, grid)
+    g1, g2 = np.meshgrid(axis, axis, indexing="ij")
+    pts = np.stack([g1.ravel(), g2.ravel()], axis=-1)
+    pts = pts[np.abs(pts).sum(axis=1) > 0]  # the truth is the honest utility
+    xs = np.broadcast_to(pts, (B, *pts.shape))
+    us = value_of(xs)
+    k = np.argmax(us, axis=1)
+    best_x, best_u = xs[np.arange(B), k], us[np.arange(B), k]
+    step = np.full(B, axis[1] - axis[0])
+    moves = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    for _ in range(iters):
+        cand = np.clip(best_x[:, None, :] + step[:, None, None] * moves[None], -top, top)
+        cu = value_of(cand)
+        j = np.argmax(cu, axis=1)
+        better = cu[np.arange(B), j] > best_u
+        best_x = np.where(better[:, None], cand[np.arange(B), j], best_x)
+        best_u = np.where(better, cu[np.arange(B), j], best_u)
+        step = np.where(better, step, step / 2.0)
+    moved = fin & ((truth > 0) | (best_x > 0))
+    factors = np.where(moved, np.exp(best_x), 1.0)
+    return JointMisreportBatch(factors, honest, best_u, 1 + evals[0], spread)

@@ -38,7 +38,8 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
                progress: Callable[[str, str], None] | None = None,
                row_progress: Callable[[str, str, int, int], None] | None = None,
                max_clients: int | None = None,
-               standard=None) -> list[tuple[Report, bool]]:
+               standard=None, type_space=None,
+               search=None) -> list[tuple[Report, bool]]:
     """Check every declared (subject, property); returns [(report, as_declared)].
 
     ``engine`` "hypothesis" or "batch"; ``time_limit`` caps each row's seconds, with either
@@ -55,7 +56,9 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
     largest market every row draws (default: each property's own, 2-12 clients; see
     :func:`proofs.check`). ``standard``: a :class:`proofs.standard.StandardRun` whose
     per-row budgets and time limits replace ``examples`` and ``time_limit`` row by row
-    (``fedmarket prove --standard``)."""
+    (``fedmarket prove --standard``). ``type_space``: the iPFL markets' type space
+    (:func:`proofs.check`; default the checker's distribution); ``search``: the regret
+    properties' misreport search (:func:`proofs.check`)."""
     if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
         raise CheckerInputError("jobs", f"is {jobs!r}; must be an integer >= 1")
     wanted = set(properties) if properties else None
@@ -64,7 +67,8 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
             return examples, time_limit
         return standard.budget(sname, key), standard.limit(sname, key)
 
-    tasks = [(sname, key, *row_budget(sname, key), seed, engine, exhaustive, max_clients)
+    tasks = [(sname, key, *row_budget(sname, key), seed, engine, exhaustive, max_clients,
+              type_space, search)
              for sname in dict.fromkeys(subjects or SUBJECTS) for key in SUBJECTS[sname].declares
              if wanted is None or key in wanted]
     rows: list = [None] * len(tasks)
@@ -90,6 +94,7 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
 
 def check_row(sname: str, key: str, examples: int, time_limit: float | None, seed: int,
               engine: str, exhaustive: bool, max_clients: int | None = None,
+              type_space=None, search=None,
               progress: Callable[[int, int], None] | None = None) -> list[tuple[Report, bool]]:
     """One row of the report, by names (what a worker process receives): the check of
     property ``key`` of subject ``sname`` as declared, plus its exhaustive companion.
@@ -97,6 +102,10 @@ def check_row(sname: str, key: str, examples: int, time_limit: float | None, see
     subject, prop = SUBJECTS[sname], PROPERTIES[key]
     declared = subject.declares[key]
     kw = {} if max_clients is None else {"max_clients": max_clients}
+    if type_space is not None:
+        kw["type_space"] = type_space
+    if search is not None:
+        kw["search"] = search
     result = contract_check(subject, prop, declared, max_examples=examples, seed=seed,
                             engine=engine, time_limit=time_limit, progress=progress, **kw)
     out = [(result.report, result.as_declared)]
@@ -201,7 +210,8 @@ def frame(results) -> pd.DataFrame:
 
 def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
            results, *, jobs: int = 1, wall_seconds: float | None = None,
-           max_clients: int | None = None, standard=None) -> str:
+           max_clients: int | None = None, standard=None, type_space=None,
+           search=None) -> str:
     """The report's preamble: how it was made, and whether every claim got its budget.
 
     ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
@@ -222,6 +232,13 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
             cmd += f" --max-clients {max_clients}"
         if jobs > 1:
             cmd += f" --jobs {jobs}"
+    from .typespace import as_type_space
+
+    space = as_type_space(type_space)
+    if not space.is_default:
+        cmd += f" --type-space <{space.name}>"
+    if search not in (None, "former"):
+        cmd += f" --search {search}"
     cmd += " --markdown docs/reference-theorems.md"
     claims = [r for r, _ in results if r.engine != "exhaustive"
               and r.verdict in ("holds", "inconclusive", "vacuous") and _declared(r) != VACUOUS]
@@ -255,6 +272,9 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         "pairs the bulk clearing does not cover: other solvers, rules of your own not "
         "written over arrays).", "",
     ]
+    lines += [f"The iPFL markets are drawn from the {space.describe()}: every iPFL "
+              "verdict holds on that type space (\"IR on this type space\"), not beyond "
+              "it.", ""]
     if engine == "batch":
         lines += ["`drawn` exceeds the target where some draws missed the preconditions or "
                   "could not have failed the property.", ""]

@@ -78,3 +78,68 @@ def test_goals_read_quantiles_and_welfare():
                            "max_rel_regret_K_over": 0, "max_rel_regret_K_under": 0,
                            "ir_rate": 0, "ir_rel_violation": 0, "deficit_rate": 0,
                            "mean_rel_deficit": 0})
+
+
+def test_joint_search_finds_a_lie_no_single_dimension_finds():
+    """A utility that rises only when the first dimension is overstated AND the second
+    understated (each alone loses): the joint search finds it, the one-dimension search
+    cannot (known bad for the singles), both on the same batch."""
+    from proofs.regret import SEARCHES, joint_regret_arrays, regret_arrays
+
+    truth = np.array([[2.0, 3.0], [5.0, 1.0]])
+    ref = np.ones((2, 2))
+    honest = np.zeros(2)
+
+    def u2(values):  # (B, k, 2)
+        up = values[..., 0] > 4 * truth[:, None, 0]
+        down = values[..., 1] < truth[:, None, 1] / 4
+        return np.where(up & down, 1.0, np.where(up | down, -1.0, 0.0))
+
+    found = joint_regret_arrays(u2, truth, ref, honest, **SEARCHES["strong"]["joint"])
+    assert (found.regret == 1.0).all()
+    assert (found.factors[:, 0] > 4).all() and (found.factors[:, 1] < 0.25).all()
+    for col, way in [(0, "over"), (1, "under")]:
+        def u1(values, col=col):  # one dimension moves, the other keeps its truth
+            v = np.repeat(truth[:, None, :], values.shape[1], axis=1)
+            v[..., col] = values
+            return u2(v)
+
+        single = regret_arrays(u1, truth[:, col], ref[:, col], honest, way,
+                               **SEARCHES["strong"]["single"])
+        assert (single.regret == 0).all()
+
+
+def test_joint_regret_of_rules():
+    """On the same markets: a report-free posted price with the exact selection is jointly
+    truthful in (c, K) (the buyer's K and the seller's c move only their own choices); the
+    paper's rule pays more for lying in N and K at once than in either alone."""
+    from sims.design import REFERENCES, draw_markets, evaluate
+    from sims.design.families import posted_mechanism
+
+    mk = draw_markets(150, seed=4)
+    s = evaluate(posted_mechanism({"base": 4.0}, "exact"), mk, joint=(("c", "K"),)).summary
+    assert s["max_regret_joint_cK"] == 0
+    p = evaluate(REFERENCES["paper"], mk, joint=(("N", "K"),)).summary
+    assert p["mean_regret_joint_NK"] > max(p["mean_regret_N"], p["mean_regret_K"])
+    assert p["max_regret_joint_NK"] >= max(p["max_regret_N"], p["max_regret_K"])
+
+
+def test_check_takes_the_search_and_records_it():
+    from proofs import PROPERTIES, IpflMechanism, check
+    from proofs.core import CheckerInputError
+    from proofs.typespace import DEFAULT
+    from sims.design.families import posted_mechanism, truthful_posted_price
+
+    m = posted_mechanism({"base": truthful_posted_price(DEFAULT)}, "all")
+    subject = IpflMechanism("share", m.rule, payments=m.payments, prices=m.prices)
+    prop = PROPERTIES["truthful_c_under"]
+    weak = check(subject, prop, max_examples=100, seed=2, engine="batch")
+    strong = check(subject, prop, max_examples=100, seed=2, engine="batch", search="strong")
+    assert weak.extra["search"] == "former" and strong.extra["search"] == "strong"
+    # the former span (100) brings a cost below the price from few costs: too few
+    # discriminating examples within the draw cap; the strong span (1e6) from almost all
+    assert weak.verdict == "inconclusive" and strong.verdict == "holds"
+    assert strong.discriminating / strong.examples > 3 * weak.discriminating / weak.examples
+    with pytest.raises(CheckerInputError) as err:
+        check(subject, prop, max_examples=10, engine="batch", search="huge")
+    assert err.value.field == "search"

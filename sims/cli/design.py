@@ -30,15 +30,35 @@ def add_parser(sub, full: bool = False) -> None:
                    help="constraints and objective as phrases, e.g. 'IR, no deficit, "
                         "regret <= 1%%' (see sims.design.objective)")
     p.add_argument("--space", default="balanced",
-                   help="balanced | unbalanced | clipped (the linear family; balanced = "
-                        "remittances; clipped = remittances clipped to [seller's cost, "
-                        "buyer's marginal]: IR and budget balanced by construction) or "
-                        "module:function taking a parameter vector (give --bounds)")
+                   help="balanced | unbalanced | clipped (the linear family of payment rules "
+                        "under the paper's selection; balanced = remittances; clipped = "
+                        "remittances clipped to [seller's cost, buyer's marginal]: IR and "
+                        "budget balanced by construction); posted | reserve | reduction "
+                        "(families that change who trades, sims.design.families: posted "
+                        "prices with the selection at those prices, reserve prices on the "
+                        "clipped family, McAfee-style trade reduction); or module:function "
+                        "taking a parameter vector (give --bounds)")
     p.add_argument("--features", nargs="+", default=None,
                    help="linear family: the features to weight (marginal average cost "
-                        "distance fee)")
+                        "distance fee); posted: the price's terms (base distance ratio "
+                        "others fee); reserve: the clipped family's features")
     p.add_argument("--bounds", nargs="+", default=None, metavar="LO:HI",
-                   help="linear family: feature=LO:HI; your own space: LO:HI per parameter")
+                   help="a family's parameters: name=LO:HI (e.g. base=0:5, "
+                        "seller_reserve=0:5, share=0:1); your own space: LO:HI per parameter")
+    p.add_argument("--selection", choices=("exact", "local", "all"), default="exact",
+                   help="posted: who trades at the posted prices (exact: each buyer's best "
+                        "bundle; local: the paper's greedy; all: every model on offer)")
+    p.add_argument("--type-space", type=Path, default=None, metavar="FILE",
+                   help="draw the training and held-out markets from this type space (TOML "
+                        "or JSON, proofs.typespace; default the checker's distribution); "
+                        "recorded in the rule file and used to certify it")
+    p.add_argument("--search", choices=("former", "strong", "wider"), default="strong",
+                   help="the misreport search (proofs.regret.SEARCHES) of the training, the "
+                        "frontier and the certification; strong by default "
+                        "(benchmarks/design_search_strength.py)")
+    p.add_argument("--refuse-outside", action="store_true",
+                   help="posted: a client whose report lies outside the type space neither "
+                        "buys nor sells")
     p.add_argument("--markets", type=int, default=1000,
                    help="training markets drawn from the checker's distribution")
     p.add_argument("--market-file", type=Path, default=None,
@@ -70,8 +90,9 @@ def add_parser(sub, full: bool = False) -> None:
     p.set_defaults(func=run)
 
 
-def _space(args):
+def _space(args, type_space=None):
     from sims.design import DesignInputError, LinearSpace, UserSpace
+    from sims.design.families import PostedSpace, ReductionSpace, ReserveSpace
     from sims.design.space import DEFAULT_BOUNDS as DEFAULTS
 
     def pair(text, field):
@@ -83,6 +104,32 @@ def _space(args):
         except ValueError:
             raise DesignInputError(field, f"is {text!r}; write LO:HI") from None
 
+    def named_bounds():
+        out = {}
+        for item in args.bounds or []:
+            name, sep, rng = item.partition("=")
+            if not sep:
+                raise DesignInputError("--bounds", f"is {item!r}; write name=LO:HI")
+            out[name] = pair(rng, f"--bounds {name}")
+        return out
+
+    if args.refuse_outside and args.space != "posted":
+        raise DesignInputError("--refuse-outside", "is an option of --space posted")
+    if args.space == "posted":
+        return PostedSpace(tuple(args.features or ("base", "distance")), args.selection,
+                           named_bounds(), type_space if args.refuse_outside else None)
+    if args.space == "reserve":
+        reserve = {k: v for k, v in named_bounds().items()
+                   if k in ("seller_reserve", "buyer_reserve")}
+        base_bounds = dict(DEFAULTS)
+        base_bounds.update({k: v for k, v in named_bounds().items() if k not in reserve})
+        base = LinearSpace(tuple(args.features or ("marginal", "cost", "distance")), True,
+                           base_bounds, clip=True)
+        return ReserveSpace(base, reserve)
+    if args.space == "reduction":
+        if args.features:
+            raise DesignInputError("--features", "trade reduction has one parameter, share")
+        return ReductionSpace(named_bounds() or {"share": (0.0, 1.0)})
     if args.space in ("balanced", "unbalanced", "clipped"):
         features = tuple(args.features or ("marginal", "average", "cost", "distance"))
         bounds = dict(DEFAULTS)
@@ -97,7 +144,8 @@ def _space(args):
                            clip=args.space == "clipped")
     if ":" not in args.space:
         raise DesignInputError("--space", f"is {args.space!r}; balanced, unbalanced, "
-                                          "clipped or module:function")
+                                          "clipped, posted, reserve, reduction or "
+                                          "module:function")
     if args.features:
         raise DesignInputError("--features", "only for the linear family")
     return UserSpace(args.space, tuple(pair(b, "--bounds") for b in args.bounds or []))
@@ -137,7 +185,14 @@ def run(args) -> int:
     from ..results import versions
 
     t0 = time.perf_counter()
-    space = _space(args)
+    from proofs.core import CheckerInputError
+    from proofs.typespace import DEFAULT, load_type_space
+
+    try:
+        ts = DEFAULT if args.type_space is None else load_type_space(args.type_space)
+    except CheckerInputError as exc:  # one line naming the field
+        raise DesignInputError(f"--type-space {exc.field}", exc.message) from None
+    space = _space(args, ts)
     _probe(space)
     goal = parse_goal(args.goal)
     config = SearchConfig(markets=args.markets, seed=args.seed, generations=args.generations,
@@ -152,8 +207,10 @@ def run(args) -> int:
     if args.certify_examples < 0:
         raise DesignInputError("--certify-examples", "must be >= 0 (0: skip)")
     out = writable_folder("--out", args.out)
-    markets = None
-    if args.market_file is not None:
+    drawn = args.market_file is None
+    if drawn:
+        markets = draw_markets(args.markets, args.seed, type_space=ts)
+    else:
         from .clear import load_market_file
 
         market, D = load_market_file(args.market_file)
@@ -163,12 +220,14 @@ def run(args) -> int:
                            every=args.progress_every) as bar:
         total = args.generations * (args.stages if args.method == "lagrangian" else 1)
         result = design(space, goal, config, markets=markets, state=args.state,
+                        search=None if args.search == "strong" else args.search,
                         progress=None if bar is None else
                         (lambda info: bar(info["generation"] + args.generations
                                           * (info.get("stage", 1) - 1), total)))
     rule_path = save_rule(out / "designed_rule.json", space, result.theta, name="designed",
                           extra={"goal": result.goal, "training": result.markets,
-                                 "training_seed": args.seed if markets is None else None,
+                                 "training_seed": args.seed if drawn else None,
+                                 "type_space": ts.to_dict(), "misreport_search": args.search,
                                  "score": result.score, "feasible": result.feasible,
                                  "estimates": result.summary})
 
@@ -179,13 +238,15 @@ def run(args) -> int:
     thetas = [result.theta] + [r[list(space.names)].to_numpy(float) for _, r in
                                front.iterrows()]
     names = ["designed"] + [f"candidate {k}" for k in range(1, len(thetas))]
-    test = draw_markets(args.heldout_markets, heldout)
+    test = draw_markets(args.heldout_markets, heldout, type_space=ts)
     with progress_reporter("frontier: rules measured", quiet=args.quiet,
                            every=args.progress_every) as bar:
-        table = frontier_table(space, thetas, test, goal=goal, names=names, progress=bar)
+        table = frontier_table(space, thetas, test, goal=goal, names=names, progress=bar,
+                               search=args.search)
     statements = [corner(table, ir=True, max_deficit=0.0, regret=0.0),
                   corner(table, ir=True, max_deficit=0.0, regret=0.01)]
     provenance = {"command": "fedmarket design", "goal": result.goal,
+                  "type_space": ts.to_dict(), "misreport_search": args.search,
                   "space": space.to_json(), "search": vars(config) | {"mutation":
                                                                       list(config.mutation)},
                   "training": result.markets, "heldout": test.source,
@@ -210,7 +271,8 @@ def run(args) -> int:
             # the exported file, loaded back: what is certified is what was saved
             cert = certify("designed", load_rule(rule_path), seed=heldout,
                            training_seed=args.seed, examples=args.certify_examples,
-                           estimates=result.summary, progress=bar)
+                           estimates=result.summary, progress=bar, type_space=ts,
+                           search=args.search)
         write_atomic(out / "certification.csv", lambda tmp: cert.to_csv(tmp, index=False),
                      "--out")
     text = json.dumps(
@@ -235,11 +297,13 @@ def run(args) -> int:
                              "ir_rate, deficit_rate: shares of markets)")
     for s in statements:
         print("corner:", s)
+    print(f"measured and certified on the {ts.describe()}")
     if cert is not None:
         print_table(cert[["property", "verdict", "discriminating", "failures",
                           "largest_violation", "search_estimate"]],
                     f"certification on held-out seed {heldout} ({args.certify_examples} "
-                    "effective each; largest_violation: the largest over them all)")
+                    "effective each; largest_violation: the largest over them all), on type "
+                    f"space {ts.name!r}, misreport search {args.search}")
     print(f"wrote {out}/ (designed_rule.json/.py, frontier.csv/.json/.png, design.json"
           f"{', certification.csv' if cert is not None else ''})")
     return 0

@@ -59,6 +59,15 @@ def add_parser(sub, full: bool = False) -> None:
                         "estimates; --seed must differ from its training seed)")
     p.add_argument("--property", action="append",
                    help="only this property (repeatable; default: every property)")
+    p.add_argument("--type-space", type=Path, default=None, metavar="FILE",
+                   help="draw the iPFL markets from this type space (TOML or JSON: bounds "
+                        "and laws of N, c, K, lam, D, roles, clients; see "
+                        "proofs.typespace) instead of the checker's distribution; batch "
+                        "engine; every verdict is printed with it")
+    p.add_argument("--search", choices=("former", "strong", "wider"), default=None,
+                   help="the misreport search of the regret properties (proofs.regret."
+                        "SEARCHES; default former: span 100, 8 grid points, 2 refinements); "
+                        "batch engine")
     p.add_argument("--exhaustive", action="store_true",
                    help="also check every 3-client market of a small type grid")
     p.add_argument("--jobs", type=integer, default=None, metavar="N",
@@ -158,8 +167,22 @@ def _run(args) -> int:
     if args.max_clients is not None and args.max_clients < 2:
         raise MarketInputError("max-clients", f"is {args.max_clients}; must be an integer "
                                               ">= 2 (clients per market)")
+    from proofs.typespace import DEFAULT, load_type_space
+
+    space = DEFAULT if args.type_space is None else load_type_space(args.type_space)
+    if not space.is_default and args.engine != "batch":
+        raise MarketInputError("--type-space", "needs --engine batch (the Hypothesis engine "
+                                               "draws the default type space)")
     opts = {"engine": args.engine, "time_limit": args.time_limit,
             "max_clients": args.max_clients}
+    args.space = space
+    if not space.is_default:
+        opts["type_space"] = space
+    if args.search is not None and args.search != "former":
+        if args.engine != "batch":
+            raise MarketInputError("--search", "needs --engine batch (the Hypothesis engine "
+                                               "runs the former search)")
+        opts["search"] = args.search
     chosen = list(SUBJECTS) if args.subject is None else args.subject
     own_rows = [(subj, key) for name, subj in own.items()
                 for key in (CERTIFIED_PROPERTIES if name in designed
@@ -203,14 +226,15 @@ def _run(args) -> int:
         results = (run_report(**kw, progress=step, row_progress=hear) if chosen else [])
         scanned = ({s.name for s in own.values()} if args.scan else set()) | (
             {own[n].name for n in designed} if args.engine == "batch" else set())
-        results += _check_own(own_rows, args, step, hear, scanned)
+        results += _check_own(own_rows, args, step, hear, scanned, designed)
     wall = time.perf_counter() - t0
     df = frame(results)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
                       results, jobs=args.jobs, wall_seconds=wall,
-                      max_clients=args.max_clients, standard=standard) + markdown(results)
+                      max_clients=args.max_clients, standard=standard,
+                      type_space=space, search=args.search) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
     for report, _ in results:  # a rule that raised: its own error, one line (--quiet too)
         if report.verdict == "error":
@@ -224,10 +248,16 @@ def _run(args) -> int:
         print_table(shown, "Theorem report: the standard run" if standard is not None else
                     f"Theorem report: {args.examples} examples per property, "
                     f"engine {args.engine}")
+        print(f"iPFL verdicts on the {space.describe()}; misreport search "
+              f"{args.search or 'former'}")
         print(verdict_line(df))
         for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
             print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
         for name, doc in designed.items():
+            if args.type_space is None and doc.get("type_space") is not None:
+                from proofs.typespace import as_type_space
+
+                print(f"{name}: checked on its own {as_type_space(doc['type_space']).describe()}")
             print_table(beside_estimates(results, name, doc, args.seed),
                         f"{name}: the checker's verdicts (seed {args.seed}) beside the "
                         f"search's own estimates on its training markets "
@@ -301,13 +331,16 @@ def _own_keys(subject, properties) -> list[str]:
             and (p.needs is None or kind is None or p.needs == kind)]
 
 
-def _check_own(rows, args, done, examples=None, scanned=frozenset()) -> list:
+def _check_own(rows, args, done, examples=None, scanned=frozenset(),
+               designed=None) -> list:
     """(report, as_declared) of each (subject of your own, property): a declared property
     as the contract checks it; an undeclared one is reported with its verdict (no claim to
     break), but a rule that raised on it (verdict "error") fails the run: an error is no
     verdict. Checked in this process (your module need not import in a worker). Subjects
     named in ``scanned`` are checked over their whole budget where the batch engine can
-    (:func:`proofs.check`'s ``scan``: the largest violation found, the failures counted)."""
+    (:func:`proofs.check`'s ``scan``: the largest violation found, the failures counted).
+    A rule file of ``fedmarket design`` (``designed``: name -> its JSON) is checked on the
+    type space it was designed on, unless ``--type-space`` names another."""
     from proofs import PROPERTIES, check
     from proofs.batch import sampler_for
     from proofs.contract import contract_check
@@ -319,6 +352,13 @@ def _check_own(rows, args, done, examples=None, scanned=frozenset()) -> list:
               functools.partial(examples, subject.name, key)}
         if args.max_clients is not None:
             kw["max_clients"] = args.max_clients
+        if args.search not in (None, "former"):
+            kw["search"] = args.search
+        doc = (designed or {}).get(subject.name) or {}
+        if args.type_space is None and doc.get("type_space") is not None:
+            kw["type_space"] = doc["type_space"]
+        elif not args.space.is_default:
+            kw["type_space"] = args.space
         if key in subject.declares:
             got = contract_check(subject, prop, subject.declares[key],
                                  max_examples=args.examples, seed=args.seed,

@@ -4,6 +4,8 @@ through the checker's clearing, and certify what the search returns on held-out 
 
 * :mod:`sims.design.space`: the linear family of payment rules (the paper's rule, cost-plus
   and no payments are points of it) and spaces of your own ("module:function");
+* :mod:`sims.design.families`: families that change who trades (posted prices, reserve
+  prices, trade reduction), on declared type spaces (:mod:`proofs.typespace`);
 * :mod:`sims.design.evaluate`: markets (the checker's distribution or a file) and the
   measures (regret per type dimension and direction, IR, balance, welfare, participation);
 * :mod:`sims.design.objective`: goals as phrases ("IR, budget balance, regret <= 1%");
@@ -26,8 +28,10 @@ from .evaluate import (
     evaluate,
     markets_from,
 )
+from .families import PostedSpace, ReductionSpace, ReserveSpace
 from .space import FEATURES, LinearSpace, UserSpace, linear_rule, load_rule, load_space, save_rule
 
 __all__ = ["COMBOS", "FEATURES", "REFERENCES", "DesignInputError", "Evaluation",
-           "LinearSpace", "Markets", "Mechanism", "UserSpace", "draw_markets", "evaluate",
-           "linear_rule", "load_rule", "load_space", "markets_from", "save_rule"]
+           "LinearSpace", "Markets", "Mechanism", "PostedSpace", "ReductionSpace",
+           "ReserveSpace", "UserSpace", "draw_markets", "evaluate", "linear_rule",
+           "load_rule", "load_space", "markets_from", "save_rule"]

@@ -13,8 +13,10 @@ from __future__ import annotations
 import pandas as pd
 
 from proofs import PROPERTIES, IpflMechanism, check
+from proofs.typespace import as_type_space
 
 from .errors import DesignInputError
+from .evaluate import Mechanism
 
 __all__ = ["CERTIFIED_PROPERTIES", "certify", "estimate", "rule_file_subject"]
 
@@ -27,7 +29,7 @@ DIRECTION = {"thm2": ("c", "over")}
 def certify(name: str, payments, *, seed: int, training_seed: int | None,
             examples: int = 100_000, properties=CERTIFIED_PROPERTIES, rule: str = "local",
             prices: str = "paper", estimates: dict | None = None,
-            progress=None) -> pd.DataFrame:
+            progress=None, type_space=None, search="strong") -> pd.DataFrame:
     """Check ``payments`` (a payment rule over arrays, a built-in name, or
     "module:function") with ``rule`` and ``prices`` on ``examples`` effective examples per
     property, batch engine, seed ``seed`` (must differ from ``training_seed``). One row per
@@ -36,7 +38,12 @@ def certify(name: str, payments, *, seed: int, training_seed: int | None,
     regret property, the largest regret found on any of its examples), ``failures`` (the
     examples that failed, of ``discriminating``), seconds, and, from ``estimates`` (a
     summary of :func:`sims.design.evaluate.evaluate` on training markets), the search's
-    own estimate of the same quantity."""
+    own estimate of the same quantity. ``payments`` may be a
+    :class:`sims.design.evaluate.Mechanism` (its own selection and prices then). Markets
+    are drawn from ``type_space`` (default the checker's distribution); the rows'
+    ``type_space`` column names it: the verdicts hold on that space. ``search``: the
+    misreport search of the regret properties (default "strong", see
+    :data:`proofs.regret.SEARCHES`)."""
     if training_seed is not None and seed == training_seed:
         raise DesignInputError("seed", f"is {seed}, the training markets' seed; certify on "
                                        "held-out markets (another seed)")
@@ -45,13 +52,17 @@ def certify(name: str, payments, *, seed: int, training_seed: int | None,
     for key in properties:
         if key not in PROPERTIES:
             raise DesignInputError("properties", f"unknown {key!r}")
+    if isinstance(payments, Mechanism):
+        rule, prices, payments = payments.rule, payments.prices, payments.payments
     subject = IpflMechanism(name, rule, payments=payments, prices=prices)
+    space = as_type_space(type_space)
     rows = []
     for k, key in enumerate(properties):
         r = check(subject, PROPERTIES[key], max_examples=examples, seed=seed, engine="batch",
-                  scan=True)
+                  scan=True, type_space=space, search=search)
         row = {"rule": name, "property": key, "verdict": r.verdict, "effective": r.effective,
                "discriminating": r.discriminating, "failures": r.extra.get("failures"),
+               "type_space": space.name, "search": r.extra.get("search"),
                "examples": r.examples, "engine": r.engine, "mode": r.extra.get("mode", ""),
                "largest_violation": r.largest_violation, "seconds": r.seconds,
                "counterexample_violation": (r.counterexample.violation
@@ -85,8 +96,10 @@ def rule_file_subject(path):
     """(subject, document) of a rule file written by ``fedmarket design``
     (:func:`sims.design.save_rule`): an :class:`proofs.IpflMechanism` named by the file,
     clearing the saved rule with the local selection at the paper's prices (what the search
-    measured), and the file's JSON (its ``estimates``: the search's training summary;
-    ``training_seed``: the seed of the training markets, which certification must avoid)."""
+    measured; a mechanism family's file: its own selection, prices and payments), and the
+    file's JSON (its ``estimates``: the search's training summary; ``training_seed``: the
+    seed of the training markets, which certification must avoid; ``type_space``: the space
+    the rule was designed on, which certification draws from)."""
     import json
     from pathlib import Path
 
@@ -95,4 +108,6 @@ def rule_file_subject(path):
     path = Path(path)
     rule = load_rule(path)
     doc = json.loads(path.read_text())
-    return IpflMechanism(str(path), "local", payments=rule), doc
+    if callable(rule):  # a payment rule: the paper's local selection at the paper's prices
+        return IpflMechanism(str(path), "local", payments=rule), doc
+    return IpflMechanism(str(path), rule.rule, payments=rule.payments, prices=rule.prices), doc

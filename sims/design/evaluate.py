@@ -33,8 +33,11 @@ import pandas as pd
 
 from mechanisms import ipfl
 from mechanisms.ipfl import MarketArrays, clear_batch, over_arrays
-from proofs.batch import ipfl_sampler, misreports_batch
-from proofs.regret import DIMENSIONS, DIRECTIONS
+from proofs.batch import ipfl_sampler, misreports_batch, misreports_joint_batch
+from proofs.core import CheckerInputError
+from proofs.regret import DIMENSIONS, DIRECTIONS, SEARCHES
+from proofs.typespace import DEFAULT as DEFAULT_SPACE
+from proofs.typespace import TypeSpace, as_type_space
 
 from .errors import DesignInputError
 
@@ -54,7 +57,7 @@ class Mechanism:
     name: str
     rule: str | Callable = "local"
     payments: str | Callable = "paper"
-    prices: str = "paper"
+    prices: str | Callable = "paper"
 
     def settle(self, N, c, K, lam, D, true_N=None, true_c=None, true_K=None) -> dict:
         """Clear a batch with :func:`mechanisms.ipfl.clear_batch`; the dict of arrays
@@ -77,11 +80,13 @@ REFERENCES = {
 @dataclass(frozen=True)
 class Markets:
     """Fixed markets as arrays, grouped by size: each group a dict with N, c, K (B, m), lam
-    (B,), D (B, m, m) and the liar ``client`` (B,). ``source`` says where they came from."""
+    (B,), D (B, m, m) and the liar ``client`` (B,). ``source`` says where they came from,
+    ``type_space`` the space they were drawn from (:mod:`proofs.typespace`)."""
 
     groups: tuple
     source: str
     seed: int | None = None
+    type_space: TypeSpace = DEFAULT_SPACE
 
     @property
     def size(self) -> int:
@@ -92,12 +97,18 @@ class Markets:
         return min(ms), max(ms)
 
 
-def draw_markets(n: int, seed: int, *, key: str = "thm2") -> Markets:
+def draw_markets(n: int, seed: int, *, key: str = "thm2", type_space=None) -> Markets:
     """``n`` markets from the checker's distribution of property ``key`` (the regret
-    properties' by default), seeded."""
+    properties' by default), seeded, on ``type_space`` (a :class:`proofs.typespace.TypeSpace`,
+    a dict or a TOML/JSON file; default the checker's distribution): the markets a rule is
+    designed, measured and certified on."""
     if not (isinstance(n, int | np.integer) and n >= 1):
         raise DesignInputError("markets", f"is {n!r}; must be an integer >= 1")
-    sampler = ipfl_sampler(key)
+    try:
+        space = as_type_space(type_space)
+    except CheckerInputError as exc:
+        raise DesignInputError(exc.field, exc.message) from None
+    sampler = ipfl_sampler(key, space)
     rng = np.random.default_rng(seed)
     groups = []
     for d in sampler.draw(rng, int(n)):
@@ -108,7 +119,8 @@ def draw_markets(n: int, seed: int, *, key: str = "thm2") -> Markets:
         for v in g.values():
             v.setflags(write=False)
         groups.append(g)
-    return Markets(tuple(groups), f"checker distribution ({key}), seed {seed}", seed)
+    where = "checker distribution" if space.is_default else f"type space {space.name!r}"
+    return Markets(tuple(groups), f"{where} ({key}), seed {seed}", seed, space)
 
 
 def markets_from(market: ipfl.Market, D, source: str = "market file") -> Markets:
@@ -143,16 +155,46 @@ class Evaluation:
         return self.clearings / self.seconds if self.seconds > 0 else float("nan")
 
 
+DEFAULT_SEARCH = "strong"  # the misreport search of every design measure (SEARCHES)
+
+
+def _searches(search, joint_search) -> tuple[dict, dict]:
+    """(single, joint) options of the misreport searches, from names of
+    :data:`proofs.regret.SEARCHES` or option dicts (None: :data:`DEFAULT_SEARCH`)."""
+    out = []
+    for value, part in ((search, "single"), (joint_search, "joint")):
+        if value is None:
+            value = search if part == "joint" and isinstance(search, str) else DEFAULT_SEARCH
+        if isinstance(value, str):
+            if value not in SEARCHES:
+                raise DesignInputError("search", f"is {value!r}; choose one of "
+                                                 f"{tuple(SEARCHES)} or give its options")
+            value = SEARCHES[value][part]
+        if not isinstance(value, dict):
+            raise DesignInputError("search", f"is a {type(value).__name__}; a name of "
+                                             f"{tuple(SEARCHES)} or a dict of options")
+        out.append(dict(value))
+    return out[0], out[1]
+
+
 def _rows(x, i):
     return x[np.arange(x.shape[0]), i]
 
 
 def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
-             search: dict | None = None, name: str | None = None) -> Evaluation:
+             search: dict | None = None, name: str | None = None, joint=(),
+             joint_search: dict | None = None) -> Evaluation:
     """Measure ``mech`` (a :class:`Mechanism`, or a payment rule over arrays, cleared with
     the local selection at the paper's prices) on ``markets``. ``combos``: the (dimension,
-    direction) pairs searched; ``search``: options of :func:`proofs.regret.regret_arrays`
-    (span, grid, starts, iters)."""
+    direction) pairs searched; ``search``: a name of :data:`proofs.regret.SEARCHES` or
+    options of :func:`proofs.regret.regret_arrays` (span, grid, starts, iters); default
+    :data:`DEFAULT_SEARCH` ("strong": benchmarks/design_search_strength.py shows its figures
+    move little when it is widened). ``joint``: pairs of dimensions misreported at once (e.g.
+    :data:`proofs.regret.JOINT_PAIRS`), each searched both ways by
+    :func:`proofs.regret.joint_regret_arrays` (``joint_search``: a name or options span,
+    grid, iters; default the same named search's); per market ``regret_joint_{d1}{d2}``, at
+    least the one-dimension regrets of its pair measured in the same call."""
+    search, joint_search = _searches(search, joint_search)
     if not isinstance(mech, Mechanism):
         if not getattr(mech, "over_arrays", False):
             raise DesignInputError("payments", "a payment rule to evaluate in bulk must be "
@@ -161,6 +203,10 @@ def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
     for combo in combos:
         if tuple(combo) not in COMBOS:
             raise DesignInputError("combos", f"{combo!r} not in {COMBOS}")
+    for pair in joint:
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(DIMENSIONS):
+            raise DesignInputError("joint", f"{pair!r}: two different dimensions of "
+                                            f"{DIMENSIONS}")
     t0 = time.perf_counter()
     frames, clearings = [], 0
     for g in markets.groups:
@@ -179,12 +225,26 @@ def evaluate(mech: Mechanism | Callable, markets: Markets, *, combos=COMBOS,
                 "welfare": U.sum(axis=1) + p.sum(axis=1),
                 "participation": trades.mean(axis=1)}
         for dim, way in combos:
-            found, _ = misreports_batch(mech.settle, dict(g), dim, way, **(search or {}))
+            found, _ = misreports_batch(mech.settle, dict(g), dim, way, **search)
             clearings += B * (found.evaluations - 1)
             gain = found.lying_utility - found.honest_utility
             gain = np.where(np.isnan(gain), np.inf, gain)  # NaN is a failure
             regret = np.where(gain > tol, gain, 0.0)
             cols[f"regret_{dim}_{way}"] = regret
+        for pair in joint:
+            found, _ = misreports_joint_batch(mech.settle, dict(g), tuple(pair),
+                                              **joint_search)
+            clearings += B * (found.evaluations - 1)
+            gain = found.lying_utility - found.honest_utility
+            gain = np.where(np.isnan(gain), np.inf, gain)
+            joint_regret = np.where(gain > tol, gain, 0.0)
+            # a lie of one dimension is a joint lie too: the joint regret is at least the
+            # one-dimension regrets of the pair measured above
+            for dim in pair:
+                for way in DIRECTIONS:
+                    if f"regret_{dim}_{way}" in cols:
+                        joint_regret = np.maximum(joint_regret, cols[f"regret_{dim}_{way}"])
+            cols[f"regret_joint_{pair[0]}{pair[1]}"] = joint_regret
         frames.append(pd.DataFrame(cols))
     per = pd.concat(frames, ignore_index=True)
     seconds = time.perf_counter() - t0

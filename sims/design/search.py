@@ -144,12 +144,14 @@ def _initial(space, free, bounds, config, rng) -> np.ndarray:
 def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
            markets: Markets | None = None, state: str | Path | None = None,
            progress: Callable[[dict], None] | None = None,
-           search: dict | None = None) -> DesignResult:
+           search: dict | str | None = None) -> DesignResult:
     """Search ``space`` for the parameters that minimise ``goal.score`` on the training
     markets (``markets``, or ``config.markets`` drawn from the checker's distribution with
     ``config.seed``). ``state``: a JSON file to resume from and write after each generation.
     ``progress(info)`` after each generation (info: generation, generations, best score,
-    evaluations, seconds). ``search``: options of the misreport search."""
+    evaluations, seconds). ``search``: the misreport search (a name of
+    :data:`proofs.regret.SEARCHES` or its options; default
+    :data:`sims.design.evaluate.DEFAULT_SEARCH`)."""
     if markets is None:
         markets = draw_markets(config.markets, config.seed)
     measured: dict = {}  # theta -> summary: a rule is cleared once, whatever it is scored by
@@ -162,6 +164,8 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
         return measured[k]
 
     key = _state_key(space, goal, config, markets)
+    if search is not None:
+        key["search"] = search
     if config.method == "feasibility":
         def measure(theta):
             s = summary_of(theta)

@@ -65,8 +65,17 @@ from mechanisms import ipfl
 from .errors import DesignInputError
 from .evaluate import over_arrays
 
-__all__ = ["FEATURES", "LinearSpace", "UserSpace", "linear_rule", "load_rule", "load_space",
-           "save_rule"]
+__all__ = [
+    "FEATURES",
+    "LinearSpace",
+    "UserSpace",
+    "check_weights",
+    "linear_rule",
+    "load_rule",
+    "load_space",
+    "save_rule",
+    "theta_vector",
+]
 
 FEATURES = ("marginal", "average", "cost", "distance", "fee")
 DEFAULT_BOUNDS = {"marginal": (0.0, 1.5), "average": (0.0, 1.5), "cost": (0.0, 2.0),
@@ -119,8 +128,8 @@ def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
     >>> bool(np.allclose(a, b, rtol=1e-12, atol=1e-12))
     True
     """
-    wb = _weights("buyer", buyer)
-    ws = None if seller is None else _weights("seller", seller)
+    wb = check_weights("buyer", buyer)
+    ws = None if seller is None else check_weights("seller", seller)
     if clip and ws is not None:
         raise DesignInputError("clip", "clips remittances: balanced rules only (seller None)")
 
@@ -147,14 +156,16 @@ def linear_rule(buyer: dict[str, float], seller: dict[str, float] | None = None,
     return over_arrays(payments)
 
 
-def _weights(side: str, w) -> dict[str, float]:
+def check_weights(side: str, w, allowed=FEATURES) -> dict[str, float]:
+    """``w`` (name -> number) as finite floats, every name in ``allowed``; a
+    DesignInputError naming ``side.name`` otherwise."""
     if not isinstance(w, dict):
-        raise DesignInputError(side, f"weights must be a dict feature -> number, got "
+        raise DesignInputError(side, f"weights must be a dict name -> number, got "
                                      f"{type(w).__name__}")
     out = {}
     for key, value in w.items():
-        if key not in FEATURES:
-            raise DesignInputError(f"{side}.{key}", f"unknown feature; choose from {FEATURES}")
+        if key not in allowed:
+            raise DesignInputError(f"{side}.{key}", f"unknown; choose from {tuple(allowed)}")
         try:
             x = float(value)
         except (TypeError, ValueError):
@@ -207,7 +218,7 @@ class LinearSpace:
         return np.array(hi if self.balanced else hi * 2, dtype=float)
 
     def rule(self, theta, name: str = "linear") -> Callable:
-        theta = _theta(theta, len(self.names))
+        theta = theta_vector(theta, len(self.names))
         k = len(self.features)
         buyer = dict(zip(self.features, theta[:k].tolist(), strict=True))
         seller = None if self.balanced else dict(zip(self.features, theta[k:].tolist(),
@@ -289,7 +300,7 @@ class UserSpace:
         return {}
 
     def rule(self, theta, name: str = "user") -> Callable:
-        theta = _theta(theta, len(self.bounds))
+        theta = theta_vector(theta, len(self.bounds))
         fn = self.factory(theta.copy())
         if not callable(fn) or not getattr(fn, "over_arrays", False):
             raise DesignInputError("space", f"{self.spec} must return a payment rule marked "
@@ -301,7 +312,8 @@ class UserSpace:
                 "names": list(self.names)}
 
 
-def _theta(theta, n: int) -> np.ndarray:
+def theta_vector(theta, n: int) -> np.ndarray:
+    """``theta`` as ``n`` finite floats (a DesignInputError naming theta otherwise)."""
     t = np.array(theta, dtype=float).ravel()
     if t.size != n:
         raise DesignInputError("theta", f"has {t.size} entries; the space has {n}")
@@ -310,10 +322,18 @@ def _theta(theta, n: int) -> np.ndarray:
     return t
 
 
-def load_space(obj) -> LinearSpace | UserSpace:
-    """A space from its JSON description (:meth:`LinearSpace.to_json`)."""
-    if not isinstance(obj, dict) or obj.get("kind") not in ("linear", "user"):
-        raise DesignInputError("space", f"needs kind 'linear' or 'user', got {obj!r:.80}")
+SPACE_KINDS = ("linear", "user", "posted", "reserve", "reduction")
+
+
+def load_space(obj):
+    """A space from its JSON description (:meth:`LinearSpace.to_json`; the families of
+    :mod:`sims.design.families`: posted, reserve, reduction)."""
+    if not isinstance(obj, dict) or obj.get("kind") not in SPACE_KINDS:
+        raise DesignInputError("space", f"needs kind one of {SPACE_KINDS}, got {obj!r:.80}")
+    if obj["kind"] not in ("linear", "user"):
+        from .families import load_family
+
+        return load_family(obj)
     if obj["kind"] == "linear":
         return LinearSpace(tuple(obj.get("features", FEATURES[:4])),
                            bool(obj.get("balanced", True)),
@@ -334,7 +354,7 @@ def save_rule(path, space, theta, *, name: str, extra: dict | None = None) -> Pa
     if not path.stem.isidentifier():
         raise DesignInputError("path", f"{path.stem!r} must be a Python identifier (it is "
                                        "also the module name)")
-    theta = _theta(theta, len(space.names))
+    theta = theta_vector(theta, len(space.names))
     doc = {"name": name, "space": space.to_json(),
            "theta": dict(zip(space.names, theta.tolist(), strict=True)), **(extra or {})}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -342,15 +362,25 @@ def save_rule(path, space, theta, *, name: str, extra: dict | None = None) -> Pa
 
     text = json.dumps(doc, indent=2, default=float) + "\n"
     write_atomic(path, lambda tmp: tmp.write_text(text), "path")
-    module = (f'"""The designed payment rule {name!r} (parameters in {path.name})."""\n'
-              "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
-              f"payments = load_rule(Path(__file__).with_suffix('.json'))\n")
+    if space.kind in ("linear", "user"):
+        module = (f'"""The designed payment rule {name!r} (parameters in {path.name})."""\n'
+                  "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
+                  f"payments = load_rule(Path(__file__).with_suffix('.json'))\n")
+    else:  # a mechanism: selection, prices and payments
+        module = (f'"""The designed mechanism {name!r} (parameters in {path.name}):\n'
+                  'its selection rule, prices and payments."""\n'
+                  "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
+                  f"mechanism = load_rule(Path(__file__).with_suffix('.json'))\n"
+                  "rule, prices, payments = mechanism.rule, mechanism.prices, "
+                  "mechanism.payments\n")
     write_atomic(path.with_suffix(".py"), lambda tmp: tmp.write_text(module), "path")
     return path
 
 
-def load_rule(path) -> Callable:
-    """The payment rule saved by :func:`save_rule` (over arrays, named as saved)."""
+def load_rule(path):
+    """What :func:`save_rule` saved, named as saved: the payment rule (over arrays) of a
+    linear or user space, the :class:`sims.design.evaluate.Mechanism` (selection, prices,
+    payments) of a family that changes who trades (:mod:`sims.design.families`)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -366,10 +396,14 @@ def load_rule(path) -> Callable:
     rule = space.rule([theta[n] for n in space.names], name=str(doc["name"]))
     # how a counterexample's code imports it: the module save_rule wrote beside the file
     # (its folder on sys.path), else nothing importable (never a name the module lacks)
-    if path.with_suffix(".py").is_file() and path.stem.isidentifier():
-        rule.__module__, rule.__qualname__ = path.stem, "payments"
-    else:
-        rule.__qualname__ = f"load_rule.<locals>.{rule.__name__}"
+    parts = {"payments": rule} if callable(rule) else \
+        {k: getattr(rule, k) for k in ("rule", "prices", "payments")
+         if callable(getattr(rule, k))}
+    for attr, fn in parts.items():
+        if path.with_suffix(".py").is_file() and path.stem.isidentifier():
+            fn.__module__, fn.__qualname__ = path.stem, attr
+        else:
+            fn.__qualname__ = f"load_rule.<locals>.{fn.__name__}"
     return rule
 
 
