@@ -80,15 +80,22 @@ class _Pack:
         self.tensors: dict = {}
         self.seen: dict[int, str] = {}  # a tensor met twice is stored once (aliasing kept)
         self.alive: list = []
+        self.storages: set[int] = set()  # the memory of the tensors stored so far
 
     def tensor(self, obj, t, kind: str) -> dict:
-        """``obj`` (a tensor or array of the state) stored as the tensor ``t`` (a copy of
-        it: ``obj`` itself, a tensor, is copied here), once."""
+        """``obj`` (a tensor or array of the state) stored as the tensor ``t``, once. The
+        file is written before the state changes, so ``t`` is copied only where safetensors
+        needs it: off the CPU, not contiguous, or sharing memory with a tensor already
+        stored (a view of another)."""
         name = self.seen.get(id(obj))
         if name is None:
             name = self.seen[id(obj)] = f"t{len(self.tensors)}"
-            self.tensors[name] = t if t is not obj else \
-                t.detach().to("cpu", copy=True).contiguous()
+            t = t.detach().cpu().contiguous()
+            where = t.untyped_storage().data_ptr()
+            if where in self.storages:
+                t = t.clone()
+            self.storages.add(t.untyped_storage().data_ptr())
+            self.tensors[name] = t
             self.alive.append(obj)  # its id is not reused while the state is packed
         return {"$": kind, "name": name}
 

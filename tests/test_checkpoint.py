@@ -241,3 +241,36 @@ def test_no_checkpoints_flag_writes_none(tmp_path, monkeypatch):
             str(tmp_path / "r"), "--quiet"]
     assert main([*args, "--no-checkpoints"]) == 0 and main(args) == 0
     assert got == [False, True]
+
+
+def test_the_safetensors_checkpoint_keeps_what_the_state_holds(tmp_path):
+    """The checkpoint format keeps every kind of value a carry holds, exactly: views of one
+    tensor (stored apart, since safetensors refuses shared memory), one tensor named twice
+    (still one object), empty tensors and arrays, requires_grad, a Parameter, numpy
+    scalars, a generator mid-stream (with its seed sequence: spawn gives the same children),
+    tuples, dicts with non-string keys, non-finite floats."""
+    import torch
+
+    cfg = config("local")
+    base = torch.arange(10.0)
+    g = np.random.default_rng(np.random.SeedSequence(7, spawn_key=(1,)))
+    g.random(5)
+    state = {"base": base, "same": base, "view": base[2:5], "t": base.view(2, 5).t(),
+             "empty": torch.zeros(0, 3), "none": np.zeros(0),
+             "grad": torch.ones(2, requires_grad=True),
+             "param": torch.nn.Parameter(torch.ones(2)), "f32": np.float32(0.1),
+             "i64": np.int64(-3), "g": g, "tuple": (1, "a", None), 0: {1: [np.inf, -np.nan]},
+             "bits": np.arange(4, dtype=np.uint32)}
+    ck = Checkpoint(tmp_path / "ck.safetensors")
+    ck.save(cfg, 3, [], 1.5, state)
+    back = ck.load(cfg).session
+    assert back["same"] is back["base"] and torch.equal(back["base"], base)
+    assert torch.equal(back["view"], base[2:5]) and torch.equal(back["t"], base.view(2, 5).t())
+    assert back["empty"].shape == (0, 3) and back["none"].shape == (0,)
+    assert back["grad"].requires_grad and isinstance(back["param"], torch.nn.Parameter)
+    assert type(back["f32"]) is np.float32 and back["f32"] == np.float32(0.1)
+    assert type(back["i64"]) is np.int64 and back["i64"] == -3
+    assert back["g"].random() == g.random()
+    assert [c.random() for c in back["g"].spawn(2)] == [c.random() for c in g.spawn(2)]
+    assert back["tuple"] == (1, "a", None) and back["bits"].dtype == np.uint32
+    assert back[0][1][0] == np.inf and np.isnan(back[0][1][1])

@@ -18,7 +18,8 @@ def add_parser(sub, full: bool = False) -> None:
                                 "are counted and named (all of them in OUT/salvage.json). A "
                                 "sweep with the same spec into OUT then computes the missing "
                                 "cells again. Exit status 0 when nothing was lost, 1 when "
-                                "some cells were.")
+                                "some cells were (that line goes to stderr, even with "
+                                "--quiet).")
     p.add_argument("broken", help="the damaged store's folder (or its store.sqlite)")
     p.add_argument("--out", required=True, help="a new folder for the salvaged store")
     add_quiet(p)
