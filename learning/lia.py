@@ -4,7 +4,8 @@ From a joint model theta_0 (after FedAvg warm-up), every client j takes k local 
 fixed random batch of its own data (lazy), or trains to convergence (exact, for comparison),
 giving theta_j. The influence of j on i is I(i, j) = L(theta_0; Z_i) - L(theta_j; Z_i), mean
 loss on i's validation set Z_i. All m models are evaluated on all m validation sets in one
-batched pass (vmap over models, one concatenated validation tensor), not m^2 Python calls;
+batched pass (vmap over models, one concatenated validation tensor), not m^2 Python calls,
+and the scores come from those per-sample losses by :func:`mechanisms.lia.influence`;
 :func:`influence_per_pair` is the per-pair reference.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch.func import functional_call, vmap
+
+from mechanisms import lia
 
 from .local import SGDConfig, train_lockstep
 
@@ -70,11 +73,7 @@ def influence_batched(model, theta0, thetas, X, Y, val_parts) -> np.ndarray:
     base = torch.nn.functional.cross_entropy(
         functional_call(model, {k: v[0] for k, v in theta0.items()}, (Xv,)), Yv,
         reduction="none").double().numpy()
-    counts = np.bincount(owner, minlength=m)
-    L_models = np.stack([np.bincount(owner, weights=per[j], minlength=m) / counts
-                         for j in range(m)])  # (j, i)
-    L_base = np.bincount(owner, weights=base, minlength=m) / counts  # (i,)
-    return L_base[:, None] - L_models.T
+    return lia.influence(base, per, owner)
 
 
 @torch.no_grad()

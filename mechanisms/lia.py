@@ -1,7 +1,11 @@
 """LIA clustering (Rokvic et al., IJCNN 2025; spec lia.md): from an influence matrix to clusters.
 
 ``I[i, j]`` is the lazy influence of client j on client i (> 0: j's update lowers i's validation
-loss). Pure NumPy; the scores themselves are computed in :mod:`learning.lia`.
+loss). Pure NumPy; the models' per-sample losses are computed in :mod:`learning.lia` (torch),
+the scores from them here:
+
+* :func:`influence`: I(i, j) = L(theta_0; Z_i) - L(theta_j; Z_i), mean losses over client i's
+  validation samples, from the per-sample losses of the joint model and of every partial model.
 
 * :func:`beneficial_sets`: per client i, an exact 1-D 2-means of the row I[i, :] (sorting and
   prefix sums, no random restarts); the group with the higher centre is C_i, i itself included.
@@ -22,7 +26,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .errors import MarketInputError, as_real
 
-__all__ = ["adjusted_rand_index", "beneficial_sets", "cluster", "two_means_1d"]
+__all__ = ["adjusted_rand_index", "beneficial_sets", "cluster", "influence", "two_means_1d"]
 
 
 def _check(I) -> np.ndarray:
@@ -36,6 +40,50 @@ def _check(I) -> np.ndarray:
         bad = tuple(int(k) for k in np.argwhere(~np.isfinite(M))[0])
         raise MarketInputError("I", f"entry {bad} is {M[bad]!r}; scores must be finite")
     return M
+
+
+def influence(base_losses, model_losses, owner) -> np.ndarray:
+    """Lazy influence scores (spec lia.md, "Score"): I[i, j] = L(theta_0; Z_i) - L(theta_j; Z_i),
+    each L the MEAN loss over client i's validation samples Z_i. ``base_losses`` (n,) are the
+    joint model theta_0's per-sample losses, ``model_losses`` (m, n) those of each client's
+    partial model theta_j, ``owner`` (n,) the client (0..m-1) each sample belongs to; every
+    client needs at least one sample. Per-client means by one bincount per model.
+
+    >>> influence([1.0, 1.0, 2.0], [[0.5, 0.5, 2.5], [1.5, 1.5, 1.0]], [0, 0, 1]).tolist()
+    [[0.5, -0.5], [-0.5, 1.0]]
+    """
+    losses = np.asarray(model_losses, dtype=np.float64)
+    if losses.ndim != 2 or losses.shape[0] == 0 or losses.shape[1] == 0:
+        raise MarketInputError("model_losses", f"must be (m, n) per-sample losses, got shape "
+                                               f"{losses.shape}")
+    m, n = losses.shape
+    base = np.asarray(base_losses, dtype=np.float64)
+    if base.shape != (n,):
+        raise MarketInputError("base_losses", f"must be ({n},) like model_losses' rows, got "
+                                              f"shape {base.shape}")
+    raw = np.asarray(owner)
+    if raw.shape != (n,) or (raw.size and not np.issubdtype(raw.dtype, np.integer)):
+        raise MarketInputError("owner", f"must be ({n},) client indices, got {raw.dtype} of "
+                                        f"shape {raw.shape}")
+    who = raw.astype(np.int64)
+    if who.min() < 0 or who.max() >= m:
+        raise MarketInputError("owner", f"holds {int(who.min())}..{int(who.max())}; clients are "
+                                        f"0..{m - 1}")
+    counts = np.bincount(who, minlength=m)
+    if (counts == 0).any():
+        raise MarketInputError("owner", f"client {int(np.argmin(counts))} has no validation "
+                                        "sample")
+    for field, x in (("base_losses", base), ("model_losses", losses)):
+        if not np.isfinite(x).all():
+            raise MarketInputError(field, f"{_describe_bad(x)}; losses must be finite")
+    before = np.bincount(who, weights=base, minlength=m) / counts
+    after = np.stack([np.bincount(who, weights=row, minlength=m) for row in losses]) / counts
+    return before[:, None] - after.T
+
+
+def _describe_bad(x: np.ndarray) -> str:
+    where = tuple(int(k) for k in np.argwhere(~np.isfinite(x))[0])
+    return f"entry {where[0] if len(where) == 1 else where} is {float(x[where])!r}"
 
 
 def two_means_1d(values):

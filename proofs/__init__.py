@@ -7,7 +7,8 @@
 * :mod:`proofs.profiles`: the dev / ci / nightly Hypothesis profiles (``HYPOTHESIS_PROFILE``).
 * :data:`PROPERTIES` (iPFL and CPL, each with its exact preconditions) and :data:`SUBJECTS`
   (the built-in rules and solvers, each declaring what it claims).
-* :class:`IpflMechanism` wraps a selection rule and a payment rule, yours or the paper's.
+* :class:`IpflMechanism` wraps a selection rule and a payment rule, yours or the paper's;
+  :class:`LiaClustering` pFedLIA's scores and clustering.
 * :mod:`proofs.strategies`: Hypothesis strategies for markets, distances, misreports, games.
 * :mod:`proofs.cpl_derivations`, :mod:`proofs.ipfl_derivations`: sympy derivations.
 * ``python -m proofs`` / ``fedmarket prove``: the theorem report.
@@ -27,7 +28,7 @@ from .checker import (
 )
 from .contract import ContractResult, assert_contract, check_contract
 from .registry import PROPERTIES, SUBJECTS, check_declared
-from .subjects import CplPricingRule, CplSolver, IpflMechanism, Settlement
+from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering, Settlement
 
 __all__ = [
     "DRAW_FACTOR",
@@ -40,6 +41,7 @@ __all__ = [
     "CplPricingRule",
     "CplSolver",
     "IpflMechanism",
+    "LiaClustering",
     "Property",
     "Report",
     "Settlement",

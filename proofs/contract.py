@@ -25,7 +25,7 @@ import numpy as np
 
 from . import profiles
 from .checker import check
-from .core import CATALOGUE, CheckerInputError, Property, Report, SubjectError
+from .core import CATALOGUE, FAMILIES, CheckerInputError, Property, Report, SubjectError
 
 __all__ = ["FALSIFY_FACTOR", "VACUOUS", "ContractResult", "assert_contract", "check_contract",
            "declaration", "resolve"]
@@ -103,11 +103,12 @@ def resolve(subject, extra=None) -> list[tuple[Property, bool]]:
     ``extra``) is a mistake, not a pass: :class:`CheckerInputError` for each.
     """
     PROPERTIES = CATALOGUE["property"]  # the built-ins (proofs.registry fills it)
-    if getattr(subject, "family", None) not in ("ipfl", "cpl") or \
+    if getattr(subject, "family", None) not in FAMILIES or \
             not hasattr(subject, "declares"):
         raise CheckerInputError("subject", f"is {_short(subject)} ({type(subject).__name__});"
                                            " give a checker subject: proofs.IpflMechanism, "
-                                           "proofs.CplSolver or proofs.CplPricingRule")
+                                           "proofs.CplSolver, proofs.CplPricingRule or "
+                                           "proofs.LiaClustering")
     declares = subject.declares
     if not isinstance(declares, Mapping):
         raise CheckerInputError("declares", f"is {_short(declares)} "

@@ -47,7 +47,7 @@ __all__ = [
     "verdict",
 ]
 
-FAMILIES = ("ipfl", "cpl")
+FAMILIES = ("ipfl", "cpl", "lia")
 VERDICTS = ("holds", "counterexample", "inconclusive", "vacuous", "unsatisfiable", "error")
 
 # A "holds" verdict claims the evidence of its examples. Below half of the drawn examples
@@ -143,7 +143,8 @@ class Property:
     """A checkable statement.
 
     key, name, statement, reference, preconditions : what it says, in the paper's words.
-    family : "ipfl" (subjects are :class:`proofs.IpflMechanism`) or "cpl" (:class:`CplSolver`).
+    family : "ipfl" (subjects are :class:`proofs.IpflMechanism`), "cpl" (:class:`CplSolver`,
+        :class:`CplPricingRule`) or "lia" (:class:`LiaClustering`).
     instances : ``() -> hypothesis strategy`` of instances meeting the preconditions.
     violation : ``(subject, instance) -> float | (float, score) | None`` (see module doc).
     note : why a precondition-dropped variant fails, or other context.

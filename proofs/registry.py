@@ -11,14 +11,16 @@ from .contract import VACUOUS, contract_check
 from .core import CATALOGUE, CheckerInputError, Property, registered
 from .cpl_properties import CPL_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
-from .subjects import CplPricingRule, CplSolver, IpflMechanism
+from .lia_properties import LIA_PROPERTIES
+from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering
 
 __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 
 # the catalogue of proofs.core is the registry: the engines, reports and pickles read it
 # there without importing this module (which imports every property module)
 PROPERTIES = CATALOGUE["property"]
-PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES})
+PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES,
+                   **LIA_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -114,6 +116,12 @@ SUBJECTS.update({
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
                                                                  "cpl_conforms": True})
        for rule in cpl.PRICING_RULES},
+    # pFedLIA (spec lia.md): what the paper and the spec claim of the scores and the
+    # clustering (proofs.lia_properties), in both modes; noise as large as the gap between
+    # the planted groups blurs them (the checker finds where)
+    **{f"lia-{mode}": LiaClustering(f"lia-{mode}", mode, declares={
+        **dict.fromkeys(LIA_PROPERTIES, True), "lia_recovery_noisy": False})
+       for mode in ("central", "p2p")},
 })
 
 

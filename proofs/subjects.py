@@ -1,7 +1,7 @@
 """What the checker checks: iPFL mechanisms (a selection rule, a payment rule and a price rule,
-the built-in ones or a user's own) and CPL pricing rules, each declaring the properties it
-claims. The clearing itself lives in :func:`mechanisms.ipfl.clear`; a subject only names the
-rules and what it claims."""
+the built-in ones or a user's own), CPL pricing rules and pFedLIA's scores and clustering,
+each declaring the properties it claims. The clearing itself lives in
+:func:`mechanisms.ipfl.clear`; a subject only names the rules and what it claims."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from mechanisms import cpl, ipfl
+from mechanisms import cpl, ipfl, lia
 from mechanisms.errors import MarketInputError
 
 from .core import is_builtin, registered
 
-__all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "Settlement", "subject_from"]
+__all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "LiaClustering", "Settlement",
+           "subject_from"]
 
 Settlement = ipfl.Outcome  # what :meth:`IpflMechanism.settle` returns (kept name)
 
@@ -144,6 +145,53 @@ class CplPricingRule(_Registered):
         return cpl.apply_pricing(game, self.function, name=self.name)
 
 
+@dataclass(frozen=True, eq=False)
+class LiaClustering(_Registered):
+    """pFedLIA (spec lia.md) as a subject: the lazy influence scores and the clustering of
+    :mod:`mechanisms.lia`.
+
+    mode : "central" (clusters: the connected components of the mutual edges) or "p2p"
+        (each client's own beneficial set).
+    rtol, atol : the no-split tolerance of :func:`mechanisms.lia.beneficial_sets`.
+    scores_rule, sets_rule, cluster_rule : rules of your own, with the signatures of
+        :meth:`scores`, :meth:`sets` and :meth:`cluster` (None: the built-in); give
+        ``cluster_rule`` with ``sets_rule`` (the built-in clustering reads the built-in sets).
+    declares : property key -> True / False / "vacuous".
+    """
+
+    family: ClassVar[str] = "lia"
+
+    name: str
+    mode: str = "central"
+    rtol: float = 1e-3
+    atol: float = 1e-12
+    scores_rule: Callable | None = None
+    sets_rule: Callable | None = None
+    cluster_rule: Callable | None = None
+    declares: Mapping[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.mode not in ("central", "p2p"):
+            raise MarketInputError("mode", f"unknown {self.mode!r}; choose 'central' or 'p2p'")
+
+    def scores(self, base_losses, model_losses, owner):
+        """I (m, m): the lazy influence of j on i (:func:`mechanisms.lia.influence`)."""
+        rule = self.scores_rule or lia.influence
+        return rule(base_losses, model_losses, owner)
+
+    def sets(self, I):
+        """(m, m) bool, row i the beneficial set C_i (:func:`mechanisms.lia.beneficial_sets`)."""
+        if self.sets_rule is not None:
+            return self.sets_rule(I)
+        return lia.beneficial_sets(I, rtol=self.rtol, atol=self.atol)
+
+    def cluster(self, I):
+        """(m,) cluster ids (central) or the (m, m) sets (p2p): :func:`mechanisms.lia.cluster`."""
+        if self.cluster_rule is not None:
+            return self.cluster_rule(I)
+        return lia.cluster(I, mode=self.mode, rtol=self.rtol, atol=self.atol)
+
+
 def subject_from(spec: str):
     """The subject a ``"module:name"`` names (``fedmarket prove --subject mymod:rule``):
 
@@ -173,7 +221,7 @@ def subject_from(spec: str):
     except Exception as exc:  # the module raised while importing
         raise MarketInputError("subject", f"importing {spec!r} raised "
                                           f"{type(exc).__name__}: {exc}") from exc
-    if isinstance(obj, (IpflMechanism, CplSolver, CplPricingRule)):
+    if isinstance(obj, (IpflMechanism, CplSolver, CplPricingRule, LiaClustering)):
         return obj
     if not callable(obj) or isinstance(obj, type):
         raise MarketInputError("subject", f"{spec!r} is a {type(obj).__name__}; expected a "

@@ -1,0 +1,371 @@
+"""pFedLIA's properties (Rokvic, Danassis, Faltings 2025; spec lia.md): what the paper and the
+specification claim of the lazy influence scores and the clustering, checked on drawn
+instances: the per-sample validation losses of a joint model theta_0 and of every client's
+partial model theta_j, with planted groups of clients (a client's update helps the clients
+of its own group and hurts the others, plus noise). Subjects are
+:class:`proofs.LiaClustering`; each property rejects a known-bad variant
+(tests/test_lia_properties.py) and both engines draw the same instances (the Hypothesis
+strategy draws the uniform numbers the batch engine's sampler transforms).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .batch import Draws, Sampler
+from .core import Property
+from .oracle import lia as olia
+from .strategies import MAX_CLIENTS
+
+__all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler", "lia_gaps"]
+
+SAMPLES = 2  # validation samples per client
+SEPARATION = 50.0  # small noise: |noise| <= the least gap between a row's groups / SEPARATION
+ONE_GROUP_NOISE = 1e-4  # one group: |noise| <= 1e-4 h (below the no-split tolerance 1e-3)
+SCORE_RTOL = 1e-12
+
+
+def _arr(a) -> str:
+    return "[" + ", ".join(repr(float(v)) for v in np.ravel(a)) + "]"
+
+
+@dataclass(frozen=True, eq=False)
+class LiaCase:
+    """One pFedLIA instance.
+
+    base : (n,) the joint model's per-sample validation losses.
+    losses : (m, n) every client's partial model's per-sample losses.
+    owner : (n,) the client each validation sample belongs to.
+    groups : (m,) the planted groups (a client's update helps its own group).
+    separated : the noise is small against the gap between a row's groups (the recovery
+        precondition: |noise| <= gap / 50 with two groups or more, <= 1e-4 h with one).
+    perm : (m,) a relabelling of the clients (new client a is old client perm[a]).
+    scale : a power of two the losses are multiplied by (scale invariance).
+    """
+
+    base: np.ndarray
+    losses: np.ndarray
+    owner: np.ndarray
+    groups: np.ndarray
+    separated: bool
+    perm: np.ndarray
+    scale: float
+
+    @property
+    def m(self) -> int:
+        return len(self.groups)
+
+    def code(self) -> str:
+        rows = ",\n     ".join(_arr(r) for r in self.losses)
+        return (f"case = LiaCase(base=np.array({_arr(self.base)}),\n"
+                f"    losses=np.array([{rows}]),\n"
+                f"    owner=np.array({np.asarray(self.owner).tolist()}), "
+                f"groups=np.array({np.asarray(self.groups).tolist()}),\n"
+                f"    separated={self.separated!r}, "
+                f"perm=np.array({np.asarray(self.perm).tolist()}), scale={self.scale!r})")
+
+    def __repr__(self):
+        return self.code()
+
+
+# client fields: group, help, harm, base loss x SAMPLES, perm key; globals: groups, noise kind,
+# scale, spare
+_GROUP, _HELP, _HARM, _BASE = range(4)
+_PERM = _BASE + SAMPLES
+_NGROUPS, _NOISE, _SCALE = range(3)
+
+
+class LiaSampler(Sampler):
+    """pFedLIA instances of 2-12 clients (uniform), 1-4 planted groups, SAMPLES validation
+    samples per client: client i's sample s has the joint model's loss b_is in [0.1, 3];
+    client j's partial model's loss there is b_is - e_ij - noise_ij, with e_ij = h_i in
+    [0.05, 1] when j is in i's group (its update helps i) and -harm_i in [0, 1] otherwise, so
+    I(i, j) = e_ij + noise_ij. ``noise``: "small" (the recovery precondition, built in:
+    |noise| <= min_i (h_i + harm_i) / 50, or 1e-4 min_i h_i with one group present),
+    "large" (|noise| up to the largest gap: the groups can blur) or "any" (half and half).
+    A power of two in 2^-3..2^3 and a relabelling are drawn with each instance."""
+
+    n_client = _PERM + 1
+    n_glob = 4
+    min_m = 2
+    max_m = MAX_CLIENTS
+
+    def __init__(self, noise: str = "any"):
+        if noise not in ("small", "large", "any"):
+            raise ValueError(f"noise: unknown {noise!r}; allowed: 'small', 'large', 'any'")
+        self.noise = noise
+
+    def cases(self, d: Draws) -> list[LiaCase]:
+        u, p, g = d.client, d.pair, d.glob
+        B, m = d.size, d.m
+        n_groups = np.minimum(1 + np.minimum((g[:, _NGROUPS] * 4).astype(int), 3), m)
+        groups = np.minimum((u[..., _GROUP] * n_groups[:, None]).astype(int),
+                            n_groups[:, None] - 1)
+        h = 0.05 + 0.95 * u[..., _HELP]
+        harm = u[..., _HARM]
+        base = 0.1 + 2.9 * u[..., _BASE:_BASE + SAMPLES]  # (B, m, S)
+        small = {"small": np.ones(B, bool), "large": np.zeros(B, bool),
+                 "any": g[:, _NOISE] < 0.5}[self.noise]
+        # the groups present (a drawn group may hold nobody)
+        present = (np.sort(groups, axis=1)[:, 1:] != np.sort(groups, axis=1)[:, :-1]).sum(1) + 1
+        amp = np.where(small, np.where(present >= 2, (h + harm).min(axis=1) / SEPARATION,
+                                       ONE_GROUP_NOISE * h.min(axis=1)),
+                       (h + harm).max(axis=1))
+        same = groups[:, :, None] == groups[:, None, :]
+        effect = np.where(same, h[:, :, None], -harm[:, :, None])  # (B, i, j)
+        noise = amp[:, None, None] * (2.0 * p - 1.0)
+        # losses[b, j, i, s] = base[b, i, s] - effect[b, i, j] - noise[b, i, j]
+        losses = base[:, None, :, :] - np.swapaxes(effect + noise, 1, 2)[..., None]
+        scale = 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3)
+        perm = np.argsort(u[..., _PERM], axis=1, kind="stable")
+        owner = np.repeat(np.arange(m), SAMPLES)
+        return [LiaCase(base[k].reshape(-1), losses[k].reshape(m, -1), owner, groups[k],
+                        bool(small[k]), perm[k], float(scale[k])) for k in range(B)]
+
+    def simple(self) -> dict:
+        return {"client": [0.0], "pair": [0.5, 0.0], "glob": [0.0]}
+
+
+GRID = 1024  # the Hypothesis strategy's uniform numbers: multiples of 1/GRID
+
+
+def _instances(noise: str):
+    """The Hypothesis strategy: the uniform numbers of one draw, transformed by
+    :class:`LiaSampler` (the batch engine's transform). Hypothesis draws them on a grid of
+    1/GRID (integers shrink in few steps, floats in many: a counterexample's shrinking took
+    40-70 s on floats), 0 -- the simplest value -- where it shrinks to."""
+
+    def instances(max_clients=None):
+        top = MAX_CLIENTS if max_clients is None else max_clients
+        sampler = LiaSampler(noise)
+        unit = st.integers(0, GRID - 1).map(lambda k: k / GRID)
+
+        @st.composite
+        def build(draw):
+            m = draw(st.integers(2, top))
+            client = draw(st.lists(unit, min_size=m * sampler.n_client,
+                                   max_size=m * sampler.n_client))
+            pair = draw(st.lists(unit, min_size=m * m, max_size=m * m))
+            glob = draw(st.lists(unit, min_size=sampler.n_glob, max_size=sampler.n_glob))
+            d = Draws(np.array(client).reshape(1, m, sampler.n_client),
+                      np.array(pair).reshape(1, m, m), np.array(glob).reshape(1, -1))
+            return sampler.cases(d)[0]
+
+        return build()
+
+    instances.clients = (2, MAX_CLIENTS)
+    return instances
+
+
+# ------------------------------------------------------------------------------ checks
+
+
+def _scores(subject, case, *, scale=1.0, perm=None):
+    """The subject's scores of ``case`` (its losses times ``scale``; clients relabelled by
+    ``perm``: new client a is old client perm[a])."""
+    base, losses, owner = case.base * scale, case.losses * scale, case.owner
+    if perm is not None:
+        inverse = np.argsort(perm)
+        losses, owner = losses[perm], inverse[owner]
+    return np.asarray(subject.scores(base, losses, owner), dtype=float)
+
+
+def _sets(subject, I) -> np.ndarray:
+    return np.asarray(subject.sets(I), dtype=bool)
+
+
+def _together(subject, I) -> np.ndarray:
+    """(m, m) bool: i and j share a cluster (central) / j is in i's neighbourhood (p2p)."""
+    out = np.asarray(subject.cluster(I))
+    if out.ndim == 2:
+        return out.astype(bool)
+    return out[:, None] == out[None, :]
+
+
+def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
+    """Whether ``got`` (the subject's C_i) is a beneficial set the specification allows for
+    row I(i, .): everyone when the row does not split; otherwise the higher group of an
+    optimal 2-means split (the first of an exact tie, in cut order) with i added."""
+    everyone = all(got)
+    info = olia.beneficial_set(i, row, rtol, atol)
+    if not info["distinct"]:
+        return everyone
+    splits, min_gap = info["splits"], info["min_gap"]
+    scale = 1.0 + math.fsum(v * v for v in row)
+    tol = SCORE_RTOL * scale
+    gap = splits[0][2]
+    if gap < min_gap - tol:
+        return everyone
+    if everyone and gap <= min_gap + tol:
+        return True  # at the no-split threshold to float noise: either answer
+    for k, (cost, high, _) in enumerate(splits):
+        if cost > splits[0][0] + tol:
+            break
+        if k > 0 and cost == splits[k - 1][0]:
+            continue  # an exact tie: only the first (lowest) cut may be taken
+        want = [h or j == i for j, h in enumerate(high)]
+        if want == got:
+            return True
+    return False
+
+
+def lia_gaps(subject, case) -> dict:
+    """Every quantity of the subject's answer on ``case`` against the oracle
+    (:mod:`proofs.oracle.lia`): the scores (to 1e-12 of the largest), each beneficial set
+    (the specification's 2-means rule, the subject's own rtol and atol), the clusters (the
+    components of the subject's own sets' mutual edges, numbered by first client) or the p2p
+    neighbourhoods (the sets themselves). Returns {quantity: amount}."""
+    out = {}
+    I = _scores(subject, case)
+    want = olia.influence(case.base.tolist(), case.losses.tolist(), case.owner.tolist(),
+                          case.m)
+    big = 1.0 + max(abs(v) for row in want for v in row)
+    err = float(np.max(np.abs(I - np.array(want)))) if I.shape == (case.m, case.m) else math.inf
+    out["scores"] = max(0.0, err - SCORE_RTOL * big) if math.isfinite(err) else math.inf
+    C = _sets(subject, I)
+    rtol, atol = getattr(subject, "rtol", 1e-3), getattr(subject, "atol", 1e-12)
+    rows = I.tolist()
+    out["sets"] = float(sum(not _row_ok(i, rows[i], C[i].tolist(), rtol, atol)
+                            for i in range(case.m)))
+    clusters = np.asarray(subject.cluster(I))
+    if getattr(subject, "mode", "central") == "p2p":
+        out["clusters"] = float(np.sum(clusters.astype(bool) != C))
+    else:
+        labels = olia.clusters(C.tolist())
+        out["clusters"] = float(sum(int(a) != b for a, b in zip(clusters.tolist(), labels,
+                                                                 strict=True)))
+    return out
+
+
+def conforms(subject, case):
+    return max(lia_gaps(subject, case).values())
+
+
+def self_included(subject, case):
+    """i is in C_i for every client (and in its own p2p neighbourhood)."""
+    I = _scores(subject, case)
+    return float(np.sum(~np.diag(_sets(subject, I))) + np.sum(~np.diag(_together(subject, I))))
+
+
+def higher_centre(subject, case):
+    """C_i is the group of the higher centre: every member but i scores at least as high as
+    every non-member (and a set of i alone means i's own score is the highest). Counts the
+    rows that break it; discriminating when some row split (C_i is not everyone)."""
+    I = _scores(subject, case)
+    C = _sets(subject, I)
+    wrong = 0
+    for i in range(case.m):
+        if C[i].all():
+            continue
+        others = np.delete(np.arange(case.m), i)
+        members = [j for j in others if C[i, j]]
+        outside = I[i, ~C[i]]
+        top = I[i, members].min() if members else I[i, i]
+        wrong += int(outside.max() > top)
+    return float(wrong), float(wrong), bool((~C).any())
+
+
+def components(subject, case):
+    """Central mode: the clusters are the connected components of the mutual edges
+    (j in C_i and i in C_j), numbered 0, 1, ... by first client, and nothing else (the
+    number of clusters is never an input); p2p mode: each client's neighbourhood is its
+    beneficial set."""
+    I = _scores(subject, case)
+    C = _sets(subject, I)
+    out = np.asarray(subject.cluster(I))
+    if getattr(subject, "mode", "central") == "p2p":
+        return float(np.sum(out.astype(bool) != C))
+    labels = olia.clusters(C.tolist())
+    return float(sum(int(a) != b for a, b in zip(out.tolist(), labels, strict=True)))
+
+
+def recovery(subject, case):
+    """The planted groups are recovered (the paper's synthetic check: adjusted Rand index 1
+    against the Oracle clustering): clients share a cluster (central) / are in each other's
+    neighbourhood (p2p) exactly when they share a group. Counts the pairs that differ."""
+    I = _scores(subject, case)
+    planted = case.groups[:, None] == case.groups[None, :]
+    return float(np.sum(_together(subject, I) != planted))
+
+
+def permutation(subject, case):
+    """Relabelling the clients relabels the beneficial sets and the clusters."""
+    I = _scores(subject, case)
+    pi = case.perm
+    Ip = _scores(subject, case, perm=pi)
+    moved = np.ix_(pi, pi)
+    return float(np.sum(_sets(subject, Ip) != _sets(subject, I)[moved])
+                 + np.sum(_together(subject, Ip) != _together(subject, I)[moved]))
+
+
+def scale_invariance(subject, case):
+    """Multiplying every loss by a power of two (the scores by the same) changes neither the
+    beneficial sets nor the clusters (2-means and the relative no-split rule are
+    scale-free)."""
+    I = _scores(subject, case)
+    Is = _scores(subject, case, scale=case.scale)
+    return float(np.sum(_sets(subject, Is) != _sets(subject, I))
+                 + np.sum(_together(subject, Is) != _together(subject, I)))
+
+
+_EVERY = ("every effective example (no discriminating flag: {what}, checked on each, could "
+          "break on any instance)")
+_PRE = "per-sample losses of the joint and partial models; planted groups"
+
+
+def _prop(key, name, statement, reference, preconditions, check, noise="any",
+          discriminates="", note=""):
+    instances = _instances(noise)
+    return Property(key, name, statement, reference, preconditions, "lia", instances, check,
+                    note=note, sample=lambda: LiaSampler(noise), clients=instances.clients,
+                    discriminates=discriminates)
+
+
+LIA_PROPERTIES = {p.key: p for p in [
+    _prop("lia_conforms", "Conforms to the equations (pFedLIA)",
+          "the scores, the beneficial sets and the clusters equal the oracle's transcription "
+          "of the score and the clustering rules", "spec lia.md: Score, Clustering",
+          _PRE + "; any noise", conforms,
+          discriminates=_EVERY.format(what="the scores, every set and every cluster"),
+          note="the oracle (proofs.oracle.lia) is written from the paper's summary and the "
+               "spec"),
+    _prop("lia_self_included", "A client is in its own beneficial set",
+          "i in C_i for every client i", "spec lia.md (C_i: i itself included)",
+          _PRE + "; any noise", self_included,
+          discriminates=_EVERY.format(what="every client's own membership")),
+    _prop("lia_higher_centre", "The beneficial set is the higher group",
+          "every member of C_i but i scores at least as high as every non-member",
+          "paper Fig. 3 (k-means frontier); spec lia.md (the higher centre)",
+          _PRE + "; any noise", higher_centre,
+          discriminates="some client's set split the row (C_i is not everyone)"),
+    _prop("lia_components", "Clusters are the mutual components",
+          "central: clusters = connected components of {i - j : j in C_i and i in C_j}, "
+          "numbered by first client; p2p: the neighbourhoods are the sets",
+          "spec lia.md (centralised mode, ours; peer-to-peer mode)", _PRE + "; any noise",
+          components, discriminates=_EVERY.format(what="every client's cluster")),
+    _prop("lia_recovery", "Planted groups are recovered",
+          "clients share a cluster (p2p: a neighbourhood) iff they share a planted group",
+          "paper (synthetic check: matches the Oracle clustering)",
+          _PRE + "; noise below 1/50 of the gap between groups (1e-4 h with one group)",
+          recovery, noise="small",
+          discriminates=_EVERY.format(what="every pair of clients")),
+    _prop("lia_recovery_noisy", "Planted groups are recovered, any noise",
+          "clients share a cluster (p2p: a neighbourhood) iff they share a planted group",
+          "paper (synthetic check; precondition dropped)",
+          _PRE + "; noise up to the largest gap", recovery, noise="large",
+          discriminates=_EVERY.format(what="every pair of clients"),
+          note="noise as large as the gap blurs the groups: a row's 2-means splits elsewhere"),
+    _prop("lia_permutation", "Permutation equivariance (pFedLIA)",
+          "relabelling the clients relabels the beneficial sets and the clusters", "-",
+          _PRE + "; any noise", permutation,
+          discriminates=_EVERY.format(what="the relabelled sets and clusters")),
+    _prop("lia_scale_invariance", "Scale invariance (pFedLIA)",
+          "multiplying every loss by a power of two changes no set and no cluster",
+          "- (2-means and the relative no-split rule are scale-free)", _PRE + "; any noise",
+          scale_invariance,
+          discriminates=_EVERY.format(what="the rescaled sets and clusters")),
+]}
