@@ -1,12 +1,14 @@
-"""What the two-client theorem costs (docs/explanation-truthful-design.md): on markets drawn
-from a type space, the share of the paper rule's welfare (and of the first best) that sits in
-two-client one-way markets with a seller whose cost exceeds kappa, the trades every rule
-truthful in the six directions, IR on the space and without deficit must give up; and the
-welfare left for such a rule elsewhere (the first best there), as a share of the paper's.
+"""What the two-client theorems cost (docs/explanation-truthful-design.md): on markets drawn
+from a type space, the welfare a rule truthful in the six directions, IR on the space and
+without deficit can keep at most, as a share of the paper rule's welfare.
 
-The first best: every buyer takes the bundle that maximises g_i - sum of the sellers' costs
-(the exact selection at prices c_j, no payments), the largest welfare (Eq. 5) any selection
-reaches.
+In two-client markets the theorems allow a trade i -> j alone only if c_j <= kappa, and both
+trades only if c_1 + c_2 <= kappa2 (kappa2 = sqrt(K_lo) min over the box of h(N_1, N_2) +
+h(N_2, N_1)); the bound keeps the best allowed allocation of every two-client market (its
+welfare on the true types), and the first best in every other market (each buyer's
+welfare-maximising bundle at its sellers' costs: the exact selection at prices c_j, no
+payments). It prints the classes' shares and the bound, beside the paper rule, the first
+best and the share-at-pi* rule (docs/designed/truthful.json).
 
     python benchmarks/truthful_bound.py --markets 20000 --seed 1000 [--type-space FILE]
 """
@@ -21,14 +23,7 @@ from mechanisms import ipfl
 from proofs.typespace import DEFAULT, load_type_space
 from sims.design import REFERENCES, draw_markets
 from sims.design.evaluate import Mechanism
-from sims.design.families import posted_mechanism, truthful_posted_price
-
-
-def kappa(space) -> float:
-    """sqrt(K_lo) (1/sqrt(N_hi) - 1/sqrt(N_hi + N_lo)): the largest seller's cost at which a
-    six-direction truthful, IR, no-deficit rule can trade in a two-client one-way market."""
-    return float(np.sqrt(space.K.low) * (space.N.high ** -0.5
-                                          - (space.N.high + space.N.low) ** -0.5))
+from sims.design.families import posted_mechanism, truthful_posted_price, two_client_bounds
 
 
 @ipfl.over_arrays
@@ -41,6 +36,23 @@ def cost_prices(market, D):
 FIRST_BEST = Mechanism("first best", "exact", "none", cost_prices)
 
 
+def two_client_bound(g, k1: float, k2: float) -> np.ndarray:
+    """Per two-client market of group ``g``: the largest welfare of an allocation the
+    theorems allow (none; i -> j alone if c_j <= k1; both if c_1 + c_2 <= k2), true types."""
+    N, c, K = g["N"], g["c"], g["K"]
+    gain = ipfl.SqrtGain()  # the value of the other's model: g_i(N_j) on the true types
+    v01 = np.where(K[:, 0] > 0, gain.value(N[:, 1], K[:, 0], N[:, 0]), 0.0)
+    v10 = np.where(K[:, 1] > 0, gain.value(N[:, 0], K[:, 1], N[:, 1]), 0.0)
+    can01 = (K[:, 0] > 0) & np.isfinite(c[:, 1])
+    can10 = (K[:, 1] > 0) & np.isfinite(c[:, 0])
+    c0 = np.where(np.isfinite(c[:, 0]), c[:, 0], np.inf)
+    c1 = np.where(np.isfinite(c[:, 1]), c[:, 1], np.inf)
+    w01 = np.where(can01 & (c1 <= k1), v01 - c1, 0.0)
+    w10 = np.where(can10 & (c0 <= k1), v10 - c0, 0.0)
+    both = np.where(can01 & can10 & (c0 + c1 <= k2), v01 - c1 + v10 - c0, 0.0)
+    return np.maximum.reduce([np.zeros(len(c0)), w01, w10, both])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--markets", type=int, default=20000)
@@ -48,45 +60,48 @@ def main(argv=None):
     p.add_argument("--type-space", default=None)
     args = p.parse_args(argv)
     space = DEFAULT if args.type_space is None else load_type_space(args.type_space)
-    k = kappa(space)
+    k1, k2 = two_client_bounds(space)
     mk = draw_markets(args.markets, args.seed, type_space=space)
     share = posted_mechanism({"base": truthful_posted_price(space)}, "all",
                              refuse_outside=space)
-    rows = {"paper": REFERENCES["paper"], "first best": FIRST_BEST, "share at pi*": share}
-    tot = dict.fromkeys(rows, 0.0)
-    one_way = dict.fromkeys(rows, 0.0)
-    costly = dict.fromkeys(rows, 0.0)
-    n_one = n_two = 0
+    rules = {"paper": REFERENCES["paper"], "first best": FIRST_BEST, "share at pi*": share}
+    classes = ("one-way two-client", "two-way two-client", "other")
+    W = {(r, k): 0.0 for r in [*rules, "bound"] for k in classes}
+    count = dict.fromkeys(classes, 0)
     for g in mk.groups:
         m = g["N"].shape[1]
         if m == 2:
-            c, K = g["c"], g["K"]
-            can12 = (K[:, 0] > 0) & np.isfinite(c[:, 1])
-            can21 = (K[:, 1] > 0) & np.isfinite(c[:, 0])
-            one = can12 ^ can21
-            seller_c = np.where(can12, c[:, 1], c[:, 0])
-            n_one += int(one.sum())
-            n_two += len(one)
-        for name, mech in rows.items():
+            can01 = (g["K"][:, 0] > 0) & np.isfinite(g["c"][:, 1])
+            can10 = (g["K"][:, 1] > 0) & np.isfinite(g["c"][:, 0])
+            masks = {"one-way two-client": can01 ^ can10, "two-way two-client": can01 & can10,
+                     "other": ~(can01 | can10)}
+            bound = two_client_bound(g, k1, k2)
+        else:
+            masks = {"other": np.ones(len(g["lam"]), bool)}
+            bound = None
+        for name, mech in rules.items():
             s = mech.settle(g["N"], g["c"], g["K"], g["lam"], g["D"])
-            W = s["U"].sum(axis=1) + s["p"].sum(axis=1)
-            tot[name] += W.sum()
-            if m == 2:
-                one_way[name] += W[one].sum()
-                costly[name] += W[one & (seller_c > k)].sum()
-    paper = tot["paper"]
-    print(f"{mk.size} markets ({mk.source}); kappa = {k:.6g}; pi* = "
-          f"{truthful_posted_price(space):.6g}")
-    print(f"two-client markets: {n_two} ({n_two / mk.size:.1%}); one-way among them: {n_one} "
-          f"({n_one / max(n_two, 1):.1%}; {n_one / mk.size:.1%} of all markets)")
-    for name in rows:
-        print(f"{name:14s} welfare {tot[name] / mk.size:8.3f} per market = "
-              f"{tot[name] / paper:6.1%} of the paper's; in one-way two-client markets "
-              f"{one_way[name] / paper:6.1%}, with a seller's cost > kappa "
-              f"{costly[name] / paper:6.1%}")
-    left = (tot["first best"] - costly["first best"]) / paper
-    print(f"upper bound the theorem leaves for a six-direction truthful, IR, no-deficit rule "
-          f"(first best everywhere else): {left:.1%} of the paper rule's welfare")
+            welfare = s["U"].sum(axis=1) + s["p"].sum(axis=1)
+            for k, msk in masks.items():
+                W[(name, k)] += welfare[msk].sum()
+                if name == "first best":
+                    W[("bound", k)] += (welfare if bound is None or k == "other"
+                                        else bound)[msk].sum()
+        for k, msk in masks.items():
+            count[k] += int(msk.sum())
+    paper = sum(W[("paper", k)] for k in classes)
+    print(f"{mk.size} markets ({mk.source}); kappa = {k1:.6g} (one trade), kappa2 = {k2:.6g} "
+          f"(both trades), pi* = {truthful_posted_price(space):.6g}")
+    print("shares of the paper rule's total welfare, by class of market (share of markets):")
+    print(f"{'':14s}" + "".join(f"{k:>22s}" for k in classes) + f"{'total':>10s}")
+    print(f"{'markets':14s}" + "".join(f"{count[k] / mk.size:>22.1%}" for k in classes))
+    for name in [*rules, "bound"]:
+        tot = sum(W[(name, k)] for k in classes)
+        print(f"{name:14s}" + "".join(f"{W[(name, k)] / paper:>22.1%}" for k in classes)
+              + f"{tot / paper:>10.1%}")
+    print("bound: the most welfare a rule truthful in the six directions, IR and without "
+          "deficit on the space can keep (two-client markets: the theorems; elsewhere: the "
+          "first best)")
 
 
 if __name__ == "__main__":

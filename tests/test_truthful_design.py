@@ -10,7 +10,7 @@ import pytest
 
 from proofs import PROPERTIES, IpflMechanism, check
 from proofs.typespace import DEFAULT, Dim, TypeSpace
-from sims.design.families import posted_mechanism, truthful_posted_price
+from sims.design.families import posted_mechanism, truthful_posted_price, two_client_bounds
 
 # pure buyers and pure sellers, two clients: the markets where one client can sell to one
 # other (half of them: the other half are two buyers or two sellers, who cannot trade)
@@ -67,3 +67,43 @@ def test_above_kappa_ir_or_truthfulness_in_n_breaks(factor):
     chosen = posted_mechanism({"base": price}, "exact", refuse_outside=ONE_WAY)
     assert _check(chosen, "individual_rationality").verdict == "holds"
     assert _check(chosen, "truthful_N_over", 3000).verdict == "counterexample"
+
+
+def _mixed(f, a, b, e=1e-4):
+    """d2 f / da db by central differences (relative steps)."""
+    da, db = e * a, e * b
+    return (f(a + da, b + db) - f(a + da, b - db) - f(a - da, b + db)
+            + f(a - da, b - db)) / (4 * da * db)
+
+
+def test_theorem_2_step_2_has_no_threshold_inside_the_box():
+    """Theorem 2, step 2: a threshold could follow the other client's report only if the
+    ratio of the mixed derivatives of log h(N_1, N_2) and log h(N_2, N_1) did not depend on
+    N_1. It does, by a factor 16 across the default box (known bad: a separable h, for which
+    the ratio is constant, would let it follow)."""
+    def h(a, b):
+        return a ** -0.5 - (a + b) ** -0.5
+
+    def ratio(n1, n2, f=h):
+        return -(_mixed(lambda a, b: np.log(f(a, b)), n1, n2)
+                 / _mixed(lambda a, b: np.log(f(b, a)), n1, n2))
+
+    assert ratio(20.0, 20.0) == pytest.approx(-1.0, rel=1e-3)
+    assert ratio(2000.0, 20.0) == pytest.approx(-0.2494, rel=1e-2)
+    assert ratio(20.0, 2000.0) == pytest.approx(-4.010, rel=1e-2)
+    grid = np.geomspace(20.0, 2000.0, 7)
+    for n2 in grid:
+        r = [ratio(n1, n2) for n1 in grid]
+        assert max(r) - min(r) > 0.2, n2  # depends on N_1 at every N_2
+    def separable(a, b):  # h = f(N) g(x): log h's mixed derivatives vanish
+        return (1.0 / np.sqrt(a)) * (1.0 - np.exp(-b / 100.0))
+
+    assert abs(_mixed(lambda a, b: np.log(separable(a, b)), 300.0, 700.0)) < 1e-9
+
+
+def test_the_two_way_bound_on_the_default_space():
+    """kappa2 = sqrt(K_lo) min over the box of h(N_1, N_2) + h(N_2, N_1): at N_1 = N_2 =
+    N_hi on the default space, 2 (sqrt(1/2) - 1/2)."""
+    k1, k2 = two_client_bounds(DEFAULT)
+    assert k2 == pytest.approx(2 * (0.5 ** 0.5 - 0.5), rel=1e-9)
+    assert k1 == pytest.approx(kappa(DEFAULT), rel=1e-12)

@@ -61,7 +61,7 @@ from .space import LinearSpace, check_weights, theta_vector
 
 __all__ = ["POSTED_FEATURES", "SELECTIONS", "PostedSpace", "ReductionSpace", "ReserveSpace",
            "posted_mechanism", "posted_prices", "reduction_mechanism", "reserve_mechanism",
-           "share_available", "truthful_posted_price"]
+           "share_available", "truthful_posted_price", "two_client_bounds"]
 
 SELECTIONS = ("exact", "local", "all")
 POSTED_FEATURES = ("base", "distance", "ratio", "others", "fee")
@@ -163,9 +163,26 @@ def truthful_posted_price(type_space, clients: int | None = None) -> float:
     k = (type_space.clients[1] if clients is None else int(clients)) - 1
     if k < 1:
         raise DesignInputError("clients", f"is {clients!r}; a market has >= 2 clients")
-    K_lo, N_lo, N_hi = type_space.K.low, type_space.N.low, type_space.N.high
-    gain = np.sqrt(K_lo) * (1.0 / np.sqrt(N_hi) - 1.0 / np.sqrt(N_hi + k * N_lo))
+    gain = ipfl.SqrtGain().value(k * type_space.N.low, type_space.K.low, type_space.N.high)
     return float(gain / k)
+
+
+def two_client_bounds(type_space, points: int = 2001) -> tuple[float, float]:
+    """(kappa, kappa2) of docs/explanation-truthful-design.md on ``type_space`` (the sqrt
+    gain): in a two-client market, a rule truthful in the six directions, IR on the space and
+    without deficit makes a single trade only if the seller's cost is at most kappa =
+    sqrt(K_lo) h(N_hi, N_lo), and both trades only if the two costs add up to at most kappa2 =
+    sqrt(K_lo) min over [N_lo, N_hi]^2 of h(N_1, N_2) + h(N_2, N_1) (a grid of ``points``
+    per side), with h(N, x) = 1/sqrt(N) - 1/sqrt(N + x)."""
+    gain = ipfl.SqrtGain()  # g(x; K, N) = sqrt(K) h(N, x): the least eager type has K_lo
+
+    def g(n, x):
+        return gain.value(x, type_space.K.low, n)
+
+    lo, hi = float(type_space.N.low), float(type_space.N.high)
+    grid = np.linspace(lo, hi, points)
+    a, b = np.meshgrid(grid, grid)
+    return float(g(hi, lo)), float((g(a, b) + g(b, a)).min())
 
 
 def reserve_mechanism(base: Callable, seller_reserve: float, buyer_reserve: float,
