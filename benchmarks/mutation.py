@@ -29,7 +29,9 @@ between the ``mutation-scores`` markers.
     python benchmarks/mutation.py --only eq13_sign --engines batch tests   # one mutant
     python benchmarks/mutation.py --out results/mutation.jsonl --markdown docs/reference-proofs.md
 
-``make mutation`` runs the whole list. The mutation suite is not part of ``make test``
+``make mutation-named`` runs the whole list (regression cases; the mutation score is on
+generated mutants: benchmarks/generated_mutation.py, ``make mutation``). The mutation suite
+is not part of ``make test``
 (tests/test_mutation.py checks the harness on one mutant and one identity non-mutant).
 """
 
@@ -429,7 +431,8 @@ def source_commit() -> str:
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _copy(dst: Path) -> None:
+def copy_tree(dst: Path) -> None:
+    """The tracked files of ROOT's working tree, copied into ``dst``."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
                            check=True).stdout.decode().split("\0")
     for rel in filter(None, files):
@@ -439,7 +442,9 @@ def _copy(dst: Path) -> None:
             shutil.copy2(src, dst / rel)
 
 
-def _env(copy: Path) -> dict:
+def mutant_env(copy: Path) -> dict:
+    """The environment a run in the copy ``copy`` gets: its code first on the path, one
+    thread per math library, the dev Hypothesis profile."""
     env = dict(os.environ, PYTHONPATH=str(copy), HYPOTHESIS_PROFILE="dev",
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     return env
@@ -459,7 +464,7 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
     commit = source_commit()
     with tempfile.TemporaryDirectory(prefix="fedmarket-mutant-") as tmp:
         copy = Path(tmp)
-        _copy(copy)
+        copy_tree(copy)
         (copy / mutant.path).write_text(text.replace(mutant.old, mutant.new))
         for engine in engines:
             t0 = time.perf_counter()
@@ -472,7 +477,7 @@ def run_mutant(mutant: Mutant, engines, *, batch: int, hypothesis: int, time_lim
                        str(time_limit), ",".join(rows or ()), ",".join(order),
                        json.dumps(ROW_TIME_LIMITS), str(first_pass)]
             try:
-                r = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True,
+                r = subprocess.run(cmd, cwd=copy, env=mutant_env(copy), capture_output=True,
                                    text=True, timeout=timeout)
                 seconds = time.perf_counter() - t0
             except subprocess.TimeoutExpired:

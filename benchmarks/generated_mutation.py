@@ -1,0 +1,922 @@
+"""Mutation score on mutants nobody picked (issue 34, part 5).
+
+The mutants are generated mechanically over every module of ``mechanisms/`` by cosmic-ray's
+operators (the ``mutation`` extra): binary operators (arithmetic and bitwise), unary
+operators, comparisons, numeric constants (+1, -1), booleans (True/False, and/or, ``not``
+added) and, from this file, :class:`DropSliceBound` (a slice loses one bound). cosmic-ray's
+control-flow operators (decorator, exception, loop, break/continue, variable) are not used.
+A uniform random sample is scored (or all of them): the ``--sample`` mutants whose SHA-256 of
+``"seed:key"`` is smallest, ``key`` naming the mutant by its file, definition, operator and
+source line (not by line number), so the sample keeps its members when unrelated code moves.
+
+Each mutant is applied to a copy of the tree (under $TMPDIR, one per worker, the file restored
+after each mutant) and scored by two engines, each stopping at its first failure:
+
+* ``checker``: the checker's standard run (``--checker``, default ``fedmarket prove
+  --standard``), one row at a time (``--subject S --property K`` added). Only the rows whose
+  run executes the mutated code are run (coverage.py, one context per row, measured once on
+  the unmutated tree): a row that never executes a line cannot tell the mutant from the
+  original (same seed, same draws). They run in cost order (the unmutated row's seconds),
+  rows a cheap ``--triage`` command (default: the batch engine at 200 examples) flags first:
+  triage only reorders, every verdict is the standard command's. A mutant is killed when a
+  row's run is not as declared (exit status 1, 2 or a traceback) or runs past its time
+  (10 x the unmutated row's seconds + 60 s: "timeout").
+* ``tests``: the test suite (``--tests``: pytest's selection, default the default tier, ``-m
+  "not slow"``), only the tests that execute the mutated code in the test process (coverage,
+  one context per test function), fastest first, ``pytest -x``.
+
+A mutant no row (test) executes survives that engine with the reason "not executed"; a
+mutant whose code does not compile is "incompetent" and counted apart. Every result is
+appended to ``--out`` (JSON lines) as it finishes; a rerun skips what the file holds for the
+same commit and command (resumable); ``--jobs N`` scores N mutants at a time. ``--markdown``
+writes the score into docs/reference-proofs.md (between the ``generated-mutation``
+markers) and the results it is made from into docs/mutation_generated.json; each survivor
+that cannot be killed carries its argument of equivalence from
+benchmarks/equivalent_mutants.toml.
+
+    python benchmarks/generated_mutation.py --count               # the population
+    python benchmarks/generated_mutation.py --sample 400 --seed 0 # score (make mutation)
+    python benchmarks/generated_mutation.py --no-run --markdown docs/reference-proofs.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import hashlib
+import json
+import math
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import mutation as named  # noqa: E402  (the named mutants' harness: the tree copy, the commit)
+
+SOURCE = "mechanisms"
+CHECKER = "fedmarket prove --standard"
+TRIAGE = "fedmarket prove --engine batch --examples 200"
+TESTS = "-m 'not slow'"
+SAMPLE = 400
+SEED = 0
+OUT = ROOT / "results" / "mutation-generated.jsonl"
+BASELINES = ROOT / "results" / "mutation-generated"
+COMMITTED = ROOT / "docs" / "mutation_generated.json"
+EQUIVALENTS = HERE / "equivalent_mutants.toml"
+MARKERS = ("<!-- generated-mutation:start -->", "<!-- generated-mutation:end -->")
+
+# the operator classes scored, by name prefix: cosmic-ray's, and this file's slice operator
+CLASSES = {
+    "arithmetic": ("core/ReplaceBinaryOperator_", "core/ReplaceUnaryOperator_"),
+    "comparison": ("core/ReplaceComparisonOperator_",),
+    "constant": ("core/NumberReplacer",),
+    "boolean": ("core/ReplaceTrueWithFalse", "core/ReplaceFalseWithTrue",
+                "core/ReplaceAndWithOr", "core/ReplaceOrWithAnd", "core/AddNot"),
+    "slice": ("fedmarket/DropSliceBound",),
+}
+SLICE = "fedmarket/DropSliceBound"
+ROW_TIME = (10.0, 60.0)  # a row's time limit: 10 x its unmutated seconds + 60 s
+TESTS_TIME = (3.0, 120.0)  # the tests' limit: 3 x their unmutated seconds + 120 s
+
+
+def operator_class(name: str) -> str:
+    for cls, prefixes in CLASSES.items():
+        if name.startswith(prefixes):
+            return cls
+    raise KeyError(name)
+
+
+# ------------------------------------------------------------------------------ operators
+
+
+def _slice_bounds(node) -> list:
+    """The bounds of a parso ``subscript`` node (``a:b:c``): the start and stop expressions and
+    the step's ``sliceop`` node, those present."""
+    if node.type != "subscript":
+        return []
+    return [c for c in node.children if not (c.type == "operator" and c.value == ":")
+            and (c.type != "sliceop" or len(c.children) > 1)]
+
+
+_OPERATORS: dict = {}
+
+
+def operators() -> dict:
+    """name -> operator instance, every operator of :data:`CLASSES` (cosmic-ray's core
+    operators, and :class:`DropSliceBound`)."""
+    if _OPERATORS:
+        return _OPERATORS
+    from cosmic_ray.operators.operator import Example, Operator
+    from cosmic_ray.plugins import get_operator, operator_names
+
+    class DropSliceBound(Operator):
+        """A slice loses one bound: ``x[a:b:c]`` -> ``x[:b:c]``, ``x[a::c]``, ``x[a:b]``."""
+
+        def mutation_positions(self, node):
+            for bound in _slice_bounds(node):
+                yield bound.start_pos, bound.end_pos
+
+        def mutate(self, node, index):
+            drop = _slice_bounds(node)[index]
+            node.children = [c for c in node.children if c is not drop]
+            return node
+
+        @classmethod
+        def examples(cls):
+            return (Example("x[1:n]\n", "x[:n]\n"), Example("x[1:n]\n", "x[1:]\n", 1),
+                    Example("x[..., ::-1]\n", "x[..., :]\n"))
+
+    for name in operator_names():
+        if name.startswith(tuple(p for ps in CLASSES.values() for p in ps)):
+            _OPERATORS[name] = get_operator(name)()
+    _OPERATORS[SLICE] = DropSliceBound()
+    return _OPERATORS
+
+
+# ------------------------------------------------------------------------------- mutants
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated mutant: ``operator``'s ``occurrence``-th position in ``path`` (as
+    cosmic-ray counts them), at ``line``:``col`` to ``end_line``:``end_col``."""
+
+    key: str  # path|definition|operator|source line|n: stable while its line stays
+    id: str  # the key's SHA-1, 10 hex digits
+    path: str
+    operator: str
+    occurrence: int
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    definition: str  # the innermost def or class around it ("<module>": none)
+    first: int  # the first line of the statement around it
+    # where it runs: "body" (a function's body: the lines of its statement), "signature" (a
+    # def's defaults or decorators, run at import for the calls of the function: its body's
+    # lines), "module" (at import, for every user of the module: every row), "annotation"
+    # (never evaluated: the module has ``from __future__ import annotations``)
+    where: str
+    span: tuple[int, int]  # the lines whose runs run it (where "body" and "signature")
+
+    @property
+    def kind(self) -> str:
+        return operator_class(self.operator)
+
+
+def _scopes(tree: ast.Module) -> list[tuple[int, int, str, int | None]]:
+    """(first line, last line, qualified name, first body line or None for a class) of every
+    def and class."""
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                body = (None if isinstance(child, ast.ClassDef) else child.body[0].lineno)
+                out.append((first, child.end_lineno, name, body))
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
+
+
+def _statements(tree: ast.Module) -> list[tuple[int, int]]:
+    return [(n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+
+
+def _annotations(tree: ast.Module) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The (start, end) positions of every annotation of a module whose annotations are never
+    evaluated (``from __future__ import annotations``, PEP 563); none otherwise."""
+    lazy = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+               and any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not lazy:
+        return []
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            found += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                             a.vararg, a.kwarg) if x is not None]
+            found.append(n.returns)
+        elif isinstance(n, ast.AnnAssign):
+            found.append(n.annotation)
+    return [((x.lineno, x.col_offset), (x.end_lineno, x.end_col_offset))
+            for x in found if x is not None]
+
+
+def mutants(root: Path = ROOT, files=None) -> list[Generated]:
+    """Every mutant of :data:`CLASSES` in ``files`` (default: every module of mechanisms/),
+    in cosmic-ray's order (file, operator, occurrence)."""
+    from cosmic_ray.ast import ast_nodes, get_ast
+
+    files = sorted((root / SOURCE).rglob("*.py")) if files is None else files
+    out = []
+    for file in files:
+        rel = Path(file).resolve().relative_to(root.resolve()).as_posix()
+        text = Path(file).read_text()
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        scopes, stmts, notes = _scopes(tree), _statements(tree), _annotations(tree)
+        nodes = list(ast_nodes(get_ast(text)))
+        seen: dict = {}
+        for name, op in operators().items():
+            occurrence = 0
+            for node in nodes:
+                for (line, col), (end_line, end_col) in op.mutation_positions(node):
+                    around = [s for s in scopes if s[0] <= line <= s[1]]
+                    inner = max(around, key=lambda s: s[0]) if around else None
+                    definition = inner[2] if inner else "<module>"
+                    funcs = [s for s in around if s[3] is not None and line >= s[3]]
+                    heads = [s for s in around if s[3] is not None and line < s[3]]
+                    st = [s for s in stmts if s[0] <= line <= s[1]]
+                    first = max(st)[0] if st else line
+                    if any(a <= (line, col) < b for a, b in notes):
+                        where, span = "annotation", (line, end_line)
+                    elif funcs:
+                        where, span = "body", (first, end_line)
+                    elif heads:  # defaults, decorators: for the calls of that def
+                        head = max(heads, key=lambda s: s[0])
+                        where, span = "signature", (head[3], head[1])
+                    else:
+                        where, span = "module", (first, end_line)
+                    base = f"{rel}|{definition}|{name}|{lines[line - 1].strip()}"
+                    n = seen[base] = seen.get(base, -1) + 1
+                    key = f"{base}|{n}"
+                    out.append(Generated(key, hashlib.sha1(key.encode()).hexdigest()[:10], rel,
+                                         name, occurrence, line, col, end_line, end_col,
+                                         definition, first, where, span))
+                    occurrence += 1
+    return out
+
+
+def sample(population: list[Generated], size: int | None, seed: int) -> list[Generated]:
+    """The ``size`` mutants with the smallest SHA-256 of ``f"{seed}:{key}"`` (all of them:
+    ``size`` None or >= the population): a uniform random sample without replacement."""
+    def rank(m):
+        return hashlib.sha256(f"{seed}:{m.key}".encode()).hexdigest()
+
+    chosen = sorted(population, key=rank)[:size] if size is not None else list(population)
+    return sorted(chosen, key=lambda m: (m.path, m.line, m.col, m.key))
+
+
+def mutate(text: str, m: Generated) -> str | None:
+    """``text`` (the source of ``m.path``) with mutant ``m`` applied (None: no such
+    position)."""
+    from cosmic_ray.mutating import MutationVisitor
+
+    return MutationVisitor.mutate_code(text, operators()[m.operator], m.occurrence)
+
+
+def diff_line(text: str, mutated: str, m: Generated) -> tuple[str, str]:
+    """The mutated statement's lines before and after (stripped, joined)."""
+    a, b = text.splitlines(), mutated.splitlines()
+    extra = len(b) - len(a)
+    return (" ".join(x.strip() for x in a[m.first - 1:m.end_line]),
+            " ".join(x.strip() for x in b[m.first - 1:m.end_line + extra]))
+
+
+# ------------------------------------------------------------------- the driver in a copy
+
+
+def _rows_of(command: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(argv of ``fedmarket``, every (subject, property) row the command checks)."""
+    argv = shlex.split(command)
+    if not argv or argv[0] != "fedmarket" or argv[1:2] != ["prove"]:
+        raise SystemExit(f"--checker must be a 'fedmarket prove ...' command: {command!r}")
+    if any(a in ("--subject", "--property", "--markdown") for a in argv):
+        raise SystemExit("--checker: the rows are chosen here; drop --subject, --property, "
+                         "--markdown")
+    from proofs.registry import SUBJECTS
+
+    return argv[1:], [(s, k) for s, subj in SUBJECTS.items() for k in subj.declares]
+
+
+def drive(spec: dict) -> int:
+    """Run rows of a ``fedmarket prove`` command one at a time in this process (the tree's
+    own code), a JSON line each: ``{"start": row}`` before it, then its exit status,
+    verdicts and seconds; with ``spec["coverage"]``, under coverage.py with one context per
+    row (imports before any row: the empty context)."""
+    import importlib
+
+    out = sys.stdout
+    cov = None
+    if spec.get("coverage"):
+        import coverage
+
+        cov = coverage.Coverage(data_file=spec["coverage"], source_pkgs=[SOURCE],
+                                config_file=False)
+        cov.start()
+    for file in sorted(Path(SOURCE).rglob("*.py")):  # import-time code: every row's
+        importlib.import_module(".".join(file.with_suffix("").parts).removesuffix(".__init__"))
+    import proofs.report
+    from sims import cli
+
+    real = proofs.report.run_report
+    got: list = []
+
+    def spy(**kw):  # what the command checked (it imports run_report when it runs)
+        got.append(real(**kw))
+        return got[-1]
+
+    proofs.report.run_report = spy
+    argv, _ = _rows_of(spec["command"])
+    try:
+        for row in spec["rows"]:
+            s, k = row.split("/", 1)
+            print(json.dumps({"start": row}), file=out, flush=True)
+            if cov is not None:
+                cov.switch_context(row)
+            got.clear()
+            t0 = time.perf_counter()
+            with contextlib.redirect_stdout(sys.stderr):
+                try:
+                    rc = cli.main([*argv, "--subject", s, "--property", k, "--quiet"])
+                except BaseException as exc:  # a traceback: the run fails
+                    rc = f"{type(exc).__name__}: {exc}"[:300]
+            seconds = time.perf_counter() - t0
+            reports = got[0] if got else []
+            print(json.dumps({"row": row, "rc": rc, "seconds": round(seconds, 3),
+                              "verdicts": [r.verdict for r, _ in reports],
+                              "as_declared": [bool(ok) for _, ok in reports]}),
+                  file=out, flush=True)
+            if rc != 0 and spec.get("stop", True):
+                break
+    finally:
+        if cov is not None:
+            cov.stop()
+            cov.save()
+    return 0
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+def env_for(copy: Path) -> dict:
+    """The environment of a run in the copy: its code first, no bytecode written (a mutant
+    of the same size as the original, written in the same second, would otherwise run the
+    original's cached bytecode), one thread per math library, the ci Hypothesis profile
+    (derandomised: the same examples for every mutant)."""
+    return dict(named.mutant_env(copy), PYTHONDONTWRITEBYTECODE="1", HYPOTHESIS_PROFILE="ci")
+
+
+def tree_version() -> str:
+    """The commit the mutants are made from (HEAD, short), with "+" and the SHA-1 of the
+    changes to tracked files when the working tree differs from it: results and baselines
+    are valid for one version only."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
+
+    head = git("rev-parse", "--short=7", "HEAD").decode().strip()
+    changes = git("diff", "HEAD", "--no-ext-diff", "--binary")
+    return head + (f"+{hashlib.sha1(changes).hexdigest()[:7]}" if changes else "")
+
+
+def _kill(proc) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_rows(copy: Path, command: str, rows: list[str], limits: dict | None = None, *,
+             coverage: Path | None = None, stop: bool = True) -> list[dict]:
+    """The driver's lines for ``rows`` of ``command`` in ``copy``; a row past its time
+    (``limits[row]`` seconds) is ended and reads ``{"row": row, "rc": "timeout"}``."""
+    spec = {"command": command, "rows": rows, "stop": stop,
+            "coverage": str(coverage) if coverage else None}
+    cmd = [sys.executable, str(copy / "benchmarks" / Path(__file__).name), "--drive",
+           json.dumps(spec)]
+    proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines, current, started, err = [], None, time.monotonic(), []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    try:
+        while True:
+            limit = (limits or {}).get(current) if current else None
+            wait = None if limit is None else max(0.0, started + limit - time.monotonic())
+            events = sel.select(timeout=wait)
+            if not events and limit is not None:
+                _kill(proc)
+                lines.append({"row": current, "rc": "timeout", "seconds": limit})
+                break
+            eof = False
+            for key, _ in events:
+                line = key.fileobj.readline()
+                if not line:
+                    eof = True
+                    continue
+                if key.fileobj is proc.stderr:
+                    err = [*err[-20:], line.rstrip()]
+                    continue
+                msg = json.loads(line)
+                if "start" in msg:
+                    current, started = msg["start"], time.monotonic()
+                else:
+                    lines.append(msg)
+                    current = None
+            if eof and proc.poll() is not None:
+                break
+    finally:
+        if proc.poll() is None:
+            _kill(proc)
+        sel.close()
+    if proc.returncode not in (0, -signal.SIGKILL) and (not lines or lines[-1].get("rc") == 0):
+        # the driver itself ended (a mutant that breaks an import): the run fails
+        lines.append({"row": current or "<import>", "rc": f"exit {proc.returncode}",
+                      "error": err[-3:]})
+    return lines
+
+
+def _contexts(data_file: Path, copy: Path) -> dict[str, dict[int, list[str]]]:
+    """path (relative to the copy) -> line -> the contexts that executed it."""
+    import coverage
+
+    data = coverage.CoverageData(basename=str(data_file))
+    data.read()
+    out = {}
+    for f in data.measured_files():
+        rel = Path(f).resolve().relative_to(copy.resolve()).as_posix()
+        out[rel] = {int(n): sorted(c) for n, c in data.contexts_by_lineno(f).items()}
+    return out
+
+
+def _compact(cov: dict, names: list[str]) -> dict:
+    """The coverage map with contexts as indices into ``names`` ("" -> -1)."""
+    index = {n: i for i, n in enumerate(names)}
+    return {p: {str(n): sorted({index.get(c, -1) for c in cs}) for n, cs in lines.items()}
+            for p, lines in cov.items()}
+
+
+def checker_baseline(copy: Path, command: str, triage: str | None, work: Path) -> dict:
+    """Every row of ``command`` on the unmutated tree, under coverage (one context per
+    row): its seconds and verdicts, the lines it executes; ``triage``'s verdicts beside."""
+    _, rows = _rows_of(command)
+    names = [f"{s}/{k}" for s, k in rows]
+    data = work / "checker.coverage"
+    got = {x["row"]: x for x in run_rows(copy, command, names, coverage=data, stop=False)}
+    base = {"command": command, "rows": names,
+            "seconds": [got[n]["seconds"] for n in names],
+            "passes": [got[n]["rc"] == 0 for n in names],
+            "lines": _compact(_contexts(data, copy), names)}
+    if triage:
+        t = {x["row"]: x for x in run_rows(copy, triage, names, stop=False)}
+        base["triage"] = triage
+        base["triage_passes"] = [t[n]["rc"] == 0 for n in names]
+    return base
+
+
+def _node(classname: str, name: str) -> str:
+    """A JUnit test case (classname "tests.test_x" or "tests.test_x.TestC", name
+    "test_y[p]") as a pytest node id ("tests/test_x.py::TestC::test_y[p]")."""
+    parts = classname.split(".")
+    at = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[:at + 1]) + ".py"
+    return "::".join([path, *parts[at + 1:], name])
+
+
+def tests_baseline(copy: Path, selection: str, work: Path) -> dict:
+    """The test selection on the unmutated tree under coverage (pytest-cov, one context per
+    test): each test's seconds and outcome, the lines it executes in the test process."""
+    import xml.etree.ElementTree as ET
+
+    rc = work / "tests.coveragerc"
+    data = work / "tests.coverage"
+    rc.write_text(f"[run]\ndata_file = {data}\n")
+    junit = work / "tests.xml"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           f"--junitxml={junit}", f"--cov={SOURCE}", "--cov-context=test", "--cov-report=",
+           f"--cov-config={rc}", *shlex.split(selection)]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=copy, env=env_for(copy), capture_output=True, text=True)
+    seconds, failed = {}, set()
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        node = _node(case.get("classname", ""), case.get("name", ""))
+        seconds[node] = seconds.get(node, 0.0) + float(case.get("time") or 0.0)
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.add(node)
+    cov = _contexts(data, copy)
+    names = sorted(seconds)
+    mapped = {p: {n: [c.rsplit("|", 1)[0] for c in cs] for n, cs in lines.items()}
+              for p, lines in cov.items()}
+    return {"selection": selection, "tests": names, "seconds": [seconds[n] for n in names],
+            "passes": [n not in failed for n in names], "rc": r.returncode,
+            "wall": round(time.perf_counter() - t0, 1), "lines": _compact(mapped, names),
+            "summary": r.stdout.strip().splitlines()[-1:]}
+
+
+def users(base: dict, m: Generated) -> list[int]:
+    """The rows (tests) of a baseline that run mutant ``m``, cheapest first (see
+    :class:`Generated`.where): those that executed a line of ``m.span``; code run at import
+    (``where`` "module", or a line executed under the empty context): every row that ran
+    anything of mechanisms/ (if any ran it at all); an annotation: none."""
+    if m.where == "annotation":
+        return []
+    lines = base["lines"].get(m.path, {})
+    got = set()
+    for n in range(m.span[0], m.span[1] + 1):
+        got.update(lines.get(str(n), ()))
+    if got and (m.where == "module" or -1 in got):
+        got = {i for f in base["lines"].values() for cs in f.values() for i in cs}
+    got.discard(-1)
+    ok = [i for i in got if base["passes"][i]]
+    return sorted(ok, key=lambda i: (base["seconds"][i], i))
+
+
+def score_checker(copy: Path, base: dict, m: Generated) -> dict:
+    """The checker engine on the mutant applied in ``copy`` (see the module doc)."""
+    t0 = time.perf_counter()
+    order = users(base, m)
+    if not order:
+        return {"status": "not executed", "rows": 0, "of": 0, "seconds": 0.0,
+                **({"why": "annotation"} if m.where == "annotation" else {})}
+    names = [base["rows"][i] for i in order]
+    flagged = []
+    if base.get("triage"):
+        tri = run_rows(copy, base["triage"], names, stop=False,
+                       limits={n: ROW_TIME[0] * base["seconds"][i] + ROW_TIME[1]
+                               for n, i in zip(names, order, strict=True)})
+        flagged = [x["row"] for x in tri if x["rc"] != 0
+                   and base["triage_passes"][base["rows"].index(x["row"])]]
+    names = flagged + [n for n in names if n not in flagged]
+    limits = {n: ROW_TIME[0] * base["seconds"][base["rows"].index(n)] + ROW_TIME[1]
+              for n in names}
+    got = run_rows(copy, base["command"], names, limits)
+    out = {"rows": len(got), "of": len(names), "flagged": len(flagged)}
+    bad = [x for x in got if x.get("rc") != 0]
+    if bad:
+        x = bad[0]
+        out.update(status="timeout" if x["rc"] == "timeout" else "killed", by=x["row"],
+                   rc=x["rc"], verdicts=x.get("verdicts"), error=x.get("error"))
+    else:
+        out["status"] = "survived"
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def score_tests(copy: Path, base: dict, m: Generated) -> dict:
+    """The tests engine on the mutant applied in ``copy``."""
+    order = users(base, m)
+    if not order:
+        return {"status": "not executed", "tests": 0, "seconds": 0.0,
+                **({"why": "annotation"} if m.where == "annotation" else {})}
+    ids = [base["tests"][i] for i in order]
+    limit = TESTS_TIME[0] * sum(base["seconds"][i] for i in order) + TESTS_TIME[1]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p",
+           "no:randomly", *ids]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        text, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return {"status": "timeout", "tests": len(ids), "seconds": round(limit, 1)}
+    seconds = round(time.perf_counter() - t0, 1)
+    failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in text.splitlines()
+              if ln.startswith(("FAILED ", "ERROR "))]
+    status = {0: "survived", 1: "killed", 2: "killed"}.get(proc.returncode, "error")
+    out = {"status": status, "tests": len(ids), "seconds": seconds, "rc": proc.returncode}
+    if failed:
+        out["by"] = failed[0]
+    if status == "error":
+        out["error"] = text.strip().splitlines()[-3:]
+    return out
+
+
+_COPIES: dict = {}
+
+
+def _copy_for(parent: str) -> Path:
+    """This process's copy of the tree (made once, under ``parent``)."""
+    if os.getpid() not in _COPIES:
+        copy = Path(tempfile.mkdtemp(prefix="copy-", dir=parent))
+        named.copy_tree(copy)
+        _COPIES[os.getpid()] = copy
+    return _COPIES[os.getpid()]
+
+
+def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str) -> dict:
+    """Apply ``m`` to this process's copy, run ``engines`` on it, restore the file."""
+    copy = _copy_for(parent)
+    path = copy / m.path
+    text = path.read_text()
+    out = {"id": m.id}
+    mutated = mutate(text, m)
+    if mutated is None or mutated == text:
+        return {**out, "incompetent": "no mutation at this position"}
+    out["before"], out["after"] = diff_line(text, mutated, m)
+    try:
+        with warnings.catch_warnings():  # "is" with a literal: a mutant's, not ours
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(mutated, m.path, "exec")
+    except (SyntaxError, ValueError) as exc:
+        return {**out, "incompetent": f"does not compile: {exc}"}
+    path.write_text(mutated)
+    try:
+        for engine in engines:
+            fn = score_checker if engine == "checker" else score_tests
+            out[engine] = fn(copy, bases[engine], m)
+    finally:
+        path.write_text(text)
+    return out
+
+
+# ------------------------------------------------------------------------- the results
+
+
+def interval(k: int, n: int) -> tuple[float, float]:
+    """The 95 % Clopper-Pearson (exact) interval of k successes in n (scipy)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return (math.nan, math.nan)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """key -> the argument that the mutant is equivalent (benchmarks/equivalent_mutants.toml)."""
+    if not path.exists():
+        return {}
+    doc = tomllib.loads(path.read_text())
+    return {e["key"]: " ".join(e["argument"].split()) for e in doc.get("equivalent", [])}
+
+
+KILLS = ("killed", "timeout")
+
+
+def tally(summary: dict) -> dict:
+    """Counts of a summary (see :func:`summarise`): per engine and both together, killed of
+    the non-equivalent competent mutants, with the interval."""
+    rows = summary["mutants"]
+    eq = equivalents_in(summary)
+    scored = [r for r in rows if "incompetent" not in r and r["key"] not in eq]
+    out = {"sampled": len(rows), "incompetent": sum("incompetent" in r for r in rows),
+           "equivalent": len([r for r in rows if r["key"] in eq and "incompetent" not in r]),
+           "scored": len(scored)}
+    for engine in ("checker", "tests", "both"):
+        def killed(r, engine=engine):
+            if engine == "both":
+                return killed(r, "checker") or killed(r, "tests")
+            return r.get(engine, {}).get("status") in KILLS
+
+        done = [r for r in scored if engine == "both" or engine in r]
+        k = sum(killed(r) for r in done)
+        lo, hi = interval(k, len(done))
+        out[engine] = {"killed": k, "of": len(done), "low": lo, "high": hi}
+    return out
+
+
+def equivalents_in(summary: dict) -> dict:
+    return summary.get("equivalents", {})
+
+
+FIELDS = ("key", "id", "path", "line", "operator", "kind", "definition")
+
+
+def describe(m: Generated) -> dict:
+    """What a result line says of its mutant (the page needs nothing else of it)."""
+    return {"key": m.key, "id": m.id, "path": m.path, "line": m.line,
+            "operator": m.operator, "kind": m.kind, "definition": m.definition}
+
+
+def summarise(rows: list[dict], meta: dict) -> dict:
+    """What the page is made from: the run's settings (``meta``: its command, commit,
+    population), one row per sampled mutant with its results, and the equivalence
+    arguments of the survivors."""
+    keep = (*FIELDS, "before", "after", "incompetent", "checker", "tests")
+    rows = [{k: r[k] for k in keep if k in r} for r in rows]
+    eq = equivalents()
+    survivors = {r["key"] for r in rows if not any(
+        r.get(e, {}).get("status") in KILLS for e in ("checker", "tests"))}
+    return {**meta, "mutants": rows,
+            "equivalents": {k: v for k, v in eq.items() if k in survivors}}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def render(summary: dict) -> str:
+    """The page block of a summary (docs/reference-proofs.md, between the markers)."""
+    t = tally(summary)
+    lines = [MARKERS[0],
+             f"Generated by `{summary['command']}` from `{summary['results']}` at commit "
+             f"{summary['commit']}: {summary['sampled']} of {summary['population']:,} "
+             f"mutants of `{SOURCE}/` (seed {summary['seed']}; by operator class: "
+             + ", ".join(f"{k} {v:,}" for k, v in sorted(summary["by_class"].items()))
+             + f"). Checker: `{summary['checker']}`"
+             + (f" (rows ordered by `{summary['triage']}`)" if summary.get("triage") else "")
+             + f"; tests: `pytest {summary['tests']}`. {t['incompetent']} incompetent (no "
+             f"mutation or not compiling), {t['equivalent']} equivalent (argued below); "
+             f"the score is over the other {t['scored']}, with its 95 % Clopper-Pearson "
+             "interval.", "",
+             "| engine | killed | of | score | 95 % interval |", "|---|---|---|---|---|"]
+    for engine in ("checker", "tests", "both"):
+        e = t[engine]
+        name = {"checker": "checker (standard run)", "tests": "tests",
+                "both": "checker or tests"}[engine]
+        score = _pct(e["killed"] / e["of"]) if e["of"] else "-"
+        ci = f"{_pct(e['low'])} - {_pct(e['high'])}" if e["of"] else "-"
+        lines.append(f"| {name} | {e['killed']} | {e['of']} | {score} | {ci} |")
+    lines += ["", "Survivors (neither engine killed them; equivalent ones with their "
+              "argument):", "",
+              "| mutant | where | before | after | checker | tests | equivalent because |",
+              "|---|---|---|---|---|---|---|"]
+    eq = equivalents_in(summary)
+    for r in summary["mutants"]:
+        if "incompetent" in r or any(r.get(e, {}).get("status") in KILLS
+                                     for e in ("checker", "tests")):
+            continue
+        def cell(e, r=r):
+            x = r.get(e)
+            return "not run" if x is None else x["status"]
+        lines.append(f"| {r['id']} {r['operator'].split('/')[1]} | {r['path']}:{r['line']} "
+                     f"`{r['definition']}` | `{_md(r.get('before', ''))}` | "
+                     f"`{_md(r.get('after', ''))}` | {cell('checker')} | {cell('tests')} | "
+                     f"{_md(eq.get(r['key'], 'not argued: a fault nothing catches'))} |")
+    lines.append(MARKERS[1])
+    return "\n".join(lines) + "\n"
+
+
+def shown(path: Path) -> str:
+    """A path as the page names it: relative to the tree when inside it."""
+    path = Path(path).resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def write_page(page: Path, block: str) -> None:
+    text = page.read_text()
+    start, end = MARKERS
+    if start in text and end in text:
+        text = text[:text.index(start)] + block.rstrip("\n") + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    page.write_text(text)
+
+
+def load(out: Path, commit: str, commands: dict) -> tuple[dict[str, dict], dict]:
+    """(id -> merged result, population) of ``out``'s lines made at ``commit`` with these
+    commands (an engine's result counts only under its own command)."""
+    done: dict = {}
+    population: dict = {}
+    if not out.exists():
+        return done, population
+    for line in out.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("commit") != commit:
+            continue
+        if "population" in r:
+            population = {k: r[k] for k in ("population", "by_class")}
+            continue
+        prev = done.setdefault(r["id"], {})
+        for k in (*FIELDS, "before", "after", "incompetent"):
+            if k in r:
+                prev[k] = r[k]
+        for engine, command in commands.items():
+            if engine in r and r.get("commands", {}).get(engine) == command:
+                prev[engine] = r[engine]
+    return done, population
+
+
+def baseline(kind: str, commit: str, key: str, make) -> dict:
+    """A baseline of this commit and command, computed once (results/mutation-generated/)."""
+    name = hashlib.sha1(f"{kind}|{commit}|{key}".encode()).hexdigest()[:12]
+    path = BASELINES / f"{kind}-{name}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    got = make()
+    BASELINES.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(got))
+    return got
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checker", default=CHECKER, help="the checker's standard run")
+    p.add_argument("--triage", default=TRIAGE, help="a cheap command that orders the rows "
+                   "('': none)")
+    p.add_argument("--tests", default=TESTS, help="pytest's selection of the tests")
+    p.add_argument("--engines", nargs="*", default=["checker", "tests"],
+                   choices=["checker", "tests"])
+    p.add_argument("--sample", type=int, default=SAMPLE, help="mutants (0: all of them)")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--only", nargs="*", default=None, help="these mutant ids only")
+    p.add_argument("--jobs", type=int, default=1, help="mutants scored at a time")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--count", action="store_true", help="print the population and stop")
+    p.add_argument("--no-run", action="store_true", help="score nothing: page from --out")
+    p.add_argument("--commit", default=None, help="with --no-run: the tree version whose "
+                   "results to show (default: this tree's)")
+    p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--drive", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.drive:
+        return drive(json.loads(args.drive))
+    if args.count:
+        population = mutants()
+        print(json.dumps({"mutants": len(population), "by_class": _by_class(population)}))
+        return 0
+    commit = args.commit if args.no_run and args.commit else tree_version()
+    commands = {"checker": args.checker + (f" [triage: {args.triage}]" if args.triage else ""),
+                "tests": args.tests}
+    done, pop = load(args.out, commit, commands)
+    if args.no_run:  # the sample as the results hold it (the smallest ranks among them)
+        chosen = [Generated(**{f: r[f] for f in FIELDS if f != "kind"},
+                            **dict.fromkeys(("occurrence", "col", "end_line", "end_col",
+                                             "first"), 0), where="body", span=(0, 0))
+                  for r in done.values() if "key" in r]
+        chosen = sample(chosen, args.sample or None, args.seed)
+    else:
+        population = mutants()
+        pop = {"population": len(population), "by_class": _by_class(population)}
+        chosen = sample(population, args.sample or None, args.seed)
+    if args.only:
+        chosen = [m for m in chosen if m.id in set(args.only)]
+    todo = [m for m in chosen if "incompetent" not in done.get(m.id, {})
+            and not all(e in done.get(m.id, {}) for e in args.engines)]
+    if todo and not args.no_run:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("a") as f:
+            f.write(json.dumps({**pop, "commit": commit}) + "\n")
+        with tempfile.TemporaryDirectory(prefix="fedmarket-generated-") as parent:
+            copy = _copy_for(parent)
+            work = Path(parent)
+            bases = {}
+            if "checker" in args.engines:
+                bases["checker"] = baseline("checker", commit, commands["checker"],
+                                            lambda: checker_baseline(copy, args.checker,
+                                                                     args.triage or None,
+                                                                     work))
+            if "tests" in args.engines:
+                bases["tests"] = baseline("tests", commit, args.tests,
+                                          lambda: tests_baseline(copy, args.tests, work))
+            tasks = [(m, tuple(e for e in args.engines if e not in done.get(m.id, {})), bases,
+                      parent) for m in todo]
+
+            def record(i, r):
+                r = {**describe(tasks[i][0]), **r, "commit": commit, "commands": commands}
+                with args.out.open("a") as f:
+                    f.write(json.dumps(r) + "\n")
+                print(json.dumps(r), flush=True)
+
+            if args.jobs == 1:
+                for i, task in enumerate(tasks):
+                    record(i, score(*task))
+            else:
+                from proofs.report import in_parallel
+
+                in_parallel(score, tasks, args.jobs, record)
+            shutil.rmtree(copy, ignore_errors=True)
+        done, pop = load(args.out, commit, commands)
+    meta = {"command": "python benchmarks/generated_mutation.py"
+            + ("" if args.sample == SAMPLE else f" --sample {args.sample}")
+            + ("" if args.seed == SEED else f" --seed {args.seed}")
+            + ("" if args.checker == CHECKER else f" --checker {shlex.quote(args.checker)}")
+            + ("" if args.triage == TRIAGE else f" --triage {shlex.quote(args.triage)}")
+            + ("" if args.tests == TESTS else f" --tests {shlex.quote(args.tests)}"),
+            "commit": commit, "seed": args.seed, "sampled": len(chosen),
+            "checker": args.checker, "triage": args.triage, "tests": args.tests,
+            "results": shown(args.out), **pop}
+    rows = [{**describe(m), **done.get(m.id, {})} for m in chosen]
+    summary = summarise(rows, meta)
+    print(json.dumps(tally(summary)))
+    if args.markdown is not None:
+        COMMITTED.write_text(json.dumps(summary, indent=1) + "\n")
+        write_page(args.markdown, render(summary))
+    return 0
+
+
+def _by_class(population: list[Generated]) -> dict[str, int]:
+    by: dict = {}
+    for m in population:
+        by[m.kind] = by.get(m.kind, 0) + 1
+    return by
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""The generated-mutant harness (benchmarks/generated_mutation.py; the score itself runs with
+`make mutation`): its operators, its sample, which rows and tests it runs for a mutant, a
+handful of generated mutants scored end to end, and the page that shows the score."""
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("cosmic_ray", reason="the mutation extra (make venv installs it)")
+
+
+@pytest.fixture(scope="module")
+def gm():
+    path = ROOT / "benchmarks" / "generated_mutation.py"
+    spec = importlib.util.spec_from_file_location("generated_mutation", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["generated_mutation"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def money(gm):
+    """The mutants of mechanisms/ipfl/money.py (one small module: fast to enumerate)."""
+    return gm.mutants(ROOT, [ROOT / "mechanisms" / "ipfl" / "money.py"])
+
+
+def test_the_slice_operator_does_what_its_examples_say(gm):
+    op = gm.operators()[gm.SLICE]
+    from cosmic_ray.mutating import mutate_code
+
+    for ex in op.examples():
+        assert mutate_code(ex.pre_mutation_code, op, ex.occurrence) == ex.post_mutation_code
+    # x[:, None] and x[i] have no slice bound to drop
+    assert mutate_code("y = x[:, None] + x[i]\n", op, 0) is None
+
+
+def test_every_operator_class_is_generated_and_only_those(gm, money):
+    kinds = {m.kind for m in money}
+    assert kinds == {"arithmetic", "comparison", "constant", "boolean", "slice"}, kinds
+    names = set(gm.operators())
+    assert not any("Decorator" in n or "Exception" in n or "ZeroIteration" in n
+                   or "Break" in n or "Variable" in n for n in names)
+
+
+def test_each_mutant_changes_its_own_position_only(gm, money):
+    text = (ROOT / "mechanisms/ipfl/money.py").read_text()
+    assert len({m.key for m in money}) == len(money)  # keys name mutants uniquely
+    for m in money[::7]:
+        mutated = gm.mutate(text, m)
+        a, b = text.splitlines(), mutated.splitlines()
+        changed = [i + 1 for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        assert changed and m.line <= changed[0] and changed[-1] <= m.end_line, m.key
+
+
+def test_the_sample_is_seeded_uniform_and_nested(gm, money):
+    """The k smallest SHA-256 ranks: the same for the same seed, another for another seed,
+    the smaller sample inside the larger (a rerun with more mutants keeps the results)."""
+    ten, twenty = gm.sample(money, 10, 0), gm.sample(money, 20, 0)
+    assert [m.key for m in ten] == [m.key for m in gm.sample(money, 10, 0)]
+    assert {m.key for m in ten} <= {m.key for m in twenty}
+    assert {m.key for m in ten} != {m.key for m in gm.sample(money, 10, 1)}
+    assert len(gm.sample(money, None, 0)) == len(money)
+
+
+def test_the_rows_run_are_those_that_execute_the_mutant_cheapest_first(gm, money):
+    m = next(x for x in money if x.where == "body")
+    lines = {str(m.span[0]): [2, 0], "999": [1]}
+    base = {"rows": ["a/x", "b/y", "c/z"], "seconds": [5.0, 1.0, 0.5],
+            "passes": [True, True, True], "lines": {m.path: lines}}
+    assert gm.users(base, m) == [2, 0]
+    base["passes"][2] = False  # a row that fails unmutated cannot kill
+    assert gm.users(base, m) == [0]
+    base["lines"] = {m.path: {"999": [1]}}
+    assert gm.users(base, m) == []  # no row executes it: "not executed"
+    # code run at import (or under the empty context): every row that ran mechanisms/
+    top = dataclasses.replace(m, where="module", span=(m.first, m.first))
+    base = {"rows": ["a/x", "b/y"], "seconds": [1.0, 2.0], "passes": [True, True],
+            "lines": {top.path: {str(top.first): [-1]}, "mechanisms/other.py": {"1": [1]}}}
+    assert gm.users(base, top) == [1]
+    # a default or decorator: the rows that run the function's body
+    sig = next(x for x in money if x.where == "signature")
+    base["lines"] = {sig.path: {str(sig.first): [-1], str(sig.span[0]): [0]}}
+    assert gm.users(base, sig) == [0]
+    # an annotation is never evaluated (from __future__ import annotations): no row
+    note = dataclasses.replace(m, where="annotation")
+    base["lines"] = {note.path: {str(note.first): [-1, 0, 1]}}
+    assert gm.users(base, note) == []
+
+
+def test_the_score_counts_equivalents_apart_with_an_exact_interval(gm):
+    rows = ([{"key": f"k{i}", "checker": {"status": "killed"}, "tests": {"status": "survived"}}
+             for i in range(8)]
+            + [{"key": "t", "checker": {"status": "survived"}, "tests": {"status": "killed"}},
+               {"key": "s", "checker": {"status": "not executed"},
+                "tests": {"status": "survived"}},
+               {"key": "e", "checker": {"status": "survived"}, "tests": {"status": "survived"}},
+               {"key": "i", "incompetent": "does not compile"}])
+    t = gm.tally({"mutants": rows, "equivalents": {"e": "argued"}})
+    assert (t["sampled"], t["incompetent"], t["equivalent"], t["scored"]) == (12, 1, 1, 10)
+    assert (t["checker"]["killed"], t["tests"]["killed"], t["both"]["killed"]) == (8, 1, 9)
+    assert t["both"]["of"] == 10
+    # Clopper-Pearson, 9 of 10: 0.555 - 0.997
+    assert t["both"]["low"] == pytest.approx(0.5550, abs=1e-4)
+    assert t["both"]["high"] == pytest.approx(0.9975, abs=1e-4)
+
+
+def _small_copy(dst: Path) -> Path:
+    for part in ("mechanisms", "proofs", "sims", "benchmarks"):
+        shutil.copytree(ROOT / part, dst / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def test_generated_mutants_scored_end_to_end(gm, money, tmp_path, monkeypatch):
+    """Eq. 13's sign flipped by the operator Sub -> Add is killed by the one row run (its
+    budget balance); a mutant no row executes survives as "not executed" without a run;
+    the copy's file is restored after each."""
+    monkeypatch.setattr(gm, "_COPIES", {})
+    monkeypatch.setattr(gm.named, "copy_tree", _small_copy)
+    flip = next(m for m in money if m.operator == "core/ReplaceBinaryOperator_Sub_Add"
+                and "R.sum(axis=-1) - R.sum(axis=-2)" in
+                (ROOT / m.path).read_text().splitlines()[m.line - 1])
+    text = (ROOT / flip.path).read_text()
+    base = {"command": "fedmarket prove --engine batch --examples 50",
+            "rows": ["box2/budget_balance"], "seconds": [0.5], "passes": [True],
+            "lines": {flip.path: {str(flip.span[0]): [0]}}}
+    got = gm.score(flip, ("checker",), {"checker": base}, str(tmp_path))
+    assert got["checker"]["status"] == "killed", got
+    assert got["checker"]["by"] == "box2/budget_balance"
+    assert "R.sum(axis=-1) + R.sum(axis=-2)" in got["after"]
+    other = next(m for m in money if m.first != flip.first)
+    got = gm.score(other, ("checker",), {"checker": base}, str(tmp_path))
+    assert got["checker"]["status"] == "not executed", got
+    (copy,) = gm._COPIES.values()
+    assert (copy / flip.path).read_text() == text
+
+
+def test_the_page_shows_the_committed_results(gm):
+    """docs/reference-proofs.md's generated-mutation block is what the script renders from
+    docs/mutation_generated.json (the results it was made from), not typed by hand."""
+    summary = json.loads(gm.COMMITTED.read_text())
+    page = (ROOT / "docs" / "reference-proofs.md").read_text()
+    start, end = gm.MARKERS
+    block = page[page.index(start):page.index(end) + len(end)] + "\n"
+    assert block == gm.render(summary)
+    t = gm.tally(summary)
+    assert t["sampled"] >= 400 or t["sampled"] == summary["population"]
+    for r in summary["mutants"]:  # every survivor shown has its row
+        survived = "incompetent" not in r and not any(
+            r.get(e, {}).get("status") in gm.KILLS for e in ("checker", "tests"))
+        assert (f"| {r['id']} " in block) == survived, r["id"]
+
+
+def test_where_a_mutant_runs(gm, tmp_path):
+    """A function's body, a def's default (for the calls of that def), module-level code (at
+    import), an annotation (never evaluated under ``from __future__ import annotations``;
+    evaluated without it)."""
+    src = ("from __future__ import annotations\n"
+           "LIMIT = 2 + 3\n"
+           "def f(x: int | None = 1 + 2):\n"
+           "    return x * 4\n")
+    (tmp_path / "mechanisms").mkdir()
+    mod = tmp_path / "mechanisms" / "m.py"
+    mod.write_text(src)
+
+    def where(text, op):
+        return {m.where for m in gm.mutants(tmp_path, [mod]) if m.operator == op
+                and text in src.splitlines()[m.line - 1]}
+
+    assert where("2 + 3", "core/ReplaceBinaryOperator_Add_Sub") == {"module"}
+    assert where("1 + 2", "core/ReplaceBinaryOperator_Add_Sub") == {"signature"}
+    assert where("int | None", "core/ReplaceBinaryOperator_BitOr_BitAnd") == {"annotation"}
+    assert where("x * 4", "core/ReplaceBinaryOperator_Mul_Add") == {"body"}
+    mod.write_text(src.split("\n", 1)[1])  # annotations evaluated at import now
+    src = mod.read_text()
+    assert where("int | None", "core/ReplaceBinaryOperator_BitOr_BitAnd") == {"signature"}
