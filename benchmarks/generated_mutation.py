@@ -663,6 +663,11 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
 
 
 KILLS = ("killed", "timeout")
+# the argument of every mutant inside an annotation (Generated.where == "annotation")
+ANNOTATION = ("an annotation of a module with 'from __future__ import annotations' is kept as "
+              "a string and never evaluated (PEP 563); nothing in the tree evaluates "
+              "annotations (no typing.get_type_hints, no inspect eval_str: "
+              "tests/test_generated_mutation.py checks), so no run can tell it apart")
 
 
 def tally(summary: dict) -> dict:
@@ -707,6 +712,8 @@ def summarise(rows: list[dict], meta: dict) -> dict:
     keep = (*FIELDS, "before", "after", "incompetent", "checker", "tests")
     rows = [{k: r[k] for k in keep if k in r} for r in rows]
     eq = equivalents()
+    eq.update({r["key"]: ANNOTATION for r in rows
+               if r.get("checker", r.get("tests", {})).get("why") == "annotation"})
     survivors = {r["key"] for r in rows if not any(
         r.get(e, {}).get("status") in KILLS for e in ("checker", "tests"))}
     return {**meta, "mutants": rows,
@@ -739,24 +746,47 @@ def render(summary: dict) -> str:
         score = _pct(e["killed"] / e["of"]) if e["of"] else "-"
         ci = f"{_pct(e['low'])} - {_pct(e['high'])}" if e["of"] else "-"
         lines.append(f"| {name} | {e['killed']} | {e['of']} | {score} | {ci} |")
-    lines += ["", "Survivors (neither engine killed them; equivalent ones with their "
-              "argument):", "",
-              "| mutant | where | before | after | checker | tests | equivalent because |",
-              "|---|---|---|---|---|---|---|"]
     eq = equivalents_in(summary)
-    for r in summary["mutants"]:
-        if "incompetent" in r or any(r.get(e, {}).get("status") in KILLS
-                                     for e in ("checker", "tests")):
-            continue
-        def cell(e, r=r):
-            x = r.get(e)
-            return "not run" if x is None else x["status"]
-        lines.append(f"| {r['id']} {r['operator'].split('/')[1]} | {r['path']}:{r['line']} "
-                     f"`{r['definition']}` | `{_md(r.get('before', ''))}` | "
-                     f"`{_md(r.get('after', ''))}` | {cell('checker')} | {cell('tests')} | "
-                     f"{_md(eq.get(r['key'], 'not argued: a fault nothing catches'))} |")
+    lines += ["", "Survivors of both engines (an equivalent one with its argument, else a fault "
+              "nothing catches yet):", "", *survivors(summary, ("checker", "tests"), eq), "",
+              "Killed by the tests only (the checker's standard run misses them):", "",
+              *survivors(summary, ("checker",), eq, killed_by="tests")]
     lines.append(MARKERS[1])
     return "\n".join(lines) + "\n"
+
+
+def _cell(r: dict, engine: str) -> str:
+    x = r.get(engine)
+    if x is None:
+        return "not run"
+    if x["status"] in KILLS:
+        return f"{x['status']} by {x['by']}" if x.get("by") else x["status"]
+    if x.get("why"):
+        return f"{x['status']} ({x['why']})"
+    if x["status"] == "survived":
+        n = x.get("rows", x.get("tests"))
+        return f"survived {n} {'rows' if 'rows' in x else 'tests'}"
+    return x["status"]
+
+
+def survivors(summary: dict, engines: tuple[str, ...], eq: dict,
+              killed_by: str | None = None) -> list[str]:
+    """A markdown table of the sampled mutants that ``engines`` all let survive (and that
+    ``killed_by`` kills, if given), competent ones only."""
+    out = ["| mutant | where | before | after | checker | tests | equivalent because |",
+           "|---|---|---|---|---|---|---|"]
+    for r in summary["mutants"]:
+        if "incompetent" in r or any(r.get(e, {}).get("status") in KILLS for e in engines):
+            continue
+        if killed_by and r.get(killed_by, {}).get("status") not in KILLS:
+            continue
+        because = eq.get(r["key"], "-" if killed_by else "not argued: a fault nothing "
+                                                         "catches")
+        out.append(f"| {r['id']} {r['operator'].split('/')[1]} | {r['path']}:{r['line']} "
+                   f"`{r['definition']}` | `{_md(r.get('before', ''))}` | "
+                   f"`{_md(r.get('after', ''))}` | {_cell(r, 'checker')} | "
+                   f"{_cell(r, 'tests')} | {_md(because)} |")
+    return out
 
 
 def shown(path: Path) -> str:
@@ -833,6 +863,8 @@ def main(argv=None) -> int:
     p.add_argument("--commit", default=None, help="with --no-run: the tree version whose "
                    "results to show (default: this tree's)")
     p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--survivors", type=Path, default=None,
+                   help="write the survivors of each engine (a markdown list) here")
     p.add_argument("--drive", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.drive:
@@ -905,6 +937,14 @@ def main(argv=None) -> int:
     rows = [{**describe(m), **done.get(m.id, {})} for m in chosen]
     summary = summarise(rows, meta)
     print(json.dumps(tally(summary)))
+    if args.survivors is not None:
+        eq = equivalents_in(summary)
+        text = [f"# Survivors of the generated mutants at {commit}", "",
+                f"`{meta['command']}`: {json.dumps(tally(summary))}", ""]
+        for engine in ("checker", "tests"):
+            text += [f"## Survivors of the {engine}", "",
+                     *survivors(summary, (engine,), eq), ""]
+        args.survivors.write_text("\n".join(text))
     if args.markdown is not None:
         COMMITTED.write_text(json.dumps(summary, indent=1) + "\n")
         write_page(args.markdown, render(summary))
