@@ -603,6 +603,23 @@ def score_tests(copy: Path, base: dict, m: Generated) -> dict:
     return out
 
 
+def incompetent(text: str, mutated: str | None, path: str) -> str | None:
+    """Why a mutant is no mutant at all (None: it is one): no mutation at that position, code
+    that does not compile, or the same syntax tree as the original (a float literal + 1
+    that rounds to itself, 1e100 -> 1e+100)."""
+    if mutated is None or mutated == text:
+        return "no mutation at this position"
+    try:
+        with warnings.catch_warnings():  # "is" with a literal: a mutant's, not ours
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(mutated, path, "exec")
+    except (SyntaxError, ValueError) as exc:
+        return f"does not compile: {exc}"
+    if ast.dump(ast.parse(mutated)) == ast.dump(ast.parse(text)):
+        return "no change: the same syntax tree"
+    return None
+
+
 _COPIES: dict = {}
 
 
@@ -622,15 +639,11 @@ def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str) -> d
     text = path.read_text()
     out = {"id": m.id}
     mutated = mutate(text, m)
-    if mutated is None or mutated == text:
-        return {**out, "incompetent": "no mutation at this position"}
-    out["before"], out["after"] = diff_line(text, mutated, m)
-    try:
-        with warnings.catch_warnings():  # "is" with a literal: a mutant's, not ours
-            warnings.simplefilter("ignore", SyntaxWarning)
-            compile(mutated, m.path, "exec")
-    except (SyntaxError, ValueError) as exc:
-        return {**out, "incompetent": f"does not compile: {exc}"}
+    why = incompetent(text, mutated, m.path)
+    if mutated is not None:
+        out["before"], out["after"] = diff_line(text, mutated, m)
+    if why:
+        return {**out, "incompetent": why}
     path.write_text(mutated)
     try:
         for engine in engines:
@@ -735,9 +748,9 @@ def render(summary: dict) -> str:
              + f"). Checker: `{summary['checker']}`"
              + (f" (rows ordered by `{summary['triage']}`)" if summary.get("triage") else "")
              + f"; tests: `pytest {summary['tests']}`. {t['incompetent']} incompetent (no "
-             f"mutation or not compiling), {t['equivalent']} equivalent (argued below); "
-             f"the score is over the other {t['scored']}, with its 95 % Clopper-Pearson "
-             "interval.", "",
+             f"mutation, not compiling, or the same syntax tree), {t['equivalent']} "
+             f"equivalent (argued below); the score is over the other {t['scored']}, with "
+             "its 95 % Clopper-Pearson interval.", "",
              "| engine | killed | of | score | 95 % interval |", "|---|---|---|---|---|"]
     for engine in ("checker", "tests", "both"):
         e = t[engine]
