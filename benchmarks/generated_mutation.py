@@ -28,7 +28,8 @@ after each mutant) and scored by two engines, each stopping at its first failure
 A mutant no row (test) executes survives that engine with the reason "not executed"; a
 mutant whose code does not compile is "incompetent" and counted apart. Every result is
 appended to ``--out`` (JSON lines) as it finishes; a rerun skips what the file holds for the
-same commit and command (resumable); ``--jobs N`` scores N mutants at a time. ``--markdown``
+same code version (mechanisms/, proofs/, sims/, learning/, tests/, pyproject.toml) and
+command (resumable); ``--jobs N`` scores N mutants at a time. ``--markdown``
 writes the score into docs/reference-proofs.md (between the ``generated-mutation``
 markers) and the results it is made from into docs/mutation_generated.json; each survivor
 that cannot be killed carries its argument of equivalence from
@@ -388,6 +389,22 @@ def tree_version() -> str:
     head = git("rev-parse", "--short=7", "HEAD").decode().strip()
     changes = git("diff", "HEAD", "--no-ext-diff", "--binary")
     return head + (f"+{hashlib.sha1(changes).hexdigest()[:7]}" if changes else "")
+
+
+# what the verdicts depend on: results are reused while these are unchanged (the harness and
+# the pages may change)
+CODE = ("mechanisms", "proofs", "sims", "learning", "tests", "pyproject.toml")
+
+
+def code_version() -> str:
+    """The SHA-1 (10 hex digits) of :data:`CODE` as the working tree has them: their trees at
+    HEAD and any change to them since."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
+
+    trees = git("rev-parse", *(f"HEAD:{p}" for p in CODE))
+    changes = git("diff", "HEAD", "--no-ext-diff", "--binary", "--", *CODE)
+    return hashlib.sha1(trees + changes).hexdigest()[:10]
 
 
 def _kill(proc) -> None:
@@ -822,17 +839,21 @@ def write_page(page: Path, block: str) -> None:
     page.write_text(text)
 
 
-def load(out: Path, commit: str, commands: dict) -> tuple[dict[str, dict], dict]:
-    """(id -> merged result, population) of ``out``'s lines made at ``commit`` with these
-    commands (an engine's result counts only under its own command)."""
+def load(out: Path, code: str, commands: dict) -> tuple[dict[str, dict], dict]:
+    """(id -> merged result, population) of ``out``'s lines made from code version ``code``
+    (:func:`code_version`; lines without one: their commit) with these commands (an engine's
+    result counts only under its own command). The population carries the commit (the most
+    frequent among the lines)."""
     done: dict = {}
     population: dict = {}
+    commits: dict = {}
     if not out.exists():
         return done, population
     for line in out.read_text().splitlines():
         r = json.loads(line)
-        if r.get("commit") != commit:
+        if r.get("code", r.get("commit")) != code:
             continue
+        commits[r.get("commit")] = commits.get(r.get("commit"), 0) + 1
         if "population" in r:
             population = {k: r[k] for k in ("population", "by_class")}
             continue
@@ -843,12 +864,15 @@ def load(out: Path, commit: str, commands: dict) -> tuple[dict[str, dict], dict]
         for engine, command in commands.items():
             if engine in r and r.get("commands", {}).get(engine) == command:
                 prev[engine] = r[engine]
+    if commits:
+        population["commit"] = max(commits, key=lambda c: (commits[c], str(c)))
     return done, population
 
 
-def baseline(kind: str, commit: str, key: str, make) -> dict:
-    """A baseline of this commit and command, computed once (results/mutation-generated/)."""
-    name = hashlib.sha1(f"{kind}|{commit}|{key}".encode()).hexdigest()[:12]
+def baseline(kind: str, code: str, key: str, make) -> dict:
+    """A baseline of this code version and command, computed once
+    (results/mutation-generated/)."""
+    name = hashlib.sha1(f"{kind}|{code}|{key}".encode()).hexdigest()[:12]
     path = BASELINES / f"{kind}-{name}.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -873,8 +897,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--count", action="store_true", help="print the population and stop")
     p.add_argument("--no-run", action="store_true", help="score nothing: page from --out")
-    p.add_argument("--commit", default=None, help="with --no-run: the tree version whose "
-                   "results to show (default: this tree's)")
+    p.add_argument("--code", default=None, help="with --no-run: the code version whose "
+                   "results to show (default: this tree's; see code_version)")
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--survivors", type=Path, default=None,
                    help="write the survivors of each engine (a markdown list) here")
@@ -886,10 +910,11 @@ def main(argv=None) -> int:
         population = mutants()
         print(json.dumps({"mutants": len(population), "by_class": _by_class(population)}))
         return 0
-    commit = args.commit if args.no_run and args.commit else tree_version()
+    commit = tree_version()
+    code = args.code if args.no_run and args.code else code_version()
     commands = {"checker": args.checker + (f" [triage: {args.triage}]" if args.triage else ""),
                 "tests": args.tests}
-    done, pop = load(args.out, commit, commands)
+    done, pop = load(args.out, code, commands)
     if args.no_run:  # the sample as the results hold it (the smallest ranks among them)
         chosen = [Generated(**{f: r[f] for f in FIELDS if f != "kind"},
                             **dict.fromkeys(("occurrence", "col", "end_line", "end_col",
@@ -907,24 +932,25 @@ def main(argv=None) -> int:
     if todo and not args.no_run:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("a") as f:
-            f.write(json.dumps({**pop, "commit": commit}) + "\n")
+            f.write(json.dumps({**pop, "commit": commit, "code": code}) + "\n")
         with tempfile.TemporaryDirectory(prefix="fedmarket-generated-") as parent:
             copy = _copy_for(parent)
             work = Path(parent)
             bases = {}
             if "checker" in args.engines:
-                bases["checker"] = baseline("checker", commit, commands["checker"],
+                bases["checker"] = baseline("checker", code, commands["checker"],
                                             lambda: checker_baseline(copy, args.checker,
                                                                      args.triage or None,
                                                                      work))
             if "tests" in args.engines:
-                bases["tests"] = baseline("tests", commit, args.tests,
+                bases["tests"] = baseline("tests", code, args.tests,
                                           lambda: tests_baseline(copy, args.tests, work))
             tasks = [(m, tuple(e for e in args.engines if e not in done.get(m.id, {})), bases,
                       parent) for m in todo]
 
             def record(i, r):
-                r = {**describe(tasks[i][0]), **r, "commit": commit, "commands": commands}
+                r = {**describe(tasks[i][0]), **r, "commit": commit, "code": code,
+                     "commands": commands}
                 with args.out.open("a") as f:
                     f.write(json.dumps(r) + "\n")
                 print(json.dumps(r), flush=True)
@@ -937,14 +963,15 @@ def main(argv=None) -> int:
 
                 in_parallel(score, tasks, args.jobs, record)
             shutil.rmtree(copy, ignore_errors=True)
-        done, pop = load(args.out, commit, commands)
+        done, pop = load(args.out, code, commands)
     meta = {"command": "python benchmarks/generated_mutation.py"
             + ("" if args.sample == SAMPLE else f" --sample {args.sample}")
             + ("" if args.seed == SEED else f" --seed {args.seed}")
             + ("" if args.checker == CHECKER else f" --checker {shlex.quote(args.checker)}")
             + ("" if args.triage == TRIAGE else f" --triage {shlex.quote(args.triage)}")
             + ("" if args.tests == TESTS else f" --tests {shlex.quote(args.tests)}"),
-            "commit": commit, "seed": args.seed, "sampled": len(chosen),
+            "commit": pop.get("commit", commit), "code": code, "seed": args.seed,
+            "sampled": len(chosen),
             "checker": args.checker, "triage": args.triage, "tests": args.tests,
             "results": shown(args.out), **pop}
     rows = [{**describe(m), **done.get(m.id, {})} for m in chosen]
@@ -952,7 +979,7 @@ def main(argv=None) -> int:
     print(json.dumps(tally(summary)))
     if args.survivors is not None:
         eq = equivalents_in(summary)
-        text = [f"# Survivors of the generated mutants at {commit}", "",
+        text = [f"# Survivors of the generated mutants at {meta['commit']}", "",
                 f"`{meta['command']}`: {json.dumps(tally(summary))}", ""]
         for engine in ("checker", "tests"):
             text += [f"## Survivors of the {engine}", "",
