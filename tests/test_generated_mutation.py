@@ -112,9 +112,10 @@ def test_the_score_counts_equivalents_apart_with_an_exact_interval(gm):
 
 
 def _small_copy(dst: Path) -> Path:
-    for part in ("mechanisms", "proofs", "sims", "benchmarks"):
+    for part in ("mechanisms", "proofs", "sims", "benchmarks", "tests"):
         shutil.copytree(ROOT / part, dst / part,
                         ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", dst / "pyproject.toml")
     return dst
 
 
@@ -205,3 +206,25 @@ def test_every_argued_equivalent_names_a_generated_mutant(gm):
     for key, why in args.items():
         assert key in keys, f"stale or unknown mutant key: {key}"
         assert len(why.split()) >= 8, key
+
+
+@pytest.mark.slow
+def test_the_tests_engine_runs_the_tests_that_run_the_mutant(gm, money, tmp_path,
+                                                           monkeypatch):
+    """Eq. 13's sign flipped fails the tests that run it (a pytest run of their node ids, the
+    fastest first, stopping at the first failure); with none, "not executed"."""
+    monkeypatch.setattr(gm, "_COPIES", {})
+    monkeypatch.setattr(gm.named, "copy_tree", _small_copy)
+    flip = next(m for m in money if m.operator == "core/ReplaceBinaryOperator_Sub_Add"
+                and "R.sum(axis=-1) - R.sum(axis=-2)" in
+                (ROOT / m.path).read_text().splitlines()[m.line - 1])
+    tests = ["tests/test_ipfl_public.py::test_pure_buyer_and_pure_seller",
+             "tests/test_ipfl_public.py::test_liar_uses_true_values_for_utility"]
+    base = {"tests": tests, "seconds": [0.5, 0.2], "passes": [True, True],
+            "lines": {flip.path: {str(flip.span[0]): [0, 1]}}}
+    got = gm.score(flip, ("tests",), {"tests": base}, str(tmp_path))
+    assert got["tests"]["status"] == "killed", got
+    assert got["tests"]["by"] == tests[1], got  # the faster first
+    base["lines"] = {}
+    got = gm.score(flip, ("tests",), {"tests": base}, str(tmp_path))
+    assert got["tests"]["status"] == "not executed", got
