@@ -162,7 +162,8 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
     store's cells table); ``expected``: scenario -> number of cells the spec asks for."""
     cells, rounds, configs = {}, {}, {}
     code = index.set_index("key")["code"].to_dict()
-    wall = index.set_index("key")["seconds"].to_dict()
+    # the cell's wall seconds where the store kept them (an index without them: NaN)
+    wall = index.set_index("key")["seconds"].to_dict() if "seconds" in index else {}
     for name, f in sorted(frames.items()):
         ids = {}
         for key, g in f.groupby("cell"):

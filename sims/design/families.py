@@ -57,7 +57,7 @@ from proofs.typespace import TypeSpace, as_type_space
 
 from .errors import DesignInputError
 from .evaluate import Mechanism
-from .space import LinearSpace, check_weights, theta_vector
+from .space import FAMILY_LOADERS, LinearSpace, check_weights, theta_vector
 
 __all__ = ["POSTED_FEATURES", "SELECTIONS", "PostedSpace", "ReductionSpace", "ReserveSpace",
            "posted_mechanism", "posted_prices", "reduction_mechanism", "reserve_mechanism",
@@ -434,6 +434,9 @@ def load_family(obj: dict):
         return ReductionSpace({k: tuple(v) for k, v in obj.get("bounds", {}).items()})
     raise DesignInputError("space", f"needs kind one of {tuple(MECHANISM_KINDS)}, got "
                                     f"{kind!r}")
+
+
+FAMILY_LOADERS.update(dict.fromkeys(MECHANISM_KINDS, load_family))  # space.load_space's
 
 
 def _register():

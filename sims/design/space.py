@@ -323,6 +323,9 @@ def theta_vector(theta, n: int) -> np.ndarray:
 
 
 SPACE_KINDS = ("linear", "user", "posted", "reserve", "reduction")
+# The families that change who trades (sims.design.families, imported with the package)
+# register their loaders here, kind -> load(obj): this module need not import them.
+FAMILY_LOADERS: dict[str, Callable] = {}
 
 
 def load_space(obj):
@@ -331,9 +334,7 @@ def load_space(obj):
     if not isinstance(obj, dict) or obj.get("kind") not in SPACE_KINDS:
         raise DesignInputError("space", f"needs kind one of {SPACE_KINDS}, got {obj!r:.80}")
     if obj["kind"] not in ("linear", "user"):
-        from .families import load_family
-
-        return load_family(obj)
+        return FAMILY_LOADERS[obj["kind"]](obj)
     if obj["kind"] == "linear":
         return LinearSpace(tuple(obj.get("features", FEATURES[:4])),
                            bool(obj.get("balanced", True)),
