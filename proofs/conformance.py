@@ -47,19 +47,21 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 import numpy as np
+from hypothesis import strategies as st
 
-from mechanisms import cpl, ipfl
+from mechanisms import cpl, distances, ipfl, paper, roles
 
 from .batch import CplSampler, IpflSampler, IpflSpec
 from .core import Property
 from .ipfl_properties import IpflCase, batch_rule
 from .oracle import cpl as ocpl
 from .oracle import ipfl as oipfl
-from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances
+from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances, misreports
 from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["CONFORMANCE_PROPERTIES", "CplView", "Gaps", "IpflView", "baseline_ledgers",
-           "cpl_gaps", "ipfl_gaps", "outcome_view", "subject_rules"]
+           "cpl_gaps", "ipfl_gaps", "lied", "model_gaps", "models", "outcome_view",
+           "scenario_gaps", "subject_rules"]
 
 INF = math.inf
 EPS = 2.220446049250313e-16
@@ -111,6 +113,41 @@ def _close(gaps: Gaps, name: str, got, want, tol: float, where=None) -> None:
     else:
         excess = abs(got - want) - tol
         gaps.add(name, excess if excess > 0 else 0.0, where)
+
+
+def _flat(x) -> list:
+    """A number, a list (of lists) or an array, as one flat list of floats."""
+    if isinstance(x, np.ndarray):
+        return x.ravel().tolist()
+    if isinstance(x, list | tuple):
+        return [v for item in x for v in _flat(item)] if x and isinstance(
+            x[0], list | tuple | np.ndarray) else [float(v) for v in x]
+    return [float(x)]
+
+
+def _close_all(gaps: Gaps, name: str, got, want, tol, mask=None) -> None:
+    """:func:`_close` entry by entry (flattened in row order; ``tol`` a number or one per
+    entry; ``mask``: the entries compared); the largest excess is the amount, its flat index
+    the place. Plain Python: the arrays are small (one market), where numpy's overhead
+    costs more than the comparison."""
+    got, want = _flat(got), _flat(want)
+    tols = _flat(tol)
+    if len(tols) == 1:
+        tols = tols * len(want)
+    keep = _flat(mask) if mask is not None else None
+    worst, at = 0.0, None
+    for k, (x, y, t) in enumerate(zip(got, want, tols, strict=True)):
+        if keep is not None and not keep[k]:
+            continue
+        if x != x or y != y:  # NaN
+            excess = INF
+        elif x in (INF, -INF) or y in (INF, -INF):
+            excess = 0.0 if x == y else INF
+        else:
+            excess = abs(x - y) - t
+        if excess > worst:
+            worst, at = excess, k
+    gaps.add(name, worst, at)
 
 
 # =================================================================================== iPFL
@@ -254,12 +291,11 @@ def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
     # prices (Eq. 10 or cost-plus), off the diagonal
     if price_rule is not None:
         rule_price = oipfl.paper_price if price_rule == "paper" else oipfl.cost_plus_price
-        for i in range(m):
-            for j in range(m):
-                if i != j:
-                    want = rule_price(i, j, N, c, lam, D)
-                    _close(gaps, "prices", P[i][j], want, PRICE_RTOL * (1 + abs(want))
-                           if math.isfinite(want) else 0.0, (i, j))
+        want = [[rule_price(i, j, N, c, lam, D) for j in range(m)] for i in range(m)]
+        size = [[PRICE_RTOL * (1.0 + abs(x)) if math.isfinite(x) else 0.0 for x in row]
+                for row in want]
+        _close_all(gaps, "prices", P, want, size, [[i != j for j in range(m)]
+                                                   for i in range(m)])
     # thresholds (Box 2) at the prices faced
     T = view.T
     total = math.fsum(N)
@@ -299,9 +335,7 @@ def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
         if view.R is None:
             gaps.add("remittances", INF, "none returned")
         else:
-            for i in range(m):
-                for j in range(m):
-                    _close(gaps, "remittances", view.R[i][j], R_want[i][j], tol, (i, j))
+            _close_all(gaps, "remittances", view.R, R_want, tol)
     p_want = None
     if view.R is not None:  # Eq. 13 of the remittances the rule returned
         p_want = oipfl.payments(view.R)
@@ -312,25 +346,20 @@ def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
     elif money == "none":
         p_want = [0.0] * m
         if view.R is not None:
-            for i in range(m):
-                for j in range(m):
-                    _close(gaps, "remittances", view.R[i][j], 0.0, 0.0, (i, j))
+            _close_all(gaps, "remittances", view.R, [[0.0] * m] * m, 0.0)
     if p_want is not None:
-        for i in range(m):
-            _close(gaps, "payments", view.p[i], p_want[i], tol, i)
+        _close_all(gaps, "payments", view.p, p_want, tol)
     # gains, costs, utilities (Eq. 3) and welfare (Eq. 5): the truth, on the subject's graph
     G = oipfl.gains(g, A, tN, tK)
     C = oipfl.sharing_costs(A, tc)
     U = oipfl.utilities(G, C, view.p)
-    for i in range(m):
-        _close(gaps, "gains", view.G[i], G[i], tol, i)
-        _close(gaps, "sharing_costs", view.C[i], C[i], tol, i)
-        _close(gaps, "utilities", view.U[i], U[i], tol, i)
+    _close_all(gaps, "gains", view.G, G, tol)
+    _close_all(gaps, "sharing_costs", view.C, C, tol)
+    _close_all(gaps, "utilities", view.U, U, tol)
     _close(gaps, "welfare", view.W, oipfl.welfare(G, A, tc), tol * m)
     for W, got in baselines:
         want = oipfl.baseline_utilities(g, np.asarray(W).tolist(), tN, tc, tK)
-        for i in range(m):
-            _close(gaps, "baseline_utilities", got[i], want[i], tol, i)
+        _close_all(gaps, "baseline_utilities", got, want, tol)
     return gaps
 
 
@@ -342,57 +371,216 @@ def baseline_ledgers(market, view: IpflView) -> tuple:
                  for W in (np.ones((m, m)), np.asarray(view.A, float)))
 
 
+# ------------------------------------------------------------ the lie, the models (Eq. 8)
+
+
+def lied(a: dict) -> tuple:
+    """The reports of the lying market beside each drawn (truthful) one: client
+    ``a["client"]`` misreports one type by ``a["factor"]`` -- N (N x f), c (c f + max(f - 1,
+    0), so overstating also from c = 0; a pure buyer's inf stays) or K (K x f), which one
+    read off the factor
+    (floor(7 f) mod 3) -- and the truth stays as drawn. Returns (N, c, K) reported."""
+    N, c, K = (np.array(a[k], dtype=float) for k in ("N", "c", "K"))
+    b, who, f = np.arange(len(N)), a["client"], a["factor"]
+    dim = np.floor(7.0 * f).astype(int) % 3
+    for d, x in enumerate((N, c, K)):
+        sel = dim == d
+        old = x[b[sel], who[sel]]
+        x[b[sel], who[sel]] = old * f[sel] + (np.maximum(f[sel] - 1.0, 0.0) if d == 1 else 0.0)
+    return N, c, K
+
+
+def models(market) -> tuple:
+    """Model parameters theta (m, 3) derived from the clients' types (N_i / 2000, c_i / 5
+    (0.7 for a pure buyer), K_i / 1e6, each less 0.5), the reference theta_0 = client 0's
+    model (so client 0 has no cosine direction), and the prox step eta = 1 + lam: the
+    distances and prox-centres (Eq. 8) of the market's own clients, identical models where
+    the types repeat."""
+    N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
+    theta = np.stack([N / 2000.0, np.where(np.isfinite(c), c / 5.0, 0.7), K / 1e6], axis=-1)
+    theta = theta - 0.5
+    return theta, theta[..., 0, :], 1.0 + np.asarray(market.lam, float)
+
+
+def model_gaps(gaps: Gaps, theta, reference, eta, N, A, D_got: dict, P_got: dict) -> None:
+    """mechanisms.distances against the oracle: the pairwise distances ``D_got[metric]``
+    (1e-12 of the squared norms) and the prox-centres ``P_got[metric]`` on the graph ``A``
+    (1e-12 of the terms)."""
+    theta, reference = np.asarray(theta, float).tolist(), np.asarray(reference, float).tolist()
+    m = len(theta)
+    sq = [1.0 + math.fsum(x * x for x in t) for t in theta]
+    dsize = [[1e-12 * (a + b) for b in sq] for a in sq]
+    psize = [[1e-12 * (1.0 + math.fsum(abs(x) for x in theta[i]) + eta * 4.0 * (
+        1.0 + sum(1 for j in range(m) if A[i][j])) * max(1.0, max(N) / N[i]))] * len(theta[i])
+        for i in range(m)]
+    for metric in ("l2sq", "cosine"):
+        want = [[0.0 if i == j else oipfl.distance(metric, theta[i], theta[j], reference)
+                 for j in range(m)] for i in range(m)]
+        _close_all(gaps, f"distances_{metric}", D_got[metric], want, dsize)
+        want = [oipfl.prox_centre(i, theta, A, N, eta, metric, reference) for i in range(m)]
+        _close_all(gaps, f"prox_{metric}", P_got[metric], want, psize)
+
+
+def _model_outputs(market, A) -> tuple:
+    """(theta, reference, eta, distances by metric, prox-centres by metric) of ``market``'s
+    derived models (:func:`models`) on the graph ``A``, by mechanisms.distances."""
+    theta, reference, eta = models(market)
+    D = {metric: distances.pairwise_distances(theta, metric, reference=reference)
+         for metric in ("l2sq", "cosine")}
+    P = {metric: distances.prox_centres(theta, A, market.N, float(eta), metric,
+                                        reference=reference) for metric in ("l2sq", "cosine")}
+    return theta, reference, eta, D, P
+
+
+def scenario_gaps(gaps: Gaps, market) -> None:
+    """The paper's scenarios (mechanisms.roles, mechanisms.paper) against the specification,
+    on parameters read off the market: each client's role from its type (a pure buyer, a
+    pure seller, else a trader; the last of three or more an attacker), types drawn for those
+    roles (K = 1e3 + the largest K, C = 0.5 + the largest finite c, seed N_0, fixed when
+    lam < 2.5) in the role table's ranges, and the same draws for the others when client 0's
+    role changes; an attack (seed mod 4) on client 0's derived model (:func:`models`);
+    the attackers' placement and the inclusive market's block order; the paper's settings."""
+    N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
+    m = len(N)
+    kinds = ["buyer" if ci == INF else "seller" if ki == 0 else "trader"
+             for ci, ki in zip(c.tolist(), K.tolist(), strict=True)]
+    if m >= 3:
+        kinds[-1] = "attacker"
+    seed = int(N[0])
+    scale = 1e3 + float(K.max())
+    C = 0.5 + float(np.max(c[np.isfinite(c)], initial=0.0))
+    fixed = float(market.lam) < 2.5
+    Kd, cd = roles.draw_types(tuple(kinds), K=scale, C=C, rng=seed, fixed=fixed)
+    wrong = sum(not oipfl.role_types_conform(r, float(k), float(x), scale, C, fixed)
+                for r, k, x in zip(kinds, Kd, cd, strict=True))
+    other = ("seller" if kinds[0] != "seller" else "trader", *kinds[1:])
+    K2, c2 = roles.draw_types(other, K=scale, C=C, rng=seed, fixed=fixed)
+    wrong += sum((float(K2[j]), float(c2[j])) != (float(Kd[j]), float(cd[j]))
+                 for j in range(1, m))
+    honest = np.asarray(models(market)[0][0], float)
+    kind = roles.ATTACKS[seed % len(roles.ATTACKS)]
+    attacked = np.asarray(roles.attack(kind, honest, rng=seed), float)
+    wrong += not oipfl.attack_conforms(kind, honest.tolist(), attacked.ravel().tolist())
+    a = seed % m
+    wrong += list(roles.market_roles(m, attackers=a, placement="last")) != \
+        ["trader"] * (m - a) + ["attacker"] * a
+    placed = list(roles.market_roles(m, attackers=a, placement="random", rng=seed))
+    wrong += placed.count("attacker") != a or placed.count("trader") != m - a
+    blocks = (seed % 4, seed % 3, seed % 5, seed % 2)
+    wrong += list(roles.inclusive_roles(*blocks)) != oipfl.inclusive_roles(*blocks)
+    wrong += any(getattr(paper, k) != v for k, v in oipfl.IPFL_SETTINGS.items())
+    gaps.add("scenarios", float(wrong))
+
+
+# ---------------------------------------------------------------------- the property
+
+
 def _mode(case) -> str:
     return getattr(case, "thresholds", None) or "exact"
 
 
-def ipfl_conforms(subject, case) -> float:
-    """The property's one-instance check: the subject clears ``case`` itself (its ``settle``);
-    the outcome is compared with the oracle (:func:`ipfl_gaps`). Every effective example
-    discriminates (the equations are evaluated on every market)."""
-    mode = _mode(case)
-    out = subject.settle(case.market, case.D, allow_negative=True, thresholds=mode)
+def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float:
+    out = subject.settle(market, D, allow_negative=True, thresholds=mode)
     view = outcome_view(out)
-    return ipfl_gaps(case.market, case.D, view, subject_rules(subject), mode,
-                     baseline_ledgers(case.market, view)).violation
+    gaps = ipfl_gaps(market, D, view, names, mode, baseline_ledgers(market, view))
+    if with_models:
+        theta, reference, eta, Dm, Pm = _model_outputs(market, np.asarray(view.A))
+        model_gaps(gaps, theta, reference, eta, np.asarray(market.N, float).tolist(), view.A,
+                   Dm, Pm)
+        scenario_gaps(gaps, market)
+    # the one-market outcome's accessors
+    m = market.m
+    A = np.asarray(view.A)
+    wrong = sum(list(out.sellers_of(i)) != np.flatnonzero(A[i]).tolist()
+                or list(out.buyers_of(i)) != np.flatnonzero(A[:, i]).tolist()
+                for i in range(m))
+    gaps.add("accessors", float(wrong))
+    _close(gaps, "budget_surplus", out.budget_surplus, math.fsum(view.p),
+           MONEY_TOL * (1.0 + math.fsum(abs(x) for x in view.p)))
+    return gaps.violation
+
+
+def ipfl_conforms(subject, case) -> float:
+    """The property's one-instance check: the subject clears ``case``'s market and its lying
+    twin (:func:`lied`) itself (its ``settle``); each outcome, the baselines' ledger and the
+    derived models' distances and prox-centres (:func:`models`) are compared with the oracle
+    (:func:`ipfl_gaps`, :func:`model_gaps`). Every effective example discriminates."""
+    mode, names = _mode(case), subject_rules(subject)
+    worst = _one_market_gaps(subject, case.market, case.D, names, mode)
+    if case.client is not None and case.factor is not None:
+        a = {"N": case.market.N[None], "c": case.market.c[None], "K": case.market.K[None],
+             "client": np.array([case.client]), "factor": np.array([case.factor])}
+        N, c, K = (x[0] for x in lied(a))
+        mk = ipfl.Market(N=N, c=c, K=K, lam=case.market.lam, true_N=case.market.N,
+                         true_c=case.market.c, true_K=case.market.K, gain=case.market.gain)
+        worst = max(worst, _one_market_gaps(subject, mk, case.D, names, mode, False))
+    return worst
 
 
 def _ipfl_hook(subject):
     """The batch hook: the subject's bulk clearing (mechanisms.ipfl.clear_batch) of a whole
-    batch, then the oracle market by market; None for a subject that cannot be cleared in
-    bulk."""
+    batch and of its lying twin, then the oracle market by market; None for a subject that
+    cannot be cleared in bulk."""
     if not isinstance(subject, IpflMechanism) or batch_rule(subject) is None:
         return None
     names = subject_rules(subject)
 
-    def evaluate(a):
-        mode = a.get("thresholds") or "exact"
-        markets = ipfl.MarketArrays(a["N"], a["c"], a["K"], a["lam"],
-                                    gain=a.get("gain") or "sqrt")
-        out = ipfl.clear_batch(markets, a["D"], subject.rule, payments=subject.money,
+    def check(markets, D, mode, with_models):
+        out = ipfl.clear_batch(markets, D, subject.rule, payments=subject.money,
                                prices=subject.prices, thresholds=mode,
                                allow_negative_distances=True)
         views = _views_of_batch(out)
-        B, m = a["N"].shape
+        B, m = markets.N.shape
         ones = np.ones((B, m, m))
         full = np.asarray(ipfl.baseline_utilities(markets, ones), float).tolist()
         own = np.asarray(ipfl.baseline_utilities(markets, out.adjacency), float).tolist()
+        if with_models:
+            theta, reference, eta = models(markets)
+            metrics = ("l2sq", "cosine")
+            Dm = {x: [distances.pairwise_distances(theta[k], x, reference=reference[k])
+                      for k in range(B)] for x in metrics}
+            Pm = {x: [distances.prox_centres(theta[k], out.adjacency[k], markets.N[k],
+                                             float(eta[k]), x, reference=reference[k])
+                      for k in range(B)] for x in metrics}
         cols = {k: np.asarray(getattr(markets, k), float).tolist()
                 for k in ("N", "c", "K", "lam", "true_N", "true_c", "true_K")}
-        D = np.asarray(a["D"], float).tolist()
+        Dl = np.asarray(D, float).tolist()
         viol = np.empty(B)
         for k in range(B):
             mk = SimpleNamespace(gain=markets.gain, **{f: v[k] for f, v in cols.items()})
             base = ((ones[k], full[k]), (views[k].A, own[k]))
-            viol[k] = ipfl_gaps(mk, D[k], views[k], names, mode, base).violation
+            gaps = ipfl_gaps(mk, Dl[k], views[k], names, mode, base)
+            if with_models:
+                model_gaps(gaps, theta[k], reference[k], float(eta[k]), cols["N"][k],
+                           views[k].A, {x: Dm[x][k] for x in Dm}, {x: Pm[x][k] for x in Pm})
+                if k == 0:  # the market-independent part: once a batch (~1 ms a market)
+                    scenario_gaps(gaps, markets.market(k))
+            viol[k] = gaps.violation
         return viol
+
+    def evaluate(a):
+        mode = a.get("thresholds") or "exact"
+        gain = a.get("gain") or "sqrt"
+        truthful = ipfl.MarketArrays(a["N"], a["c"], a["K"], a["lam"], gain=gain)
+        worst = check(truthful, a["D"], mode, True)
+        if a.get("client") is not None and a.get("factor") is not None:
+            N, c, K = lied(a)
+            lying = ipfl.MarketArrays(N, c, K, a["lam"], a["N"], a["c"], a["K"], gain=gain)
+            worst = np.maximum(worst, check(lying, a["D"], mode, False))
+        return worst
 
     return evaluate
 
 
+@st.composite
+def _with_a_liar(draw, max_m):
+    market, D = draw(ipfl_instances(symmetric=None, min_m=2, max_m=max_m))
+    client, factor = draw(misreports(market.m))
+    return IpflCase(market, D, client, factor)
+
+
 def _ipfl_instances(max_clients=None):
-    top = MAX_CLIENTS if max_clients is None else max_clients
-    return ipfl_instances(symmetric=None, min_m=2, max_m=top).map(lambda md: IpflCase(*md))
+    return _with_a_liar(MAX_CLIENTS if max_clients is None else max_clients)
 
 
 _ipfl_instances.clients = (2, MAX_CLIENTS)
@@ -415,6 +603,7 @@ class CplView:
     budget_residual: float
     payments: list | None = None
     utilities: list | None = None
+    kkt_residual: float | None = None
 
 
 def _view_of_equilibrium(eq) -> CplView:
@@ -425,7 +614,8 @@ def _view_of_equilibrium(eq) -> CplView:
                    num(eq.multiplier), num(eq.v_threshold), str(eq.status),
                    float(eq.objective), float(eq.spent), float(eq.budget_residual),
                    np.asarray(eq.payments, float).tolist(),
-                   np.asarray(eq.utilities, float).tolist())
+                   np.asarray(eq.utilities, float).tolist(),
+                   None if eq.kkt_residual is None else float(eq.kkt_residual))
 
 
 def _views_of_batch_eq(eq) -> list[CplView]:
@@ -467,6 +657,8 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None) -
     for k, (got, want) in enumerate(zip(np.asarray(game.K, float).tolist(), K, strict=True)):
         _close(gaps, "bound_coefficients", got, want, 1e-12 * abs(want), k)
     _close(gaps, "weights", math.fsum(a), 1.0, 1e-12)
+    gaps.add("settings", float(any(getattr(paper, k) != v
+                                   for k, v in ocpl.CPL_SETTINGS.items())))
     q, P = view.q, view.prices
     # the clients' best responses to the subject's prices
     for k in range(n):
@@ -500,6 +692,12 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None) -
             _close(gaps, "q", q[k], eq["q"][k], CPL_Q_RTOL * eq["q"][k], k)
             size = 2 * c[k] * eq["q"][k] + v[k] * K[k] / eq["q"][k] ** 2
             _close(gaps, "prices", P[k], eq["prices"][k], CPL_Q_RTOL * size, k)
+        if eq["status"] == "binding" and view.kkt_residual is not None:
+            # max over the interior clients of |4 c q^3 / K + v - 1/lambda*| lambda*
+            mu = 1.0 / view.multiplier
+            inner = [abs(4.0 * c[k] * q[k] ** 3 / K[k] + v[k] - mu) / mu for k in range(n)
+                     if q_min < q[k] < q_max[k] and K[k] > 0]
+            _close(gaps, "kkt_residual", view.kkt_residual, max(inner, default=0.0), 1e-9)
         if eq["status"] == "binding":
             _close(gaps, "multiplier", 1.0 / view.multiplier, eq["mu"], CPL_MU_RTOL * eq["mu"])
             _close(gaps, "v_threshold", view.v_threshold, eq["mu"] / 3.0,
@@ -594,7 +792,7 @@ CONFORMANCE_PROPERTIES = {
         "and the baselines' ledger equal the oracle's transcription of the subject's rules",
         "Eqs. 3, 4, 5, 10, 12, 13; Box 2; the reference rules",
         "any market the checker draws (truthful reports)", "ipfl", _ipfl_instances,
-        ipfl_conforms, sample=lambda: IpflSampler(IpflSpec()), batch=_ipfl_hook,
+        ipfl_conforms, sample=lambda: IpflSampler(IpflSpec(liar="any")), batch=_ipfl_hook,
         clients=_ipfl_instances.clients,
         note="the oracle (proofs.oracle.ipfl) is written from the paper and the spec; "
              "tolerances and conventions in proofs.conformance"),

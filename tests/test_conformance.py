@@ -10,7 +10,12 @@ must reject the built-in subject with them:
 * Eq. 12 with lam capped at 4 (buyers overcharged when lam > 4);
 * the CPL bound coefficient 1 % high in games of 7 or more clients;
 * the exact rule's tie going to the last minimiser;
-* a pure buyer's baseline utility of -inf (its model counted as sold in the ledger).
+* a pure buyer's baseline utility of -inf (its model counted as sold in the ledger);
+
+and more of the stages the property reaches beside the clearing: cosine distances without
+the reference model, Eq. 8's prox step doubled, a liar's realised gain at its reported K (the
+lying market each instance clears beside the truthful one), buyers on sale in the role table,
+a paper setting changed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import math
 import numpy as np
 import pytest
 
-from mechanisms import cpl, ipfl
+from mechanisms import cpl, distances, ipfl, paper, roles
 from mechanisms.cpl import game as cpl_game
 from mechanisms.ipfl import money, selection
 from proofs import PROPERTIES, SUBJECTS, check
@@ -92,6 +97,27 @@ def ties_to_the_last(original, cost, size, n0, K, N, gain, valid=None):
     return masks[last]
 
 
+def cosine_without_reference(original, theta, metric="l2sq", reference=None):
+    """Cosine distances of the models themselves, not of their deltas from theta_0."""
+    return original(theta, metric)
+
+
+def prox_step_doubled(original, theta, adjacency, N, eta, metric="l2sq", reference=None):
+    """Eq. 8 with the step 2 eta."""
+    return original(theta, adjacency, N, 2.0 * eta, metric, reference=reference)
+
+
+def gain_at_the_reported_K(original, market, A):
+    """Realised gains with the reported gain scale (a liar's lie enters its own gain)."""
+    return market.gain.value(money.bought(A, market.true_N), market.K, market.true_N)
+
+
+def buyers_sell_at_C(original, roles_, K, C, rng, *, fixed=False):
+    """The role table with buyers on sale at C instead of never (c = inf)."""
+    Ks, cs = original(roles_, K, C, rng, fixed=fixed)
+    return Ks, np.where(np.array(roles_) == "buyer", C, cs)
+
+
 def pure_buyers_sell_in_the_ledger(original, market, W):
     """The baselines' ledger forgets that a pure buyer never sells: its column is kept, so
     it pays c = inf for every client weighting it (utility -inf)."""
@@ -111,6 +137,15 @@ FAULTS = [
                  IpflSpec(ties=True, min_m=3), id="exact-ties-to-the-last-minimiser"),
     pytest.param(money.baseline_support, pure_buyers_sell_in_the_ledger, "local", None,
                  id="pure-buyer-baseline-minus-inf"),
+    # beyond the four: the models' stage (mechanisms.distances) and the lying market
+    pytest.param(distances.pairwise_distances, cosine_without_reference, "box2", None,
+                 id="cosine-without-reference"),
+    pytest.param(distances.prox_centres, prox_step_doubled, "exact", None,
+                 id="prox-step-doubled"),
+    pytest.param(money.gains, gain_at_the_reported_K, "local", None,
+                 id="gain-at-the-reported-K"),
+    pytest.param(roles.draw_types, buyers_sell_at_C, "share-all", None,
+                 id="roles-buyers-sell"),
 ]
 
 
@@ -125,19 +160,12 @@ def _conforms(subject, spec):
                                clients=ties.clients)
 
 
-def _fault_cases():
-    """Every fault with both engines; the Hypothesis engine shrinks a CPL counterexample for
-    about 7 s (slow tier), its batch twin runs in the fast tier."""
-    for p in FAULTS:
-        for engine in ENGINES:
-            slow = engine == "hypothesis" and p.values[2].startswith("cpl")
-            yield pytest.param(*p.values, engine, id=f"{p.id}-{engine}",
-                               marks=[pytest.mark.slow] if slow else [])
-
-
-@pytest.mark.parametrize(("fn", "fault", "subject", "spec", "engine"), list(_fault_cases()))
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("fn", "fault", "subject", "spec"), FAULTS)
 def test_conformance_rejects_a_fault_put_into_mechanisms(monkeypatch, fn, fault, subject, spec,
                                                          engine):
+    """0.1-1.5 CPU seconds each (seed 0): the batch engine's first failure at draw 1-12
+    (958 for the CPL fault, which needs 7+ clients), Hypothesis' at 1-30."""
     prop = _conforms(subject, spec)
     honest = check(SUBJECTS[subject], prop, max_examples=200, seed=0, engine=engine)
     assert honest.holds, honest.counterexample
@@ -145,6 +173,16 @@ def test_conformance_rejects_a_fault_put_into_mechanisms(monkeypatch, fn, fault,
     r = check(SUBJECTS[subject], prop, max_examples=2000, seed=0, engine=engine)
     assert r.verdict == "counterexample", (subject, r.verdict, r.examples)
     assert r.counterexample.rerun() > 0
+
+
+@pytest.mark.parametrize(("name", "value", "subject"), [
+    ("IPFL_K", 5e4, "local"), ("CPL_BUDGET", 10.0, "cpl-bisection")])
+def test_conformance_rejects_a_paper_setting_changed(monkeypatch, name, value, subject):
+    """mechanisms.paper's settings are the spec's (a constant changed is caught)."""
+    prop = _conforms(subject, None)
+    monkeypatch.setattr(paper, name, value)
+    r = check(SUBJECTS[subject], prop, max_examples=50, seed=0, engine="batch")
+    assert r.verdict == "counterexample" and r.counterexample.rerun() > 0
 
 
 def test_the_faults_are_real(monkeypatch):
@@ -278,3 +316,22 @@ def test_negative_distances_conform():
         for name in ("local", "exact", "vcg", "shapley"):
             gaps = _gaps(mk, D, SUBJECTS[name])
             assert gaps.violation == 0, (name, gaps.failing())
+
+
+def test_the_oracles_dynamic_programme_is_its_enumeration(monkeypatch):
+    """The oracle's two exact searches agree: with enumeration off, the dynamic programme
+    over integer data finds every enumerated optimum's value (random buyers, 2-12
+    candidates)."""
+    rng = np.random.default_rng(11)
+    g = oipfl.sqrt_gain
+    for _ in range(40):
+        k = int(rng.integers(2, 13))
+        N = [100.0, *rng.integers(20, 400, k).astype(float).tolist()]
+        P = [INF, *rng.uniform(0.01, 3.0, k).tolist()]
+        T = [0.0] + [oipfl.threshold(g, 1e6, 100.0, N[j], P[j])[0] for j in range(1, k + 1)]
+        enumerated = oipfl.exact_row(0, g, 1e6, 100.0, P, T, N)
+        with monkeypatch.context() as mp:
+            mp.setattr(oipfl, "ENUMERATION_MAX", 0)
+            programmed = oipfl.exact_row(0, g, 1e6, 100.0, P, T, N)
+        assert programmed["phi"] is None
+        assert programmed["best"] == pytest.approx(enumerated["best"], rel=1e-12, abs=1e-12)

@@ -7,8 +7,9 @@ folder; the pages ``docs/explanation-*.md`` quote them) and the papers, never fr
 * :mod:`proofs.oracle.ipfl`: Zhang et al. 2025 (iPFL): Eq. 4 (gains), Eq. 10 (prices and the
   buyer's problem), Box 2 (thresholds; the selection as printed, and the local rule that skips
   a failure), the exact rule with its documented tie order, Eqs. 12-13 (remittances and
-  payments), Eq. 3 (utilities), Eq. 5 (welfare), the baselines' ledger, and the reference
-  payment rules (VCG with the Clarke pivot, the Shapley split, cost-plus, none).
+  payments), Eq. 3 (utilities), Eq. 5 (welfare), the baselines' ledger, the reference
+  payment rules (VCG with the Clarke pivot, the Shapley split, cost-plus, none), and the
+  model distances with Eq. 8's prox-centre.
 * :mod:`proofs.oracle.cpl`: Luo et al. 2023 (CPL): the bound coefficient, the aggregation
   weights, the clients' best response, the inverse price, the bound (Thm 1), the spend, the
   equilibrium of Problem P1' and the budget-calibrated posted prices.

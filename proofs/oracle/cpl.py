@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = [
+    "CPL_SETTINGS",
     "best_response",
     "bound",
     "bound_coefficients",
@@ -27,6 +28,11 @@ __all__ = [
 ]
 
 INF = math.inf
+
+CPL_SETTINGS = {"CPL_C": 5.0, "CPL_V_MEAN": 100.0, "CPL_BUDGET": 15.0, "CPL_ALPHA": 1.82,
+                "CPL_R": 200, "CPL_Q_MIN": 0.01, "CPL_Q_MAX": 1.0}
+"""The benchmark's settings (spec, "Experimental settings"): c_n = 5, v_n ~ Exp(mean 100),
+B = 15 (MNIST), alpha = 1.82 (MNIST), R = 200, q_min = 0.01, q_max = 1."""
 
 
 def weights(a: Sequence[float]) -> list[float]:

@@ -24,15 +24,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 __all__ = [
     "ENUMERATION_MAX",
+    "IPFL_SETTINGS",
+    "attack_conforms",
     "baseline_utilities",
     "box2_row",
     "cost_plus_price",
     "cost_plus_remittance",
+    "distance",
+    "distance_gradient",
     "exact_row",
     "gain_function",
     "gains",
+    "inclusive_roles",
     "local_row",
     "marginal",
     "marginal_limit",
@@ -42,7 +49,9 @@ __all__ = [
     "paper_remittances",
     "payments",
     "phi",
+    "prox_centre",
     "published_threshold",
+    "role_types_conform",
     "shapley_remittances",
     "share_all_row",
     "sharing_costs",
@@ -317,15 +326,17 @@ def exact_row(i: int, g: Gain, Ki: float, Ni: float, P_row: Sequence[float],
                 "best": min(values)}
     if not all(float(N[j]).is_integer() for j in cand):
         return {"checked": False, "in": forced, "out": out, "candidates": cand}
-    # least total price of every reachable integer amount of candidate data
-    least = {0: 0.0}
+    # least total price of every reachable integer amount of candidate data (a 0/1 knapsack
+    # over the amounts, one candidate at a time), then phi at every amount no larger amount
+    # reaches as cheaply (g rises with the amount: those cannot be the least)
+    least = np.full(int(math.fsum(N[j] for j in cand)) + 1, INF)
+    least[0] = 0.0
     for j in cand:
         nj, pj = int(N[j]), P_row[j]
-        for amount, price in list(least.items()):
-            total, cost = amount + nj, price + pj
-            if cost < least.get(total, INF):
-                least[total] = cost
-    best = min(base + price - g(n0 + amount, Ki, Ni) for amount, price in least.items())
+        least[nj:] = np.minimum(least[nj:], least[:-nj] + pj)  # the right side is a copy
+    above = np.append(np.minimum.accumulate(least[::-1])[::-1][1:], INF)  # least beyond a
+    best = min(base + float(least[a]) - g(n0 + float(a), Ki, Ni)
+               for a in np.flatnonzero(least < above))
     return {"checked": True, "in": forced, "out": out, "candidates": cand, "phi": None,
             "best": best}
 
@@ -340,9 +351,10 @@ def paper_remittances(g: Gain, A, N, K, lam: float, D) -> list[list[float]]:
     R = [[0.0] * m for _ in range(m)]
     for i in range(m):
         bought = [k for k in range(m) if A[i][k]]
-        whole = g(math.fsum(N[k] for k in bought), K[i], N[i])
+        n = math.fsum(N[k] for k in bought)
+        whole = g(n, K[i], N[i])
         for j in bought:
-            without = g(math.fsum(N[k] for k in bought if k != j), K[i], N[i])
+            without = g(n - N[j], K[i], N[i])  # a_i - e_j: the data bought less N_j
             R[i][j] = whole - without - _distance_term(lam, N[i], N[j], float(D[i][j]))
     return R
 
@@ -515,3 +527,97 @@ def market_greedy(market, D, rule: str = "box2") -> list[list[bool]]:
     N = list(map(float, market.N))
     row = box2_row if rule == "box2" else local_row
     return [row(i, T[i], N) for i in range(len(N))]
+
+
+# ---------------------------------------------------------------- distances, Eq. 8
+
+
+def _minus(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return math.fsum(x * y for x, y in zip(a, b, strict=True))
+
+
+def distance(metric: str, a: Sequence[float], b: Sequence[float],
+             reference: Sequence[float]) -> float:
+    """The model distance of the specification ("Distances"): ``"l2sq"``
+    ||theta_i - theta_j||^2; ``"cosine"`` 1 - cos(theta_i - theta_0, theta_j - theta_0), a
+    model equal to the reference theta_0 (no direction) at distance 1 from every other."""
+    if metric == "l2sq":
+        diff = _minus(a, b)
+        return _dot(diff, diff)
+    u, v = _minus(a, reference), _minus(b, reference)
+    nu, nv = math.sqrt(_dot(u, u)), math.sqrt(_dot(v, v))
+    if nu == 0.0 or nv == 0.0:
+        return 1.0
+    return 1.0 - _dot(u, v) / (nu * nv)
+
+
+def distance_gradient(metric: str, a: Sequence[float], b: Sequence[float],
+                      reference: Sequence[float]) -> list[float]:
+    """grad_{theta_i} d(theta_i, theta_j) (spec, "Prox-centre"): l2sq 2 (theta_i - theta_j);
+    cosine, with u = theta_i - theta_0 and v = theta_j - theta_0,
+    -(v/|v| - cos(u, v) u/|u|)/|u|, zero where u or v vanishes."""
+    if metric == "l2sq":
+        return [2.0 * x for x in _minus(a, b)]
+    u, v = _minus(a, reference), _minus(b, reference)
+    nu, nv = math.sqrt(_dot(u, u)), math.sqrt(_dot(v, v))
+    if nu == 0.0 or nv == 0.0:
+        return [0.0] * len(u)
+    cos = _dot(u, v) / (nu * nv)
+    return [-(y / nv - cos * x / nu) / nu for x, y in zip(u, v, strict=True)]
+
+
+def prox_centre(i: int, theta, A, N: Sequence[float], eta: float, metric: str,
+                reference: Sequence[float]) -> list[float]:
+    """Eq. 8: theta_bar_i = theta_i - (eta/N_i) sum_j a_ij N_j grad_{theta_i} d(theta_i,
+    theta_j); a client with no neighbour keeps theta_i."""
+    bought = [j for j in range(len(N)) if A[i][j]]
+    if not bought:
+        return list(theta[i])
+    grads = [distance_gradient(metric, theta[i], theta[j], reference) for j in bought]
+    return [theta[i][k] - eta / N[i] * math.fsum(N[j] * g[k] for j, g in zip(bought, grads,
+                                                                             strict=True))
+            for k in range(len(theta[i]))]
+
+
+# ------------------------------------------------------------- the paper's scenarios
+
+IPFL_SETTINGS = {"IPFL_K": 5e5, "IPFL_C": 1.0, "IPFL_ETA": 5.0}
+"""The paper's settings (spec, "Settings used by the paper"): K = 5e5, C = 1, eta = 5."""
+
+
+def role_types_conform(role: str, Ki: float, ci: float, K: float, C: float,
+                       fixed: bool) -> bool:
+    """The roles of the inclusive market (spec, "Roles", Fig. 5): a trader has K_i ~ U(K/2, K)
+    and c_i ~ U(C/2, C) (exactly K and C when ``fixed``), a buyer the same K_i and c_i = inf
+    (never sells), a seller K_i = 0 and c_i = 0, an attacker K_i = 0 and c_i = 0."""
+    if role in ("seller", "attacker"):
+        return Ki == 0.0 and ci == 0.0
+    k_ok = Ki == K if fixed else K / 2.0 <= Ki <= K
+    if role == "buyer":
+        return k_ok and ci == INF
+    return k_ok and (ci == C if fixed else C / 2.0 <= ci <= C)
+
+
+def attack_conforms(kind: str, honest: Sequence[float], attacked: Sequence[float]) -> bool:
+    """The attacks on an uploaded model (spec, "Attacks", Fig. 4): ``shuffle`` a permutation
+    of the honest parameters, ``signflip`` their negation, ``same`` every parameter 1 (all
+    ones), ``gaussian`` N(0, 1) noise (its values cannot be pinned: finite, the same size)."""
+    if len(attacked) != len(honest):
+        return False
+    if kind == "shuffle":
+        return sorted(attacked) == sorted(honest)
+    if kind == "signflip":
+        return list(attacked) == [-x for x in honest]
+    if kind == "same":
+        return all(x == 1.0 for x in attacked)
+    return all(math.isfinite(x) for x in attacked)
+
+
+def inclusive_roles(traders: int, buyers: int, sellers: int, attackers: int) -> list[str]:
+    """The Fig. 5 market's roles in block order: traders, buyers, sellers, attackers."""
+    return (["trader"] * traders + ["buyer"] * buyers + ["seller"] * sellers
+            + ["attacker"] * attackers)
