@@ -242,7 +242,8 @@ def sequential_cells(setting: str = "reduced", claims=None, algorithms=()) -> li
     of cells (:func:`sims.claims.group_of`: the cells one claim reads) at the first look's
     seeds, and a group read by a claim still undecided (``claims``, evaluated on the cells
     run so far; :attr:`sims.claims.Claim.next_look`) at the seeds of that claim's next look.
-    Seeds are 0, 1, ... in order; the cap is the last look's."""
+    Seeds are 0, 1, ... in order; the cap is the last look's, but for a confirmation run
+    (:func:`sims.sequential.confirm`: fresh seeds after the cap)."""
     from .claims import group_of
     from .sequential import LOOKS
     from .sweep import expand
@@ -253,7 +254,8 @@ def sequential_cells(setting: str = "reduced", claims=None, algorithms=()) -> li
             for g in c.groups:
                 need[g] = max(need.get(g, 0), c.next_look)
     first = LOOKS[0]
-    return [c for c in expand(spec(setting, tuple(range(LOOKS[-1])), algorithms))
+    last = max([LOOKS[-1], *need.values()])  # a confirmation run's fresh seeds go past the cap
+    return [c for c in expand(spec(setting, tuple(range(last)), algorithms))
             if c.seed < max(first, need.get(group_of(c.scenario, c.mechanism,
                                                      dict(c.params)), first))]
 

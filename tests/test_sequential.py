@@ -194,3 +194,29 @@ def test_reproduce_adds_seeds_look_by_look_and_resumes(tmp_path, capsys):
     assert "27 cells: 0 run, 27 already done" in capsys.readouterr().out
     assert json.loads((page.parent / "reproduction_cells.json").read_text())["done"] == {
         "cpl-pricing": 90}
+
+
+def test_a_cheap_test_inconclusive_at_the_cap_is_decided_by_a_confirmation_run_on_fresh_seeds():
+    """The issue's size x 10 case at the cap: 8 of 10 seeds gain, the interval spans 0; a
+    confirmable (market-level) test asks for 50 fresh seeds (60 in all) and takes their one
+    fixed 95 % interval's verdict, the first run shown beside it; the first run's seeds are
+    not reused."""
+    first = [46.7, 197.0, 80.5, 174.0, -100.1, 220.9, 292.7, 44.5, 19.5, -66.8]
+    t = Test("size x 10", first, "<=", 0.0, confirmable=True)
+    assert t.first_run.verdict == "inconclusive" and t.first_run.final
+    assert t.decision.stage == "confirmation" and t.next_look == 60
+    assert Claim("x", "", "", "", [t]).next_look == 60
+    assert t.row()["more seeds"].startswith("first run (10 (0-9)): inconclusive, 90.890")
+    assert t.row()["more seeds"].endswith("confirmation run: 50 fresh seeds (60 in all)")
+    plain = Test("size x 10", first, "<=", 0.0)  # a learning claim's: final at the cap
+    assert plain.next_look is None and plain.decision.stage == "sequential"
+    rng = np.random.default_rng(0)
+    fresh = list(rng.normal(90.0, 120.0, 50))
+    done = Test("size x 10", first + fresh, "<=", 0.0, confirmable=True)
+    d = done.decision
+    assert (d.verdict, d.n, d.seeds[0], d.seeds[-1]) == ("not reproduced", 50, 10, 59)
+    assert done.row()["seeds used"] == "50 (10-59); confirmation run"
+    assert done.row()["more seeds"].startswith("first run (10 (0-9)): inconclusive")
+    # a first run that decided needs no confirmation, whatever later seeds say
+    early = Test("x", [-5.0, -6.0, -5.5, *([100.0] * 57)], "<=", 0.0, confirmable=True)
+    assert early.verdict == "reproduced" and early.decision.stage == "sequential"

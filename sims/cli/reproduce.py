@@ -128,12 +128,13 @@ def run(args) -> int:
 
     from ..errors import SpecError
     from ..reproduce import display_path, sequential_cells, spec, write_reproduction
-    from ..sequential import LOOKS
+    from ..sequential import CONFIRM, LOOKS
     from ..sweep import expand, run_sweep
     from .sweep import cell_reporters
 
     sequential = args.seeds is None
-    seeds = tuple(range(LOOKS[-1])) if sequential else tuple(args.seeds)
+    # sequential: every seed the rule may reach, a confirmation run's included
+    seeds = tuple(range(LOOKS[-1] + CONFIRM)) if sequential else tuple(args.seeds)
     try:
         cells = expand(spec(args.setting, seeds, args.with_algorithms))
     except SpecError as exc:
