@@ -22,7 +22,6 @@ the scores from them here:
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
 from .errors import MarketInputError, as_real
 
@@ -34,8 +33,9 @@ def _check(I) -> np.ndarray:
         M = np.asarray(I, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise MarketInputError("I", f"must be numeric, got {type(I).__name__}") from exc
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
-        raise MarketInputError("I", f"must be a non-empty square (m, m) matrix, got {M.shape}")
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] == 0:
+        raise MarketInputError("I", f"must be a non-empty square (m, m) matrix (or a batch "
+                                    f"(..., m, m)), got {M.shape}")
     if not np.isfinite(M).all():
         bad = tuple(int(k) for k in np.argwhere(~np.isfinite(M))[0])
         raise MarketInputError("I", f"entry {bad} is {M[bad]!r}; scores must be finite")
@@ -47,20 +47,22 @@ def influence(base_losses, model_losses, owner) -> np.ndarray:
     each L the MEAN loss over client i's validation samples Z_i. ``base_losses`` (n,) are the
     joint model theta_0's per-sample losses, ``model_losses`` (m, n) those of each client's
     partial model theta_j, ``owner`` (n,) the client (0..m-1) each sample belongs to; every
-    client needs at least one sample. Per-client means by one bincount per model.
+    client needs at least one sample. Over batches too: ``base_losses`` (..., n) and
+    ``model_losses`` (..., m, n) with one ``owner`` give (..., m, m). The per-client means are
+    one product with the (n, m) matrix of 1 / |Z_i| on each client's samples.
 
     >>> influence([1.0, 1.0, 2.0], [[0.5, 0.5, 2.5], [1.5, 1.5, 1.0]], [0, 0, 1]).tolist()
     [[0.5, -0.5], [-0.5, 1.0]]
     """
     losses = np.asarray(model_losses, dtype=np.float64)
-    if losses.ndim != 2 or losses.shape[0] == 0 or losses.shape[1] == 0:
+    if losses.ndim < 2 or losses.shape[-2] == 0 or losses.shape[-1] == 0:
         raise MarketInputError("model_losses", f"must be (m, n) per-sample losses, got shape "
                                                f"{losses.shape}")
-    m, n = losses.shape
+    m, n = losses.shape[-2:]
     base = np.asarray(base_losses, dtype=np.float64)
-    if base.shape != (n,):
-        raise MarketInputError("base_losses", f"must be ({n},) like model_losses' rows, got "
-                                              f"shape {base.shape}")
+    if base.shape != (*losses.shape[:-2], n):
+        raise MarketInputError("base_losses", f"must be {(*losses.shape[:-2], n)} like "
+                                              f"model_losses' rows, got shape {base.shape}")
     raw = np.asarray(owner)
     if raw.shape != (n,) or (raw.size and not np.issubdtype(raw.dtype, np.integer)):
         raise MarketInputError("owner", f"must be ({n},) client indices, got {raw.dtype} of "
@@ -76,9 +78,11 @@ def influence(base_losses, model_losses, owner) -> np.ndarray:
     for field, x in (("base_losses", base), ("model_losses", losses)):
         if not np.isfinite(x).all():
             raise MarketInputError(field, f"{_describe_bad(x)}; losses must be finite")
-    before = np.bincount(who, weights=base, minlength=m) / counts
-    after = np.stack([np.bincount(who, weights=row, minlength=m) for row in losses]) / counts
-    return before[:, None] - after.T
+    mean = np.zeros((n, m))
+    mean[np.arange(n), who] = 1.0 / counts[who]
+    before = base @ mean  # (..., m): L(theta_0; Z_i)
+    after = losses @ mean  # (..., j, i): L(theta_j; Z_i)
+    return before[..., :, None] - np.swapaxes(after, -1, -2)
 
 
 def _describe_bad(x: np.ndarray) -> str:
@@ -90,28 +94,38 @@ def two_means_1d(values):
     """Exact 2-means of 1-D values: returns (high_mask, low_centre, high_centre).
 
     The optimal split of sorted values is contiguous; every split point is scored with prefix
-    sums in O(m log m) overall. Ties in the objective go to the first (lowest) split.
+    sums in O(m log m) overall. Ties in the objective go to the first (lowest) split. A row of
+    fewer than two distinct values is all high, both centres its mean. Over rows too:
+    ``values`` (..., m) gives masks (..., m) and centres (...,).
     """
     v = np.asarray(values, dtype=np.float64)
-    order = np.argsort(v, kind="stable")
-    s = v[order]
-    m = s.size
-    if m < 2 or s[0] == s[-1]:
-        return np.ones(m, dtype=bool), float(s.mean()), float(s.mean())
-    csum, csq = np.cumsum(s), np.cumsum(s * s)
+    order = np.argsort(v, axis=-1, kind="stable")
+    s = np.take_along_axis(v, order, axis=-1)
+    m = s.shape[-1]
+    flat = (s[..., 0] == s[..., -1]) if m else np.ones(s.shape[:-1], dtype=bool)
+    csum, csq = np.cumsum(s, axis=-1), np.cumsum(s * s, axis=-1)
     k = np.arange(1, m)  # size of the low group
-    lo_sse = csq[k - 1] - csum[k - 1] ** 2 / k
-    hi_sum, hi_sq = csum[-1] - csum[k - 1], csq[-1] - csq[k - 1]
-    hi_sse = hi_sq - hi_sum**2 / (m - k)
-    best = int(np.argmin(lo_sse + hi_sse))
-    n_lo = best + 1
-    high = np.zeros(m, dtype=bool)
-    high[order[n_lo:]] = True
-    return high, float(s[:n_lo].mean()), float(s[n_lo:].mean())
+    lo_sse = csq[..., :-1] - csum[..., :-1] ** 2 / k
+    hi_sum = csum[..., -1:] - csum[..., :-1]
+    hi_sse = (csq[..., -1:] - csq[..., :-1]) - hi_sum**2 / (m - k)
+    cost = lo_sse + hi_sse
+    n_lo = (np.argmin(cost, axis=-1) + 1) if m > 1 else np.full(s.shape[:-1], m)
+    n_lo = np.where(flat, 0, n_lo)  # no split: everyone high
+    high_sorted = np.arange(m) >= n_lo[..., None]
+    high = np.empty(v.shape, dtype=bool)
+    np.put_along_axis(high, order, high_sorted, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s.mean(axis=-1)
+        lo_c = np.where(flat, mean, np.sum(np.where(high_sorted, 0.0, s), axis=-1) / n_lo)
+        hi_c = np.where(flat, mean, np.sum(np.where(high_sorted, s, 0.0), axis=-1) / (m - n_lo))
+    if v.ndim == 1:
+        return high, float(lo_c), float(hi_c)
+    return high, lo_c, hi_c
 
 
 def beneficial_sets(I, *, rtol: float = 1e-3, atol: float = 1e-12) -> np.ndarray:
     """(m, m) bool: row i is C_i, the clients whose updates help i (i always included).
+    Over batches too: ``I`` (..., m, m) gives (..., m, m).
 
     >>> beneficial_sets([[1.0, 0.9, -0.5], [0.8, 1.0, -0.4], [-0.3, -0.2, 1.0]]).astype(int)
     array([[1, 1, 0],
@@ -121,30 +135,35 @@ def beneficial_sets(I, *, rtol: float = 1e-3, atol: float = 1e-12) -> np.ndarray
     M = _check(I)
     rtol = as_real("rtol", rtol, lo=0)
     atol = as_real("atol", atol, lo=0)
-    m = M.shape[0]
-    out = np.ones((m, m), dtype=bool)
-    for i in range(m):
-        high, lo_c, hi_c = two_means_1d(M[i])
-        if hi_c - lo_c > rtol * np.abs(M[i]).max() + atol:
-            out[i] = high
-        out[i, i] = True
-    return out
+    high, lo_c, hi_c = two_means_1d(M)  # every row at once
+    split = hi_c - lo_c > rtol * np.abs(M).max(axis=-1) + atol
+    out = np.where(split[..., None], high, True)
+    return out | np.eye(M.shape[-1], dtype=bool)
 
 
 def cluster(I, mode: str = "central", **kwargs) -> np.ndarray:
-    """Cluster ids (central) or personal neighbourhoods (p2p); see the module docstring."""
+    """Cluster ids (central) or personal neighbourhoods (p2p); see the module docstring. Over
+    batches too: ``I`` (..., m, m) gives ids (..., m) (central) or sets (..., m, m) (p2p).
+
+    Central ids are the connected components of the mutual edges, found by giving every
+    client the least index it reaches (at most m rounds of a min over its neighbours) and
+    numbering the components 0, 1, ... in the order of their least (first) client."""
+    if mode not in ("central", "p2p"):
+        raise MarketInputError("mode", f"unknown {mode!r}; choose 'central' or 'p2p'")
     sets = beneficial_sets(I, **kwargs)
     if mode == "p2p":
         return sets
-    if mode != "central":
-        raise MarketInputError("mode", f"unknown {mode!r}; choose 'central' or 'p2p'")
-    mutual = sets & sets.T
-    _, labels = connected_components(mutual, directed=False)
-    # renumber by order of first appearance, so the ids do not depend on scipy's internals
-    _, first = np.unique(labels, return_index=True)
-    rank = np.empty(first.size, dtype=int)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[labels]
+    m = sets.shape[-1]
+    linked = sets & np.swapaxes(sets, -1, -2)  # mutual edges (and every client to itself)
+    least = np.broadcast_to(np.arange(m), sets.shape[:-1]).copy()
+    for _ in range(m):
+        reach = np.where(linked, least[..., None, :], m).min(axis=-1)
+        if np.array_equal(reach, least):
+            break
+        least = reach
+    first = least == np.arange(m)  # each component's least client
+    rank = np.cumsum(first, axis=-1) - 1
+    return np.take_along_axis(rank, least, axis=-1)
 
 
 def adjusted_rand_index(a, b) -> float:

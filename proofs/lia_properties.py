@@ -16,12 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from mechanisms import lia
+
 from .batch import Draws, Sampler
 from .core import Property
 from .oracle import lia as olia
 from .strategies import MAX_CLIENTS
 
-__all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler", "lia_gaps"]
+__all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler"]
 
 SAMPLES = 2  # validation samples per client
 SEPARATION = 50.0  # small noise: |noise| <= the least gap between a row's groups / SEPARATION
@@ -99,7 +101,9 @@ class LiaSampler(Sampler):
             raise ValueError(f"noise: unknown {noise!r}; allowed: 'small', 'large', 'any'")
         self.noise = noise
 
-    def cases(self, d: Draws) -> list[LiaCase]:
+    def arrays(self, d: Draws) -> dict:
+        """The instances of ``d`` as arrays: base (B, n), losses (B, m, n), owner (n,),
+        groups (B, m), separated (B,), perm (B, m), scale (B,); n = m SAMPLES."""
         u, p, g = d.client, d.pair, d.glob
         B, m = d.size, d.m
         n_groups = np.minimum(1 + np.minimum((g[:, _NGROUPS] * 4).astype(int), 3), m)
@@ -120,11 +124,20 @@ class LiaSampler(Sampler):
         noise = amp[:, None, None] * (2.0 * p - 1.0)
         # losses[b, j, i, s] = base[b, i, s] - effect[b, i, j] - noise[b, i, j]
         losses = base[:, None, :, :] - np.swapaxes(effect + noise, 1, 2)[..., None]
-        scale = 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3)
-        perm = np.argsort(u[..., _PERM], axis=1, kind="stable")
-        owner = np.repeat(np.arange(m), SAMPLES)
-        return [LiaCase(base[k].reshape(-1), losses[k].reshape(m, -1), owner, groups[k],
-                        bool(small[k]), perm[k], float(scale[k])) for k in range(B)]
+        return {"base": base.reshape(B, -1), "losses": losses.reshape(B, m, -1),
+                "owner": np.repeat(np.arange(m), SAMPLES), "groups": groups,
+                "separated": small,
+                "perm": np.argsort(u[..., _PERM], axis=1, kind="stable"),
+                "scale": 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3)}
+
+    def bulk_input(self, d: Draws) -> dict:
+        return self.arrays(d)
+
+    def cases(self, d: Draws) -> list[LiaCase]:
+        a = self.arrays(d)
+        return [LiaCase(a["base"][k], a["losses"][k], a["owner"], a["groups"][k],
+                        bool(a["separated"][k]), a["perm"][k], float(a["scale"][k]))
+                for k in range(d.size)]
 
     def simple(self) -> dict:
         return {"client": [0.0], "pair": [0.5, 0.0], "glob": [0.0]}
@@ -162,28 +175,61 @@ def _instances(noise: str):
 
 
 # ------------------------------------------------------------------------------ checks
+#
+# Every property is one check over a batch of instances (the arrays of LiaSampler.arrays):
+# ``check(answer, a)``, where ``answer(base, losses)`` is what the subject answers for the
+# batch's losses (scores "I" (B, m, m), sets "C" (B, m, m), clusters "labels" (B, m) in
+# central mode or None, "together" (B, m, m): the same cluster / neighbourhood). The batch
+# engine calls it with the built-in subject's bulk code (mechanisms.lia over the batch); one
+# instance (the Hypothesis engine, a recheck) with a batch of one answered by the subject's
+# own methods.
 
 
-def _scores(subject, case, *, scale=1.0, perm=None):
-    """The subject's scores of ``case`` (its losses times ``scale``; clients relabelled by
-    ``perm``: new client a is old client perm[a])."""
-    base, losses, owner = case.base * scale, case.losses * scale, case.owner
-    if perm is not None:
-        inverse = np.argsort(perm)
-        losses, owner = losses[perm], inverse[owner]
-    return np.asarray(subject.scores(base, losses, owner), dtype=float)
+def _together(out) -> np.ndarray:
+    """(..., m, m) bool from cluster ids (..., m) or p2p neighbourhoods (..., m, m)."""
+    out = np.asarray(out)
+    if out.ndim >= 2 and out.shape[-1] == out.shape[-2] and out.dtype == bool:
+        return out
+    return out[..., :, None] == out[..., None, :]
 
 
-def _sets(subject, I) -> np.ndarray:
-    return np.asarray(subject.sets(I), dtype=bool)
+def _one_answer(subject, owner):
+    def answer(base, losses):
+        I = np.asarray(subject.scores(base[0], losses[0], owner), dtype=float)
+        C = np.asarray(subject.sets(I), dtype=bool)
+        out = np.asarray(subject.cluster(I))
+        labels = None if out.ndim == 2 else out[None]
+        return {"I": I[None], "C": C[None], "labels": labels, "together": _together(out)[None]}
+
+    return answer
 
 
-def _together(subject, I) -> np.ndarray:
-    """(m, m) bool: i and j share a cluster (central) / j is in i's neighbourhood (p2p)."""
-    out = np.asarray(subject.cluster(I))
-    if out.ndim == 2:
-        return out.astype(bool)
-    return out[:, None] == out[None, :]
+def _bulk_answer(subject, owner):
+    def answer(base, losses):
+        I = lia.influence(base, losses, owner)
+        kw = {"rtol": subject.rtol, "atol": subject.atol}
+        C = lia.beneficial_sets(I, **kw)
+        out = lia.cluster(I, mode=subject.mode, **kw)
+        labels = None if subject.mode == "p2p" else out
+        return {"I": I, "C": C, "labels": labels, "together": _together(out)}
+
+    return answer
+
+
+def _case_arrays(case) -> dict:
+    return {"base": case.base[None], "losses": case.losses[None], "owner": case.owner,
+            "groups": case.groups[None], "separated": np.array([case.separated]),
+            "perm": case.perm[None], "scale": np.array([case.scale])}
+
+
+def _permuted(a) -> tuple:
+    """The batch relabelled (new client k is old client perm[k]): its models and its
+    validation samples reordered, the owners kept."""
+    perm, (B, _, n) = a["perm"], a["losses"].shape
+    samples = (perm[:, :, None] * SAMPLES + np.arange(SAMPLES)).reshape(B, n)
+    losses = np.take_along_axis(a["losses"], perm[:, :, None], axis=1)
+    return (np.take_along_axis(a["base"], samples, axis=1),
+            np.take_along_axis(losses, samples[:, None, :], axis=2))
 
 
 def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
@@ -195,8 +241,7 @@ def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
     if not info["distinct"]:
         return everyone
     splits, min_gap = info["splits"], info["min_gap"]
-    scale = 1.0 + math.fsum(v * v for v in row)
-    tol = SCORE_RTOL * scale
+    tol = SCORE_RTOL * (1.0 + math.fsum(v * v for v in row))
     gap = splits[0][2]
     if gap < min_gap - tol:
         return everyone
@@ -207,109 +252,152 @@ def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
             break
         if k > 0 and cost == splits[k - 1][0]:
             continue  # an exact tie: only the first (lowest) cut may be taken
-        want = [h or j == i for j, h in enumerate(high)]
-        if want == got:
+        if [h or j == i for j, h in enumerate(high)] == got:
             return True
     return False
 
 
-def lia_gaps(subject, case) -> dict:
-    """Every quantity of the subject's answer on ``case`` against the oracle
-    (:mod:`proofs.oracle.lia`): the scores (to 1e-12 of the largest), each beneficial set
-    (the specification's 2-means rule, the subject's own rtol and atol), the clusters (the
-    components of the subject's own sets' mutual edges, numbered by first client) or the p2p
-    neighbourhoods (the sets themselves). Returns {quantity: amount}."""
-    out = {}
-    I = _scores(subject, case)
-    want = olia.influence(case.base.tolist(), case.losses.tolist(), case.owner.tolist(),
-                          case.m)
-    big = 1.0 + max(abs(v) for row in want for v in row)
-    err = float(np.max(np.abs(I - np.array(want)))) if I.shape == (case.m, case.m) else math.inf
-    out["scores"] = max(0.0, err - SCORE_RTOL * big) if math.isfinite(err) else math.inf
-    C = _sets(subject, I)
-    rtol, atol = getattr(subject, "rtol", 1e-3), getattr(subject, "atol", 1e-12)
-    rows = I.tolist()
-    out["sets"] = float(sum(not _row_ok(i, rows[i], C[i].tolist(), rtol, atol)
-                            for i in range(case.m)))
-    clusters = np.asarray(subject.cluster(I))
-    if getattr(subject, "mode", "central") == "p2p":
-        out["clusters"] = float(np.sum(clusters.astype(bool) != C))
-    else:
-        labels = olia.clusters(C.tolist())
-        out["clusters"] = float(sum(int(a) != b for a, b in zip(clusters.tolist(), labels,
-                                                                 strict=True)))
-    return out
+def _rows_ok(I, C, rtol, atol) -> np.ndarray:
+    """(B,) the number of sets that are not a beneficial set the spec allows (_row_ok)."""
+    return np.array([sum(not _row_ok(i, I[k][i], C[k][i], rtol, atol)
+                         for i in range(len(I[k]))) for k in range(len(I))], dtype=float)
 
 
-def conforms(subject, case):
-    return max(lia_gaps(subject, case).values())
+def _conforms(answer, a):
+    """(amount, effective) per instance: the scores against the oracle's mean-loss
+    differences (1e-12 of the largest), each set against the spec's 2-means rule (the
+    subject's own rtol, atol), the clusters against the components of the subject's own
+    sets' mutual edges numbered by first client (p2p: the sets themselves)."""
+    got = answer(a["base"], a["losses"])
+    I, C = got["I"], got["C"]
+    B, m = I.shape[:2]
+    owner = a["owner"].tolist()
+    out = np.zeros(B)
+    for k in range(B):
+        want = olia.influence(a["base"][k].tolist(), a["losses"][k].tolist(), owner, m)
+        big = 1.0 + max(abs(v) for row in want for v in row)
+        err = float(np.max(np.abs(I[k] - np.array(want))))
+        out[k] = max(0.0, err - SCORE_RTOL * big) if math.isfinite(err) else math.inf
+        if got["labels"] is None:
+            out[k] = max(out[k], float(np.sum(got["together"][k] != C[k])))
+        else:
+            labels = olia.clusters(C[k].tolist())
+            out[k] = max(out[k], float(sum(int(x) != y for x, y in
+                                           zip(got["labels"][k].tolist(), labels,
+                                               strict=True))))
+    return np.maximum(out, _rows_ok(I.tolist(), C.tolist(), a["rtol"], a["atol"]))
 
 
-def self_included(subject, case):
-    """i is in C_i for every client (and in its own p2p neighbourhood)."""
-    I = _scores(subject, case)
-    return float(np.sum(~np.diag(_sets(subject, I))) + np.sum(~np.diag(_together(subject, I))))
+def _self_included(answer, a):
+    """i is in C_i for every client (and in its own p2p neighbourhood or cluster)."""
+    got = answer(a["base"], a["losses"])
+    diag = np.arange(got["C"].shape[-1])
+    return (np.sum(~got["C"][:, diag, diag], axis=1)
+            + np.sum(~got["together"][:, diag, diag], axis=1)).astype(float)
 
 
-def higher_centre(subject, case):
+def _higher_centre(answer, a):
     """C_i is the group of the higher centre: every member but i scores at least as high as
-    every non-member (and a set of i alone means i's own score is the highest). Counts the
-    rows that break it; discriminating when some row split (C_i is not everyone)."""
-    I = _scores(subject, case)
-    C = _sets(subject, I)
-    wrong = 0
-    for i in range(case.m):
-        if C[i].all():
-            continue
-        others = np.delete(np.arange(case.m), i)
-        members = [j for j in others if C[i, j]]
-        outside = I[i, ~C[i]]
-        top = I[i, members].min() if members else I[i, i]
-        wrong += int(outside.max() > top)
-    return float(wrong), float(wrong), bool((~C).any())
+    every non-member (a set of i alone: i's own score the highest). Counts the rows that
+    break it; discriminating when some row split (C_i is not everyone)."""
+    got = answer(a["base"], a["losses"])
+    I, C = got["I"], got["C"]
+    m = I.shape[-1]
+    eye = np.eye(m, dtype=bool)
+    members = C & ~eye
+    low = np.where(members, I, np.inf).min(axis=-1)
+    low = np.where(members.any(axis=-1), low, I[:, np.arange(m), np.arange(m)])
+    outside = np.where(~C, I, -np.inf).max(axis=-1)
+    split = ~C.all(axis=-1)
+    wrong = np.sum(split & (outside > low), axis=-1).astype(float)
+    return wrong, np.ones(len(I), bool), split.any(axis=-1)
 
 
-def components(subject, case):
-    """Central mode: the clusters are the connected components of the mutual edges
-    (j in C_i and i in C_j), numbered 0, 1, ... by first client, and nothing else (the
-    number of clusters is never an input); p2p mode: each client's neighbourhood is its
-    beneficial set."""
-    I = _scores(subject, case)
-    C = _sets(subject, I)
-    out = np.asarray(subject.cluster(I))
-    if getattr(subject, "mode", "central") == "p2p":
-        return float(np.sum(out.astype(bool) != C))
-    labels = olia.clusters(C.tolist())
-    return float(sum(int(a) != b for a, b in zip(out.tolist(), labels, strict=True)))
+def _components(answer, a):
+    """Central mode: the clusters are the connected components of the mutual edges (j in C_i
+    and i in C_j), numbered 0, 1, ... by first client, and nothing else (the number of
+    clusters is never an input); p2p mode: each neighbourhood is the client's set."""
+    got = answer(a["base"], a["losses"])
+    C = got["C"]
+    if got["labels"] is None:
+        return np.sum(got["together"] != C, axis=(1, 2)).astype(float)
+    return np.array([float(sum(int(x) != y for x, y in
+                               zip(got["labels"][k].tolist(), olia.clusters(C[k].tolist()),
+                                   strict=True))) for k in range(len(C))])
 
 
-def recovery(subject, case):
+def _recovery(answer, a):
     """The planted groups are recovered (the paper's synthetic check: adjusted Rand index 1
     against the Oracle clustering): clients share a cluster (central) / are in each other's
     neighbourhood (p2p) exactly when they share a group. Counts the pairs that differ."""
-    I = _scores(subject, case)
-    planted = case.groups[:, None] == case.groups[None, :]
-    return float(np.sum(_together(subject, I) != planted))
+    got = answer(a["base"], a["losses"])
+    planted = a["groups"][:, :, None] == a["groups"][:, None, :]
+    return np.sum(got["together"] != planted, axis=(1, 2)).astype(float)
 
 
-def permutation(subject, case):
+def _permutation(answer, a):
     """Relabelling the clients relabels the beneficial sets and the clusters."""
-    I = _scores(subject, case)
-    pi = case.perm
-    Ip = _scores(subject, case, perm=pi)
-    moved = np.ix_(pi, pi)
-    return float(np.sum(_sets(subject, Ip) != _sets(subject, I)[moved])
-                 + np.sum(_together(subject, Ip) != _together(subject, I)[moved]))
+    got = answer(a["base"], a["losses"])
+    moved = answer(*_permuted(a))
+    pi = a["perm"]
+    rows, cols = pi[:, :, None], pi[:, None, :]
+    b = np.arange(len(pi))[:, None, None]
+    return (np.sum(moved["C"] != got["C"][b, rows, cols], axis=(1, 2))
+            + np.sum(moved["together"] != got["together"][b, rows, cols], axis=(1, 2))
+            ).astype(float)
 
 
-def scale_invariance(subject, case):
+def _scale_invariance(answer, a):
     """Multiplying every loss by a power of two (the scores by the same) changes neither the
     beneficial sets nor the clusters (2-means and the relative no-split rule are
     scale-free)."""
-    I = _scores(subject, case)
-    Is = _scores(subject, case, scale=case.scale)
-    return float(np.sum(_sets(subject, Is) != _sets(subject, I))
-                 + np.sum(_together(subject, Is) != _together(subject, I)))
+    got = answer(a["base"], a["losses"])
+    s = a["scale"]
+    scaled = answer(a["base"] * s[:, None], a["losses"] * s[:, None, None])
+    return (np.sum(scaled["C"] != got["C"], axis=(1, 2))
+            + np.sum(scaled["together"] != got["together"], axis=(1, 2))).astype(float)
+
+
+def _one_instance(check):
+    """The one-instance violation of a check over batches: the batch of ``case`` alone,
+    answered by the subject's own methods."""
+
+    def violation(subject, case):
+        a = {**_case_arrays(case), "rtol": getattr(subject, "rtol", 1e-3),
+             "atol": getattr(subject, "atol", 1e-12)}
+        out = check(_one_answer(subject, case.owner), a)
+        if not isinstance(out, tuple):
+            return float(out[0])
+        return float(out[0][0]), float(out[0][0]), bool(out[2][0])
+
+    violation.__name__ = check.__name__.lstrip("_")
+    violation.__doc__ = check.__doc__
+    return violation
+
+
+def _hook(check):
+    """A Property's ``batch`` hook: the check over the whole batch with the subject's bulk
+    code, for a :class:`proofs.LiaClustering` with the built-in rules (None otherwise: one
+    instance at a time through its own methods)."""
+
+    def for_subject(subject):
+        from .subjects import LiaClustering
+
+        if not isinstance(subject, LiaClustering) or any(
+                getattr(subject, r) is not None for r in ("scores_rule", "sets_rule",
+                                                          "cluster_rule")) or any(
+                getattr(type(subject), f) is not getattr(LiaClustering, f)
+                for f in ("scores", "sets", "cluster")):
+            return None
+
+        def evaluate(a):
+            out = check(_bulk_answer(subject, a["owner"]),
+                        {**a, "rtol": subject.rtol, "atol": subject.atol})
+            return out if isinstance(out, tuple) else (out,)
+
+        return evaluate
+
+    return for_subject
 
 
 _EVERY = ("every effective example (no discriminating flag: {what}, checked on each, could "
@@ -320,52 +408,52 @@ _PRE = "per-sample losses of the joint and partial models; planted groups"
 def _prop(key, name, statement, reference, preconditions, check, noise="any",
           discriminates="", note=""):
     instances = _instances(noise)
-    return Property(key, name, statement, reference, preconditions, "lia", instances, check,
-                    note=note, sample=lambda: LiaSampler(noise), clients=instances.clients,
-                    discriminates=discriminates)
+    return Property(key, name, statement, reference, preconditions, "lia", instances,
+                    _one_instance(check), note=note, sample=lambda: LiaSampler(noise),
+                    batch=_hook(check), clients=instances.clients, discriminates=discriminates)
 
 
 LIA_PROPERTIES = {p.key: p for p in [
     _prop("lia_conforms", "Conforms to the equations (pFedLIA)",
           "the scores, the beneficial sets and the clusters equal the oracle's transcription "
           "of the score and the clustering rules", "spec lia.md: Score, Clustering",
-          _PRE + "; any noise", conforms,
+          _PRE + "; any noise", _conforms,
           discriminates=_EVERY.format(what="the scores, every set and every cluster"),
           note="the oracle (proofs.oracle.lia) is written from the paper's summary and the "
                "spec"),
     _prop("lia_self_included", "A client is in its own beneficial set",
           "i in C_i for every client i", "spec lia.md (C_i: i itself included)",
-          _PRE + "; any noise", self_included,
+          _PRE + "; any noise", _self_included,
           discriminates=_EVERY.format(what="every client's own membership")),
     _prop("lia_higher_centre", "The beneficial set is the higher group",
           "every member of C_i but i scores at least as high as every non-member",
           "paper Fig. 3 (k-means frontier); spec lia.md (the higher centre)",
-          _PRE + "; any noise", higher_centre,
+          _PRE + "; any noise", _higher_centre,
           discriminates="some client's set split the row (C_i is not everyone)"),
     _prop("lia_components", "Clusters are the mutual components",
           "central: clusters = connected components of {i - j : j in C_i and i in C_j}, "
           "numbered by first client; p2p: the neighbourhoods are the sets",
           "spec lia.md (centralised mode, ours; peer-to-peer mode)", _PRE + "; any noise",
-          components, discriminates=_EVERY.format(what="every client's cluster")),
+          _components, discriminates=_EVERY.format(what="every client's cluster")),
     _prop("lia_recovery", "Planted groups are recovered",
           "clients share a cluster (p2p: a neighbourhood) iff they share a planted group",
           "paper (synthetic check: matches the Oracle clustering)",
           _PRE + "; noise below 1/50 of the gap between groups (1e-4 h with one group)",
-          recovery, noise="small",
+          _recovery, noise="small",
           discriminates=_EVERY.format(what="every pair of clients")),
     _prop("lia_recovery_noisy", "Planted groups are recovered, any noise",
           "clients share a cluster (p2p: a neighbourhood) iff they share a planted group",
           "paper (synthetic check; precondition dropped)",
-          _PRE + "; noise up to the largest gap", recovery, noise="large",
+          _PRE + "; noise up to the largest gap", _recovery, noise="large",
           discriminates=_EVERY.format(what="every pair of clients"),
           note="noise as large as the gap blurs the groups: a row's 2-means splits elsewhere"),
     _prop("lia_permutation", "Permutation equivariance (pFedLIA)",
           "relabelling the clients relabels the beneficial sets and the clusters", "-",
-          _PRE + "; any noise", permutation,
+          _PRE + "; any noise", _permutation,
           discriminates=_EVERY.format(what="the relabelled sets and clusters")),
     _prop("lia_scale_invariance", "Scale invariance (pFedLIA)",
           "multiplying every loss by a power of two changes no set and no cluster",
           "- (2-means and the relative no-split rule are scale-free)", _PRE + "; any noise",
-          scale_invariance,
+          _scale_invariance,
           discriminates=_EVERY.format(what="the rescaled sets and clusters")),
 ]}

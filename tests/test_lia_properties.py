@@ -131,3 +131,20 @@ def test_influence_names_the_bad_input(args, field):
     with pytest.raises(MarketInputError) as err:
         lia.influence(*args)
     assert err.value.field == field
+
+
+def test_the_bulk_clustering_is_the_clustering_of_each_matrix():
+    """mechanisms.lia over a batch (the batch engine's path) gives every matrix's own
+    answer: scores, sets and clusters (both modes), on the sampler's instances."""
+    sampler = LiaSampler("any")
+    for d in sampler.draw(np.random.default_rng(1), 400):
+        a = sampler.arrays(d)
+        I = lia.influence(a["base"], a["losses"], a["owner"])
+        C = lia.beneficial_sets(I)
+        labels, p2p = lia.cluster(I), lia.cluster(I, "p2p")
+        for k in range(d.size):
+            one = lia.influence(a["base"][k], a["losses"][k], a["owner"])
+            np.testing.assert_allclose(I[k], one, rtol=1e-14, atol=1e-15)  # gemm vs gemv
+            np.testing.assert_array_equal(C[k], lia.beneficial_sets(I[k]))
+            np.testing.assert_array_equal(labels[k], lia.cluster(I[k]))
+            np.testing.assert_array_equal(p2p[k], lia.cluster(I[k], "p2p"))
