@@ -193,6 +193,9 @@ def test_rule_files_of_a_family_load_and_prove(tmp_path, monkeypatch, capsys):
                  "individual_rationality"])
     text = capsys.readouterr().out
     assert code == 0 and "holds" in text
+    # a designed rule is checked on its own type space with the design's (strong) search
+    assert "checked on its own type space 'default'" in text
+    assert "misreport search strong" in text
     with pytest.raises(DesignInputError):
         PostedSpace(("base", "colour"))
     assert main(["prove", "--subject", str(path), "--seed", "0"]) == 2  # the training seed

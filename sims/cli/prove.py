@@ -66,7 +66,8 @@ def add_parser(sub, full: bool = False) -> None:
                         "engine; every verdict is printed with it")
     p.add_argument("--search", choices=("former", "strong", "wider"), default=None,
                    help="the misreport search of the regret properties (proofs.regret."
-                        "SEARCHES; default former: span 100, 8 grid points, 2 refinements); "
+                        "SEARCHES; default former: span 100, 8 grid points, 2 refinements; "
+                        "a rule file of 'fedmarket design': strong, the design's own); "
                         "batch engine")
     p.add_argument("--exhaustive", action="store_true",
                    help="also check every 3-client market of a small type grid")
@@ -254,10 +255,12 @@ def _run(args) -> int:
         for r in df[df.counterexample.map(lambda v: isinstance(v, str))].itertuples():
             print(f"\n# counterexample: {r.property} ({r.subject})\n{r.counterexample}")
         for name, doc in designed.items():
+            how = args.search or ("strong" if args.engine == "batch" else "former")
             if args.type_space is None and doc.get("type_space") is not None:
                 from proofs.typespace import as_type_space
 
-                print(f"{name}: checked on its own {as_type_space(doc['type_space']).describe()}")
+                print(f"{name}: checked on its own {as_type_space(doc['type_space']).describe()}"
+                      f"; misreport search {how}")
             print_table(beside_estimates(results, name, doc, args.seed),
                         f"{name}: the checker's verdicts (seed {args.seed}) beside the "
                         f"search's own estimates on its training markets "
@@ -352,9 +355,12 @@ def _check_own(rows, args, done, examples=None, scanned=frozenset(),
               functools.partial(examples, subject.name, key)}
         if args.max_clients is not None:
             kw["max_clients"] = args.max_clients
+        doc = (designed or {}).get(subject.name)
         if args.search not in (None, "former"):
             kw["search"] = args.search
-        doc = (designed or {}).get(subject.name) or {}
+        elif args.search is None and doc is not None and args.engine == "batch":
+            kw["search"] = "strong"  # a designed rule is certified with the design's search
+        doc = doc or {}
         if args.type_space is None and doc.get("type_space") is not None:
             kw["type_space"] = doc["type_space"]
         elif not args.space.is_default:
