@@ -11,7 +11,7 @@ the wall seconds its training and its evaluation took (``seconds_training``,
   (the cell's CPU times its training share, over rounds x clients x steps) and of one test
   image evaluated by one client's model (its evaluation share, over evaluations x clients x
   test images);
-* :func:`estimate`: a setting's cells (:func:`sims.reproduce.spec`, one seed) priced at those
+* :func:`estimate`: a setting's cells (:func:`sims.settings.spec`, one seed) priced at those
   rates: rounds x clients x steps x the step rate + evaluations x clients x test images x the
   evaluation rate; a cell whose (data set, algorithm) was not measured is priced at the
   Fashion-MNIST rate of its algorithm (CIFAR-10: its model is larger, so the estimate is low)
@@ -101,8 +101,8 @@ def estimate(setting: str, frames: dict, configs: dict, seeds: int = 1) -> dict:
     """The CPU-hours of ``seeds`` seeds of every learning cell of ``setting`` priced at the
     measured :func:`rates`: {"hours", "cells", "priced" (cells priced at their own data set's
     rate), "proxy" (at Fashion-MNIST's), "unpriced" (no rate for the algorithm)}."""
-    from .reproduce import spec
     from .scenarios import SCENARIOS
+    from .settings import spec
     from .summary import config_of
     from .sweep import expand
 
