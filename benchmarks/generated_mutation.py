@@ -272,11 +272,14 @@ def mutants(root: Path = ROOT, files=None) -> list[Generated]:
 def sample(population: list[Generated], size: int | None, seed: int) -> list[Generated]:
     """The ``size`` mutants with the smallest SHA-256 of ``f"{seed}:{key}"`` (all of them:
     ``size`` None or >= the population): a uniform random sample without replacement."""
-    def rank(m):
-        return hashlib.sha256(f"{seed}:{m.key}".encode()).hexdigest()
-
-    chosen = sorted(population, key=rank)[:size] if size is not None else list(population)
+    chosen = (sorted(population, key=lambda m: rank(m, seed))[:size] if size is not None
+              else list(population))
     return sorted(chosen, key=lambda m: (m.path, m.line, m.col, m.key))
+
+
+def rank(m: Generated, seed: int) -> str:
+    """A mutant's rank in the sample of ``seed``: the sample of size k is the k smallest."""
+    return hashlib.sha256(f"{seed}:{m.key}".encode()).hexdigest()
 
 
 def mutate(text: str, m: Generated) -> str | None:
@@ -927,8 +930,11 @@ def main(argv=None) -> int:
         chosen = sample(population, args.sample or None, args.seed)
     if args.only:
         chosen = [m for m in chosen if m.id in set(args.only)]
-    todo = [m for m in chosen if "incompetent" not in done.get(m.id, {})
-            and not all(e in done.get(m.id, {}) for e in args.engines)]
+    # scored in rank order: the mutants scored so far are (up to the few in flight) the
+    # sample of that size, so a run cut short leaves a uniform sample (--sample k shows it)
+    todo = sorted((m for m in chosen if "incompetent" not in done.get(m.id, {})
+                   and not all(e in done.get(m.id, {}) for e in args.engines)),
+                  key=lambda m: rank(m, args.seed))
     if todo and not args.no_run:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("a") as f:
