@@ -277,6 +277,26 @@ def sample(population: list[Generated], size: int | None, seed: int) -> list[Gen
     return sorted(chosen, key=lambda m: (m.path, m.line, m.col, m.key))
 
 
+def scored_prefix(chosen: list[Generated], ranked: list[str] | None, done: dict,
+                  engines, size: int | None) -> tuple[list[Generated], int]:
+    """(the longest prefix, in rank order, of the planned sample ``ranked`` (ids) whose every
+    mutant ``done`` holds scored by every engine or as incompetent, the planned size): a
+    run cut short (mutants are scored in rank order) is shown as the sample of that size,
+    which it is. Without ``ranked`` (results written before it was recorded): ``chosen``."""
+    if not ranked:
+        return chosen, len(chosen)
+    ranked = ranked[:size]
+    by_id = {m.id: m for m in chosen}
+    n = 0
+    for i in ranked:
+        r = done.get(i, {})
+        if i not in by_id or not ("incompetent" in r or all(e in r for e in engines)):
+            break
+        n += 1
+    keep = set(ranked[:n])
+    return [m for m in chosen if m.id in keep], len(ranked)
+
+
 def rank(m: Generated, seed: int) -> str:
     """A mutant's rank in the sample of ``seed``: the sample of size k is the k smallest."""
     return hashlib.sha256(f"{seed}:{m.key}".encode()).hexdigest()
@@ -721,7 +741,11 @@ def tally(summary: dict) -> dict:
         done = [r for r in scored if engine == "both" or engine in r]
         k = sum(killed(r) for r in done)
         lo, hi = interval(k, len(done))
-        out[engine] = {"killed": k, "of": len(done), "low": lo, "high": hi}
+        unrun = sum(not killed(r) and all(r.get(x, {}).get("status") == "not executed"
+                                          for x in ((engine,) if engine != "both"
+                                                    else ("checker", "tests")))
+                    for r in done)
+        out[engine] = {"killed": k, "of": len(done), "unrun": unrun, "low": lo, "high": hi}
     return out
 
 
@@ -770,15 +794,23 @@ def render(summary: dict) -> str:
              + f"; tests: `pytest {summary['tests']}`. {t['incompetent']} incompetent (no "
              f"mutation, not compiling, or the same syntax tree), {t['equivalent']} "
              f"equivalent (argued below); the score is over the other {t['scored']}, with "
-             "its 95 % Clopper-Pearson interval.", "",
-             "| engine | killed | of | score | 95 % interval |", "|---|---|---|---|---|"]
+             "its 95 % Clopper-Pearson interval."
+             + ("" if summary.get("planned", summary["sampled"]) <= summary["sampled"] else
+                f" Partial: the run of the {summary['planned']}-mutant sample was stopped "
+                f"after {summary['sampled']}; mutants are scored in rank order, so these are "
+                f"the {summary['sampled']}-mutant sample of seed {summary['seed']} (the "
+                "smallest ranks), a uniform sample itself, and the command above scores "
+                "exactly them."), "",
+             "| engine | killed | survived (ran it) | not executed | of | score "
+             "| 95 % interval |", "|---|---|---|---|---|---|---|"]
     for engine in ("checker", "tests", "both"):
         e = t[engine]
         name = {"checker": "checker (standard run)", "tests": "tests",
                 "both": "checker or tests"}[engine]
         score = _pct(e["killed"] / e["of"]) if e["of"] else "-"
         ci = f"{_pct(e['low'])} - {_pct(e['high'])}" if e["of"] else "-"
-        lines.append(f"| {name} | {e['killed']} | {e['of']} | {score} | {ci} |")
+        lines.append(f"| {name} | {e['killed']} | {e['of'] - e['killed'] - e['unrun']} | "
+                     f"{e['unrun']} | {e['of']} | {score} | {ci} |")
     eq = equivalents_in(summary)
     lines += ["", "Survivors of both engines (an equivalent one with its argument, else a fault "
               "nothing catches yet):", "", *survivors(summary, ("checker", "tests"), eq), "",
@@ -858,7 +890,10 @@ def load(out: Path, code: str, commands: dict) -> tuple[dict[str, dict], dict]:
             continue
         commits[r.get("commit")] = commits.get(r.get("commit"), 0) + 1
         if "population" in r:
+            ranked = {**population.get("ranked", {}), **r.get("ranked", {})}
             population = {k: r[k] for k in ("population", "by_class")}
+            if ranked:
+                population["ranked"] = ranked
             continue
         prev = done.setdefault(r["id"], {})
         for k in (*FIELDS, "before", "after", "incompetent"):
@@ -924,10 +959,16 @@ def main(argv=None) -> int:
                                              "first"), 0), where="body", span=(0, 0))
                   for r in done.values() if "key" in r]
         chosen = sample(chosen, args.sample or None, args.seed)
+        chosen, planned = scored_prefix(chosen, pop.get("ranked", {}).get(str(args.seed)),
+                                        done, args.engines, args.sample or None)
     else:
         population = mutants()
-        pop = {"population": len(population), "by_class": _by_class(population)}
         chosen = sample(population, args.sample or None, args.seed)
+        planned = len(chosen)
+        # the sample in rank order: a page of a run cut short shows its longest scored prefix
+        pop = {"population": len(population), "by_class": _by_class(population),
+               "ranked": {str(args.seed): [m.id for m in sorted(
+                   chosen, key=lambda m: rank(m, args.seed))]}}
     if args.only:
         chosen = [m for m in chosen if m.id in set(args.only)]
     # scored in rank order: the mutants scored so far are (up to the few in flight) the
@@ -970,16 +1011,18 @@ def main(argv=None) -> int:
                 in_parallel(score, tasks, args.jobs, record)
             shutil.rmtree(copy, ignore_errors=True)
         done, pop = load(args.out, code, commands)
+    size = len(chosen) if len(chosen) < planned else args.sample
     meta = {"command": "python benchmarks/generated_mutation.py"
-            + ("" if args.sample == SAMPLE else f" --sample {args.sample}")
+            + ("" if size == SAMPLE else f" --sample {size}")
             + ("" if args.seed == SEED else f" --seed {args.seed}")
             + ("" if args.checker == CHECKER else f" --checker {shlex.quote(args.checker)}")
             + ("" if args.triage == TRIAGE else f" --triage {shlex.quote(args.triage)}")
             + ("" if args.tests == TESTS else f" --tests {shlex.quote(args.tests)}"),
             "commit": pop.get("commit", commit), "code": code, "seed": args.seed,
-            "sampled": len(chosen),
+            "sampled": len(chosen), "planned": planned,
             "checker": args.checker, "triage": args.triage, "tests": args.tests,
-            "results": shown(args.out), **pop}
+            "results": shown(args.out),
+            **{k: v for k, v in pop.items() if k != "ranked"}}
     rows = [{**describe(m), **done.get(m.id, {})} for m in chosen]
     summary = summarise(rows, meta)
     print(json.dumps(tally(summary)))

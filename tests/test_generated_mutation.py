@@ -68,6 +68,23 @@ def test_the_sample_is_seeded_uniform_and_nested(gm, money):
     assert len(gm.sample(money, None, 0)) == len(money)
 
 
+def test_a_run_cut_short_shows_its_longest_scored_prefix_by_rank(gm, money):
+    """Mutants are scored in rank order; the page of a run stopped early shows the longest
+    prefix (by rank) of the planned sample that is fully scored: the sample of that size."""
+    planned = gm.sample(money, 12, 0)
+    ranked = [m.id for m in sorted(planned, key=lambda m: gm.rank(m, 0))]
+    both = {"checker": {"status": "killed"}, "tests": {"status": "survived"}}
+    done = {i: dict(both) for i in ranked[:5]}
+    done[ranked[5]] = {"checker": {"status": "killed"}}  # in flight: tests not yet scored
+    done[ranked[6]] = dict(both)  # finished before the one above: not in the prefix
+    done[ranked[2]] = {"incompetent": "does not compile"}
+    chosen = gm.sample([m for m in planned if m.id in done], 12, 0)
+    got, n = gm.scored_prefix(chosen, ranked, done, ("checker", "tests"), 12)
+    assert n == 12 and {m.id for m in got} == set(ranked[:5])
+    assert {m.key for m in got} == {m.key for m in gm.sample(money, 5, 0)}  # nested samples
+    assert gm.scored_prefix(chosen, None, done, ("checker",), 12) == (chosen, len(chosen))
+
+
 def test_the_rows_run_are_those_that_execute_the_mutant_cheapest_first(gm, money):
     m = next(x for x in money if x.where == "body")
     lines = {str(m.span[0]): [2, 0], "999": [1]}
