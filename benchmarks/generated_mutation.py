@@ -430,6 +430,14 @@ def code_version() -> str:
     return hashlib.sha1(trees + changes).hexdigest()[:10]
 
 
+def _dies_with_us():
+    """A ``preexec_fn``: the run gets SIGKILL when this process dies (imported here, not at
+    the top: the driver, this file run in a copy, must import mechanisms/ under coverage)."""
+    from mechanisms.processes import kill_with_parent
+
+    return kill_with_parent()
+
+
 def _kill(proc) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -445,7 +453,8 @@ def run_rows(copy: Path, command: str, rows: list[str], limits: dict | None = No
     cmd = [sys.executable, str(copy / "benchmarks" / Path(__file__).name), "--drive",
            json.dumps(spec)]
     proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_dies_with_us())
     lines, current, started, err = [], None, time.monotonic(), []
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
@@ -514,6 +523,11 @@ def checker_baseline(copy: Path, command: str, triage: str | None, work: Path) -
     names = [f"{s}/{k}" for s, k in rows]
     data = work / "checker.coverage"
     got = {x["row"]: x for x in run_rows(copy, command, names, coverage=data, stop=False)}
+    broken = [f"{n}: {got[n].get('rc') if n in got else 'not run'}" for n in names
+              if n not in got or got[n]["rc"] not in (0, 1)]
+    if broken:  # a row that raises unmutated: the tree or its environment is broken
+        raise SystemExit(f"the checker's baseline (the unmutated tree): {len(broken)} rows did "
+                         f"not run: {'; '.join(broken[:5])}; nothing cached")
     base = {"command": command, "rows": names,
             "seconds": [got[n]["seconds"] for n in names],
             "passes": [got[n]["rc"] == 0 for n in names],
@@ -547,7 +561,12 @@ def tests_baseline(copy: Path, selection: str, work: Path) -> dict:
            f"--junitxml={junit}", f"--cov={SOURCE}", "--cov-context=test", "--cov-report=",
            f"--cov-config={rc}", *shlex.split(selection)]
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, cwd=copy, env=env_for(copy), capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=copy, env=env_for(copy), capture_output=True, text=True,
+                       preexec_fn=_dies_with_us())
+    if r.returncode not in (0, 1):  # 2-5: interrupted, internal error, usage, no tests
+        raise SystemExit("the tests' baseline (the unmutated tree) did not run: pytest exit "
+                         f"{r.returncode}: {' | '.join(r.stdout.strip().splitlines()[-3:])}; "
+                         "nothing cached")
     seconds, failed = {}, set()
     for case in ET.parse(junit).getroot().iter("testcase"):
         node = _node(case.get("classname", ""), case.get("name", ""))
@@ -625,7 +644,8 @@ def score_tests(copy: Path, base: dict, m: Generated) -> dict:
            "no:randomly", *ids]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_dies_with_us())
     try:
         text, _ = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:

@@ -228,3 +228,32 @@ def test_the_tests_engine_runs_the_tests_that_run_the_mutant(gm, money, tmp_path
     base["lines"] = {}
     got = gm.score(flip, ("tests",), {"tests": base}, str(tmp_path))
     assert got["tests"]["status"] == "not executed", got
+
+
+def test_the_page_shows_the_committed_results(gm):
+    """docs/reference-proofs.md's generated-mutation block is what the script renders from
+    the committed results (docs/mutation_generated.json), with the equivalence arguments
+    as benchmarks/equivalent_mutants.toml has them now; its counts are those of the rows."""
+    import json
+
+    page = (ROOT / "docs" / "reference-proofs.md").read_text()
+    start, end = gm.MARKERS
+    block = page[page.index(start):page.index(end) + len(end)] + "\n"
+    committed = ROOT / "docs" / "mutation_generated.json"
+    if not committed.exists():
+        assert "No run landed yet" in block
+        return
+    summary = json.loads(committed.read_text())
+    assert block == gm.render(summary), "regenerate: python benchmarks/generated_mutation.py " \
+        "--no-run --markdown docs/reference-proofs.md"
+    rows = summary["mutants"]
+    assert summary["sampled"] == len(rows) == len({r["id"] for r in rows})
+    assert summary["sampled"] <= summary.get("planned", summary["sampled"])
+    argued = gm.equivalents()
+    for key, why in summary["equivalents"].items():
+        assert why in (argued.get(key), gm.ANNOTATION), f"stale argument: {key}"
+    survivors = {r["key"] for r in rows if "incompetent" not in r and not any(
+        r.get(e, {}).get("status") in gm.KILLS for e in ("checker", "tests"))}
+    assert set(summary["equivalents"]) <= survivors
+    assert {k for k in argued if k in {r["key"] for r in rows}} & survivors \
+        <= set(summary["equivalents"])
