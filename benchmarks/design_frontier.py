@@ -27,7 +27,9 @@ import matplotlib
 import pandas as pd
 
 import sims.design  # noqa: F401 -- imports the modules that register their families
+from proofs.regret import SEARCHES
 from sims.design import draw_markets
+from sims.design.evaluate import DEFAULT_SEARCH
 from sims.design.frontier import (
     floor_summary,
     frontier_markdown,
@@ -61,6 +63,9 @@ def main(argv=None):
                    help="a designed rule file to place (family 'searched'); repeatable")
     p.add_argument("--csv", type=Path, default=Path("results/design_frontier.csv"))
     p.add_argument("--figure", type=Path, default=Path("results/design_frontier.png"))
+    p.add_argument("--search", default=DEFAULT_SEARCH, choices=list(SEARCHES),
+                   help="the misreport search (proofs.regret.SEARCHES; recorded in the sidecar, "
+                        "and the test measures with the sidecar's)")
     p.add_argument("--page", type=Path, default=None,
                    help="rewrite the frontier section of this page (its markers kept)")
     args = p.parse_args(argv)
@@ -69,7 +74,7 @@ def main(argv=None):
         rules = _rule_files(args.rule)
         register_family("searched", lambda: rules, replace=True)
     markets = draw_markets(args.markets, args.seed)
-    table = frontier_table(None, [], markets, progress=lambda k, n: print(
+    table = frontier_table(None, [], markets, search=args.search, progress=lambda k, n: print(
         f"{k}/{n} rules measured ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
         flush=True))
     floor = floor_summary(markets, cost_max=COST_MAX, scale_min=SCALE_MIN)
@@ -89,7 +94,8 @@ def main(argv=None):
     figure = (Path("img") / args.figure.name).as_posix() if args.page is not None \
         else str(args.figure)
     provenance = {"command": command, "markets": markets.source, "seed": args.seed,
-                  "size": markets.size,
+                  "size": markets.size, "search": args.search,
+                  "search_options": SEARCHES[args.search],
                   "clients": list(markets.sizes()), "floor": floor, "figure": figure,
                   "rules": [str(r) for r in args.rule], "commit": commit,
                   "seconds": time.perf_counter() - t0,

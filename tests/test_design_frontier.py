@@ -141,6 +141,7 @@ def test_the_page_shows_the_committed_frontier():
     assert page_section(page) == frontier_markdown(table, side)
     assert (DOCS / side["figure"]).is_file()
     assert side["command"].startswith("python benchmarks/design_frontier.py ")
+    assert f"the `{side['search']}` misreport search" in page_section(page)
     bad = table.copy()
     bad.loc[0, "largest_regret_K"] *= 1.01
     assert page_section(page) != frontier_markdown(bad, side)
@@ -167,6 +168,18 @@ def test_the_committed_frontier_marks_rules_that_break_ir_or_run_a_deficit():
     # dimension out of sample
     cols = [f"largest_regret_{d}" for d in "NcK"]
     assert (row.loc["midpoint", cols] < row.loc["clipped search", cols]).all()
+    # what the page says of the rules that change who trades: the posted price dominates
+    # the paper's rule (more welfare, less regret in every dimension, none in c and K), the
+    # paper's rule and the midpoint are off the frontier, share at pi* is its zero-regret
+    # end at about a quarter of the welfare
+    posted = row.loc["posted 4, exact"]
+    assert posted.on_frontier and posted.welfare_share > 1
+    assert (posted[cols] < row.loc["paper", cols]).all()
+    assert posted.largest_regret_c == posted.largest_regret_K == 0
+    assert not row.loc["paper", "on_frontier"] and not row.loc["midpoint", "on_frontier"]
+    share = row.loc["share at pi*"]
+    assert share.on_frontier and (share[cols] == 0).all()
+    assert 0.2 < share.welfare_share < 0.3
 
 
 @pytest.mark.slow
@@ -175,12 +188,19 @@ def test_the_committed_frontier_is_what_the_code_measures():
     (the sidecar's seed and size): the same numbers. A change of the measure (the misreport
     search, the distribution) fails here until the page is regenerated with the command
     the page names."""
+    from proofs.regret import SEARCHES
     from sims.design import draw_markets
+    from sims.design.evaluate import DEFAULT_SEARCH
     from sims.design.frontier import floor_summary, frontier_table
 
     table, side = _committed()
     markets = draw_markets(side["size"], side["seed"])
-    again = frontier_table(None, [], markets, families=["paper", "clipped split"])
+    # the search the committed figures were measured with (the sidecar's), and it is the
+    # design measures' default: the page's figures are what `evaluate` reports today
+    assert side["search"] == DEFAULT_SEARCH and side["search_options"] == SEARCHES[
+        DEFAULT_SEARCH]
+    again = frontier_table(None, [], markets, families=["paper", "clipped split"],
+                           search=side["search"])
     cols = ["welfare_share", "ir_rate", "deficit_rate",
             *(f"{s}_regret_{d}" for s in ("largest", "mean", "q90") for d in "NcK")]
     want = table.set_index("rule").loc[again.rule, cols]

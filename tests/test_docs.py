@@ -7,6 +7,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,12 +37,47 @@ def test_readme_starts_with_the_two_commands():
     assert {"demo", "test"} <= set(targets)
 
 
+def _user_modules() -> set[str]:
+    """Modules imported from a temporary folder: a user's module that a test wrote in its
+    own tmp_path (``designed_rule``, ``mymod``). A page that names such a module
+    ("designed_rule:payments") after writing its own must import its own, as it would in a
+    fresh session, not one another test left in ``sys.modules``."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    out = set()
+    for name, mod in list(sys.modules.items()):
+        path = getattr(mod, "__file__", None)
+        if path and Path(path).resolve().is_relative_to(tmp):
+            out.add(name)
+    return out
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a page's sys.path.insert is undone
+    for name in _user_modules():
+        monkeypatch.delitem(sys.modules, name)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
-    for body in blocks(page, "python"):
-        exec(compile(body, str(page), "exec"), namespace)
+    try:
+        for body in blocks(page, "python"):
+            exec(compile(body, str(page), "exec"), namespace)
+    finally:  # nor does the page leave its own modules to the tests after it
+        for name in _user_modules():
+            sys.modules.pop(name, None)
+
+
+def test_a_page_runs_without_the_modules_other_tests_wrote(tmp_path, monkeypatch):
+    """A module another test wrote in its tmp_path (tutorial-design-a-rule.md names
+    "designed_rule:payments", as tests/test_design.py does with a different rule) is one the
+    page runner drops before a page: the page imports its own."""
+    (tmp_path / "stale_t_docs.py").write_text("payments = 'stale'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("stale_t_docs")
+    try:
+        assert "stale_t_docs" in _user_modules()
+        assert "numpy" not in _user_modules() and "sims" not in _user_modules()
+    finally:
+        sys.modules.pop("stale_t_docs", None)
 
 
 @pytest.mark.parametrize(

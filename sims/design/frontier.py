@@ -298,7 +298,8 @@ def plot_frontier(table: pd.DataFrame, axes=None, *, dims=DIMENSIONS,
     if len(axes) != len(dims):
         raise DesignInputError("axes", f"{len(axes)} given for {len(dims)} dimensions")
     fams = list(dict.fromkeys(table["family"]))
-    colours = dict(zip(fams, plt.get_cmap("tab10").colors * 3, strict=False))
+    palette = plt.get_cmap("tab10" if len(fams) <= 10 else "tab20").colors
+    colours = dict(zip(fams, palette * 3, strict=False))  # distinct up to 20 families
     for ax, d in zip(axes, dims, strict=True):
         x, y = table[f"largest_regret_{d}"], table["welfare_share"]
         for k, row in enumerate(table.to_dict("records")):
@@ -354,6 +355,14 @@ def _share(x) -> str:
     return "0" if x == 0 else f"{100 * x:.3g} %"
 
 
+def _search_words(provenance: dict) -> str:
+    name = provenance.get("search")
+    if name is None:
+        return "the misreport search of `sims.design.evaluate`"
+    return (f"the `{name}` misreport search of `proofs.regret.SEARCHES`, as "
+            "`sims.design.evaluate` runs it")
+
+
 def frontier_markdown(table: pd.DataFrame, provenance: dict) -> str:
     """The page's frontier section from a frontier table and its sidecar (``provenance``:
     ``command``, ``markets`` (the source), ``size``, ``clients``, ``floor`` (the
@@ -368,8 +377,8 @@ def frontier_markdown(table: pd.DataFrame, provenance: dict) -> str:
              "clients), the same for every rule, every registered family "
              "(`sims.design.frontier.register_family`). Regret: the largest (and the mean "
              "over markets) a misreport of N, c or K earns the drawn liar, either way, in "
-             "utility units (the misreport search of `sims.design.evaluate`: a lower bound "
-             "on the true regret); welfare: mean over markets, as a share of the paper "
+             "utility units (" + _search_words(provenance) + ": a lower bound on the true "
+             "regret); welfare: mean over markets, as a share of the paper "
              "rule's on the same markets; IR broken / deficit: the share of markets where "
              "some client ends below zero / the operator pays. Admissible = IR in every "
              "market and no deficit in any; only admissible rules can be on the frontier "
