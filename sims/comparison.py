@@ -32,6 +32,7 @@ __all__ = [
     "CPL_METRICS",
     "FIG5_METRICS",
     "IR_TOL",
+    "JOINT_REGRET_METRICS",
     "MARKET_METRICS",
     "REGRET_MARKETS",
     "REGRET_METRICS",
@@ -79,6 +80,13 @@ REGRET_METRICS = {
                       " either way, on the checker's markets drawn with the seed"
        for d in ("N", "c", "K")},
     "regret": "the largest of regret_N, regret_c, regret_K",
+}
+JOINT_REGRET_METRICS = {  # measured with --joint (regret_per_seed(..., joint=True))
+    **{f"regret_{a}{b}": f"the largest regret (utility units) a client earns by misreporting "
+                         f"{a} and {b} at once, each either way (at least regret_{a} and "
+                         f"regret_{b})"
+       for a, b in (("N", "c"), ("N", "K"), ("c", "K"))},
+    "regret_joint": "the largest of regret_Nc, regret_NK, regret_cK",
 }
 
 
@@ -301,20 +309,26 @@ def readable(summary: pd.DataFrame, keys) -> pd.DataFrame:
 
 
 def regret_per_seed(mechanisms, seeds, *, markets: int = REGRET_MARKETS,
-                    search: dict | None = None) -> pd.DataFrame:
+                    search: dict | None = None, joint: bool = False) -> pd.DataFrame:
     """One row per (iPFL mechanism, seed): ``regret_N``, ``regret_c``, ``regret_K`` (the
     largest regret found over ``markets`` markets drawn from the checker's regret-property
     distribution with that seed, either direction, utility units: the measure of
     :func:`sims.design.evaluate.evaluate`, the same markets for every mechanism), their
     maximum ``regret``, and ``regret_note``: empty, or why a mechanism was not measured
     (a rule of your own that the bulk clearing cannot run: NaN regrets).
-    ``mechanisms``: canonical names "selection+payments+prices"."""
+    ``mechanisms``: canonical names "selection+payments+prices". ``joint``: also two
+    dimensions misreported at once (:data:`proofs.regret.JOINT_PAIRS`, each either way):
+    ``regret_Nc``, ``regret_NK``, ``regret_cK`` (each at least its pair's one-dimension
+    regrets) and their maximum ``regret_joint`` (:data:`JOINT_REGRET_METRICS`)."""
     from mechanisms.errors import FedmarketError
+    from proofs.regret import JOINT_PAIRS
     from sims.design import DesignInputError, Mechanism, draw_markets, evaluate
 
     from .scenarios import parse_ipfl_mechanism
 
     dims = ("N", "c", "K")
+    pairs = tuple(JOINT_PAIRS) if joint else ()
+    jcols = [f"regret_{a}{b}" for a, b in pairs]
     rows = []
     drawn = {int(s): draw_markets(markets, int(s)) for s in seeds}
     for name in mechanisms:
@@ -326,15 +340,21 @@ def regret_per_seed(mechanisms, seeds, *, markets: int = REGRET_MARKETS,
             row = {"mechanism": name, "seed": seed}
             if mech is not None:
                 try:
-                    s = evaluate(mech, mk, search=search).summary
+                    s = evaluate(mech, mk, search=search, joint=pairs).summary
                     row.update({f"regret_{d}": s[f"max_regret_{d}"] for d in dims})
+                    row.update({f"regret_{a}{b}": s[f"max_regret_joint_{a}{b}"]
+                                for a, b in pairs})
                     note = ""
                 except (FedmarketError, DesignInputError) as exc:
                     note = f"not measured: {exc}"
             if note:
                 row.update({f"regret_{d}": np.nan for d in dims})
+                row.update({c: np.nan for c in jcols})
             row["regret"] = max(row[f"regret_{d}"] for d in dims)
+            if pairs:
+                row["regret_joint"] = max(row[c] for c in jcols)
             row["regret_note"] = note
             rows.append(row)
     return pd.DataFrame(rows, columns=["mechanism", "seed", *(f"regret_{d}" for d in dims),
-                                       "regret", "regret_note"])
+                                       "regret", *jcols, *(["regret_joint"] if pairs else []),
+                                       "regret_note"])

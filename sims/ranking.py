@@ -44,7 +44,7 @@ from .errors import SpecError
 from .stats import ci95
 
 __all__ = ["CPL_CRITERIA", "CPL_DEFAULT", "CRITERIA", "DEFAULT", "INCENTIVE_PROPERTIES",
-           "REGRET_CRITERIA", "TIE", "Criterion", "Priorities", "paired", "rank"]
+           "JOINT_CRITERIA", "REGRET_CRITERIA", "TIE", "Criterion", "Priorities", "paired", "rank"]
 
 TIE = 1e-9  # relative: values closer than this times the criterion's scale are equal
 
@@ -86,8 +86,16 @@ CRITERIA = {
                                 f"misreporting {d}, either way, on the checker's markets of "
                                 "the seed")
        for d in ("N", "c", "K")},
+    "regret_joint": Criterion("regret_joint", "lower",
+                              "the largest regret (utility units) a client earns by "
+                              "misreporting two of N, c, K at once (needs --joint)"),
+    **{f"regret_{a}{b}": Criterion(f"regret_{a}{b}", "lower",
+                                   f"the largest regret (utility units) a client earns by "
+                                   f"misreporting {a} and {b} at once (needs --joint)")
+       for a, b in (("N", "c"), ("N", "K"), ("c", "K"))},
 }
-REGRET_CRITERIA = ("regret", "regret_N", "regret_c", "regret_K")
+JOINT_CRITERIA = ("regret_joint", "regret_Nc", "regret_NK", "regret_cK")
+REGRET_CRITERIA = ("regret", "regret_N", "regret_c", "regret_K", *JOINT_CRITERIA)
 CPL_CRITERIA = {
     "bound": Criterion("objective_bound", "lower",
                        "the convergence bound sum K (1 - q)/q the prices buy"),
@@ -184,6 +192,11 @@ class Priorities:
     def needs_regret(self) -> bool:
         return any(c in REGRET_CRITERIA for c in self.criteria)
 
+    @property
+    def needs_joint(self) -> bool:
+        """Ranks by a regret of two dimensions misreported at once (``--joint``)."""
+        return any(c in JOINT_CRITERIA for c in self.criteria)
+
 
 def _per_seed_values(per_seed: pd.DataFrame, name: str, table=CRITERIA) -> pd.Series:
     c = table[name]
@@ -223,7 +236,9 @@ def rank(per_seed: pd.DataFrame, priorities: Priorities, *, keys=("mechanism",),
     table_of = priorities.table
     for name in priorities.criteria:
         if table_of[name].column not in per_seed:
-            what = ("the regret measures (a report with --regret-markets above 0)"
+            what = ("the joint regret measures (a report with --joint and --regret-markets "
+                    "above 0)" if name in JOINT_CRITERIA else
+                    "the regret measures (a report with --regret-markets above 0)"
                     if name in REGRET_CRITERIA else f"the column {table_of[name].column!r}")
             raise SpecError("rank-by", f"{name} needs {what}")
         per_seed[f"_{name}"] = _per_seed_values(per_seed, name, table_of)

@@ -137,11 +137,13 @@ def _ranking(doc: _Doc, per_seed: pd.DataFrame, keys: list, priorities: Prioriti
 
 
 def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
-               priorities: Priorities | None = None, regret_markets: int = 0):
+               priorities: Priorities | None = None, regret_markets: int = 0,
+               joint: bool = False):
     import matplotlib.pyplot as plt
 
     from .comparison import (
         IR_TOL,
+        JOINT_REGRET_METRICS,
         MARKET_METRICS,
         REGRET_METRICS,
         ROLE_METRICS,
@@ -173,14 +175,16 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
         per_seed = None
         doc.para(f"Not compared: {exc.args[0]}.")
     metrics = list(MARKET_METRICS)
+    legend = {}  # the regret metrics measured, with their legend
     if per_seed is not None and regret_markets:
         reg = regret_per_seed(mechs, sorted(int(x) for x in per_seed.seed.unique()),
-                              markets=regret_markets)
+                              markets=regret_markets, joint=joint)
         per_seed = per_seed.merge(reg.drop(columns="regret_note"), on=["mechanism", "seed"],
                                   how="left")
-        metrics += list(REGRET_METRICS)
+        legend = {**REGRET_METRICS, **(JOINT_REGRET_METRICS if joint else {})}
+        metrics += list(legend)
         doc.para("Incentives beside the market's numbers: "
-                 + " ".join(f"{k}: {v}." for k, v in REGRET_METRICS.items())
+                 + " ".join(f"{k}: {v}." for k, v in legend.items())
                  + f" ({regret_markets} markets per seed, 2-5 clients, the checker's "
                    "distribution of the regret properties, not the simulated market; the "
                    "misreport search of sims.design.evaluate, a lower bound on the true "
@@ -189,7 +193,7 @@ def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
             doc.para(f"Regret of {r.mechanism}: {r.regret_note}.")
     if per_seed is not None:
         summary = intervals(per_seed, keys, metrics, bounds={
-            "participation": (0.0, 1.0), **{k: (0.0, np.inf) for k in REGRET_METRICS}})
+            "participation": (0.0, 1.0), **{k: (0.0, np.inf) for k in legend}})
         doc.table(readable(summary, keys), "inclusive_comparison")
         a = doc.data(per_seed, "inclusive_comparison_seeds", prov)
         b = doc.data(summary, "inclusive_comparison_intervals", prov)
@@ -622,7 +626,8 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
 def write_report(folder, out=None, *, verdict_examples: int = 10_000,
                  rank_by: str | Priorities = DEFAULT,
                  cpl_rank_by: str | Priorities = CPL_DEFAULT,
-                 regret_markets: int | None = None) -> tuple[Path, Path]:
+                 regret_markets: int | None = None, joint: bool = False
+                 ) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
     empty, corrupt or foreign store is a StoreError and nothing is written.
@@ -635,7 +640,9 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
     checked before anything is read. ``regret_markets``: markets per seed on which each
     market mechanism's regret is measured (:func:`sims.comparison.regret_per_seed`; 0: not
     measured, and no regret criterion may be ranked by; default
-    :data:`sims.comparison.REGRET_MARKETS`)."""
+    :data:`sims.comparison.REGRET_MARKETS`). ``joint``: also the regret of two dimensions
+    misreported at once (regret_Nc, regret_NK, regret_cK, regret_joint: columns of the
+    comparison table and criteria of ``rank_by``)."""
     from .comparison import REGRET_MARKETS
 
     priorities = rank_by if isinstance(rank_by, Priorities) else Priorities.parse(rank_by)
@@ -654,6 +661,14 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
     if priorities.needs_regret and not regret_markets:
         raise SpecError("rank-by", f"{', '.join(priorities.criteria)} ranks by regret, which "
                                    "needs regret_markets (--regret-markets) above 0")
+    if not isinstance(joint, bool):
+        raise SpecError("joint", f"is {joint!r}; True or False")
+    if joint and not regret_markets:
+        raise SpecError("joint", "measures regret: needs regret_markets (--regret-markets) "
+                                 "above 0")
+    if priorities.needs_joint and not joint:
+        raise SpecError("rank-by", f"{', '.join(priorities.criteria)} ranks by the regret of "
+                                   "two dimensions at once, which needs joint=True (--joint)")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -677,7 +692,7 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
         for scenario in cells.scenario.unique():
             df = store.frame(scenario)
             if scenario == "inclusive-market":
-                _inclusive(doc, df, verdict_examples, priorities, regret_markets)
+                _inclusive(doc, df, verdict_examples, priorities, regret_markets, joint)
             elif scenario == "cpl-pricing":
                 _cpl(doc, df, verdict_examples, cpl_priorities)
             elif scenario in handlers:

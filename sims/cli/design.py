@@ -56,6 +56,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="the misreport search (proofs.regret.SEARCHES) of the training, the "
                         "frontier and the certification; strong by default "
                         "(benchmarks/design_search_strength.py)")
+    p.add_argument("--joint", action="store_true",
+                   help="also measure the held-out frontier with joint misreports (two type "
+                        "dimensions at once: N and c, N and K, c and K, each either way); "
+                        "columns largest_regret_joint_<pair> and largest_regret_joint")
     p.add_argument("--refuse-outside", action="store_true",
                    help="posted: a client whose report lies outside the type space neither "
                         "buys nor sells")
@@ -186,6 +190,7 @@ def run(args) -> int:
 
     t0 = time.perf_counter()
     from proofs.core import CheckerInputError
+    from proofs.regret import JOINT_PAIRS
     from proofs.typespace import DEFAULT, load_type_space
 
     try:
@@ -242,11 +247,12 @@ def run(args) -> int:
     with progress_reporter("frontier: rules measured", quiet=args.quiet,
                            every=args.progress_every) as bar:
         table = frontier_table(space, thetas, test, goal=goal, names=names, progress=bar,
-                               search=args.search)
+                               search=args.search, joint=args.joint)
     statements = [corner(table, ir=True, max_deficit=0.0, regret=0.0),
                   corner(table, ir=True, max_deficit=0.0, regret=0.01)]
     provenance = {"command": "fedmarket design", "goal": result.goal,
                   "type_space": ts.to_dict(), "misreport_search": args.search,
+                  "joint_misreports": [list(p) for p in JOINT_PAIRS] if args.joint else [],
                   "space": space.to_json(), "search": vars(config) | {"mutation":
                                                                       list(config.mutation)},
                   "training": result.markets, "heldout": test.source,
@@ -290,11 +296,15 @@ def run(args) -> int:
           "penalties when infeasible) "
           + ("(feasible)" if result.feasible else "(INFEASIBLE)"))
     cols = ["rule", "family", "goal_rel_regret",
-            *(f"largest_regret_{d}" for d in dims), "ir_rate", "deficit_rate",
+            *(f"largest_regret_{d}" for d in dims),
+            *(["largest_regret_joint"] if args.joint else []), "ir_rate", "deficit_rate",
             "welfare_share", "feasible", "admissible", "on_frontier"]
     print_table(table[cols], f"frontier on {test.source} (goal_rel_regret: the goal's "
-                             "regret / the utility level; largest_regret_*: utility units; "
-                             "ir_rate, deficit_rate: shares of markets)")
+                             "regret / the utility level; largest_regret_*: utility units"
+                             + ("; largest_regret_joint: two dimensions lied about at once, "
+                                "the largest over the pairs (frontier.csv has each pair)"
+                                if args.joint else "")
+                             + "; ir_rate, deficit_rate: shares of markets)")
     for s in statements:
         print("corner:", s)
     print(f"measured and certified on the {ts.describe()}")

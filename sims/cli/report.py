@@ -37,6 +37,11 @@ def add_parser(sub, full: bool = False) -> None:
                    help="markets per seed (the checker's distribution) on which each market "
                         "mechanism's largest regret per type dimension is measured, for the "
                         "comparison table and the regret criteria (default 300; 0: none)")
+    p.add_argument("--joint", action="store_true",
+                   help="also measure the regret of two type dimensions misreported at once "
+                        "(N and c, N and K, c and K, each either way): columns and criteria "
+                        "regret_Nc, regret_NK, regret_cK and regret_joint (their largest); "
+                        "slower: a two-dimensional search per pair")
     p.set_defaults(func=run)
 
 
@@ -63,12 +68,17 @@ def run(args) -> int:
     if priorities.needs_regret and args.regret_markets == 0:
         raise SpecError("rank-by", f"{args.rank_by!r} ranks by regret: give "
                                    "--regret-markets above 0")
+    if args.joint and args.regret_markets == 0:
+        raise SpecError("joint", "measures regret: give --regret-markets above 0")
+    if priorities.needs_joint and not args.joint:
+        raise SpecError("rank-by", f"{args.rank_by!r} ranks by the regret of two dimensions "
+                                   "at once: give --joint")
     # where the report goes is checked first: even a read-only opening of the store leaves
     # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
     md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples,
                             rank_by=priorities, cpl_rank_by=cpl_priorities,
-                            regret_markets=args.regret_markets)
+                            regret_markets=args.regret_markets, joint=args.joint)
     print(f"wrote {md} and {page}")
     return 0

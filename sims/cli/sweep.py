@@ -62,6 +62,9 @@ def add_parser(sub, full: bool = False) -> None:
                    metavar="N",
                    help="with --report: markets per seed on which each market mechanism's "
                         "regret is measured (default 300; 0: none)")
+    p.add_argument("--joint", action="store_true", default=None,
+                   help="with --report: also the regret of two type dimensions misreported "
+                        "at once (see `fedmarket report --help`)")
     p.add_argument("--max-cells", dest="max_cells", type=integer, default=MAX_CELLS,
                    help="refuse a grid of more cells than this (counted before any is "
                         "built; building alone takes about 0.2 ms a cell)")
@@ -83,7 +86,8 @@ def run(args) -> int:
     spec = PRESETS[args.preset] if args.preset else load_toml(args.spec)
     if args.spec is not None:  # custom rules in the spec may live beside it
         user_modules(Path(args.spec).resolve().parent)
-    report_opts = {k: getattr(args, k) for k in ("rank_by", "cpl_rank_by", "regret_markets")
+    report_opts = {k: getattr(args, k) for k in ("rank_by", "cpl_rank_by", "regret_markets",
+                                                 "joint")
                    if getattr(args, k) is not None}
     if report_opts:  # checked before any cell runs
         from ..ranking import Priorities
@@ -91,8 +95,8 @@ def run(args) -> int:
         if not args.report:
             flag = "--" + next(iter(report_opts)).replace("_", "-")
             raise SpecError(flag, "ranks the report's mechanisms; add --report"
-                            if flag != "--regret-markets" else "is a report option; add "
-                                                               "--report")
+                            if flag not in ("--regret-markets", "--joint") else
+                            "is a report option; add --report")
         from ..ranking import DEFAULT
 
         rank = Priorities.parse(args.rank_by if args.rank_by is not None else DEFAULT)
@@ -103,6 +107,11 @@ def run(args) -> int:
         if rank.needs_regret and args.regret_markets == 0:
             raise SpecError("--rank-by", f"{rank.describe()} ranks by regret: give "
                                          "--regret-markets above 0 (or another --rank-by)")
+        if args.joint and args.regret_markets == 0:
+            raise SpecError("--joint", "measures regret: give --regret-markets above 0")
+        if rank.needs_joint and not args.joint:
+            raise SpecError("--rank-by", f"{rank.describe()} ranks by the regret of two "
+                                         "dimensions at once: give --joint")
     if args.workers < 1:
         raise SpecError("--workers", f"is {args.workers}; must be >= 1")
     if args.max_cells < 1:

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.ipfl import MarketArrays
+from proofs.regret import JOINT_PAIRS
 
 from .errors import DesignInputError
 from .evaluate import REFERENCES, Markets, Mechanism, evaluate
@@ -159,7 +160,7 @@ def pareto(values: np.ndarray) -> np.ndarray:
 
 def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
                    references=None, families=None, names=None, search: dict | None = None,
-                   progress=None) -> pd.DataFrame:
+                   joint=(), progress=None) -> pd.DataFrame:
     """Measure each parameter vector of ``thetas`` (rules of ``space``; none: ``space``
     may be None) and every rule of the registered families (``families``: their names, all
     by default; or ``references``, a mapping name -> rule, instead) on ``markets``, all six
@@ -168,7 +169,13 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
     :func:`~sims.design.evaluate.evaluate` per dimension and direction, the largest regret
     per dimension (absolute and relative), IR and deficit shares, welfare and its share of
     the paper rule's, ``admissible``, ``on_frontier``, and with a ``goal`` its relative
-    regret statistic (``goal_rel_regret``) and whether the rule meets its constraints."""
+    regret statistic (``goal_rel_regret``) and whether the rule meets its constraints.
+    ``joint``: pairs of dimensions misreported at once (``True``:
+    :data:`proofs.regret.JOINT_PAIRS`), searched by :func:`~sims.design.evaluate.evaluate`;
+    per pair ``largest_regret_joint_{d1}{d2}`` (and its relative twin) beside the other
+    statistics of ``{stat}_regret_joint_{d1}{d2}``, and ``largest_regret_joint``, the largest
+    over the pairs (each at least its pair's one-dimension regrets)."""
+    joint = _joint_pairs(joint)
     rows = []
     thetas = [np.asarray(t, dtype=float) for t in thetas]
     names = list(names) if names is not None else [f"candidate {k}" for k in range(len(thetas))]
@@ -188,7 +195,7 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
         raise DesignInputError("names", f"{twice} name more than one rule; rename them")
     paper_welfare = None
     for k, (family, name, kind, mech, theta) in enumerate(jobs):
-        ev = evaluate(mech, markets, search=search, name=name)
+        ev = evaluate(mech, markets, search=search, name=name, joint=joint)
         s = ev.summary
         row = {"family": family, "rule": name, "kind": kind,
                "params": "" if theta is None else json.dumps(
@@ -199,6 +206,11 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
         for d in DIMENSIONS:  # per dimension: the per-market larger of the two directions
             row[f"largest_regret_{d}"] = s[f"max_regret_{d}"]
             row[f"largest_rel_regret_{d}"] = s[f"max_rel_regret_{d}"]
+        for a, b in joint:
+            row[f"largest_regret_joint_{a}{b}"] = s[f"max_regret_joint_{a}{b}"]
+            row[f"largest_rel_regret_joint_{a}{b}"] = s[f"max_rel_regret_joint_{a}{b}"]
+        if joint:
+            row["largest_regret_joint"] = max(s[f"max_regret_joint_{a}{b}"] for a, b in joint)
         if goal is not None:
             row["goal_rel_regret"] = goal.regret(s)
             row["feasible"] = goal.feasible(s)
@@ -222,6 +234,19 @@ def frontier_table(space, thetas, markets: Markets, *, goal: Goal | None = None,
         front[ok] = pareto(values)
     df["on_frontier"] = front
     return df
+
+
+def _joint_pairs(joint) -> tuple:
+    """``joint`` as a tuple of (d1, d2) pairs: ``True`` every pair of
+    :data:`proofs.regret.JOINT_PAIRS`, ``False``/``()`` none (evaluate checks the pairs)."""
+    if joint is True:
+        return tuple(JOINT_PAIRS)
+    if joint is False or joint is None:
+        return ()
+    if isinstance(joint, str):
+        raise DesignInputError("joint", f"is {joint!r}; True, or pairs of dimensions such as "
+                                        f"{JOINT_PAIRS}")
+    return tuple(tuple(p) for p in joint)
 
 
 def _pct(x: float) -> str:
