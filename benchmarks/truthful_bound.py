@@ -10,7 +10,11 @@ welfare-maximising bundle at its sellers' costs: the exact selection at prices c
 payments). It prints the classes' shares and the bound, beside the paper rule, the first
 best and the share-at-pi* rule (docs/designed/truthful.json).
 
-    python benchmarks/truthful_bound.py --markets 20000 --seed 1000 [--type-space FILE]
+    python benchmarks/truthful_bound.py --markets 20000 --seed 1000 [--type-space FILE] \\
+        [--csv docs/truthful_bound.csv]
+
+docs/reference-design.md's table is :func:`bound_table` of the committed CSV
+(tests/test_reference_design_page.py checks it).
 """
 
 from __future__ import annotations
@@ -53,11 +57,38 @@ def two_client_bound(g, k1: float, k2: float) -> np.ndarray:
     return np.maximum.reduce([np.zeros(len(c0)), w01, w10, both])
 
 
+LABELS = {"markets": "markets (share of all)", "paper": "paper rule",
+          "first best": "first best",
+          "share at pi*": "share at pi* (`docs/designed/truthful.json`)",
+          "bound": "**bound** for any such rule"}
+CLASSES = {"one-way two-client": "one-way two-client", "two-way two-client":
+           "two-way two-client", "other": "every other market"}
+
+
+def bound_table(df) -> str:
+    """The page's table from the CSV :func:`main` writes (``--csv``): each row's share of
+    the paper rule's total welfare by class of market, and the classes' shares of the
+    markets."""
+    v = df.set_index(["row", "class"]).share
+    lines = ["| share of the paper rule's welfare | "
+             + " | ".join(CLASSES.values()) + " | total |", "|---|---|---|---|---|"]
+    for row, label in LABELS.items():
+        cells = [f"{100 * v[(row, k)]:.1f} %" for k in CLASSES]
+        total = "" if row == "markets" else f"{100 * v[(row, 'total')]:.1f} %"
+        if row == "bound":
+            total = f"**{total}**"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {total} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--markets", type=int, default=20000)
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--type-space", default=None)
+    p.add_argument("--csv", default=None,
+                   help="write the table: one row per (row, class) with its share, and the "
+                        "constants kappa, kappa2, pi* (docs/truthful_bound.csv)")
     args = p.parse_args(argv)
     space = DEFAULT if args.type_space is None else load_type_space(args.type_space)
     k1, k2 = two_client_bounds(space)
@@ -99,6 +130,19 @@ def main(argv=None):
         tot = sum(W[(name, k)] for k in classes)
         print(f"{name:14s}" + "".join(f"{W[(name, k)] / paper:>22.1%}" for k in classes)
               + f"{tot / paper:>10.1%}")
+    if args.csv:
+        import pandas as pd
+
+        rows = [{"row": "markets", "class": k, "share": count[k] / mk.size} for k in classes]
+        for name in [*rules, "bound"]:
+            rows += [{"row": name, "class": k, "share": W[(name, k)] / paper}
+                     for k in classes]
+            rows.append({"row": name, "class": "total",
+                         "share": sum(W[(name, k)] for k in classes) / paper})
+        rows += [{"row": c, "class": "", "share": v} for c, v in (
+            ("kappa", k1), ("kappa2", k2), ("pi*", truthful_posted_price(space)),
+            ("size", mk.size), ("seed", args.seed))]
+        pd.DataFrame(rows).to_csv(args.csv, index=False)
     print("bound: the most welfare a rule truthful in the six directions, IR and without "
           "deficit on the space can keep (two-client markets: the theorems; elsewhere: the "
           "first best)")

@@ -1,0 +1,170 @@
+"""docs/reference-design.md prints figures from benchmark runs; each is checked here against
+the committed output of the command the page names (the frontier section is checked by
+tests/test_design_frontier.py): the misreport searches' strength (one dimension and joint),
+the bound on truthful rules, and the two rule files of the goal. The slow tests measure a
+row of each again on the same markets."""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGE = (DOCS / "reference-design.md").read_text()
+STRENGTH = "design_search_strength.csv"  # --markets 1000 --seed 1000
+JOINT = "design_search_strength_joint.csv"  # --markets 300 --seed 1000 --joint
+BOUND = "truthful_bound.csv"  # --markets 20000 --seed 1000
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                  ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _csv(name: str) -> pd.DataFrame:
+    return pd.read_csv(DOCS / name, keep_default_na=False)  # truthful_bound's class ""
+
+
+def test_the_page_names_the_commands_that_wrote_the_committed_tables():
+    for command in (
+            "python benchmarks/design_search_strength.py --markets 1000 --seed 1000 \\\n"
+            f"        --csv docs/{STRENGTH}",
+            "python benchmarks/design_search_strength.py --markets 300 --seed 1000 --joint \\\n"
+            f"        --csv docs/{JOINT}",
+            f"python benchmarks/truthful_bound.py --markets 20000 --seed 1000 --csv docs/{BOUND}"):
+        assert command in PAGE, command
+    assert set(_csv(STRENGTH).search) == set(_csv(JOINT).search) == {"former", "strong",
+                                                                     "wider"}
+
+
+def test_the_search_table_is_proofs_regret_searches():
+    """Each row of the page's table of searches: span, grid, refinements x steps, joint
+    grid and steps from SEARCHES; the markets cleared per search counted by a search."""
+    from proofs.regret import SEARCHES
+    from sims.design import REFERENCES, draw_markets, evaluate
+
+    mk = draw_markets(4, seed=0)
+    counts = {}
+    for name, s in SEARCHES.items():
+        one, joint = s["single"], s["joint"]
+        ev = evaluate(REFERENCES["paper"], mk, combos=(("c", "over"),), search=name)
+        per_search = ev.clearings // mk.size  # the truthful clearing, then the search's
+        span = "100" if one["span"] == 100 else f"10^{round(math.log10(one['span']))}"
+        row = (f"| {name} | [1/{span}, {span}] | {one['grid']} | {one['starts']} x "
+               f"{one['iters']} | {per_search} | {joint['grid']} x {joint['grid']}, "
+               f"{joint['iters']} |")
+        assert row in PAGE, row
+        counts[name] = per_search
+    assert counts["strong"] == 5 * counts["former"]
+    assert (f"clears 5 x as many\nmarkets per search as the former ({counts['strong']} against "
+            f"{counts['former']})") in PAGE
+
+
+def test_the_strength_paragraph_is_the_committed_csv():
+    """Known bad: one figure of the CSV changed and the paragraph no longer matches."""
+    bench = _bench("design_search_strength")
+    df = _csv(STRENGTH)
+    text = bench.strength_paragraph(df)
+    assert text in PAGE
+    bad = df.copy()
+    k = bad.index[(bad.rule == "paper") & (bad.direction == "N_under")
+                  & (bad.statistic == "max") & (bad.search == "strong")][0]
+    bad.loc[k, "value"] *= 1.01
+    assert bench.strength_paragraph(bad) not in PAGE
+
+
+def test_the_joint_table_and_paragraph_are_the_committed_csv():
+    bench = _bench("design_search_strength")
+    df = _csv(JOINT)
+    assert bench.joint_table(df) in PAGE
+    assert bench.joint_paragraph(df) in PAGE
+    # what the page says of the table: lying in two dimensions at once pays more than in
+    # either alone for the paper rule (N and K) and the midpoint (N and c); the report-free
+    # posted price with the exact selection stays jointly truthful in c and K
+    v = df[df.search == "strong"].set_index(["rule", "direction", "statistic"]).value
+    assert v[("paper", "joint_NK", "mean")] > max(v[("paper", "N", "mean")],
+                                                  v[("paper", "K", "mean")])
+    mid = "midpoint (clipped split 1/2)"
+    assert v[(mid, "joint_Nc", "mean")] > max(v[(mid, "N", "mean")], v[(mid, "c", "mean")])
+    assert v[("posted 4, exact", "joint_cK", "max")] == 0
+    assert v[("share at pi*", "joint_NK", "max")] == 0
+
+
+def test_the_bound_table_is_the_committed_csv():
+    bench = _bench("truthful_bound")
+    df = _csv(BOUND)
+    assert bench.bound_table(df) in PAGE
+    v = df.set_index(["row", "class"]).share
+    assert f"kappa = {v[('kappa', '')]:.2g}" in PAGE.replace("\n", " ")
+    assert f"kappa2 = {v[('kappa2', '')]:.3g}" in PAGE.replace("\n", " ")
+    assert v[("bound", "total")] < 0.95  # no such rule keeps 95 % of the welfare
+    assert f"**{100 * v[('bound', 'total')]:.1f} %**" in PAGE
+
+
+def test_the_bound_table_is_what_the_code_measures(tmp_path):
+    """The whole bound run again (1.4 s CPU): the committed CSV, number for number."""
+    bench = _bench("truthful_bound")
+    out = tmp_path / "bound.csv"
+    bench.main(["--markets", "20000", "--seed", "1000", "--csv", str(out)])
+    again, committed = pd.read_csv(out, keep_default_na=False), _csv(BOUND)
+    assert again[["row", "class"]].equals(committed[["row", "class"]])
+    assert again.share.to_numpy() == pytest.approx(committed.share.to_numpy(), rel=1e-12)
+
+
+def test_the_rule_files_table_is_their_recorded_estimates():
+    """The goal's table of rule files: welfare share, price and regret left, as recorded in
+    docs/designed/*.json (benchmarks/designed_rules.py); the held-out welfare share of
+    share at pi* is the bound table's."""
+    truthful = json.loads((DOCS / "designed" / "truthful.json").read_text())
+    posted = json.loads((DOCS / "designed" / "posted.json").read_text())
+    t, p = truthful["estimates"], posted["estimates"]
+    held = _csv(BOUND).set_index(["row", "class"]).share[("share at pi*", "total")]
+    share_t = t["mean_welfare"] / truthful["paper_welfare"]
+    row_t = (f"| {100 * share_t:.1f} % ({100 * held:.1f} % on 20,000 held-out markets) | "
+             "none found |")
+    assert row_t in PAGE, row_t
+    assert f"pi* = {truthful['theta']['base']:.3g}" in PAGE
+    dims = [f"max_regret_{d}_{w}" for d in "NcK" for w in ("over", "under")]
+    assert all(t[k] == 0 for k in dims) and t["ir_rate"] == t["deficit_rate"] == 0
+    share_p = p["mean_welfare"] / posted["paper_welfare"]
+    row_p = (f"| {100 * share_p:.1f} % | N overstated: mean {p['mean_regret_N_over']:.3g}, "
+             f"q90 {p['q90_regret_N_over']:.3g}, max {p['max_regret_N_over']:.3g} |")
+    assert row_p in PAGE, row_p
+    assert all(p[k] == 0 for k in dims if k != "max_regret_N_over")
+    assert p["max_regret_N_over"] > 0 and p["ir_rate"] == p["deficit_rate"] == 0
+    assert f"posted price {posted['theta']['base']:g} " in PAGE
+
+
+@pytest.mark.slow
+def test_a_row_of_each_committed_table_is_what_the_code_measures():
+    """The paper rule's N understatement under the former and strong searches on the
+    strength run's markets, its N-and-K joint regret under the strong search on the joint
+    run's, and the welfare of the share-at-pi* rule file on its training markets: the
+    committed figures."""
+    from sims.design import REFERENCES, draw_markets, evaluate, load_rule
+
+    df = _csv(STRENGTH).set_index(["rule", "search", "direction", "statistic"]).value
+    mk = draw_markets(1000, seed=1000)
+    for search in ("former", "strong"):
+        s = evaluate(REFERENCES["paper"], mk, combos=(("N", "under"),), search=search).summary
+        for stat in ("mean", "q90", "max"):
+            assert s[f"{stat}_regret_N_under"] == pytest.approx(
+                df[("paper", search, "N_under", stat)], rel=1e-9, abs=1e-12)
+    jf = _csv(JOINT).set_index(["rule", "search", "direction", "statistic"]).value
+    s = evaluate(REFERENCES["paper"], draw_markets(300, seed=1000),
+                 combos=(("N", "over"), ("N", "under"), ("K", "over"), ("K", "under")),
+                 joint=(("N", "K"),), search="strong").summary
+    for stat in ("mean", "max"):
+        assert s[f"{stat}_regret_joint_NK"] == pytest.approx(
+            jf[("paper", "strong", "joint_NK", stat)], rel=1e-9, abs=1e-12)
+    truthful = json.loads((DOCS / "designed" / "truthful.json").read_text())
+    w = evaluate(load_rule(DOCS / "designed" / "truthful.json"), draw_markets(2000, seed=0),
+                 combos=(("c", "over"),)).summary["mean_welfare"]
+    assert w == pytest.approx(truthful["estimates"]["mean_welfare"], rel=1e-9)
