@@ -8,6 +8,12 @@ checker's subjects, sweep specs, ``fedmarket clear``/``sweep``/``prove``):
   file's folder before it), so ``--rule mymod:fn`` finds ``./mymod.py``; from Python, the
   folder of the script you run (or the current folder in an interactive session) is there.
 
+A name read from data (a results store, a Flower run folder: anything not typed by the person
+running the code) is data, never code: within :func:`names_from_data` a ``"module:function"``
+imports only if the user named its module (``trusted``: ``--rules-from`` on the command line, the
+modules of their own sweep spec); any other is refused, unimported, with
+:class:`UntrustedName` (:func:`import_named`, the one import every lookup goes through).
+
 A rule that imports but cannot be called as a rule (``os:getcwd``) or that raises is answered
 with :class:`~mechanisms.errors.RuleFailed` naming the rule and its own error
 (:func:`call_rule`).
@@ -15,13 +21,103 @@ with :class:`~mechanisms.errors.RuleFailed` naming the rule and its own error
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .errors import FedmarketError, MarketInputError, RuleFailed
 
-__all__ = ["ARITY", "call_rule", "describe", "guarded", "load_callable", "lookup", "rule_name"]
+__all__ = ["ARITY", "UntrustedName", "call_rule", "describe", "guarded", "import_named",
+           "load_callable", "lookup", "named_modules", "names_from_data", "rule_name",
+           "untrusted"]
+
+
+class UntrustedName(MarketInputError):
+    """A ``"module:function"`` read from data whose module the user did not name: refused,
+    never imported (:func:`names_from_data`)."""
+
+
+# the data sources being read, innermost last: (what is read, the modules the user trusts);
+# process-wide (not a context variable), so threads a reader starts are held to it too
+_FROM_DATA: list[tuple[str, frozenset]] = []
+
+
+def _module_names(trusted: Iterable[str]) -> frozenset:
+    names = [trusted] if isinstance(trusted, str) else list(trusted or ())
+    for t in names:
+        if not isinstance(t, str) or not all(p.isidentifier() for p in t.split(".")):
+            raise MarketInputError("rules_from", f"{t!r} is not a module name (a.b.c)")
+    return frozenset(names)
+
+
+@contextlib.contextmanager
+def names_from_data(source: str, trusted: Iterable[str] = ()):
+    """Within the block, every ``"module:function"`` name is taken to be read from ``source``
+    (e.g. ``"the store in results/x"``): it imports only if its module, or a package above
+    it, is in ``trusted`` (modules the user named themselves); any other is refused with
+    :class:`UntrustedName` before anything is imported. Built-in names and callables pass as
+    ever. Nested blocks: a name must be trusted by each.
+
+    >>> with names_from_data("the store in x"):
+    ...     load_callable("os:getcwd", "payments")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mechanisms.lookup.UntrustedName: payments: 'os:getcwd' is named by the store in x, ...
+    """
+    _FROM_DATA.append((str(source), _module_names(trusted)))
+    try:
+        yield
+    finally:
+        _FROM_DATA.pop()
+
+
+def untrusted(specs: Iterable[str], trusted: Iterable[str] = ()) -> list[str]:
+    """The ``"module:function"`` names among ``specs`` (each may be a mechanism name, parts
+    joined by "+") whose module is neither in ``trusted`` nor below a package in it: the
+    names a :func:`names_from_data` block with ``trusted`` refuses, in order, once each.
+
+    >>> untrusted(["local", "local+mine.rules:pay+evil:prices", "x:y"], trusted=["mine"])
+    ['evil:prices', 'x:y']
+    """
+    trusted = _module_names(trusted)
+    out: dict[str, None] = {}
+    for spec in specs:
+        for part in str(spec).split("+"):
+            module = part.partition(":")[0].strip()
+            if ":" in part and not any(module == t or module.startswith(t + ".")
+                                       for t in trusted):
+                out[part.strip()] = None
+    return list(out)
+
+
+def named_modules(specs: Iterable[str]) -> list[str]:
+    """The modules the ``"module:function"`` names among ``specs`` come from (parts joined
+    by "+" included), in order, once each: what a user's own spec trusts.
+
+    >>> named_modules(["local", "local+mine.rules:pay+cost-plus", "x:y", 3])
+    ['mine.rules', 'x']
+    """
+    out: dict[str, None] = {}
+    for spec in specs:
+        if isinstance(spec, str):
+            for part in spec.split("+"):
+                module = part.partition(":")[0].strip()
+                if ":" in part and all(p.isidentifier() for p in module.split(".")):
+                    out[module] = None
+    return list(out)
+
+
+def import_named(spec: str, field: str):
+    """The module of ``"module:function"``, imported (``ImportError`` as from
+    :func:`importlib.import_module`), unless a :func:`names_from_data` block refuses it."""
+    module = spec.partition(":")[0].strip()
+    for source, trusted in _FROM_DATA:
+        if untrusted([spec], trusted):
+            raise UntrustedName(field, f"{spec!r} is named by {source}, not by you; fedmarket "
+                                       "imports no code that data names: if you trust "
+                                       f"module {module!r}, name it yourself (--rules-from "
+                                       f"{module})")
+    return importlib.import_module(module)
 
 
 def load_callable(spec: str, field: str = "rule") -> Callable:
@@ -30,11 +126,13 @@ def load_callable(spec: str, field: str = "rule") -> Callable:
     if not module or not name:
         raise MarketInputError(field, f"{spec!r}: a rule of your own is 'module:function'")
     try:
-        obj = importlib.import_module(module)
+        obj = import_named(spec, field)
         for part in name.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
         raise MarketInputError(field, f"cannot import {spec!r}: {exc}") from exc
+    except FedmarketError:  # refused (UntrustedName), or an expected error of the module's
+        raise
     except Exception as exc:  # the module itself raised while importing
         raise RuleFailed(field, f"importing {spec!r} raised {type(exc).__name__}: "
                                 f"{exc}") from exc

@@ -206,18 +206,21 @@ def subject_from(spec: str):
     A function declares nothing: every property of its family that applies is checked and
     reported. Errors (not importable, not a rule) are a MarketInputError naming ``subject``.
     """
-    import importlib
     import inspect
+
+    from mechanisms.lookup import import_named
 
     module, _, name = str(spec).partition(":")
     if not module or not name:
         raise MarketInputError("subject", f"{spec!r}: a subject of your own is 'module:name'")
     try:
-        obj = importlib.import_module(module)
+        obj = import_named(str(spec), "subject")
         for part in name.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
         raise MarketInputError("subject", f"cannot import {spec!r}: {exc}") from exc
+    except MarketInputError:  # refused: named by data the user did not vouch for
+        raise
     except Exception as exc:  # the module raised while importing
         raise MarketInputError("subject", f"importing {spec!r} raised "
                                           f"{type(exc).__name__}: {exc}") from exc

@@ -4,6 +4,7 @@ as report.md and report.html."""
 from __future__ import annotations
 
 import html
+import json
 from dataclasses import fields
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from .results import latex_table, write_atomic
 from .scenarios import SCENARIOS
 from .sweep import Store
 
-__all__ = ["write_report"]
+__all__ = ["untrusted_rules", "write_report"]
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -100,8 +101,6 @@ def _rerun(df: pd.DataFrame, scenario: str) -> dict:
     """cell key -> the cell as JSON (scenario, mechanism, params, seed): what
     ``sims.sweep.run_cell(Cell(scenario, mechanism, tuple(sorted(params.items())), seed))``
     recomputes."""
-    import json
-
     out = {}
     for key, g in df.groupby("cell", sort=True):
         r = g.iloc[0]
@@ -626,11 +625,17 @@ def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
 def write_report(folder, out=None, *, verdict_examples: int = 10_000,
                  rank_by: str | Priorities = DEFAULT,
                  cpl_rank_by: str | Priorities = CPL_DEFAULT,
-                 regret_markets: int | None = None, joint: bool = False
-                 ) -> tuple[Path, Path]:
+                 regret_markets: int | None = None, joint: bool = False,
+                 rules_from=()) -> tuple[Path, Path]:
     """report.md and report.html (plus tables and figures) of the store in ``folder``,
     written to ``out`` (default: the store's folder). The store is opened read-only; an
     empty, corrupt or foreign store is a StoreError and nothing is written.
+
+    The mechanism names in the store are data: a rule of your own ("module:function") is
+    imported (for its verdicts, regret and transaction graph) only if you name its module in
+    ``rules_from`` (``--rules-from``), found on ``sys.path`` as usual; any other is never
+    imported, and its rows say "not checked" with the reason
+    (:func:`mechanisms.lookup.names_from_data`; :func:`untrusted_rules` lists them).
 
     ``verdict_examples``: markets the property checker draws per (mechanism, property) for
     the verdict tables of the iPFL and CPL sections (0: no verdict tables).
@@ -671,10 +676,45 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
                                    "two dimensions at once, which needs joint=True (--joint)")
     import matplotlib
 
+    from mechanisms.lookup import names_from_data
+
     matplotlib.use("Agg")
     folder = Path(folder)
     out = folder if out is None else Path(out)
+    with names_from_data(f"the store in {folder}", rules_from):
+        store = Store(folder, mode="r")
+        doc = _write(store, folder, out, verdict_examples, priorities, cpl_priorities,
+                     regret_markets, joint)
+    md = write_atomic(out / "report.md", lambda tmp: tmp.write_text("\n".join(doc.md) + "\n"))
+    text = ("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
+            "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
+    page = write_atomic(out / "report.html", lambda tmp: tmp.write_text(text))
+    return md, page
+
+
+def untrusted_rules(folder, rules_from=()) -> list[str]:
+    """The rules of your own ("module:function") the store in ``folder`` names whose module
+    is not in ``rules_from``: those :func:`write_report` will not import."""
+    from mechanisms.lookup import untrusted
+
     store = Store(folder, mode="r")
+    try:
+        cells = store.cells()
+    finally:
+        store.close()
+    names = list(cells.mechanism.astype(str))
+    for params in cells.params:
+        try:
+            params = json.loads(params)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(params, dict):
+            names += [v for v in params.values() if isinstance(v, str)]
+    return untrusted(names, rules_from)
+
+
+def _write(store, folder, out, verdict_examples, priorities, cpl_priorities,
+           regret_markets, joint) -> _Doc:
     try:
         cells = store.cells()
         if cells.empty:
@@ -701,8 +741,4 @@ def write_report(folder, out=None, *, verdict_examples: int = 10_000,
                 _learning(doc, df, f"Learning: {SCENARIOS[scenario].description}", scenario)
     finally:
         store.close()
-    md = write_atomic(out / "report.md", lambda tmp: tmp.write_text("\n".join(doc.md) + "\n"))
-    text = ("<!doctype html><html><head><meta charset='utf-8'><title>fedmarket report"
-            "</title></head><body>" + "\n".join(doc.html) + "</body></html>\n")
-    page = write_atomic(out / "report.html", lambda tmp: tmp.write_text(text))
-    return md, page
+    return doc

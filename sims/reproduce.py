@@ -121,14 +121,28 @@ def write_reproduction(store_folder, page, *, setting: str = "reduced", seeds=(0
     into this one, after every cell in both is found to agree (:func:`sims.summary.merge`)."""
     from pathlib import Path
 
-    from . import summary
+    from mechanisms.lookup import named_modules, names_from_data
+
     from .claims import write_page
-    from .sweep import Store, expand
+    from .sweep import expand
 
     page = Path(page)
     if not (Path(store_folder) / "store.sqlite").is_file():
         return write_page(page.parent, page)
     cells = expand(spec(setting, seeds)) if cells is None else list(cells)
+    with names_from_data(f"the store in {store_folder}", named_modules(
+            [c.mechanism for c in cells] + [v for c in cells for _, v in c.params])):
+        return _write_reproduction(store_folder, page, setting, seeds, command, cells,
+                                   expected, base)
+
+
+def _write_reproduction(store_folder, page, setting, seeds, command, cells, expected, base):
+    """:func:`write_reproduction` within its guard: the store is data (a rule it names is
+    imported only from a module the run's own cells name)."""
+    from . import summary
+    from .claims import write_page
+    from .sweep import Store
+
     keys = {c.key for c in cells}
     store = Store(store_folder, mode="r")
     try:

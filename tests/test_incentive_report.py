@@ -209,7 +209,7 @@ def test_the_report_ranks_with_incentives_and_pairs_the_cpl_games(tmp_path):
          "params": {"clients": 8, "budget": [5.0]}}]}
     out = tmp_path / "r"
     run_sweep(expand(spec), out)
-    write_report(out, verdict_examples=0, regret_markets=40)
+    write_report(out, verdict_examples=0, regret_markets=40, rules_from=["mymid_t31"])
     table = pd.read_csv(out / "inclusive_comparison.csv").set_index("mechanism")
     assert {"regret_N", "regret_c", "regret_K", "regret"} <= set(table.columns)
     ranking = pd.read_csv(out / "inclusive_ranking.csv")

@@ -115,7 +115,8 @@ def market_report(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(out))
         run_sweep(expand(spec), out / "results")
-        write_report(out / "results", verdict_examples=0, regret_markets=40)
+        write_report(out / "results", verdict_examples=0, regret_markets=40,
+                     rules_from=["t20p7_rules"])
     store = Store(out / "results", mode="r")
     frame = store.frame("inclusive-market")
     store.close()

@@ -108,7 +108,7 @@ def get(name: str) -> Algorithm:
     :class:`Algorithm` or a ``rounds(session)`` generator function (then an algorithm of
     family "custom", scored on its trained models, one training a round). Anything else is a
     :class:`~learning.config.TrainInputError` naming ``algorithm``."""
-    from mechanisms.errors import RuleFailed
+    from mechanisms.errors import FedmarketError, RuleFailed
 
     from ..config import TrainInputError
 
@@ -123,11 +123,13 @@ def get(name: str) -> Algorithm:
                                            f"{ENTRY_POINT_GROUP!r}")
     module, _, attr = (found.value if found is not None else name).partition(":")
     try:
-        import importlib
+        from mechanisms.lookup import import_named
 
-        obj = importlib.import_module(module.strip())
+        obj = import_named(f"{module.strip()}:{attr}", "algorithm")
         for part in attr.strip().split("."):
             obj = getattr(obj, part)
+    except FedmarketError:  # refused: named by data the user did not vouch for
+        raise
     except (ImportError, AttributeError, ValueError) as exc:
         raise TrainInputError("algorithm", f"cannot import {name!r}: {exc}") from exc
     except Exception as exc:  # the module itself raised while importing

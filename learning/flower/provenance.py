@@ -134,13 +134,25 @@ def _rounds(run: Path, which: int | None):
             yield rec, (read_arrays(up, _not_arrays) if up.is_file() else None)
 
 
-def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9):
+def recheck(run_dir, server_round: int | None = None, *, atol: float = 1e-9,
+            rules_from=()):
     """Replay the recorded rounds of a finished run; a DataFrame with one row per (round,
     check): ``ok`` and a ``detail``. Checks: iPFL - the clearing (adjacency, payments) from the
     recorded reports and distances, the utilities (with a liar's recorded truth), budget
     balance, and with saved uploads their digests and
     the distances; CPL - the prices and q from the recorded reports, and with saved uploads the
-    digests and the unbiased aggregate's digest."""
+    digests and the unbiased aggregate's digest.
+
+    The run folder is data: a rule it names ("module:function") is imported only from a
+    module in ``rules_from`` (:func:`mechanisms.lookup.names_from_data`); any other is
+    refused, unimported (:class:`mechanisms.lookup.UntrustedName`)."""
+    from mechanisms.lookup import names_from_data
+
+    with names_from_data(f"the run folder {run_dir}", rules_from):
+        return _recheck(run_dir, server_round, atol)
+
+
+def _recheck(run_dir, server_round, atol):
     import pandas as pd
 
     from mechanisms import cpl, ipfl

@@ -15,6 +15,8 @@
 A rule of your own named ``module:function`` (``--rule``, ``--payments``, ``--prices``, sweep
 specs) is imported from the current folder first, then the installed packages (sweeps: the spec
 file's folder before the current one); one lookup rule everywhere (:mod:`mechanisms.lookup`).
+A name read from a results folder (``report``, ``recheck``) is data: it imports only from a
+module you name with ``--rules-from`` (:func:`mechanisms.lookup.names_from_data`).
 
 Each module (``sims.cli.market``, ``sims.cli.cpl``, ...) defines ``add_parser(sub)`` and
 ``run(args) -> int``. Misuse (a bad input, an unreadable or unwritable file, a broken store)
@@ -52,12 +54,16 @@ def build_parser(argv=None) -> Parser:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    user_modules(Path.cwd())
     try:
         args = build_parser(argv).parse_args(argv)
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
+    # rules of your own are found in the current folder; not for the commands that read a
+    # results folder (report, recheck) unless you name modules to trust (--rules-from): a
+    # results folder you were handed, or the folder you stand in, never supplies code
+    if getattr(args, "user_modules", True) or getattr(args, "rules_from", None):
+        user_modules(Path.cwd())
     return run_guarded(args.func, args)
 
 

@@ -21,13 +21,17 @@ def add_parser(sub, full: bool = False) -> None:
                    help="only this round (0: CPL's pricing; default: every round)")
     p.add_argument("--csv", type=Path, default=None,
                    help="also write the checks as CSV (default: print only)")
-    p.set_defaults(func=run)
+    p.add_argument("--rules-from", dest="rules_from", nargs="+", default=[], metavar="MODULE",
+                   help="modules whose rules (module:function) the run names that you trust; "
+                        "the run folder is data: a rule it names from any other module is "
+                        "refused, never imported (default: none)")
+    p.set_defaults(func=run, user_modules=False)
 
 
 def run(args) -> int:
     from learning.flower.provenance import recheck
 
-    df = recheck(args.run_dir, args.server_round)
+    df = recheck(args.run_dir, args.server_round, rules_from=args.rules_from)
     if args.csv:
         write_atomic(args.csv, lambda tmp: df.to_csv(tmp, index=False), "--csv")
     print_table(df, f"re-check of {args.run_dir}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..ranking import CPL_CRITERIA, CPL_DEFAULT, CRITERIA, DEFAULT
 from .common import add_command, integer, writable_folder
 
@@ -42,11 +44,16 @@ def add_parser(sub, full: bool = False) -> None:
                         "(N and c, N and K, c and K, each either way): columns and criteria "
                         "regret_Nc, regret_NK, regret_cK and regret_joint (their largest); "
                         "slower: a two-dimensional search per pair")
-    p.set_defaults(func=run)
+    p.add_argument("--rules-from", dest="rules_from", nargs="+", default=[], metavar="MODULE",
+                   help="modules whose rules (module:function) the store names that you "
+                        "trust: imported from the current folder or sys.path for their "
+                        "verdicts, regret and graphs. The store is data: a rule it names "
+                        "from any other module is never imported (default: none)")
+    p.set_defaults(func=run, user_modules=False)
 
 
 def run(args) -> int:
-    from ..report import write_report
+    from ..report import untrusted_rules, write_report
     from ..sweep import Store
 
     if not 0 <= args.verdict_examples <= MAX_VERDICT_EXAMPLES:
@@ -77,8 +84,14 @@ def run(args) -> int:
     # SQLite's -shm and -wal files beside it in a writable folder
     writable_folder("--out" if args.out else "results", args.out or args.results)
     Store(args.results, mode="r").close()  # a store that cannot be read: nothing written
+    refused = untrusted_rules(args.results, args.rules_from)
+    if refused:  # data never runs code: said once, on one line
+        print(f"fedmarket: note: not imported (named by the store, not by you): "
+              f"{', '.join(refused)}; their verdicts, regret and graphs are left out; "
+              "--rules-from MODULE imports a module you trust", file=sys.stderr)
     md, page = write_report(args.results, args.out, verdict_examples=args.verdict_examples,
                             rank_by=priorities, cpl_rank_by=cpl_priorities,
-                            regret_markets=args.regret_markets, joint=args.joint)
+                            regret_markets=args.regret_markets, joint=args.joint,
+                            rules_from=args.rules_from)
     print(f"wrote {md} and {page}")
     return 0

@@ -152,7 +152,12 @@ def run(args) -> int:
               f"{stats['wall_s']:.1f} s wall, {stats['work_s']:.1f} s of cell work "
               f"({args.executor})")
     if args.report:
-        md, page = write_report(args.out, **report_opts)
+        from mechanisms.lookup import named_modules
+
+        # the store may hold cells of earlier runs: trusted are the modules this spec names
+        own = named_modules([c.mechanism for c in cells]
+                            + [v for c in cells for _, v in c.params])
+        md, page = write_report(args.out, **report_opts, rules_from=own)
         if not args.quiet:
             print(f"report: {md} and {page}")
     return 1 if stats["timed_out"] else 0
