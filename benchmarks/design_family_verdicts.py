@@ -5,7 +5,10 @@ misreport directions (batch engine, the strong misreport search, held-out seed),
 markdown table (verdict and discriminating examples per cell).
 
     python benchmarks/design_family_verdicts.py --examples 2000 --seed 1000 \\
-        --markdown results/family_verdicts.md
+        --markdown docs/design_family_verdicts.md
+
+docs/reference-design.md shows the committed file's table (tests/test_reference_design_page.py
+checks that it does, and checks a row again).
 """
 
 from __future__ import annotations
@@ -62,9 +65,10 @@ def main(argv=None):
             f"{args.seed}, misreport search {args.search}); holds (discriminating examples), "
             "counterexample (its violation, the draw it was found at), vacuous (no draw could "
             "fail: no report changed anything), inconclusive (fewer discriminating examples "
-            f"than the budget within the draw cap); {time.process_time() - t0:.0f} s CPU.\n\n"
+            "than the budget within the draw cap).\n\n"
             + "\n".join(lines) + "\n")
     print(text)
+    print(f"{time.process_time() - t0:.0f} s CPU")
     if args.markdown:
         Path(args.markdown).write_text(text)
 

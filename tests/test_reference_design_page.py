@@ -168,3 +168,39 @@ def test_a_row_of_each_committed_table_is_what_the_code_measures():
     w = evaluate(load_rule(DOCS / "designed" / "truthful.json"), draw_markets(2000, seed=0),
                  combos=(("c", "over"),)).summary["mean_welfare"]
     assert w == pytest.approx(truthful["estimates"]["mean_welfare"], rel=1e-9)
+
+
+def test_the_family_verdicts_are_the_committed_run():
+    """The checker's verdicts on the families that change who trades: the page shows the
+    file benchmarks/design_family_verdicts.py wrote, and the page's prose matches it."""
+    text = (DOCS / "design_family_verdicts.md").read_text()
+    assert text in PAGE
+    rows = {r.split(" | ")[1]: r for r in text.splitlines() if r.startswith("| ")}
+    assert "counterexample" not in rows["share at pi*"]
+    posted = rows["posted 4, exact"].split(" | ")
+    assert posted[2:5] == ["holds (2,000)"] * 3  # IR, balance, no deficit
+    assert "**counterexample**" in rows["McAfee (share 1)"].split(" | ")[2]  # IR
+
+
+@pytest.mark.slow
+def test_a_family_verdict_is_what_the_checker_finds():
+    """McAfee's IR counterexample (draw and violation) and posted 4's c-over verdict,
+    checked again with the run's settings."""
+    from proofs import PROPERTIES, IpflMechanism, check
+    from sims.design.frontier import registered_rules
+
+    rules = {name: mech for _, name, mech in registered_rules(("posted prices",
+                                                               "trade reduction"))}
+    text = (DOCS / "design_family_verdicts.md").read_text()
+    row = next(r for r in text.splitlines() if "| McAfee (share 1) |" in r).split(" | ")
+    m = rules["McAfee (share 1)"]
+    r = check(IpflMechanism("McAfee (share 1)", m.rule, payments=m.payments, prices=m.prices),
+              PROPERTIES["individual_rationality"], max_examples=2000, seed=1000,
+              engine="batch", search="strong")
+    assert row[2] == (f"**counterexample** ({r.counterexample.violation:.3g} at draw "
+                      f"{r.first_failure:,})")
+    m = rules["posted 4, exact"]
+    r = check(IpflMechanism("posted 4, exact", m.rule, payments=m.payments, prices=m.prices),
+              PROPERTIES["thm2"], max_examples=2000, seed=1000, engine="batch",
+              search="strong")
+    assert r.verdict == "holds" and r.discriminating == 2000
