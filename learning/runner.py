@@ -18,8 +18,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from mechanisms.contain import contained
 from mechanisms.errors import RuleFailed
-from mechanisms.lookup import describe
 
 from .algorithms import REGISTRY, get
 from .checkpoint import Checkpoint
@@ -33,12 +33,11 @@ def _next_round(gen, name: str, t: int):
     """The next (params, ledger, extra) of an algorithm of the user's own: its own error, a
     generator that stops early or yields something else is a RuleFailed naming it."""
     try:
-        out = next(gen)
+        with contained("algorithm", name, passing=(StopIteration,)):
+            out = next(gen)
     except StopIteration:
         raise RuleFailed("algorithm", f"{name} stopped after {t} rounds; rounds(session) "
                                       "must yield one Round per round") from None
-    except Exception as exc:
-        raise RuleFailed("algorithm", f"{name} raised {describe(exc)}") from exc
     if not (isinstance(out, tuple) and len(out) == 3 and isinstance(out[1], dict)
             and isinstance(out[2], dict)):
         raise RuleFailed("algorithm", f"{name} yielded {type(out).__name__}, not a "

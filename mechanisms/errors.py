@@ -7,7 +7,8 @@ from another without parsing the message. Each layer has its own subclass:
 
 * mechanisms: :class:`MarketInputError` (a ``ValueError``); :class:`ProblemTooLarge` when a
   method would need more memory or time than it may take; :class:`RuleFailed` when a rule of
-  the user's own raises; :class:`SolverFailed` (a
+  the user's own raises (:class:`RuleTimedOut`: was stopped at a time limit);
+  :class:`SolverFailed` (a
   ``RuntimeError``) when a numerical solver ends without an answer it can vouch for;
 * learning: ``learning.config.TrainInputError``;
 * sims: ``sims.errors.SpecError`` (sweep specs, input files, command-line values) and
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "RuleFailed", "SolverFailed",
+__all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "RuleFailed", "RuleTimedOut",
+           "SolverFailed",
            "as_choice", "as_floats", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
            "check_sellers", "check_size"]
 
@@ -54,6 +56,12 @@ class RuleFailed(MarketInputError):
     """A rule of the user's own (a selection, payment, price or pricing rule) raised, or is
     not a rule at all (``"os:getcwd"``); ``field`` names the kind of rule and the message
     the rule and its own error (the original is chained as ``__cause__``)."""
+
+
+class RuleTimedOut(RuleFailed):
+    """A rule of the user's own was stopped at a time limit (``time_limit=`` of
+    ``ipfl.clear``, ``cpl.apply_pricing``, ``proofs.check``): ``field`` names the kind of
+    rule, the message the rule and the limit (:mod:`mechanisms.contain`)."""
 
 
 class SolverFailed(FedmarketError, RuntimeError):

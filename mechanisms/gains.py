@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import MarketInputError
+from .contain import call_rule
+from .errors import MarketInputError, RuleFailed
 
 __all__ = ["CallableGain", "Gain", "LogGain", "PowerGain", "SqrtGain", "as_gain"]
 
@@ -301,24 +302,25 @@ class CallableGain(Gain):
         return self.label
 
     def value(self, x, K, N):
+        out = call_rule("gain", f"{self.label}(x, K, N)", self.fn, x, K, N)
         try:
-            out = np.asarray(self.fn(x, K, N), dtype=np.float64)
+            out = np.asarray(out, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise MarketInputError("gain", f"{self.label}(x, K, N) must return numbers: "
-                                           f"{exc}") from exc
+            raise RuleFailed("gain", f"{self.label}(x, K, N) must return numbers: "
+                                     f"{exc}") from exc
         if np.isnan(out).any():
             # NaN where every input is a number is the function's own fault: report it, never
             # map it to a threshold ("always buy")
             xs, Ks, Ns = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
                                                for a in (x, K, N)))
             if out.shape != xs.shape:
-                raise MarketInputError("gain", f"{self.label}(x, K, N) returned NaN")
+                raise RuleFailed("gain", f"{self.label}(x, K, N) returned NaN")
             bad = np.isnan(out) & ~np.isnan(xs) & ~np.isnan(Ks) & ~np.isnan(Ns)
             if bad.any():
                 k = np.argwhere(bad)[0]
                 k = tuple(int(i) for i in k)
                 at = f"x={float(xs[k])!r}, K={float(Ks[k])!r}, N={float(Ns[k])!r}"
-                raise MarketInputError("gain", f"{self.label}(x, K, N) returned NaN at {at}")
+                raise RuleFailed("gain", f"{self.label}(x, K, N) returned NaN at {at}")
         return out
 
 

@@ -26,6 +26,7 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 
+from .contain import call_rule, describe, must_pass
 from .errors import FedmarketError, MarketInputError, RuleFailed
 
 __all__ = ["ARITY", "UntrustedName", "call_rule", "describe", "guarded", "import_named",
@@ -133,9 +134,10 @@ def load_callable(spec: str, field: str = "rule") -> Callable:
         raise MarketInputError(field, f"cannot import {spec!r}: {exc}") from exc
     except FedmarketError:  # refused (UntrustedName), or an expected error of the module's
         raise
-    except Exception as exc:  # the module itself raised while importing
-        raise RuleFailed(field, f"importing {spec!r} raised {type(exc).__name__}: "
-                                f"{exc}") from exc
+    except BaseException as exc:  # the module itself raised while importing (sys.exit too)
+        if must_pass(exc):
+            raise
+        raise RuleFailed(field, f"importing {spec!r} raised {describe(exc)}") from exc
     if not callable(obj):
         raise MarketInputError(field, f"{spec!r} is not callable")
     _check_arity(field, spec, obj)
@@ -192,19 +194,6 @@ def lookup(field: str, spec, table: Mapping[str, Callable]) -> tuple[str, Callab
                                   "'module:function' or a callable")
 
 
-def call_rule(field: str, label: str, fn: Callable, *args):
-    """``fn(*args)`` for a user's rule: an expected fedmarket error passes as itself; any
-    other exception (the rule's own bug, or a function that is not a rule: ``os:getcwd``
-    called with a market) becomes :class:`RuleFailed` naming ``field``, the rule and the
-    error, chained to the original."""
-    try:
-        return fn(*args)
-    except FedmarketError:
-        raise
-    except Exception as exc:
-        raise RuleFailed(field, f"{label} raised {describe(exc)}") from exc
-
-
 def guarded(field: str, label: str, fn: Callable) -> Callable:
     """``fn`` wrapped so that each call goes through :func:`call_rule` (its name, module and
     signature kept: :func:`rule_name` of the wrapper is the rule's own)."""
@@ -214,9 +203,3 @@ def guarded(field: str, label: str, fn: Callable) -> Callable:
         return call_rule(field, label, fn, *args)
 
     return rule
-
-
-def describe(exc: BaseException, limit: int = 300) -> str:
-    """``"TypeError: message"`` on one line, at most ``limit`` characters."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms import cpl, ipfl
+from mechanisms.contain import Limit, TimeUp, must_pass, rule_timed_out
+from mechanisms.errors import MAX_BYTES
 
 from . import ipfl_properties as P
 from .core import (
@@ -509,7 +511,9 @@ def _fails(subject, prop, sampler, d: Draws, tolerance) -> float | None:
     try:
         case = sampler.cases(d)[0]
         amount, _, effective = evaluate_once(subject, prop, case)
-    except Exception:  # the subject raised, or the simplified draw is not a valid instance
+    except BaseException as exc:  # the subject raised, or the draw is not a valid instance
+        if must_pass(exc):
+            raise
         return None
     if amount is None or not effective or not amount > tolerance:
         return None
@@ -517,8 +521,23 @@ def _fails(subject, prop, sampler, d: Draws, tolerance) -> float | None:
 
 
 def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
-           budget: int = 3000) -> tuple[Draws, int]:
-    """Greedy shrinking of one failing draw: delete clients, then simplify coordinates."""
+           budget: int = 3000, time_limit: float | None = None) -> tuple[Draws, int]:
+    """Greedy shrinking of one failing draw: delete clients, then simplify coordinates.
+    ``time_limit`` (seconds): a rule of the user's own still running when it passes is
+    stopped, and the simplest failing draw found so far is kept."""
+    best = [d, 0]
+    limit = Limit(time_limit)
+    try:
+        with limit:
+            _shrink(subject, prop, sampler, d, tolerance, budget, best)
+    except TimeUp as exc:
+        if exc.limit is not limit:
+            raise
+    return best[0], best[1]
+
+
+def _shrink(subject, prop, sampler, d, tolerance, budget, best) -> None:
+    """:func:`shrink`'s search; ``best`` holds [the simplest failing draw, calls] so far."""
     calls = 0
     simple = sampler.simple()
     improved = True
@@ -528,8 +547,10 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
         while d.m > sampler.min_m and i < d.m and calls < budget:
             cand = d.without(i)
             calls += 1
+            best[1] = calls
             if _fails(subject, prop, sampler, cand, tolerance) is not None:
                 d, improved = cand, True
+                best[0] = d
             else:
                 i += 1
         for field_name in ("glob", "client", "pair"):
@@ -548,13 +569,31 @@ def shrink(subject, prop, sampler: Sampler, d: Draws, tolerance: float, *,
                     new[(0, *pos)] = v
                     cand = Draws(**{**d.__dict__, field_name: new})
                     calls += 1
+                    best[1] = calls
                     if _fails(subject, prop, sampler, cand, tolerance) is not None:
                         d, arr, improved = cand, new, True
+                        best[0] = d
                         break
-    return d, calls
+    best[1] = calls
 
 
 # --------------------------------------------------------------------------- engine
+
+
+def _limited(time_limit, fn, *args):
+    """``fn(*args)`` (a recheck of a failing instance) with a rule of the user's own stopped
+    at ``time_limit``: then :data:`_STOPPED`."""
+    limit = Limit(time_limit)
+    try:
+        with limit:
+            return fn(*args)
+    except TimeUp as exc:
+        if exc.limit is not limit:
+            raise
+        return _STOPPED
+
+
+_STOPPED = object()  # a recheck stopped at the time limit
 
 
 def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance: float,
@@ -595,6 +634,9 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                                         "proofs.check(engine='batch') checks it with the "
                                         "Hypothesis engine")
     report_progress = Throttle(progress)
+    m_hi = getattr(sampler, "max_m", None)
+    if isinstance(m_hi, int) and m_hi > 0:  # a chunk of large markets within the memory guard
+        chunk = max(1, min(chunk, int(MAX_BYTES // (8 * m_hi**2))))
     bulk = vectorised(prop, subject, sampler) if bulk else None
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -606,92 +648,102 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     mode = "batch (vectorised)" if bulk is not None else "batch (per instance)"
     stopped = "budget"
     cap = DRAW_FACTOR * max_examples  # drawn: beyond it, "inconclusive" (or "vacuous")
-    while tally.discriminating < max_examples and (fail is None or scan) and error is None:
-        report_progress(tally.discriminating, max_examples)
-        drawn = tally.drawn
-        if drawn >= cap:
-            stopped = "draw cap"
-            break
-        if probed_vacuous(tally, max_examples):
-            stopped = "vacuous"
-            break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            stopped = "time limit"
-            break
-        step = chunk if bulk is not None else min(chunk, 256)
-        # the draws the discriminating examples still wanted need at the share seen so far
-        # (at least 1 in DRAW_FACTOR; all of them at first): a property that discriminates
-        # on every draw draws exactly max_examples
-        share = (max(tally.discriminating / drawn, 1 / DRAW_FACTOR) if drawn else 1.0)
-        wanted = math.ceil((max_examples - tally.discriminating) / share)
-        if drawn and tally.discriminating == 0:  # probing, up to the vacuity probe
-            wanted = max(max_examples, VACUITY_PROBE) - drawn
-        for d in sampler.draw(rng, min(step, wanted, cap - drawn)):
-            viol = None
-            if bulk is not None:
-                try:
-                    out = bulk(d)
-                    if not isinstance(out, tuple):
-                        out = (out,)
-                    viol = np.asarray(out[0], dtype=float)
-                    eff = (np.asarray(out[1], dtype=bool) if len(out) > 1
-                           else np.ones(d.size, bool))
-                    disc = (np.asarray(out[2], dtype=bool) if len(out) > 2
-                            else np.ones(d.size, bool))
-                except Exception:  # a rule raised on the batch: find the instance one by one
+    limit = Limit(time_limit)  # stops a rule of the user's own that does not return
+    interrupted = None
+    try:
+        with limit:
+            while tally.discriminating < max_examples and (fail is None or scan) and error is None:
+                report_progress(tally.discriminating, max_examples)
+                drawn = tally.drawn
+                if drawn >= cap:
+                    stopped = "draw cap"
+                    break
+                if probed_vacuous(tally, max_examples):
+                    stopped = "vacuous"
+                    break
+                if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                    stopped = "time limit"
+                    break
+                step = chunk if bulk is not None else min(chunk, 256)
+                # the draws the discriminating examples still wanted need at the share seen so far
+                # (at least 1 in DRAW_FACTOR; all of them at first): a property that discriminates
+                # on every draw draws exactly max_examples
+                share = (max(tally.discriminating / drawn, 1 / DRAW_FACTOR) if drawn else 1.0)
+                wanted = math.ceil((max_examples - tally.discriminating) / share)
+                if drawn and tally.discriminating == 0:  # probing, up to the vacuity probe
+                    wanted = max(max_examples, VACUITY_PROBE) - drawn
+                for d in sampler.draw(rng, min(step, wanted, cap - drawn)):
                     viol = None
-            if viol is not None:
-                viol = np.where(eff, viol, 0.0)
-                bad = np.flatnonzero(~(viol <= tolerance))
-                disc = eff & (disc | ~(viol <= 0))  # a failing instance discriminates
-                upto = int(bad[0]) + 1 if bad.size and not scan else d.size
-                # up to the instance that completes the budget: the count is exact
-                reach = np.flatnonzero(np.cumsum(disc[:upto])
-                                       >= max_examples - tally.discriminating)
-                if reach.size:
-                    upto = int(reach[0]) + 1
-                seen = viol[:upto][eff[:upto]]
-                seen = seen[np.isfinite(seen)]
-                if seen.size:
-                    tally.note(float(seen.max()))
-                drawn_before = tally.drawn
-                tally.add(upto, int(eff[:upto].sum()), int(disc[:upto].sum()))
-                bad = bad[bad < upto]
-                failures += int(bad.size)
-                if bad.size and fail is None:
-                    fail = d.one(int(bad[0]))
-                    fail_amount = viol[int(bad[0])]
-                    fail_at = drawn_before + int(bad[0]) + 1
-                if bad.size and not scan:
-                    break
-                if tally.discriminating >= max_examples:
-                    break
-                continue
-            cases = sampler.cases(d)
-            for k, case in enumerate(cases):
-                try:
-                    amount, _, eff, disc = evaluate_instance(subject, prop, case)
-                except Exception as exc:
-                    tally.add(1, 1, 1)
-                    error, error_instance = str(exc), case
-                    if not isinstance(exc, SubjectError):
-                        error = (f"property {prop.key!r} raised {type(exc).__name__}: "
-                                 f"{exc}")
-                    break
-                ok = amount is not None and eff
-                tally.add(1, int(ok), int(ok and disc))
-                tally.note(amount)
-                if amount is not None and amount > tolerance:
-                    failures += 1
-                    if fail is None:
-                        fail, fail_amount, fail_at = d.one(k), amount, tally.drawn
-                    if not scan:
+                    if bulk is not None:
+                        try:
+                            out = bulk(d)
+                            if not isinstance(out, tuple):
+                                out = (out,)
+                            viol = np.asarray(out[0], dtype=float)
+                            eff = (np.asarray(out[1], dtype=bool) if len(out) > 1
+                                   else np.ones(d.size, bool))
+                            disc = (np.asarray(out[2], dtype=bool) if len(out) > 2
+                                    else np.ones(d.size, bool))
+                        except Exception:  # a rule raised: find the instance one by one
+                            viol = None
+                    if viol is not None:
+                        viol = np.where(eff, viol, 0.0)
+                        bad = np.flatnonzero(~(viol <= tolerance))
+                        disc = eff & (disc | ~(viol <= 0))  # a failing instance discriminates
+                        upto = int(bad[0]) + 1 if bad.size and not scan else d.size
+                        # up to the instance that completes the budget: the count is exact
+                        reach = np.flatnonzero(np.cumsum(disc[:upto])
+                                               >= max_examples - tally.discriminating)
+                        if reach.size:
+                            upto = int(reach[0]) + 1
+                        seen = viol[:upto][eff[:upto]]
+                        seen = seen[np.isfinite(seen)]
+                        if seen.size:
+                            tally.note(float(seen.max()))
+                        drawn_before = tally.drawn
+                        tally.add(upto, int(eff[:upto].sum()), int(disc[:upto].sum()))
+                        bad = bad[bad < upto]
+                        failures += int(bad.size)
+                        if bad.size and fail is None:
+                            fail = d.one(int(bad[0]))
+                            fail_amount = viol[int(bad[0])]
+                            fail_at = drawn_before + int(bad[0]) + 1
+                        if bad.size and not scan:
+                            break
+                        if tally.discriminating >= max_examples:
+                            break
+                        continue
+                    cases = sampler.cases(d)
+                    for k, case in enumerate(cases):
+                        try:
+                            amount, _, eff, disc = evaluate_instance(subject, prop, case)
+                        except BaseException as exc:
+                            if must_pass(exc):
+                                raise
+                            tally.add(1, 1, 1)
+                            error, error_instance = str(exc), case
+                            if not isinstance(exc, SubjectError):
+                                error = (f"property {prop.key!r} raised {type(exc).__name__}: "
+                                         f"{exc}")
+                            break
+                        ok = amount is not None and eff
+                        tally.add(1, int(ok), int(ok and disc))
+                        tally.note(amount)
+                        if amount is not None and amount > tolerance:
+                            failures += 1
+                            if fail is None:
+                                fail, fail_amount, fail_at = d.one(k), amount, tally.drawn
+                            if not scan:
+                                break
+                        if tally.discriminating >= max_examples:
+                            break
+                    if (fail is not None and not scan) or error is not None \
+                            or tally.discriminating >= max_examples:
                         break
-                if tally.discriminating >= max_examples:
-                    break
-            if (fail is not None and not scan) or error is not None \
-                    or tally.discriminating >= max_examples:
-                break
+    except TimeUp as exc:
+        if exc.limit is not limit:
+            raise
+        stopped, interrupted = "time limit", str(rule_timed_out(exc, time_limit))
     report_progress(tally.discriminating, max_examples, final=True)
     first_failure = (tally.drawn if error is not None else fail_at) \
         if (fail is not None or error is not None) else None
@@ -699,12 +751,21 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     extra = {"mode": mode, "stopped": stopped}
     if scan:
         extra["failures"] = failures
+    if interrupted is not None:
+        extra["interrupted"] = interrupted
+        if tally.drawn == 0 and fail is None and error is None:  # not one example checked
+            error = interrupted
     if error is not None:
         verdict = "error"
     elif fail is not None:
-        amount = _fails(subject, prop, sampler, fail, tolerance)
+        amount = _limited(time_limit, _fails, subject, prop, sampler, fail, tolerance)
         verdict = "counterexample"
-        if amount is None:
+        if amount is _STOPPED:  # a rule of your own hung on the recheck: not shrunk
+            extra["shrink"] = "stopped at the time limit"
+            tally.note(float(fail_amount))
+            ce = Counterexample(instance=sampler.cases(fail)[0], violation=float(fail_amount),
+                                property=prop, subject=subject, engine="batch")
+        elif amount is None:
             # the subject cleared in bulk failed the property where the same instance
             # cleared on its own did not: the bulk and one-market paths of the subject
             # disagree, a failure of the subject (not of the checker); reported on the
@@ -719,10 +780,14 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                                 subject=subject, engine="batch")
         else:
             t1 = time.perf_counter()
-            small, calls = shrink(subject, prop, sampler, fail, tolerance)
+            small, calls = shrink(subject, prop, sampler, fail, tolerance,
+                                  time_limit=time_limit)
             extra.update(shrink_seconds=time.perf_counter() - t1, shrink_calls=calls)
             case = sampler.cases(small)[0]
-            amount = prop.amount(subject, case)
+            amount = _limited(time_limit, prop.amount, subject, case)
+            if amount is _STOPPED:
+                extra["shrink"] = "stopped at the time limit"
+                case, amount = sampler.cases(fail)[0], float(fail_amount)
             tally.note(amount)
             ce = Counterexample(instance=case, violation=amount, property=prop,
                                 subject=subject, engine="batch")

@@ -40,6 +40,7 @@ finds itself.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 import numbers
 import time
@@ -49,6 +50,16 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
+
+from mechanisms.contain import (
+    Interrupt,
+    Limit,
+    TimeUp,
+    can_interrupt,
+    must_pass,
+    rule_timed_out,
+)
+from mechanisms.errors import check_size
 
 from .batch import check_batch, sampler_for
 from .core import (
@@ -67,6 +78,7 @@ from .core import (
     evaluate_instance,
     evaluate_once,
     excess,
+    is_builtin,
     probed_vacuous,
     subject_name,
     validate,
@@ -174,6 +186,15 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         where the check would run on the Hypothesis engine (it stops at the first failure).
     """
     max_examples, tolerance = validate(subject, prop, max_examples, tolerance)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or not 0 <= seed < 2**63):
+        raise CheckerInputError("seed", f"is {seed!r}; must be an integer in [0, 2**63), or "
+                                        "None (random)")
+    if deadline is not None and not isinstance(deadline, datetime.timedelta) and not (
+            isinstance(deadline, numbers.Real) and not isinstance(deadline, bool)
+            and math.isfinite(deadline) and deadline > 0):
+        raise CheckerInputError("deadline", f"is {deadline!r}; must be milliseconds > 0, a "
+                                            "datetime.timedelta, or None")
     if scan and not (engine == "batch" and sampler_for(prop, max_clients) is not None):
         raise CheckerInputError("scan", f"needs the batch engine and a property with a numpy "
                                         f"sampler ({prop.key!r}, engine {engine!r})")
@@ -182,6 +203,12 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
                                        and math.isfinite(time_limit) and time_limit > 0):
         raise CheckerInputError("time_limit", f"is {time_limit!r}; must be a finite number "
                                               "of seconds > 0, or None")
+    if time_limit is not None and not can_interrupt() \
+            and not (is_builtin(subject) and is_builtin(prop)):
+        raise CheckerInputError("time_limit", f"is {time_limit!r}; here (not the main thread "
+                                              "of a Unix process) it cannot stop a rule of "
+                                              "your own: check from the main thread, or in a "
+                                              "child process (prove --jobs)")
     if progress is not None and not callable(progress):
         raise CheckerInputError("progress", f"is {progress!r}; must be a function "
                                             "progress(done, budget), or None")
@@ -245,6 +272,8 @@ def _clients(prop: Property, max_clients) -> tuple[int, int] | None:
         raise CheckerInputError("max_clients", f"is {max_clients!r}; must be an integer >= "
                                                f"{lo} (the fewest clients {prop.key!r} "
                                                "draws), or None")
+    check_size("max_clients", 8.0 * int(max_clients) ** 2,
+               f"one market of {max_clients} clients' (m, m) arrays", "lower max_clients")
     return (lo, int(max_clients))
 
 
@@ -252,10 +281,11 @@ class _Failed(AssertionError):
     pass
 
 
-class _TimeUp(BaseException):
+class _TimeUp(Interrupt):
     """The Hypothesis search's time limit has passed. A BaseException: Hypothesis lets it
     through (it stops the search instead of being shrunk as a failure), and so does a
-    subject's own ``except Exception``."""
+    subject's own ``except Exception`` (an :class:`~mechanisms.contain.Interrupt`: the
+    toolkit's wrappers of code of your own let it through too)."""
 
 
 class _PropertyRaised(RuntimeError):
@@ -374,7 +404,9 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
             tally.record(True, True)
             errors.append((instance, exc))
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if must_pass(exc):
+                raise
             tally.record(True, True)
             broken.append((instance, exc))
             raise _PropertyRaised(prop.key, exc) from exc
@@ -395,7 +427,10 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
     error = error_instance = None
     verdict_ = None
     rounds = 0
+    limit = Limit(time_limit)  # stops a rule of the user's own that does not return
+    interrupted = None
     try:
+        limit.__enter__()
         size = max_examples
         while True:
             before = tally.drawn
@@ -424,7 +459,11 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
                               cap - tally.drawn))
             if tally.evidence == 0:  # probing: up to the draws that may call it vacuous
                 size = min(size, max(max_examples, VACUITY_PROBE) - tally.untargeted_drawn)
-    except _TimeUp:  # stopped while searching, or while shrinking what it had found
+    except (_TimeUp, TimeUp) as exc:  # stopped while searching, or while shrinking
+        if isinstance(exc, TimeUp):
+            if exc.limit is not limit:
+                raise
+            interrupted = str(rule_timed_out(exc, time_limit))
         stopped = "time limit"
         if found:
             verdict_ = "counterexample"
@@ -445,9 +484,12 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
     except Exception as exc:  # Hypothesis itself refused: still a verdict, never a crash
         verdict_, error = "error", f"the Hypothesis engine raised {type(exc).__name__}: {exc}"
     finally:
+        limit.__exit__(None, None, None)
         marking.__exit__(None, None, None)
     seconds = time.perf_counter() - t0
     report_progress(tally.evidence, max_examples, final=True)
+    if verdict_ is None and interrupted is not None and tally.drawn == 0:
+        verdict_, error = "error", interrupted  # not one example checked
     if verdict_ is None:
         verdict_ = verdict(False, tally, need)
     ce = None
@@ -459,7 +501,8 @@ def _check_hypothesis(subject, prop, max_examples, seed, tolerance, deadline, *,
              "targeted": (tally.drawn - tally.untargeted_drawn,
                           tally.effective - tally.untargeted_effective,
                           tally.discriminating - tally.untargeted_discriminating),
-             "stopped": stopped, "searches": rounds}
+             "stopped": stopped, "searches": rounds,
+             **({"interrupted": interrupted} if interrupted is not None else {})}
     return Report(property=prop, subject=subject_name(subject), verdict=verdict_,
                   examples=tally.drawn, effective=tally.effective, seconds=seconds,
                   max_examples=max_examples, counterexample=ce, engine="hypothesis",

@@ -20,6 +20,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from mechanisms.contain import contained, must_pass
+
 from . import profiles
 
 __all__ = [
@@ -129,7 +131,9 @@ class _Tracked:
                 return attr(*args, **kwargs)
             except SubjectError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:  # sys.exit and the like too; not Ctrl-C, a limit
+                if must_pass(exc):
+                    raise
                 raise SubjectError(subject_name(self._subject), name, exc) from exc
 
         return call
@@ -464,10 +468,9 @@ def validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
             or max_examples < 1):
         raise CheckerInputError("max_examples", f"is {max_examples!r}; must be an integer "
                                                 ">= 1 (None: the active profile's budget)")
-    try:
-        tol = float(tolerance)
-    except (TypeError, ValueError) as exc:
-        raise CheckerInputError("tolerance", f"is {tolerance!r}; must be a number") from exc
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real):
+        raise CheckerInputError("tolerance", f"is {tolerance!r}; must be a number")
+    tol = float(tolerance)
     if not math.isfinite(tol) or tol < 0:
         raise CheckerInputError("tolerance", f"is {tolerance!r}; must be finite and >= 0")
     return int(max_examples), tol
@@ -550,7 +553,11 @@ def evaluate_instance(subject, prop: Property, instance) -> tuple[float | None, 
     SubjectError. ``effective``: preconditions met and the subject evaluated;
     ``discriminating``: effective, and the property could have failed there."""
     tracked = _Tracked(subject)
-    out = prop.evaluate(tracked, instance)
+    if is_builtin(prop):
+        out = prop.evaluate(tracked, instance)
+    else:  # your own property's code: contained like a rule (mechanisms.contain)
+        with contained("property", f"property {prop.key!r}", passing=(SubjectError,)):
+            out = prop.evaluate(tracked, instance)
     if out is None:
         return None, 0.0, False, False
     effective = tracked.calls > 0

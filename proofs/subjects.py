@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mechanisms import cpl, ipfl, lia
-from mechanisms.errors import MarketInputError
+from mechanisms.contain import call_rule, describe, must_pass
+from mechanisms.errors import MarketInputError, as_real
+from mechanisms.lookup import rule_name
 
 from .core import is_builtin, registered
 
@@ -173,22 +175,31 @@ class LiaClustering(_Registered):
     def __post_init__(self):
         if self.mode not in ("central", "p2p"):
             raise MarketInputError("mode", f"unknown {self.mode!r}; choose 'central' or 'p2p'")
+        for name in ("rtol", "atol"):
+            as_real(name, getattr(self, name), lo=0)
+        for name in ("scores_rule", "sets_rule", "cluster_rule"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise MarketInputError(name, f"is {getattr(self, name)!r}; must be a "
+                                             "function, or None")
 
     def scores(self, base_losses, model_losses, owner):
         """I (m, m): the lazy influence of j on i (:func:`mechanisms.lia.influence`)."""
-        rule = self.scores_rule or lia.influence
-        return rule(base_losses, model_losses, owner)
+        if self.scores_rule is not None:
+            return call_rule("scores_rule", rule_name(self.scores_rule), self.scores_rule,
+                             base_losses, model_losses, owner)
+        return lia.influence(base_losses, model_losses, owner)
 
     def sets(self, I):
         """(m, m) bool, row i the beneficial set C_i (:func:`mechanisms.lia.beneficial_sets`)."""
         if self.sets_rule is not None:
-            return self.sets_rule(I)
+            return call_rule("sets_rule", rule_name(self.sets_rule), self.sets_rule, I)
         return lia.beneficial_sets(I, rtol=self.rtol, atol=self.atol)
 
     def cluster(self, I):
         """(m,) cluster ids (central) or the (m, m) sets (p2p): :func:`mechanisms.lia.cluster`."""
         if self.cluster_rule is not None:
-            return self.cluster_rule(I)
+            return call_rule("cluster_rule", rule_name(self.cluster_rule), self.cluster_rule,
+                             I)
         return lia.cluster(I, mode=self.mode, rtol=self.rtol, atol=self.atol)
 
 
@@ -221,9 +232,11 @@ def subject_from(spec: str):
         raise MarketInputError("subject", f"cannot import {spec!r}: {exc}") from exc
     except MarketInputError:  # refused: named by data the user did not vouch for
         raise
-    except Exception as exc:  # the module raised while importing
+    except BaseException as exc:  # the module raised while importing (sys.exit too)
+        if must_pass(exc):
+            raise
         raise MarketInputError("subject", f"importing {spec!r} raised "
-                                          f"{type(exc).__name__}: {exc}") from exc
+                                          f"{describe(exc)}") from exc
     if isinstance(obj, (IpflMechanism, CplSolver, CplPricingRule, LiaClustering)):
         return obj
     if not callable(obj) or isinstance(obj, type):

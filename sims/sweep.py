@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mechanisms.contain import Interrupt, Limit, TimeUp, describe, must_pass
 from mechanisms.errors import (
     FedmarketError,
     MarketInputError,
@@ -46,7 +47,6 @@ from mechanisms.errors import (
     as_real,
     as_seed,
 )
-from mechanisms.lookup import describe
 from mechanisms.processes import die_with_parent, stop_pool
 
 from .errors import CellFailed, CellTimedOut, SpecError, StoreError
@@ -241,48 +241,10 @@ class CellStep:
     over: bool = False
 
 
-class _TimeUp(BaseException):
-    """A cell's time limit has passed. A BaseException: the toolkit's and a user rule's own
-    ``except Exception`` let it through to :func:`run_cell`."""
-
-
-@contextlib.contextmanager
-def _alarm(seconds: float | None):
-    """Raise :class:`_TimeUp` in this thread once ``seconds`` have passed, whatever the cell
-    is doing (a sleep or a Python loop of a user's rule; a call into C ends first): SIGALRM,
-    in the main thread of a Unix process (serial sweeps, process-pool workers). Elsewhere the
-    limit is checked at the cell's steps only. A SIGALRM timer already set (by the caller,
-    a test runner's timeout) keeps its handler and rings at its own time, during the cell
-    or after it."""
-    if seconds is None or not hasattr(signal, "setitimer") \
-            or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    t0 = time.monotonic()
-    before, interval = signal.getitimer(signal.ITIMER_REAL)  # (0, 0): none set
-    rung = [False]  # the earlier timer rang during the cell
-
-    def ring(signum, frame):
-        elapsed = time.monotonic() - t0
-        if elapsed >= seconds - 1e-3 or rung[0] or not before:
-            raise _TimeUp
-        rung[0] = True  # the earlier timer's time: its handler, then ours again
-        signal.setitimer(signal.ITIMER_REAL, max(seconds - elapsed, 1e-3))
-        if callable(old):
-            old(signum, frame)
-
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, min(seconds, before) if before else seconds)
-    try:
-        yield
-    finally:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:  # restored even if the alarm rang on the line above
-            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
-            if before and not rung[0]:  # the earlier timer, with the time it had left
-                left = before - (time.monotonic() - t0)
-                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+class _TimeUp(Interrupt):
+    """A cell's time limit has passed (seen at a step). An Interrupt (a BaseException): the
+    toolkit's and a user rule's own ``except Exception`` let it through to
+    :func:`run_cell`."""
 
 
 def checkpoint_path(folder, cell: Cell) -> Path:
@@ -366,14 +328,24 @@ def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
         from learning.roundlog import RoundLog
 
         kw["log"] = RoundLog(log_path(log_dir, cell))
+    # SIGALRM stops the cell wherever it is (a sleep or a Python loop of a user's rule; a
+    # call into C ends first) in the main thread of a Unix process (serial sweeps,
+    # process-pool workers); elsewhere the limit is checked at the cell's steps only
+    # (mechanisms.contain.Limit: a timer set before keeps its handler and its time)
+    limit = Limit(time_limit, anywhere=True)
     try:
-        with _alarm(time_limit):
+        with limit:
             step(0, 0)
             df = sc.run(cfg, cell.mechanism, cell.seed, progress=step, **kw).copy()
-    except _TimeUp:
+    except (_TimeUp, TimeUp) as exc:
+        if isinstance(exc, TimeUp) and exc.limit is not limit:
+            raise
         so_far = f"after {at[0]} of {at[1]} {sc.steps}" if at[1] else "before its first step"
         kept = ("; its checkpoint is kept: a rerun resumes it there" if "checkpoint" in kw
                 and kw["checkpoint"].path.is_file() else "")
+        if isinstance(exc, TimeUp) and exc.where is not None:  # the rule that was running
+            kind = "selection" if exc.where[0] == "rule" else exc.where[0]
+            kept += f"; stopped in the {kind} rule {exc.where[1]}"
         raise CellTimedOut("cell", f"{describe_cell(cell)}: stopped at its time limit of "
                                    f"{time_limit:g} s {so_far}; not stored (a larger time "
                                    f"limit computes it on a rerun){kept}") from None
@@ -381,7 +353,9 @@ def run_cell(cell: Cell, *, progress: Callable[[CellStep], None] | None = None,
         raise CellFailed("cell", f"{describe_cell(cell)}: {exc}") from exc
     except FedmarketError:
         raise
-    except Exception as exc:
+    except BaseException as exc:  # sys.exit of code of your own too; not Ctrl-C
+        if must_pass(exc):
+            raise
         raise CellFailed("cell", f"{describe_cell(cell)}: {describe(exc)}") from exc
     df.insert(0, "scenario", cell.scenario)
     df.insert(1, "mechanism", cell.mechanism)
@@ -580,7 +554,15 @@ def run_sweep(cells: Iterable[Cell], out, *, executor: str = "serial", workers: 
     for name, fn in (("progress", progress), ("cell_progress", cell_progress)):
         if fn is not None and not callable(fn):
             raise MarketInputError(name, f"is {fn!r}; must be a function, or None")
-    cells = list(cells)
+    try:
+        cells = list(cells)
+    except TypeError:
+        raise MarketInputError("cells", f"is {cells!r}; must be a list of cells "
+                                        "(sims.sweep.expand)") from None
+    odd = [c for c in cells if not isinstance(c, Cell)]
+    if odd:
+        raise MarketInputError("cells", f"holds {odd[0]!r}; must hold cells "
+                                        "(sims.sweep.expand)")
     keys = [c.key for c in cells]
     if len(set(keys)) != len(keys):
         raise MarketInputError("spec", "the sweep lists the same cell twice")

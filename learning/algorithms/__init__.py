@@ -108,6 +108,7 @@ def get(name: str) -> Algorithm:
     :class:`Algorithm` or a ``rounds(session)`` generator function (then an algorithm of
     family "custom", scored on its trained models, one training a round). Anything else is a
     :class:`~learning.config.TrainInputError` naming ``algorithm``."""
+    from mechanisms.contain import describe, must_pass
     from mechanisms.errors import FedmarketError, RuleFailed
 
     from ..config import TrainInputError
@@ -132,9 +133,10 @@ def get(name: str) -> Algorithm:
         raise
     except (ImportError, AttributeError, ValueError) as exc:
         raise TrainInputError("algorithm", f"cannot import {name!r}: {exc}") from exc
-    except Exception as exc:  # the module itself raised while importing
-        raise RuleFailed("algorithm", f"importing {name!r} raised {type(exc).__name__}: "
-                                      f"{exc}") from exc
+    except BaseException as exc:  # the module itself raised while importing (sys.exit too)
+        if must_pass(exc):
+            raise
+        raise RuleFailed("algorithm", f"importing {name!r} raised {describe(exc)}") from exc
     if isinstance(obj, Algorithm):
         return obj
     if not callable(obj):

@@ -28,7 +28,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..errors import MarketInputError, as_real
+from ..contain import call_rule
+from ..errors import MarketInputError, RuleFailed, as_floats, as_real
 from .game import BudgetInfeasible, GameBatch, bound, inverse_price, per_game, spend
 from .response import best_response, best_response_v0
 
@@ -323,14 +324,16 @@ def apply_pricing_batch(games: GameBatch, rule) -> tuple[BatchEquilibrium, np.nd
     returning (B, n) finite prices; the clients answer with their exact best responses
     (:func:`priced`); over budget: :func:`over_budget`. :func:`mechanisms.cpl.apply_pricing`
     runs this on a batch of one game."""
-    from ..errors import as_floats
-    from ..lookup import call_rule
-
     label = getattr(rule, "__name__", None) or "custom"
     if not getattr(rule, "over_arrays", False):
         raise MarketInputError("pricing", f"{label} is not marked over_arrays: "
                                           "apply_pricing_batch calls it on a GameBatch")
-    P = as_floats("pricing", call_rule("pricing", label, rule, games))
+    out = call_rule("pricing", label, rule, games)
+    try:
+        P = as_floats("pricing", out)
+    except MarketInputError as exc:
+        raise RuleFailed("pricing", f"{label} returned {type(out).__name__}: "
+                                    f"{exc.message}") from None
     return rule_outcome(games, P, label)
 
 
@@ -339,8 +342,8 @@ def rule_outcome(games, P, label: str) -> tuple[BatchEquilibrium, np.ndarray]:
     each game went over its budget."""
     want = (games.size, games.n)
     if P.shape != want:
-        raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected {want}")
+        raise RuleFailed("pricing", f"{label} returned shape {P.shape}, expected {want}")
     if not np.isfinite(P).all():
-        raise MarketInputError("pricing", f"{label} returned NaN or inf; prices must be finite")
+        raise RuleFailed("pricing", f"{label} returned NaN or inf; prices must be finite")
     out = priced(games, P)
     return out, over_budget(games, out.spent)

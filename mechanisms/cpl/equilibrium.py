@@ -22,15 +22,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..contain import call_rule, within
 from ..errors import (
     MarketInputError,
     ProblemTooLarge,
+    RuleFailed,
     SolverFailed,
     as_floats,
     as_int,
     as_real,
 )
-from ..lookup import call_rule, lookup
+from ..lookup import lookup
 from .batch import (
     POSTED_SHAPES,
     RESPONSES,
@@ -438,7 +440,8 @@ def gradient_pricing(game: Game, responses: str = "exact") -> Equilibrium:
     return _posted("gradient", game, responses)
 
 
-def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
+def apply_pricing(game: Game, rule, *, name: str | None = None,
+                  time_limit: float | None = None) -> Equilibrium:
     """Evaluate a pricing rule: ``rule(game) -> prices`` ((n,) finite real P_n, what the
     server pays client n per unit of participation; negative = the client pays). The clients
     answer with their exact best responses; the outcome says whether the budget held (status
@@ -446,8 +449,14 @@ def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
 
     ``rule`` is named as everywhere (:mod:`mechanisms.lookup`): a callable, a built-in name of
     :data:`PRICING_RULES` ("uniform", "weighted", "gradient") or "module:function". The rule
-    sees the game's arrays read-only; prices that are text, booleans, complex, NaN or inf are
-    refused, and a rule that raises is a :class:`~mechanisms.errors.RuleFailed` naming it.
+    sees a copy of the game made for the call, its arrays read-only (writing into them, even
+    after turning writing back on, changes nothing of the caller's); prices that are text,
+    booleans, complex, NaN, inf or of the wrong shape are refused, and a rule that raises
+    (sys.exit included) is a :class:`~mechanisms.errors.RuleFailed` naming it.
+    ``time_limit`` (seconds, default None): a rule of your own still running when it has
+    passed is stopped with a :class:`~mechanisms.errors.RuleTimedOut` naming it and the
+    limit (SIGALRM: the main thread of a Unix process; elsewhere a limit is refused,
+    :func:`mechanisms.contain.within`).
 
     >>> from mechanisms import cpl
     >>> g = cpl.Game(a=[0.5, 0.5], G=[1, 1], c=[5, 5], v=[0, 0], budget=1.0)
@@ -468,16 +477,16 @@ def apply_pricing(game: Game, rule, *, name: str | None = None) -> Equilibrium:
     # the built-in rules are written over arrays: they price the batch of one game (the code
     # apply_pricing_batch runs on many); a rule of your own sees the Game
     bulk = getattr(fn, "over_arrays", False) and fn in PRICING_RULES.values()
-    out = call_rule("pricing", label, fn, games if bulk else game)
+    out = within(time_limit, call_rule, "pricing", label, fn, games if bulk else game)
     try:
         P = as_floats("pricing", out)
     except MarketInputError as exc:
-        raise MarketInputError("pricing", f"{label} returned {type(out).__name__}: "
-                                          f"{exc.message}") from None
+        raise RuleFailed("pricing", f"{label} returned {type(out).__name__}: "
+                                    f"{exc.message}") from None
     if not bulk:
         if P.shape != (game.n,):
-            raise MarketInputError("pricing", f"{label} returned shape {P.shape}, expected "
-                                              f"({game.n},)")
+            raise RuleFailed("pricing", f"{label} returned shape {P.shape}, expected "
+                                        f"({game.n},)")
         P = P[None]
     out, over = rule_outcome(games, P, label)
     return _equilibrium(game, label, "over-budget" if over[0] else "optimal", out, t0,

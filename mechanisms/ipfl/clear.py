@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MarketInputError, as_floats, check_sellers
-from ..lookup import call_rule
+from ..contain import call_rule, within
+from ..errors import MarketInputError, RuleFailed, as_floats, check_sellers
 from . import money, rules, selection
 from .market import Market, MarketArrays, read_only
 from .thresholds import MODES
@@ -129,20 +129,26 @@ class Outcome:
         )
 
 
-def _check_output(kind: str, value, shapes: tuple) -> np.ndarray:
-    """What a rule returned, as float64: text, booleans and complex numbers are refused
-    (:func:`mechanisms.errors.as_floats`), then the shape is checked."""
-    arr = as_floats(kind, value)
+def _check_output(kind: str, label: str, value, shapes: tuple) -> np.ndarray:
+    """What rule ``label`` returned, as float64: text, booleans and complex numbers are
+    refused (:func:`mechanisms.errors.as_floats`), then the shape is checked; a refusal is a
+    RuleFailed naming the kind of rule and the rule."""
+    try:
+        arr = as_floats(kind, value)
+    except MarketInputError as exc:
+        raise RuleFailed(kind, f"{label} returned {type(value).__name__}: "
+                               f"{exc.message}") from None
     if arr.shape not in shapes:
         want = " or ".join(str(s) for s in shapes)
-        raise MarketInputError(kind, f"returned shape {arr.shape}, expected {want}")
+        raise RuleFailed(kind, f"{label} returned shape {arr.shape}, expected {want}")
     return arr
 
 
 # ----------------------------------------------------------------------------------------
 # the steps of a clearing, shared by clear (one market) and clear_batch (many): every array
-# handed to a rule is a read-only copy, so code of your own cannot change the caller's
-# arrays or the outcome
+# handed to a rule is a fresh read-only copy made for that call (mechanisms.contain.handed),
+# so code of your own cannot change the caller's arrays, the outcome or the toolkit's own,
+# even if it turns writing back on
 # ----------------------------------------------------------------------------------------
 
 
@@ -150,9 +156,10 @@ _BUILT_IN = (*rules.PAYMENT_RULES.values(), *rules.PRICE_RULES.values())  # fres
 
 
 def _call(field: str, label: str, fn: Callable, *args):
-    """``fn(*args)``; a rule of the user's own that raises (its own bug, a write into the
-    read-only arrays it is handed, a function that is not a rule) is a RuleFailed naming
-    ``field``, the rule and its error, as in cpl.apply_pricing and the learning runs."""
+    """``fn(*args)``; a rule of the user's own gets copies of the arguments, and what it
+    raises (its own bug, sys.exit, a write into the read-only arrays it is handed, a function
+    that is not a rule) is a RuleFailed naming ``field``, the rule and its error, as in
+    cpl.apply_pricing and the learning runs (:func:`mechanisms.contain.call_rule`)."""
     if fn in _BUILT_IN or fn is rules.share_all:
         return fn(*args)
     return call_rule(field, label, fn, *args)
@@ -161,11 +168,13 @@ def _call(field: str, label: str, fn: Callable, *args):
 def _price_step(label: str, fn: Callable, market, D: np.ndarray) -> np.ndarray:
     """Prices of the price rule (..., m, m), checked (numbers, no NaN), diagonal +inf."""
     shape = D.shape
-    P = _check_output("prices", _call("prices", label, fn, market, D), (shape,))
+    P = _check_output("prices", label, _call("prices", label, fn, market, D), (shape,))
     if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
         P = P.copy()
-    if np.isnan(P.min(initial=np.inf)):  # min propagates NaN (no (m, m) mask)
-        raise MarketInputError("prices", "returned NaN; prices must be numbers or +inf")
+    low = P.min(initial=np.inf)  # min propagates NaN (no (m, m) mask)
+    if np.isnan(low) or low == -np.inf:
+        raise RuleFailed("prices", f"{label} returned {float(low)!r}; prices must be numbers or "
+                                   "+inf (never sold)")
     m = shape[-1]
     P[..., np.arange(m), np.arange(m)] = np.inf
     return read_only(P, copy=False)
@@ -175,21 +184,28 @@ def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
     """The adjacency of a selection rule given as a function, checked: (..., m, m), 0/1
     entries, nobody buying its own model."""
     shape = T.shape
-    A = np.asarray(_call("rule", label, fn, market, D, T, P))
+    out = _call("rule", label, fn, market, D, T, P)
+    try:
+        A = np.asarray(out)
+    except Exception as exc:  # an object numpy cannot read
+        raise RuleFailed("rule", f"{label} returned {type(out).__name__}: {exc}") from None
     if A.shape != shape:
-        raise MarketInputError("rule", f"{label} returned shape {A.shape}, expected {shape}")
+        raise RuleFailed("rule", f"{label} returned shape {A.shape}, expected {shape}")
     if A.dtype != bool:  # NaN would cast to True: only 0/1 entries pass
-        vals = _check_output("rule", A, (shape,))
+        vals = _check_output("rule", label, A, (shape,))
         bad = (vals != 0) & (vals != 1)
         if bad.any():
             k = tuple(int(x) for x in np.argwhere(bad)[0])
-            raise MarketInputError("rule", f"{label} returned a_{k[-2]}{k[-1]} = "
-                                           f"{vals[k]!r}; adjacency entries are 0/1")
+            raise RuleFailed("rule", f"{label} returned a_{k[-2]}{k[-1]} = {vals[k]!r}; "
+                                     "adjacency entries are 0/1")
         A = vals.astype(bool)
     m = shape[-1]
     if A[..., np.arange(m), np.arange(m)].any():
-        raise MarketInputError("rule", f"{label} returned a client buying its own model")
-    check_sellers("rule", A, market.c, label)  # a pure buyer (c = inf) sells nothing
+        raise RuleFailed("rule", f"{label} returned a client buying its own model")
+    try:
+        check_sellers("rule", A, market.c, label)  # a pure buyer (c = inf) sells nothing
+    except MarketInputError as exc:
+        raise RuleFailed("rule", exc.message) from None
     return A
 
 
@@ -197,11 +213,10 @@ def _money_step(label: str, fn: Callable, market, A, D):
     """(remittances or None, payments) of a payment rule: (..., m, m) remittances give Eq. 13
     payments; (..., m) payments are taken as they are. Must be finite."""
     shape = A.shape
-    out = _check_output("payments", _call("payments", label, fn, market, A, D),
+    out = _check_output("payments", label, _call("payments", label, fn, market, A, D),
                         (shape, shape[:-1]))
     if not (np.isfinite(out.sum()) or np.isfinite(out).all()):  # a finite sum: all finite
-        raise MarketInputError("payments", f"{label} returned NaN or inf; money must be "
-                                           "finite")
+        raise RuleFailed("payments", f"{label} returned NaN or inf; money must be finite")
     if fn not in _BUILT_IN:  # code of your own may hold on to what it returned
         out = out.copy()
     out = read_only(out, copy=False)
@@ -231,6 +246,7 @@ def clear(
     exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    time_limit: float | None = None,
 ) -> Outcome:
     """Clear one round: price, select every buyer's sellers with ``rule``, settle the money.
 
@@ -255,9 +271,19 @@ def clear(
         limit); when it runs out the search stops and ``exact_gap`` bounds the shortfall
         (``exact_stopped`` says which limit stopped it). See :func:`selection.exact`.
     progress : ``progress(done, total)`` over the buyers the exact rule searches.
+    time_limit : seconds (default None: no limit) the clearing may run rules of your own: a
+        rule still running when they have passed is stopped, and one not yet started is not
+        started, with a :class:`~mechanisms.errors.RuleTimedOut` naming the rule and the
+        limit; the built-in steps are not interrupted (``exact_time_limit`` bounds the exact
+        selection). SIGALRM does the stopping: in the main thread of a Unix process only;
+        elsewhere a time limit is refused (an error naming ``time_limit``)
+        (:func:`mechanisms.contain.within`).
 
     Any rule may also be given as a "package.module:function" string. Rules of your own
-    receive read-only copies (D, thresholds, prices, adjacency). One market is the batch of
+    receive read-only copies made for each call (market, D, thresholds, prices, adjacency):
+    writing into them (even after turning writing back on) changes nothing of the
+    caller's or the outcome's; whatever they raise (sys.exit included) is a
+    :class:`~mechanisms.errors.RuleFailed` naming the rule. One market is the batch of
     one of :func:`clear_batch`: the same code (:func:`_clear`) runs both; a rule of your own
     sees this Market and (m, m) arrays, as documented.
 
@@ -276,6 +302,7 @@ def clear(
     """
     if not isinstance(market, Market):
         raise MarketInputError("market", f"must be an ipfl.Market, got {type(market).__name__}")
+    _check_options(progress, allow_negative_distances)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
@@ -288,7 +315,7 @@ def clear(
         )
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
-    out = _clear(MarketArrays.of(market), D[None], (rule_label, rule_fn),
+    out = within(time_limit, _clear, MarketArrays.of(market), D[None], (rule_label, rule_fn),
                  (pay_label, pay_fn), (price_label, price_fn), thresholds,
                  dict(method=exact_method, node_limit=exact_node_limit,
                       time_limit=exact_time_limit, progress=progress), one=market)
@@ -331,11 +358,23 @@ def clear(
         functions={"rule": rule, "payments": payments, "prices": prices},
         options={"thresholds": thresholds, "exact_method": exact_method,
                  "exact_node_limit": exact_node_limit, "exact_time_limit": exact_time_limit,
-                 "allow_negative_distances": allow_negative_distances},
+                 "allow_negative_distances": allow_negative_distances,
+                 "time_limit": time_limit},
     )
 
 
 _GREEDY = {"box2": "greedy-stop", "local": "greedy-skip"}
+
+
+def _check_options(progress, allow_negative) -> None:
+    """``progress`` a function or None; ``allow_negative_distances`` a bool (the text "no"
+    would otherwise read as yes)."""
+    if progress is not None and not callable(progress):
+        raise MarketInputError("progress", f"is {progress!r}; must be a function "
+                                           "progress(done, total), or None")
+    if not isinstance(allow_negative, bool | np.bool_):
+        raise MarketInputError("allow_negative_distances", f"is {allow_negative!r}; must be "
+                                                           "True or False")
 
 
 # ----------------------------------------------------------------------------------------
@@ -418,6 +457,7 @@ def clear_batch(
     exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    time_limit: float | None = None,
 ) -> OutcomeBatch:
     """Clear a batch of markets at once: the code :func:`clear` runs on a batch of one.
 
@@ -425,9 +465,10 @@ def clear_batch(
     "local", "exact": :func:`mechanisms.ipfl.selection.exact` over arrays, every buyer of
     every market at once, "share-all"), money ("paper": Eq. 12 remittances and Eq. 13
     payments; "vcg", "shapley", "cost-plus", "none"), then gains, sharing costs, utilities
-    (Eq. 3) and welfare (Eq. 5) on the true types. The options are :func:`clear`'s. Rules of
-    your own must be written over arrays and marked :func:`over_arrays`; they receive the
-    MarketArrays and read-only arrays. Market by market, the outcome equals :func:`clear`'s
+    (Eq. 3) and welfare (Eq. 5) on the true types. The options are :func:`clear`'s
+    (``time_limit`` included). Rules of your own must be written over arrays and marked
+    :func:`over_arrays`; they receive copies of the MarketArrays and read-only copies of the
+    arrays. Market by market, the outcome equals :func:`clear`'s
     (tests/test_batch_engine.py).
 
     >>> mk = MarketArrays(N=[[400, 500, 600]] * 2, c=[[0.5, 1.0, 0.0]] * 2,
@@ -444,6 +485,7 @@ def clear_batch(
     if not isinstance(market, MarketArrays):
         raise MarketInputError("market", f"must be an ipfl.MarketArrays, got "
                                          f"{type(market).__name__}")
+    _check_options(progress, allow_negative_distances)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
@@ -459,7 +501,7 @@ def clear_batch(
     price_fn = _bulk_function("prices", price_label, price_fn)
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
-    return _clear(market, D, (rule_label, rule_fn), (pay_label, pay_fn),
+    return within(time_limit, _clear, market, D, (rule_label, rule_fn), (pay_label, pay_fn),
                   (price_label, price_fn), thresholds,
                   dict(method=exact_method, node_limit=exact_node_limit,
                        time_limit=exact_time_limit, progress=progress))

@@ -167,6 +167,11 @@ class Market:
 
     def replace(self, **changes) -> Market:
         """A copy with some fields changed (e.g. one client's reported cost)."""
+        known = ("N", "c", "K", "lam", "gain", "true_N", "true_c", "true_K")
+        unknown = sorted(set(changes) - set(known))
+        if unknown:
+            raise MarketInputError(unknown[0], f"is not a field of a Market; the fields are "
+                                               f"{known}")
         fields = {k: getattr(self, k) for k in ("N", "c", "K", "lam", "gain")}
         fields["true_N"] = None if np.array_equal(self.N, self.true_N) else self.true_N
         fields["true_c"] = None if np.array_equal(self.c, self.true_c) else self.true_c
@@ -214,6 +219,9 @@ class MarketArrays:
         N = as_floats("N", self.N)
         if N.ndim < 1:
             raise MarketInputError("N", f"has shape {N.shape}; must be (..., m)")
+        if N.shape[-1] == 0:
+            raise MarketInputError("N", f"has shape {N.shape}: no clients; a market needs at "
+                                        "least one")
         shape = N.shape
 
         def field_(name, value, default, *, lo_open=False, allow_inf=False):

@@ -46,6 +46,10 @@ def add_parser(sub, full: bool = False) -> None:
                    help="--rule exact: seconds for all buyers together; when they run out "
                         "the search stops and the proven gap is printed (default: no limit; "
                         "a limit makes the result depend on the machine's speed)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop a rule of your own (--rule/--payments/--prices module:function) "
+                        "still running after this many seconds, with one line naming it "
+                        "(default: no limit)")
     p.add_argument("--allow-negative-distances", action="store_true",
                    help="accept d_ij < 0 on purpose (individual rationality needs d >= 0)")
     p.add_argument("--csv", type=Path, default=None,
@@ -112,7 +116,8 @@ def run(args) -> int:
                    thresholds=args.thresholds, exact_method=args.exact_method,
                    exact_node_limit=args.exact_node_limit,
                    exact_time_limit=args.exact_time_limit,
-                   allow_negative_distances=args.allow_negative_distances)
+                   allow_negative_distances=args.allow_negative_distances,
+                   time_limit=args.time_limit)
     with progress_reporter("exact selection: buyers", quiet=args.quiet or args.rule != "exact",
                            every=args.progress_every) as progress:
         out = ipfl.clear(market, D, **options, progress=progress)

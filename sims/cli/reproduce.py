@@ -132,6 +132,9 @@ def run(args) -> int:
     from ..sweep import expand, run_sweep
     from .sweep import cell_reporters
 
+    for option, value in (("--workers", args.workers), ("--threads", args.threads)):
+        if value < 1:  # refused before the cells are planned and the data sets found
+            raise SpecError(option, f"is {value}; must be >= 1")
     sequential = args.seeds is None
     # sequential: every seed the rule may reach, a confirmation run's included
     seeds = tuple(range(LOOKS[-1] + CONFIRM)) if sequential else tuple(args.seeds)

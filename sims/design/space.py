@@ -61,6 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from mechanisms import ipfl
+from mechanisms.contain import call_rule
 
 from .errors import DesignInputError
 from .evaluate import over_arrays
@@ -301,7 +302,7 @@ class UserSpace:
 
     def rule(self, theta, name: str = "user") -> Callable:
         theta = theta_vector(theta, len(self.bounds))
-        fn = self.factory(theta.copy())
+        fn = call_rule("space", self.spec, self.factory, theta)  # contained, on a copy
         if not callable(fn) or not getattr(fn, "over_arrays", False):
             raise DesignInputError("space", f"{self.spec} must return a payment rule marked "
                                             "over_arrays (mechanisms.ipfl.over_arrays)")

@@ -1,0 +1,315 @@
+"""Code of the user's own, contained: the one place that decides what a rule (a payment,
+price, selection or pricing rule, a gain, a subject's rule, a design space's function, a
+learning algorithm) may do to the toolkit when the toolkit calls it.
+
+* **Errors.** Whatever a rule raises -- any ``BaseException``: its own bug, ``sys.exit``,
+  ``GeneratorExit``, a ``BaseException`` subclass of its own -- becomes one
+  :class:`~mechanisms.errors.RuleFailed` naming the kind of rule (``field``), the rule and its
+  error (chained as ``__cause__``), except ``KeyboardInterrupt`` (Ctrl-C stops the command)
+  and the toolkit's own :class:`Interrupt` (a time limit). A typed fedmarket error the rule
+  raises (it called the toolkit with bad input) passes as itself. :func:`call_rule` calls a
+  rule so; :class:`contained` is the same for code that is not one call (a generator's
+  ``next``); :func:`must_pass` says which exceptions no wrapper may turn into a result.
+* **Copies.** A rule receives copies (:func:`handed`): every numpy array it is given, and
+  those inside the toolkit's objects it is given (a Market, a Game, a batch of either), is a
+  fresh read-only copy made for that call. A rule that turns writing back on
+  (``arr.flags.writeable = True``, on the array or its base) and writes, or keeps a reference
+  and writes later, changes its copy only: never the caller's arrays, the outcome's or the
+  toolkit's own.
+* **Time.** :class:`Limit` is a time limit in the main thread of a Unix process: SIGALRM
+  (``setitimer``) raises :class:`TimeUp` once it has passed. A limit made with
+  ``anywhere=True`` (a sweep cell) stops whatever runs; the others stop a *rule* only: the
+  alarm raises inside a call of :func:`call_rule` (or at the start of the next one), never in
+  the toolkit's own steps, which the caller bounds by its own checks. Limits nest (the
+  earliest deadline rings first and is raised to its own owner); a SIGALRM timer set before
+  (a test runner's timeout) keeps its handler and rings at its own time; the previous handler
+  and timer are restored when the last limit ends. A rule that catches the stop and goes on
+  is stopped again every :data:`_AGAIN` seconds; one that swallows every ``BaseException``
+  in a loop forever cannot be stopped from inside its process (run such code in a process
+  of its own). A call into C (a long numpy operation) ends first. Elsewhere (another
+  thread, Windows) :func:`can_interrupt` is False and each caller says what it does:
+  ``ipfl.clear``, ``cpl.apply_pricing`` and ``proofs.check`` (for a subject with code of
+  your own) refuse a time limit there with an error naming ``time_limit``; a sweep checks
+  its cells' limits at their steps.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import FedmarketError, MarketInputError, RuleFailed, RuleTimedOut, as_real
+
+__all__ = ["Interrupt", "Limit", "TimeUp", "call_rule", "can_interrupt", "contained",
+           "describe", "handed", "must_pass", "rule_timed_out", "within"]
+
+
+class Interrupt(BaseException):
+    """The toolkit's own way of stopping work (a time limit): contained code lets it through
+    (:func:`must_pass`). A BaseException, so that a rule's ``except Exception`` does too."""
+
+
+class TimeUp(Interrupt):
+    """``limit`` has passed; ``where`` is (field, label) of the rule that was running, or
+    None when the alarm rang in the toolkit's own code (an ``anywhere`` limit)."""
+
+    def __init__(self, limit: Limit | None = None, where: tuple[str, str] | None = None,
+                 started: bool = True):
+        super().__init__("time limit")
+        self.limit = limit
+        self.where = where
+        self.started = started  # False: the rule was about to start when it was stopped
+
+
+def must_pass(exc: BaseException) -> bool:
+    """True for the exceptions no wrapper may turn into a rule's error or a verdict:
+    Ctrl-C and the toolkit's own :class:`Interrupt`."""
+    return isinstance(exc, KeyboardInterrupt | Interrupt)
+
+
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """``"TypeError: message"`` on one line, at most ``limit`` characters."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- copies
+
+
+def handed(value):
+    """What a rule receives in place of ``value``: a numpy array as a fresh read-only copy;
+    a tuple or list of them item by item; one of the toolkit's objects (a Market, a Game, a
+    batch of either; anything defined in ``mechanisms``) as a shallow copy whose arrays (and
+    such objects) are handed in turn. Anything else (numbers, strings, the user's own
+    objects) as it is."""
+    if isinstance(value, np.ndarray):
+        out = np.array(value, copy=True)
+        out.setflags(write=False)
+        return out
+    if isinstance(value, tuple | list):
+        return type(value)(handed(v) for v in value)
+    if type(value).__module__.startswith("mechanisms.") and hasattr(value, "__dict__"):
+        out = copy.copy(value)
+        for name, v in vars(value).items():
+            if isinstance(v, np.ndarray) or type(v).__module__.startswith("mechanisms."):
+                object.__setattr__(out, name, handed(v))
+        return out
+    return value
+
+
+# --------------------------------------------------------------------------- errors
+
+_MAIN = threading.main_thread().ident
+_running: list[tuple[str, str]] = []  # (field, label) of the rules running, main thread only
+
+
+class contained:
+    """``with contained(field, label): ...`` runs code of the user's own: what it raises
+    becomes :class:`RuleFailed` (see the module doc), and a :class:`Limit` may stop it
+    (started after a limit passed, it raises :class:`TimeUp` at once)."""
+
+    __slots__ = ("field", "label", "main", "passing")
+
+    def __init__(self, field: str, label: str, passing: tuple[type, ...] = ()):
+        self.field, self.label, self.passing = field, label, passing  # passing: as themselves
+
+    def __enter__(self):
+        self.main = threading.get_ident() == _MAIN
+        if self.main:
+            if _limits and any(lim.expired for lim in _limits):  # past a limit: not started
+                raise TimeUp(next(lim for lim in _limits if lim.expired),
+                             (self.field, self.label), started=False)
+            _running.append((self.field, self.label))
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if self.main:
+            _running.pop()
+        if exc is None or isinstance(exc, (FedmarketError, *self.passing)) or must_pass(exc):
+            return False
+        raise RuleFailed(self.field, f"{self.label} raised {describe(exc)}") from exc
+
+
+def call_rule(field: str, label: str, fn: Callable, *args):
+    """``fn(*args)`` for a rule of the user's own: it receives :func:`handed` copies of the
+    arguments; a typed fedmarket error passes as itself, anything else it raises (but Ctrl-C
+    and the toolkit's :class:`Interrupt`) is a :class:`RuleFailed` naming ``field``, the rule
+    and the error, chained to the original; a :class:`Limit` may stop it."""
+    args = handed(args)
+    with contained(field, label):
+        return fn(*args)
+
+
+# --------------------------------------------------------------------------- time
+
+_limits: list[Limit] = []  # the limits in force in the main thread, outermost first
+_foreign: dict = {}  # the SIGALRM handler and timer found when the first limit started
+_AGAIN = 0.05  # s: the alarm rings again this often once a limit has passed, until its
+# owner has stopped (a rule that catches BaseException and goes on is stopped again)
+_EARLY = 1e-3  # s: a timer that rings this close to a deadline counts it as passed
+
+
+def can_interrupt() -> bool:
+    """Whether a :class:`Limit` can stop running code here: the main thread of a process on
+    a system with ``setitimer`` (not Windows)."""
+    return hasattr(signal, "setitimer") and threading.get_ident() == _MAIN
+
+
+class Limit:
+    """A time limit of ``seconds`` (None: none), a context manager::
+
+        limit = Limit(2.0)
+        try:
+            with limit:
+                work()
+        except TimeUp as exc:
+            if exc.limit is not limit:  # an outer limit: its owner's business
+                raise
+            ...  # exc.where: the rule that was running
+
+    ``anywhere``: stop whatever runs when the limit passes (a sweep cell); otherwise only a
+    rule (a call of :func:`call_rule`). Where :func:`can_interrupt` is False the limit is not
+    armed: ``passed`` still tells whether it has passed (the caller's own checks)."""
+
+    def __init__(self, seconds: float | None, *, anywhere: bool = False):
+        self.seconds = seconds
+        self.anywhere = anywhere
+        self.expired = False
+        self.armed = False
+        self.deadline = math.inf
+
+    @property
+    def passed(self) -> bool:
+        return self.expired or time.monotonic() >= self.deadline
+
+    def __enter__(self):
+        self.deadline = (math.inf if self.seconds is None
+                         else time.monotonic() + float(self.seconds))
+        if self.seconds is None or not can_interrupt():
+            return self
+        with _blocked():
+            if not _limits:
+                handler = signal.signal(signal.SIGALRM, _ring)
+                left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+                _foreign.clear()
+                _foreign.update(handler=handler, interval=interval, rung=False,
+                                deadline=time.monotonic() + left if left else None)
+            _limits.append(self)
+            self.armed = True
+            _arm()
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if not self.armed:
+            return False
+        with _blocked():
+            self.armed = False
+            _limits.remove(self)
+            if _limits:
+                _arm()
+            else:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                old = _foreign.get("handler")
+                signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+                if _foreign.get("deadline") is not None and not _foreign["rung"]:
+                    left = _foreign["deadline"] - time.monotonic()
+                    signal.setitimer(signal.ITIMER_REAL, max(left, _EARLY),
+                                     _foreign["interval"])
+                _foreign.clear()
+        return False
+
+
+class _blocked:
+    """SIGALRM held back while the limits are changed (delivered after, if it came)."""
+
+    def __enter__(self):
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+
+    def __exit__(self, *exc):
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+        return False
+
+
+def _arm() -> None:
+    """Set the timer for the next thing to ring: the earliest deadline not yet passed, the
+    foreign timer, or (a limit passed, its owner not yet out) :data:`_AGAIN` from now."""
+    now = time.monotonic()
+    times = [lim.deadline for lim in _limits if not lim.expired]
+    if _foreign.get("deadline") is not None and not _foreign["rung"]:
+        times.append(_foreign["deadline"])
+    if any(lim.expired and (lim.anywhere or _running) for lim in _limits):
+        times.append(now + _AGAIN)
+    if times:
+        signal.setitimer(signal.ITIMER_REAL, max(min(times) - now, _EARLY))
+    else:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _ring(signum, frame):
+    now = time.monotonic()
+    for lim in _limits:
+        if now >= lim.deadline - _EARLY:
+            lim.expired = True
+    for lim in _limits:  # the outermost passed limit that may stop what runs now
+        if lim.expired and (lim.anywhere or _running):
+            _arm()
+            raise TimeUp(lim, _running[-1] if _running else None)
+    fdl = _foreign.get("deadline")
+    if fdl is not None and not _foreign["rung"] and now >= fdl - _EARLY:
+        _foreign["rung"] = True
+        _arm()
+        handler = _foreign["handler"]
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:  # what the timer would have done: end the process
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGALRM)
+        return
+    _arm()
+
+
+def rule_timed_out(exc: TimeUp, seconds: float, what: str = "time_limit") -> RuleTimedOut:
+    """The one-line error of a rule stopped by a limit (``exc.where``), naming the rule and
+    the limit; without a rule, ``what`` was stopped."""
+    if exc.where is None:
+        return RuleTimedOut(what, f"stopped at the time limit of {seconds:g} s")
+    field, label = exc.where
+    if not exc.started:
+        return RuleTimedOut(field, f"{label} was not started: the time limit of {seconds:g} "
+                                   f"s ({what}) had passed")
+    return RuleTimedOut(field, f"{label} was stopped at the time limit of {seconds:g} s "
+                               f"({what}): it had not returned")
+
+
+def within(seconds: float | None, fn: Callable, *args, field: str = "time_limit", **kw):
+    """``fn(*args, **kw)`` with a rule time limit of ``seconds`` (None: none; else finite
+    and > 0, checked here): a rule of the user's own still running when it passes is stopped
+    with :class:`~mechanisms.errors.RuleTimedOut` naming the rule and the limit; the
+    toolkit's own steps are not interrupted. Where :func:`can_interrupt` is False (another
+    thread, Windows) a limit is refused with an error naming ``field``: it could not stop a
+    rule there."""
+    if seconds is None:
+        return fn(*args, **kw)
+    seconds = as_real(field, seconds, lo=0, lo_open=True)
+    if not can_interrupt():
+        raise MarketInputError(field, f"is {seconds:g}; a time limit can stop a rule only in "
+                                      "the main thread of a Unix process (SIGALRM): call "
+                                      "from the main thread, or run the call in a child "
+                                      "process and stop that")
+    limit = Limit(seconds)
+    try:
+        with limit:
+            return fn(*args, **kw)
+    except TimeUp as exc:
+        if exc.limit is not limit:
+            raise
+        raise rule_timed_out(exc, seconds, field) from None

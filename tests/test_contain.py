@@ -1,0 +1,439 @@
+"""User code contained (issue 33, part 3; mechanisms.contain): whatever a rule of the user's
+own raises (sys.exit, GeneratorExit, a BaseException of its own; not Ctrl-C) is the one-line
+rule error naming it; a time limit stops a rule that hangs (a sleep, a busy loop) in
+ipfl.clear, cpl.apply_pricing and both engines of proofs.check; a rule receives copies it
+cannot use to change the outcome, even after turning writing back on; every sweep error names
+the cell and the rule. Each case through the Python API and the command line."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from mechanisms import cpl, ipfl
+from mechanisms.contain import Limit, TimeUp, call_rule, handed
+from mechanisms.errors import MarketInputError, RuleFailed, RuleTimedOut
+from proofs import IpflMechanism, check
+from proofs.checker import CheckerInputError
+from proofs.registry import PROPERTIES
+from sims.cli import main
+from sims.errors import CellFailed
+from sims.sweep import expand, run_sweep
+
+RULES = textwrap.dedent('''
+    import sys
+    import time
+
+    import numpy as np
+
+    from mechanisms import ipfl
+
+
+    class Mine(BaseException):
+        pass
+
+
+    def exit_pay(market, A, D):
+        sys.exit(3)
+
+
+    def genexit_pay(market, A, D):
+        raise GeneratorExit("closed")
+
+
+    def mine_pay(market, A, D):
+        raise Mine("a BaseException of its own")
+
+
+    def boom_pay(market, A, D):
+        return 1 / 0
+
+
+    def sleep_pay(market, A, D):
+        time.sleep(1e9)
+
+
+    def spin_pay(market, A, D):
+        while True:
+            pass
+
+
+    def nan_pay(market, A, D):
+        return np.full(A.shape[:-1], np.nan)
+
+
+    def shape_pay(market, A, D):
+        return np.zeros(A.shape[-1] + 1)
+
+
+    def _unlock(a):
+        chain = [a]
+        while isinstance(chain[-1].base, np.ndarray):
+            chain.append(chain[-1].base)
+        for x in reversed(chain):
+            x.flags.writeable = True
+        return a
+
+
+    @ipfl.over_arrays
+    def zeroing_pay(market, A, D):
+        """Turns writing back on, zeroes the adjacency and D it is handed (and the
+        market's sizes), then pays nobody: on the zeroed outcome nobody trades and IR
+        "holds"; on the real one sellers bear their costs unpaid."""
+        _unlock(A)[...] = False
+        _unlock(D)[...] = 0.0
+        _unlock(market.N)[...] = 1.0
+        return np.zeros(A.shape[:-1])
+
+
+    KEPT = []
+
+
+    def keeping_pay(market, A, D):  # keeps what it is handed, writes into it on its next call
+        for a in KEPT:
+            _unlock(a)[...] = 0
+        KEPT.extend([A, D, market.c])
+        return np.zeros(A.shape[-1])
+
+
+    def zeroing_rule(market, D, T, P):
+        _unlock(T)[...] = 0.0
+        _unlock(P)[...] = 0.0
+        out = np.ones(T.shape, dtype=bool)
+        np.fill_diagonal(out, False)
+        return out & np.isfinite(market.c)[None, :]
+
+
+    def exit_price(game):
+        sys.exit(3)
+
+
+    def sleep_price(game):
+        time.sleep(1e9)
+
+
+    def zeroing_price(game):
+        _unlock(game.c)[...] = 1e9
+        return np.ones(game.n)
+
+
+    def exit_gain(x, K, N):
+        sys.exit(4)
+
+
+    def exit_space(theta):
+        sys.exit(5)
+''')
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("contain")
+    (folder / "h33rules.py").write_text(RULES)
+    sys.path.insert(0, str(folder))
+    try:
+        import h33rules
+
+        yield h33rules
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("h33rules", None)
+
+
+@pytest.fixture
+def cwd_rules(rules, tmp_path, monkeypatch):
+    """The rules module beside a CLI run in ``tmp_path`` (the current folder)."""
+    (tmp_path / "h33rules.py").write_text(RULES)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def market():
+    return ipfl.Market(N=[100.0, 200.0, 300.0], c=[0.1, 0.2, 0.3], K=[1e3, 1e3, 1e3],
+                       lam=0.1)
+
+
+D3 = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.5], [2.0, 1.5, 0.0]])
+
+
+def game():
+    return cpl.Game(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
+
+
+IR = PROPERTIES["individual_rationality"]
+RAISERS = [("exit_pay", "SystemExit: 3"), ("genexit_pay", "GeneratorExit: closed"),
+           ("mine_pay", "Mine: a BaseException of its own")]
+
+
+# ------------------------------------------------------------------- what a rule raises
+
+
+@pytest.mark.parametrize(("name", "says"), RAISERS)
+def test_any_base_exception_of_a_rule_is_the_rule_error(rules, name, says):
+    fn = getattr(rules, name)
+    with pytest.raises(RuleFailed) as e:
+        ipfl.clear(market(), D3, payments=fn)
+    assert e.value.field == "payments" and f"h33rules:{name} raised {says}" in str(e.value)
+    assert "\n" not in str(e.value) and e.value.__cause__ is not None
+    batch = ipfl.over_arrays(lambda market, A, D: fn(market, A, D))
+    with pytest.raises(RuleFailed, match=says):
+        ipfl.clear_batch(ipfl.MarketArrays.of(market()), D3[None], payments=batch)
+    for engine in ("batch", "hypothesis"):
+        r = check(IpflMechanism(name, payments=fn), IR, engine=engine, max_examples=5)
+        assert r.verdict == "error" and f"h33rules:{name} raised {says}" in r.error, r.error
+
+
+def test_pricing_rules_gains_and_design_spaces_are_contained_too(rules):
+    with pytest.raises(RuleFailed, match="exit_price raised SystemExit: 3") as e:
+        cpl.apply_pricing(game(), rules.exit_price)
+    assert e.value.field == "pricing"
+    with pytest.raises(RuleFailed, match=r"exit_gain\(x, K, N\) raised SystemExit: 4"):
+        ipfl.Market(N=[1.0, 2.0], c=[0.0, 0.0], K=[1.0, 1.0], gain=rules.exit_gain)
+    from sims.design.space import UserSpace
+
+    space = UserSpace("h33rules:exit_space", ((0.0, 1.0),) * 3)  # a space that exits
+    with pytest.raises(RuleFailed, match="h33rules:exit_space raised SystemExit: 5"):
+        space.rule([0.5, 0.5, 0.5])
+
+
+def test_ctrl_c_and_the_toolkits_own_stops_pass_through():
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        call_rule("payments", "interrupted", interrupted)
+    with pytest.raises(TimeUp):
+        call_rule("payments", "stopped", lambda: (_ for _ in ()).throw(TimeUp()))
+
+
+# ---------------------------------------------------------------------- time limits
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["sleep_pay", "spin_pay"])
+def test_a_hanging_rule_is_stopped_at_the_time_limit_of_clear(rules, name):
+    t0 = time.monotonic()
+    with pytest.raises(RuleTimedOut) as e:
+        ipfl.clear(market(), D3, payments=getattr(rules, name), time_limit=0.3)
+    assert time.monotonic() - t0 < 5
+    assert e.value.field == "payments" and str(e.value) == (
+        f"payments: h33rules:{name} was stopped at the time limit of 0.3 s (time_limit): it "
+        "had not returned")
+    slow = ipfl.over_arrays(lambda market, A, D: rules.sleep_pay(market, A, D))
+    with pytest.raises(RuleTimedOut, match=r"time limit of 0\.3 s"):
+        ipfl.clear_batch(ipfl.MarketArrays.of(market()), D3[None], payments=slow,
+                         time_limit=0.3)
+
+
+@pytest.mark.timeout(60)
+def test_apply_pricing_takes_a_time_limit(rules):
+    t0 = time.monotonic()
+    with pytest.raises(RuleTimedOut, match=r"sleep_price was stopped at the time limit of "
+                                           r"0\.3 s"):
+        cpl.apply_pricing(game(), rules.sleep_price, time_limit=0.3)
+    assert time.monotonic() - t0 < 5
+    # a rule that returns in time is not affected
+    assert cpl.apply_pricing(game(), "uniform", time_limit=5).status == "optimal"
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("engine", ["batch", "hypothesis"])
+@pytest.mark.parametrize("name", ["sleep_pay", "spin_pay"])
+def test_check_stops_a_hanging_rule_in_both_engines(rules, engine, name):
+    t0 = time.monotonic()
+    r = check(IpflMechanism(name, payments=getattr(rules, name)), IR, engine=engine,
+              max_examples=50, time_limit=1.0)
+    assert time.monotonic() - t0 < 10
+    assert r.verdict == "error" and r.extra["stopped"] == "time limit"
+    assert r.error == (f"payments: h33rules:{name} was stopped at the time limit of 1 s "
+                       "(time_limit): it had not returned")
+
+
+def test_limits_nest_and_give_back_the_timer_found(rules):
+    rang = []
+
+    def mine(*args):
+        rang.append(time.monotonic())
+
+    old = signal.signal(signal.SIGALRM, mine)
+    before = signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        outer = Limit(5.0)
+        with outer:  # the inner limit stops its rule; the outer one has not passed
+            with pytest.raises(RuleTimedOut):
+                ipfl.clear(market(), D3, payments=rules.sleep_pay, time_limit=0.2)
+            assert not outer.expired
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 20 < left <= 30 and not rang  # the timer found keeps its time
+        assert signal.getsignal(signal.SIGALRM) is mine  # and its handler
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *before)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_the_timer_found_rings_at_its_time_during_a_limit(rules):
+    rang = []
+    old = signal.signal(signal.SIGALRM, lambda *a: rang.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        t0 = time.monotonic()
+        with pytest.raises(RuleTimedOut):
+            ipfl.clear(market(), D3, payments=rules.sleep_pay, time_limit=0.6)
+        assert len(rang) == 1 and 0.15 < rang[0] - t0 < 0.5  # its own time, once
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_a_time_limit_off_the_main_thread_is_refused_not_ignored(rules):
+    got = []
+
+    def run():
+        for call in (lambda: ipfl.clear(market(), D3, payments=rules.sleep_pay,
+                                        time_limit=1),
+                     lambda: cpl.apply_pricing(game(), rules.sleep_price, time_limit=1),
+                     lambda: check(IpflMechanism("s", payments=rules.sleep_pay), IR,
+                                   max_examples=5, time_limit=1)):
+            try:
+                call()
+                got.append(None)
+            except (MarketInputError, CheckerInputError) as exc:
+                got.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(30)
+    assert len(got) == 3 and all(e is not None and e.field == "time_limit" for e in got)
+    assert all("main thread" in str(e) for e in got)
+
+
+# ------------------------------------------------------------------------------ copies
+
+
+def test_a_rule_that_turns_writing_on_cannot_change_the_outcome(rules):
+    mk = market()
+    N, D = mk.N.copy(), D3.copy()
+    ref = ipfl.clear(mk, D3, payments="none")  # the same selection, nobody paid
+    out = ipfl.clear(mk, D3, payments=rules.zeroing_pay)
+    assert out.adjacency.sum() == ref.adjacency.sum() > 0
+    for name in ("adjacency", "D", "gains", "utilities", "thresholds", "prices"):
+        assert np.array_equal(getattr(out, name), getattr(ref, name)), name
+    assert np.array_equal(mk.N, N) and np.array_equal(D3, D)  # the caller's too
+    sel = ipfl.clear(mk, D3, rule=rules.zeroing_rule)
+    assert np.isfinite(sel.prices[0, 1]) and sel.prices[0, 1] > 0 and sel.thresholds.any()
+    g = game()
+    cpl.apply_pricing(g, rules.zeroing_price)
+    assert g.c.tolist() == [5.0, 5.0]
+
+
+def test_a_rule_that_keeps_what_it_was_handed_cannot_change_an_earlier_outcome(rules):
+    first = ipfl.clear(market(), D3, payments=rules.keeping_pay)
+    kept = first.adjacency.copy(), first.D.copy(), first.market.c.copy()
+    ipfl.clear(market(), D3, payments=rules.keeping_pay)  # writes into what it kept
+    assert np.array_equal(first.adjacency, kept[0]) and np.array_equal(first.D, kept[1])
+    assert np.array_equal(first.market.c, kept[2])
+
+
+@pytest.mark.parametrize("engine", ["batch", "hypothesis"])
+def test_the_check_does_not_say_holds_on_an_outcome_the_rule_zeroed(rules, engine):
+    # the issue's case: the rule zeroes the adjacency it is handed; on the zeroed outcome
+    # nobody trades and IR "held"; the real outcome has unpaid sellers
+    r = check(IpflMechanism("zeroing", payments=rules.zeroing_pay), IR, engine=engine,
+              max_examples=200)
+    assert r.verdict == "counterexample", r.verdict
+
+
+def test_handed_copies_arrays_inside_the_toolkits_objects():
+    mk = market()
+    h = handed(mk)
+    assert h is not mk and not np.shares_memory(h.N, mk.N) and not h.N.flags.writeable
+    assert h.m == mk.m and h.gain == mk.gain
+    assert handed((1, "x")) == (1, "x")
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+
+def _sweep_spec(mechanism):
+    return {"seeds": [0], "scenarios": [{"name": "inclusive-market", "mechanisms": [mechanism],
+                                         "params": {"rounds": 1, "n_params": 50}}]}
+
+
+@pytest.mark.parametrize(("mechanism", "says"), [
+    ("local+h33rules:nan_pay", "h33rules:nan_pay returned NaN"),
+    ("local+h33rules:shape_pay", "h33rules:shape_pay returned shape (13,)"),
+    ("local+h33rules:boom_pay", "h33rules:boom_pay raised ZeroDivisionError"),
+    ("local+h33rules:exit_pay", "h33rules:exit_pay raised SystemExit: 3"),
+])
+def test_every_sweep_error_names_the_cell_and_the_rule(rules, tmp_path, mechanism, says):
+    with pytest.raises(CellFailed) as e:
+        run_sweep(expand(_sweep_spec(mechanism)), tmp_path / "s")
+    text = str(e.value)
+    assert f"inclusive-market / {mechanism} / seed 0" in text and says in text, text
+    assert "\n" not in text
+
+
+@pytest.mark.timeout(60)
+def test_a_sweep_timeout_names_the_cell_and_the_rule(rules, tmp_path):
+    stats = run_sweep(expand(_sweep_spec("local+h33rules:sleep_pay")), tmp_path / "s",
+                      time_limit=0.5)
+    [message] = stats["timed_out"]
+    assert "inclusive-market / local+h33rules:sleep_pay / seed 0" in message
+    assert message.endswith("; stopped in the payments rule h33rules:sleep_pay")
+
+
+# ------------------------------------------------------------------------ command line
+
+CLI = [
+    (["prove", "--subject", "h33rules:exit_pay", "--property", "individual_rationality",
+      "--examples", "5", "--quiet"], "h33rules:exit_pay raised SystemExit: 3"),
+    (["prove", "--subject", "h33rules:sleep_pay", "--property", "individual_rationality",
+      "--examples", "5", "--time-limit", "1", "--quiet"],
+     "h33rules:sleep_pay was stopped at the time limit of 1 s"),
+    (["prove", "--subject", "h33rules:nan_pay", "--property", "individual_rationality",
+      "--examples", "5", "--quiet", "--engine", "batch"], "h33rules:nan_pay returned NaN"),
+    (["prove", "--subject", "h33rules:shape_pay", "--property", "individual_rationality",
+      "--examples", "5", "--quiet", "--engine", "batch"],
+     "h33rules:shape_pay returned shape"),
+    (["clear", "m.json", "--payments", "h33rules:exit_pay"],
+     "h33rules:exit_pay raised SystemExit: 3"),
+    (["clear", "m.json", "--payments", "h33rules:sleep_pay", "--time-limit", "0.5"],
+     "h33rules:sleep_pay was stopped at the time limit of 0.5 s"),
+    (["clear", "m.json", "--payments", "h33rules:nan_pay"], "h33rules:nan_pay returned NaN"),
+    (["clear", "m.json", "--payments", "h33rules:shape_pay"],
+     "h33rules:shape_pay returned shape (4,)"),
+    (["sweep", "exit.toml", "--out", "s", "--quiet"],
+     "inclusive-market / local+h33rules:exit_pay / seed 0"),
+    (["sweep", "sleep.toml", "--out", "s", "--quiet", "--time-limit", "0.5"],
+     "stopped in the payments rule h33rules:sleep_pay"),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("argv", "needle"), CLI, ids=[" ".join(a[:4]) for a, _ in CLI])
+def test_misbehaving_rules_on_the_command_line_end_in_one_line(cwd_rules, capsys, argv,
+                                                               needle):
+    import json
+
+    (cwd_rules / "m.json").write_text(json.dumps(
+        {"N": [100, 200, 300], "c": [0.1, 0.2, 0.3], "K": [1e3, 1e3, 1e3], "lam": 0.1,
+         "D": D3.tolist()}))
+    for name in ("exit", "sleep"):
+        (cwd_rules / f"{name}.toml").write_text(
+            'seeds = [0]\n[[scenarios]]\nname = "inclusive-market"\n'
+            f'mechanisms = ["local+h33rules:{name}_pay"]\n'
+            'params = {rounds = 1, n_params = 50}\n')
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1, err
+    assert needle in lines[0] and "Traceback" not in err, lines[0]
