@@ -44,6 +44,7 @@ __all__ = [
     "COMPARABLE",
     "EQUAL_NEAR",
     "GROUP_PARAMS",
+    "IPFL_TABLE_SCENARIOS",
     "LEFT_OUT",
     "NOT_REPRODUCED",
     "RULE",
@@ -55,7 +56,9 @@ __all__ = [
     "claims",
     "combine",
     "cost_lines",
+    "declared_differences",
     "design_lines",
+    "differences_line",
     "fedamp_note",
     "figure_parts",
     "group_of",
@@ -1117,63 +1120,167 @@ def differences() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The claims (by the scenario whose cells they read) that the iPFL authors' pipeline's
+# differences (:func:`differences`: learning.config's two lists) cover: every claim whose cells
+# train with iPFL's code and the authors' baselines
+IPFL_TABLE_SCENARIOS = ("fig2", "fig2-corrected", "fig4", "fig5-learning", "liars-learning",
+                        "ipfl-lambda")
+
+
+def _budgets() -> str:
+    from .settings import spec
+
+    for e in spec("reduced", (0,))["scenarios"]:
+        if e["name"] == "cpl-pricing":
+            return ", ".join(f"{b:g}" for b in e["params"]["budget"])
+    return "none"
+
+
+def _full_setting(scenario: str) -> str:
+    """What the full setting runs ``scenario`` on, read from :data:`sims.settings.SETTINGS`."""
+    from .settings import CIFAR_SCENARIOS, SETTINGS
+
+    full = SETTINGS["full"]
+    cfg = full["cifar"] if scenario in CIFAR_SCENARIOS else full["other"]
+    name = {"fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}.get(cfg["dataset"],
+                                                                          cfg["dataset"])
+    return f"{name} for {cfg['rounds']} rounds of {cfg['steps']} local steps"
+
+
+DISTANCE = {"l2sq": "squared L2 distance (l2sq)", "cosine": "cosine distance"}
+
+
 def claim_differences() -> pd.DataFrame:
-    """The differences of the claims the iPFL table above does not cover (CPL, pFedLIA, Fig. 5
-    with training, the full setting), claim by claim; our side read from the scenarios'
-    configurations where it is a number."""
+    """The differences of each claim from its paper beyond the iPFL pipeline's table
+    (:func:`differences`), claim by claim, each checked against the papers' text
+    (/work/shared/papers), the specs and, for the iPFL authors' scripts, 19dx/iPFL; our side is
+    read from the scenarios' configurations and :data:`sims.settings.SETTINGS` where it is a
+    number. Column ``scenarios``: the scenarios whose claims the row covers
+    (:func:`declared_differences`)."""
     from .cpl_game import CplBenchmark
-    from .scenarios import SCENARIOS
+    from .inclusive import InclusiveMarket
+    from .scenarios import SCENARIOS, LiarScenario
 
     lia = SCENARIOS["lia-vs-oracle"].config()
     fig5 = SCENARIOS["fig5-learning"].config()
+    liars = SCENARIOS["liars-learning"].config()
+    fig4 = SCENARIOS["fig4"].config()
+    market, liar = InclusiveMarket(), LiarScenario()
     cpl = CplBenchmark()
-    cap = LOOKS[-1]
+    first, cap = LOOKS[0], LOOKS[-1]
     rows = [
-        ("CPL", "training", "the pricing's effect on a trained model (their Section VI)",
+        ("CPL", ("cpl-pricing",), "training",
+         "the pricing's effect on trained models: multinomial logistic regression on "
+         "Synthetic(1,1), MNIST and EMNIST (CPL paper, Section VI; spec cpl.md)",
          "no training: each cell solves the game once for its prices and participation "
          "levels (`sims.cpl_game`); 'a better model' is tested on the convergence bound only"),
-        ("CPL", "gradient bounds G_n", "estimated per client from training",
+        ("CPL", ("cpl-pricing",), "gradient bounds G_n",
+         "per client, estimated from the clients' gradient norms in training (spec cpl.md; "
+         "Assumption 3 of the CPL paper)",
          f"drawn per client, lognormal with mean {cpl.G:g} and spread {cpl.G_spread:g} "
          "(synthetic: no training to estimate them from)"),
-        ("CPL", "repetitions", "each experiment averaged over 20 independent runs",
-         f"independent seeds by the sequential rule, 3 to {cap} (a seed draws the clients' "
-         "sizes, values and bounds)"),
-        ("pFedLIA", "clients", "32 clients, each holding 2 of 8 classes (4 groups)",
-         f"{lia.clients} clients on digits, each holding 2 classes ({lia.n_clusters} groups): "
-         "a smaller synthetic check on 8 x 8 digits"),
-        ("pFedLIA", "warm-up", "a FedAvg warm-up before clustering (20 rounds on CIFAR-100)",
+        ("CPL", ("cpl-pricing",), "game and budgets",
+         "the MNIST benchmark: 40 clients, c_n 5, v_n ~ Exp(mean 100), alpha 1.82, B 15, and "
+         "budget sweeps (their code, spec cpl.md)",
+         f"{cpl.clients} clients, c_n {cpl.c:g}, v_n ~ Exp(mean {cpl.v_mean:g}), alpha "
+         f"{cpl.alpha:g} (their stored MNIST value, not estimated); budgets {_budgets()}"),
+        ("CPL", ("cpl-pricing",), "repetitions",
+         "each experiment averaged over 20 independent runs (CPL paper, Section VI)",
+         f"independent seeds by the sequential rule, {first} to {cap}, and, for a test still "
+         f"inconclusive at the cap, a confirmation run on {CONFIRM} fresh seeds (a seed draws "
+         "the clients' sizes, values and bounds)"),
+        ("pFedLIA", ("lia-vs-oracle",), "clients",
+         "32 clients, each holding 2 of 8 classes (4 groups; pFedLIA paper, Fig. 3b)",
+         f"{lia.clients} clients on {lia.dataset}, each holding 2 classes ({lia.n_clusters} "
+         f"groups, classes 0-{2 * lia.n_clusters - 1}): a smaller synthetic check"),
+        ("pFedLIA", ("lia-vs-oracle",), "warm-up",
+         "a FedAvg warm-up before clustering (20 rounds on CIFAR-100; pFedLIA paper, Fig. 4)",
          f"{lia.lia_warmup} FedAvg warm-up rounds of the {lia.rounds}, counted in the rounds "
          "(the setup line names them)"),
-        ("pFedLIA", "lazy influence steps", "each client takes 'a few' local steps "
-         "(e.g. 5-20) from the joint model for the scores",
+        ("pFedLIA", ("lia-vs-oracle",), "lazy influence steps",
+         "each client takes 'a few local epochs' (e.g. 5-20) from the joint model on a batch "
+         "of its data for the scores (pFedLIA paper, Fig. 2)",
          f"{lia.lia_k} extra SGD steps per client on one fixed batch, once, for the clustering "
          f"(not among the {lia.steps} local steps of a round)"),
-        ("Fig. 5 with training", "lambda and K", "lambda 1, K 5e7 (their run script "
-         "run_cifar10_playground.sh)",
-         f"lambda {fig5.lam:g} and K {fig5.K:g}, the paper's CIFAR-10 Cluster values that the "
-         "mechanism-level market also uses"),
-        ("Fig. 5 with training", "data and clients", "the paper: CIFAR-10 Cluster, 12 clients, "
-         "20 rounds; their run script: NIID (beta 1), 10 clients, 200 local iterations",
-         f"{fig5.clients} clients, cluster partition, on digits and on Fashion-MNIST (reduced); "
-         "in the full setting on Fashion-MNIST for 50 rounds of 200 steps, not CIFAR-10 for 20"),
-        ("Fig. 4", "baselines on Fashion-MNIST", "every baseline under every attack",
+        ("Fig. 5 with training", ("fig5-learning",), "lambda and K",
+         "lambda 1, K 5e7 (their run script run_scripts/run_cifar10_playground.sh, 19dx/iPFL)",
+         f"lambda {fig5.lam:g} and K {fig5.K:g}, the paper's CIFAR-10 Cluster values (spec "
+         "ipfl.md) that the mechanism-level market also uses"),
+        ("Fig. 5 with training", ("fig5-learning",), "data and clients",
+         "the paper: CIFAR-10 Cluster, 12 clients, 20 rounds; their run script: NIID (beta 1), "
+         "10 clients, 200 local iterations",
+         f"{fig5.clients} clients, {fig5.partition} partition, on {fig5.dataset} and on "
+         f"Fashion-MNIST (reduced); in the full setting on {_full_setting('fig5-learning')}, "
+         "not CIFAR-10 for 20 rounds"),
+        ("Fig. 5 (mechanism level)", ("inclusive-market",), "models and distance",
+         "trained models (CIFAR-10 Cluster, 12 clients, 20 rounds); the authors' default "
+         "distance is cosine",
+         f"no training: each round every honest client uploads synthetic parameters "
+         f"({market.n_params:,}, simplecnn-mnist's size: a round model plus its cluster's "
+         f"offset plus noise, `sims.inclusive`), the attacker's replaced by the "
+         f"'{market.attack}' attack; the {DISTANCE.get(market.metric, market.metric)}, lambda "
+         f"{market.lam:g}, K {market.K:g}"),
+        ("Table 2 (mechanism level)", ("liars",), "training",
+         "with training on CIFAR-10 NIID: the liar's accuracy and utility",
+         f"no training: the Fig. 5 market (synthetic uploads of {liar.n_params:,} parameters, "
+         f"{liar.rounds} rounds), trader {liar.liar} lying; its true utility when lying minus "
+         "its utility in the truthful run of the same seed (the claim with training trains)"),
+        ("Table 2 with training", ("liars-learning",), "data and clients",
+         "CIFAR-10 NIID (paper, Table 2)",
+         f"{liars.clients} clients, {liars.partition} partition, client {max(liars.liar, 0)} the "
+         f"liar, on {liars.dataset} and on Fashion-MNIST (reduced); in the full setting on "
+         f"{_full_setting('liars-learning')}"),
+        ("Fig. 4", ("fig4",), "data and clients",
+         "CIFAR-10 Cluster, 8 benign clients and one attacker (paper, Fig. 4)",
+         f"{fig4.clients} clients (one attacker), {fig4.partition} partition, on "
+         f"{fig4.dataset} and on Fashion-MNIST (reduced); in the full setting on "
+         f"{_full_setting('fig4')}"),
+        ("Fig. 4", ("fig4",), "baselines on Fashion-MNIST", "every baseline under every attack",
          "on Fashion-MNIST (reduced) only iPFL runs: the baselines pay nothing, so the "
          "attacker's utility under them is 0 by construction (the digits claim runs them)"),
-        ("Fig. 2, 4", "CFL", "CFL among the baselines",
+        ("Fig. 2, 4", ("fig2", "fig4"), "CFL", "CFL among the baselines",
          "left out of the claims: its split criterion never fires at these update norms (the "
          "Fig. 2 claims say so), so it runs as FedAvg with unweighted means; its cells run at "
          "the first look's seeds only"),
     ]
-    return pd.DataFrame(rows, columns=["claim", "what", "authors", "ours / why"])
+    return pd.DataFrame([(c, w, a, o, sc) for c, sc, w, a, o in rows],
+                        columns=["claim", "what", "authors", "ours / why", "scenarios"])
 
 
-# What the papers report that no claim here tests, and why (the page's section)
+def declared_differences(c: Claim, table: pd.DataFrame | None = None) -> list[str]:
+    """Where the page declares the claim's differences from its paper: the iPFL pipeline's
+    table (for a claim whose cells train with it, :data:`IPFL_TABLE_SCENARIOS`) and the rows
+    of :func:`claim_differences` (``table``) covering its scenario; empty when none does."""
+    table = claim_differences() if table is None else table
+    out = []
+    if c.scenario in IPFL_TABLE_SCENARIOS:
+        out.append(f"the iPFL pipeline's table ({len(differences())} rows)")
+    rows = table[[c.scenario in sc for sc in table["scenarios"]]]
+    out += [f"{r.claim}: {r.what}" for r in rows.itertuples(index=False)]
+    return out
+
+
+def differences_line(c: Claim, table: pd.DataFrame | None = None) -> str:
+    """The claim section's line naming its declared differences (``declared_differences``);
+    none for a claim that read no cells (not run: no scenario)."""
+    if not c.scenario:
+        return ""
+    d = declared_differences(c, table)
+    return ("*Differences from the authors (declared above):* " + "; ".join(d) + "."
+            if d else "*Differences from the authors:* **none declared**.")
+
+
+# What the papers report that no claim here tests, and why (the page's section); each item
+# checked against the papers' text (/work/shared/papers)
 NOT_REPRODUCED = (
     ("iPFL Fig. 2", "6 of its 9 settings: CIFAR-10 NIID, Cluster and Skew; PACS (Cluster); "
      "FEMNIST; Shakespeare",
      "Fig. 2 runs on Fashion-MNIST only (every setting); PACS, FEMNIST and Shakespeare have no "
      "loader here, and CIFAR-10's Fig. 2 would need the full setting's scale for 81 cells a "
      "seed"),
+    ("iPFL Fig. 2", "the size of iPFL's lead (e.g. 'outperforms FedAMP by 1.75 %')",
+     "the claim tested is the paper's 'comparable or better': iPFL's best accuracy within 2 "
+     "points of the best baseline's, and a higher utility"),
     ("iPFL Fig. 3", "each client's utility positive under iPFL (CIFAR-10 Cluster, PACS, "
      "Fashion-MNIST NIID), against 7 baselines",
      "not stated as a test; the Fashion-MNIST NIID cells hold every client's utility "
@@ -1182,6 +1289,9 @@ NOT_REPRODUCED = (
      "Llama2 7B (Mix-Finance, Code&Finance)",
      "needs LLM fine-tuning on GPUs and the instruction data sets: out of this toolkit's "
      "scope"),
+    ("iPFL Table 2", "the liar's accuracy (lower or the same when it lies)",
+     "not tested: the claims test the liar's utility, what the market decides; the cells "
+     "with training hold every client's accuracy (`reproduction_cells.csv`)"),
     ("iPFL Fig. 4, Table 2 with training", "on CIFAR-10",
      "on digits and Fashion-MNIST here; CIFAR-10 only in the full setting (not run: see the "
      "costs)"),
@@ -1323,7 +1433,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
               _md(differences()), "",
               "The other claims' differences, claim by claim (`sims.claims.claim_differences`"
               "; the scale of each claim is in its setup line):", "",
-              _md(claim_differences()), "",
+              _md(claim_differences().drop(columns="scenarios")), "",
               "## What the papers report that is not reproduced here", "",
               _md(pd.DataFrame(list(NOT_REPRODUCED), columns=["paper", "what", "why not"])),
               "",
@@ -1347,12 +1457,15 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
                                  "tests reproduced": tally(c), "seeds used": c.seeds_used(),
                                  "more seeds": _more(c), "note": c.note} for c in cl])), "",
               *inconclusive_lines(cl)]
+    table = claim_differences()
     for c in cl:
         lines += [f"## {c.name}", "", f"*Paper:* {c.paper}.", ""]
         if c.ours:
             lines += [f"*Ours:* {c.ours}.", ""]
         if c.setup:
             lines += [f"*Setup (from the cells' configurations):* {c.setup}.", ""]
+        if differences_line(c, table):
+            lines += [differences_line(c, table), ""]
         lines += [f"*Verdict:* **{c.verdict}**" + (f" ({c.reason})." if c.reason else ".")
                   + (f" {c.note[0].upper()}{c.note[1:]}." if c.note else ""), ""]
         if c.tests:
@@ -1574,57 +1687,61 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
     from .plots import plot_accuracy_by_round
     from .summary import ALL
 
-    plt.rcParams["svg.hashsalt"] = "fedmarket"  # the same figure, the same file
+    # the same figure, the same file: a fixed salt for the SVG ids, and text as text, not as
+    # glyph paths (a glyph's id in the file is its index in whichever DejaVu Sans file
+    # matplotlib found, its own or the system's, so paths made the same figure another file
+    # on another host); set for these figures only, not for the process
     out = {}
-    for name, df in sorted(rounds.items()):
-        roles = "role" in df and name in BY_ROLE and bool((df.role != ALL).any())
-        if "role" in df:
-            df = df[(df.role != ALL) if roles else (df.role == ALL)]
-        # a figure per claim (Fig. 2's per partition, Table 2's liars per thresholds), per
-        # data set and attack for Fig. 4
-        names, titles = figure_parts(name, df)
-        for part, g in df.groupby(names, sort=True):
-            shown = titles[g.index[0]]
-            g = g.copy()
-            cols = {c for c, _, _ in SPLIT.get(name, ())}
-            swept = [c for c in g if c.startswith("param_") and c not in cols
-                     and g[c].nunique() > 1]
-            g["label"] = g.mechanism.astype(str)
-            for c in swept:  # a cell that does not set the parameter: no suffix
-                g["label"] += np.where(g[c].notna(), " " + c[len("param_"):] + " "
-                                       + g[c].map(_g), "")
-            if "liar_utility_lying" in g:
-                g = _truthful_and_lying(g)
-            panels = [(col, bounds) for col, bounds in (("acc_personalised", (0.0, 1.0)),
-                                                        ("utility_cum", None),
-                                                        ("n_bought", None),
-                                                        *([("n_sold", None)] if roles else []),
-                                                        ("liar_utility_cum", None),
-                                                        ("liar_utility", None))
-                      if col in g and g[col].notna().any()]
-            if not panels:
-                continue
-            # per role: one row of panels per algorithm (or rule), one line per role
-            rows = list(g.groupby("label", sort=True)) if roles else [("", g)]
-            fig, axes = plt.subplots(len(rows), len(panels),
-                                     figsize=(5 * len(panels), 4.2 * len(rows)), squeeze=False)
-            for (head, r), row in zip(rows, axes, strict=True):
-                for ax, (col, bounds) in zip(row, panels, strict=True):
-                    plot_accuracy_by_round(r, ax=ax, column=col, by="role" if roles else "label",
-                                           bounds=bounds)
-                    if head:
-                        ax.set_title(head)
-                for ax in row[1:]:
-                    if ax.get_legend() is not None:
-                        ax.get_legend().remove()
-            title = (f"{name}{', ' + shown if shown else ''}: per-round curves"
-                     + (" per role" if roles else ""))
-            fig.suptitle(title)
-            fig.tight_layout()
-            path = folder / f"reproduction_rounds_{name}{'_' + str(part) if part else ''}.svg"
-            write_atomic(path, lambda tmp, fig=fig: fig.savefig(tmp, metadata={"Date": None}))
-            plt.close(fig)
-            out[(name, str(part))] = (title, path)
+    with matplotlib.rc_context({"svg.hashsalt": "fedmarket", "svg.fonttype": "none"}):
+        for name, df in sorted(rounds.items()):
+            roles = "role" in df and name in BY_ROLE and bool((df.role != ALL).any())
+            if "role" in df:
+                df = df[(df.role != ALL) if roles else (df.role == ALL)]
+            # a figure per claim (Fig. 2's per partition, Table 2's liars per thresholds), per
+            # data set and attack for Fig. 4
+            names, titles = figure_parts(name, df)
+            for part, g in df.groupby(names, sort=True):
+                shown = titles[g.index[0]]
+                g = g.copy()
+                cols = {c for c, _, _ in SPLIT.get(name, ())}
+                swept = [c for c in g if c.startswith("param_") and c not in cols
+                         and g[c].nunique() > 1]
+                g["label"] = g.mechanism.astype(str)
+                for c in swept:  # a cell that does not set the parameter: no suffix
+                    g["label"] += np.where(g[c].notna(), " " + c[len("param_"):] + " "
+                                           + g[c].map(_g), "")
+                if "liar_utility_lying" in g:
+                    g = _truthful_and_lying(g)
+                panels = [(col, bounds) for col, bounds in (("acc_personalised", (0.0, 1.0)),
+                                                            ("utility_cum", None),
+                                                            ("n_bought", None),
+                                                            *([("n_sold", None)] if roles else []),
+                                                            ("liar_utility_cum", None),
+                                                            ("liar_utility", None))
+                          if col in g and g[col].notna().any()]
+                if not panels:
+                    continue
+                # per role: one row of panels per algorithm (or rule), one line per role
+                rows = list(g.groupby("label", sort=True)) if roles else [("", g)]
+                fig, axes = plt.subplots(len(rows), len(panels),
+                                         figsize=(5 * len(panels), 4.2 * len(rows)), squeeze=False)
+                for (head, r), row in zip(rows, axes, strict=True):
+                    for ax, (col, bounds) in zip(row, panels, strict=True):
+                        plot_accuracy_by_round(r, ax=ax, column=col,
+                                               by="role" if roles else "label", bounds=bounds)
+                        if head:
+                            ax.set_title(head)
+                    for ax in row[1:]:
+                        if ax.get_legend() is not None:
+                            ax.get_legend().remove()
+                title = (f"{name}{', ' + shown if shown else ''}: per-round curves"
+                         + (" per role" if roles else ""))
+                fig.suptitle(title)
+                fig.tight_layout()
+                path = folder / f"reproduction_rounds_{name}{'_' + str(part) if part else ''}.svg"
+                write_atomic(path, lambda tmp, fig=fig: fig.savefig(tmp, metadata={"Date": None}))
+                plt.close(fig)
+                out[(name, str(part))] = (title, path)
     return out
 
 
