@@ -81,6 +81,43 @@ def test_reproduce_and_sweep_refuse_cuda_without_cuda_in_one_line(capsys, tmp_pa
     assert len(err.splitlines()) == 1 and not (tmp_path / "s" / "store.sqlite").exists()
 
 
+@pytest.mark.skipif(CUDA, reason="this machine has CUDA")
+def test_the_full_setting_on_cuda_is_refused_before_anything_runs(capsys, tmp_path,
+                                                                   monkeypatch):
+    """`fedmarket reproduce --setting full --device cuda`, the GPU machine's one command, here
+    without CUDA: one line naming --device, before any cell runs or any store is made (the
+    sweep is never called); with --device auto the data sets it needs are checked next, before
+    any cell runs too (CIFAR-10 absent: one line naming --setting)."""
+    import sims.sweep
+    from sims.cli import main
+
+    calls = []
+    monkeypatch.setattr(sims.sweep, "run_sweep", lambda *a, **k: calls.append(a))
+    monkeypatch.setenv("FEDMARKET_CIFAR10", str(tmp_path / "no-cifar"))
+    out = tmp_path / "full"
+    assert main(["reproduce", "--setting", "full", "--device", "cuda", "--out", str(out),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fedmarket: error: --device:") and "sees no CUDA device" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert calls == [] and not (out / "store.sqlite").exists()
+    from learning.data import cifar10_folder
+    from mechanisms.errors import MarketInputError
+
+    try:
+        cifar10_folder()
+    except MarketInputError:
+        pass
+    else:
+        pytest.skip("this machine has CIFAR-10")
+    assert main(["reproduce", "--setting", "full", "--device", "auto", "--out", str(out),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fedmarket: error: --setting: full runs") and "CIFAR-10" in err
+    assert len(err.splitlines()) == 1
+    assert calls == [] and not (out / "store.sqlite").exists()
+
+
 def test_reproduce_device_reaches_every_learning_cell_and_cpu_keeps_the_keys(
         tmp_path, monkeypatch):
     """`reproduce --device auto` gives every learning cell device 'auto' (the mechanism-level
