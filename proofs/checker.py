@@ -253,6 +253,7 @@ def check(subject, prop: Property, *, max_examples: int | None = None, seed: int
         extra = {**extra, "type_space": space.describe()}
         if prop.key in REGRET_KEYS:
             extra["search"] = search_name
+            extra["search_span"] = float((search_opts or SEARCHES["former"]["single"])["span"])
     if report.verdict == "inconclusive" and report.discriminating < need:
         extra = {**extra, "min_discriminating": need}
     return dataclasses.replace(report, clients=clients, extra=extra)

@@ -401,6 +401,12 @@ class Report:
     def preconditions(self) -> str:
         """The property's preconditions and the market sizes drawn ("...; 2-12 clients")."""
         text = self.property.preconditions
+        span = (self.extra or {}).get("search_span")
+        if span is not None and span != 100:  # the misreports the search reached
+            f = f"10^{round(math.log10(span))}" if math.log10(span).is_integer() \
+                else f"{span:g}"
+            text = text.replace("x 1 to 100", f"x 1 to {f}").replace("x 1/100 to 1",
+                                                                     f"x 1/{f} to 1")
         if self.clients is None:
             return text
         lo, hi = self.clients

@@ -211,13 +211,16 @@ def frame(results) -> pd.DataFrame:
 def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
            results, *, jobs: int = 1, wall_seconds: float | None = None,
            max_clients: int | None = None, standard=None, type_space=None,
-           search=None) -> str:
+           search=None, subjects=None, properties=None, scan: bool = False,
+           path=None) -> str:
     """The report's preamble: how it was made, and whether every claim got its budget.
 
     ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
     elapsed time (the rows' own seconds add up to more than it when they ran in parallel);
     ``standard``: the :class:`proofs.standard.StandardRun` the report ran (its command and
-    settings replace the others)."""
+    settings replace the others). ``subjects``, ``properties``, ``scan`` and ``path`` (the
+    markdown file written; default docs/reference-theorems.md): the rest of the command line,
+    so that the command printed reproduces the file."""
     if standard is not None:
         cmd = standard.command()
         if jobs != standard.jobs:
@@ -239,7 +242,13 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
         cmd += f" --type-space <{space.name}>"
     if search not in (None, "former"):
         cmd += f" --search {search}"
-    cmd += " --markdown docs/reference-theorems.md"
+    cmd += f" --markdown {path if path is not None else 'docs/reference-theorems.md'}"
+    for name in subjects or ():
+        cmd += f" --subject {name}"
+    for key in properties or ():
+        cmd += f" --property {key}"
+    if scan:
+        cmd += " --scan"
     claims = [r for r, _ in results if r.engine != "exhaustive"
               and r.verdict in ("holds", "inconclusive", "vacuous") and _declared(r) != VACUOUS]
     short = [r for r in claims if r.discriminating < (r.max_examples or examples)]

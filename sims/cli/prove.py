@@ -235,7 +235,9 @@ def _run(args) -> int:
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
                       results, jobs=args.jobs, wall_seconds=wall,
                       max_clients=args.max_clients, standard=standard,
-                      type_space=space, search=args.search) + markdown(results)
+                      type_space=space, search=args.search, subjects=args.subject,
+                      properties=args.property, scan=args.scan,
+                      path=args.markdown) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
     for report, _ in results:  # a rule that raised: its own error, one line (--quiet too)
         if report.verdict == "error":
