@@ -177,6 +177,19 @@ def test_the_committed_frontier_marks_rules_that_break_ir_or_run_a_deficit():
     assert (posted[cols] < row.loc["paper", cols]).all()
     assert posted.largest_regret_c == posted.largest_regret_K == 0
     assert not row.loc["paper", "on_frontier"] and not row.loc["midpoint", "on_frontier"]
+    # the searched posted rule (docs/designed/posted.json): the most welfare of any
+    # admissible rule, regret only from overstating N
+    found = row.loc["posted"]
+    assert found.family == "searched" and found.on_frontier and found.admissible
+    assert found.welfare_share == table.loc[table.admissible, "welfare_share"].max()
+    assert found.largest_regret_c == found.largest_regret_K == 0
+    assert found.max_regret_N_under == 0 < found.max_regret_N_over
+    import json
+
+    posted = json.loads((DOCS / "designed" / "posted.json").read_text())
+    assert posted["estimates"]["markets"] == 2000 and posted["training"].endswith("seed 0")
+    assert posted["theta"] == {"base": 5.0} and posted["space"]["selection"] == "exact"
+    assert posted["space"]["refuse_outside"]
     share = row.loc["share at pi*"]
     assert share.on_frontier and (share[cols] == 0).all()
     assert 0.2 < share.welfare_share < 0.3
