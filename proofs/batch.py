@@ -448,6 +448,7 @@ CPL_SPECS = {
     "cpl_beats_baselines_any": {"positive_budget": True},
     "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
     "cpl_threshold_formula": {"large_v": True},
+    "cpl_one_path": {"budget": "any"},
 }
 
 

@@ -112,7 +112,8 @@ SUBJECTS.update({
     "cpl-bisection": CplSolver("cpl-bisection", "bisection", declares={
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
-        "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True}),
+        "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True,
+        "cpl_one_path": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
                                                                  "cpl_conforms": True})
        for rule in cpl.PRICING_RULES},

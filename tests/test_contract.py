@@ -23,8 +23,12 @@ from proofs import (
 from proofs.checker import evaluate_once
 from proofs.contract import VACUOUS
 
+# rows that solve game by game through the conic solvers (seconds at the profile's budget):
+# the slow tier; tests/test_cpl_one_path.py checks them at a small budget in the default one
+SLOW_ROWS = {("cpl-bisection", "cpl_one_path")}
 CASES = [
-    pytest.param(s, k, id=f"{s}-{k}")
+    pytest.param(s, k, id=f"{s}-{k}",
+                 marks=[pytest.mark.slow] if (s, k) in SLOW_ROWS else [])
     for s, subject in SUBJECTS.items()
     for k in subject.declares
 ]
