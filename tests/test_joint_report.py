@@ -116,3 +116,38 @@ def test_design_joint_writes_the_joint_columns(tmp_path, capsys):
         assert np.isfinite(table[f"largest_regret_joint_{p}"]).all()
     side = json.loads((out / "frontier.json").read_text())
     assert side["joint_misreports"] == [["N", "c"], ["N", "K"], ["c", "K"]]
+
+
+def test_a_goal_can_count_joint_misreports():
+    """'jointly': the goal's regret statistic is also the worst over the pairs of its
+    dimensions lied about at once; a goal of one dimension cannot say it (one line)."""
+    from sims.design.objective import parse_goal
+
+    goal = parse_goal("IR, budget balance, minimise max regret over N K, jointly")
+    assert goal.joint_pairs == (("N", "K"),)
+    assert goal.describe().endswith("minimise max regret over N K (both ways, and jointly)")
+    summary = {f"max_rel_regret_{d}_{w}": 0.1 for d in "NK" for w in ("over", "under")}
+    assert parse_goal("minimise max regret over N K").regret(summary) == 0.1
+    with pytest.raises(KeyError):  # the joint statistic is read, not skipped
+        goal.regret(summary)
+    assert goal.regret({**summary, "max_rel_regret_joint_NK": 0.3}) == 0.3
+    assert parse_goal("minimise mean regret, jointly").joint_pairs == (
+        ("N", "c"), ("N", "K"), ("c", "K"))
+    with pytest.raises(DesignInputError, match="jointly"):
+        parse_goal("minimise max regret over K, jointly")
+
+
+def test_the_design_search_scores_joint_misreports():
+    """design() with a 'jointly' goal measures the pair at once on the training markets:
+    the best rule's summary has the joint statistic and its score is the goal's on it."""
+    from sims.design import LinearSpace
+    from sims.design.objective import parse_goal
+    from sims.design.search import SearchConfig, design
+
+    space = LinearSpace(("marginal", "cost"), clip=True)
+    goal = parse_goal("IR, budget balance, minimise max regret over N K, jointly")
+    result = design(space, goal, SearchConfig(generations=1, popsize=2, seed=0),
+                    markets=draw_markets(6, seed=0), search="former")
+    s = result.summary
+    assert s["max_rel_regret_joint_NK"] >= max(s["max_rel_regret_N"], s["max_rel_regret_K"])
+    assert result.score == pytest.approx(goal.score(s))

@@ -247,12 +247,13 @@ def run(args) -> int:
     with progress_reporter("frontier: rules measured", quiet=args.quiet,
                            every=args.progress_every) as bar:
         table = frontier_table(space, thetas, test, goal=goal, names=names, progress=bar,
-                               search=args.search, joint=args.joint)
+                               search=args.search, joint=args.joint or goal.joint)
     statements = [corner(table, ir=True, max_deficit=0.0, regret=0.0),
                   corner(table, ir=True, max_deficit=0.0, regret=0.01)]
     provenance = {"command": "fedmarket design", "goal": result.goal,
                   "type_space": ts.to_dict(), "misreport_search": args.search,
-                  "joint_misreports": [list(p) for p in JOINT_PAIRS] if args.joint else [],
+                  "joint_misreports": [list(p) for p in JOINT_PAIRS]
+                  if args.joint or goal.joint else [],
                   "space": space.to_json(), "search": vars(config) | {"mutation":
                                                                       list(config.mutation)},
                   "training": result.markets, "heldout": test.source,
@@ -297,13 +298,14 @@ def run(args) -> int:
           + ("(feasible)" if result.feasible else "(INFEASIBLE)"))
     cols = ["rule", "family", "goal_rel_regret",
             *(f"largest_regret_{d}" for d in dims),
-            *(["largest_regret_joint"] if args.joint else []), "ir_rate", "deficit_rate",
+            *(["largest_regret_joint"] if args.joint or goal.joint else []), "ir_rate",
+            "deficit_rate",
             "welfare_share", "feasible", "admissible", "on_frontier"]
     print_table(table[cols], f"frontier on {test.source} (goal_rel_regret: the goal's "
                              "regret / the utility level; largest_regret_*: utility units"
                              + ("; largest_regret_joint: two dimensions lied about at once, "
                                 "the largest over the pairs (frontier.csv has each pair)"
-                                if args.joint else "")
+                                if args.joint or goal.joint else "")
                              + "; ir_rate, deficit_rate: shares of markets)")
     for s in statements:
         print("corner:", s)

@@ -18,6 +18,9 @@ Phrases (comma-separated, case-insensitive):
 ``over N c K``                 the type dimensions whose regret counts (default all three)
 ``both ways`` / ``over`` /     the directions (default both)
 ``under``
+``jointly``                    the regret statistic also over every pair of the chosen
+                               dimensions lied about at once (N and c, N and K, c and K, each
+                               either way; :func:`proofs.regret.joint_regret_arrays`)
 =============================  ==============================================================
 
 The regret statistic is the worst over the chosen (dimension, direction) pairs of the max (or
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from proofs.regret import JOINT_PAIRS
 
 from .errors import DesignInputError
 from .evaluate import COMBOS, STATISTICS
@@ -55,6 +60,7 @@ class Goal:
     combos: tuple = COMBOS
     penalty: float = 1e3
     welfare: bool = False  # maximise the mean welfare (the regret cap, if any, a constraint)
+    joint: bool = False  # the regret statistic also over pairs of dimensions lied about at once
 
     def __post_init__(self):
         if self.budget not in BUDGETS:
@@ -69,10 +75,25 @@ class Goal:
             raise DesignInputError("combos", f"is {self.combos!r}; pairs from {COMBOS}")
         if not self.penalty > 0:
             raise DesignInputError("penalty", f"is {self.penalty!r}; must be > 0")
+        if self.joint and not self.joint_pairs:
+            raise DesignInputError("goal", "'jointly' needs at least two dimensions (over N "
+                                           "c, N K or c K)")
+
+    @property
+    def joint_pairs(self) -> tuple:
+        """The pairs of the goal's dimensions lied about at once (``jointly``), in the order
+        of :data:`proofs.regret.JOINT_PAIRS`; () without ``jointly``."""
+        if not self.joint:
+            return ()
+        dims = {d for d, _ in self.combos}
+        return tuple(p for p in JOINT_PAIRS if set(p) <= dims)
 
     def regret(self, summary: dict) -> float:
-        """The regret statistic: worst over the combos, relative to the utility level."""
-        return max(summary[f"{self.statistic}_rel_regret_{d}_{w}"] for d, w in self.combos)
+        """The regret statistic: worst over the combos (and, ``jointly``, the pairs of
+        dimensions lied about at once), relative to the utility level."""
+        return max([summary[f"{self.statistic}_rel_regret_{d}_{w}"] for d, w in self.combos]
+                   + [summary[f"{self.statistic}_rel_regret_joint_{a}{b}"]
+                      for a, b in self.joint_pairs])
 
     def violations(self, summary: dict) -> dict[str, float]:
         """Each constraint's violation (0: met), relative to the utility level."""
@@ -130,7 +151,8 @@ class Goal:
         dims = sorted({d for d, _ in self.combos}, key="NcK".index)
         ways = sorted({w for _, w in self.combos})
         over = f"{self.statistic} regret over {' '.join(dims)} " \
-               f"({'both ways' if len(ways) == 2 else ways[0]})"
+               f"({'both ways' if len(ways) == 2 else ways[0]}" \
+               f"{', and jointly' if self.joint else ''})"
         if self.regret_cap is not None:
             parts[-1] = f"regret <= {100 * self.regret_cap:g}% ({over})"
             parts.append("maximise welfare" if self.welfare else "minimise the mean deficit")
@@ -178,6 +200,8 @@ def parse_goal(text: str, penalty: float = 1e3) -> Goal:
                 ways = [m.group(3)]
         elif m := re.fullmatch(r"over ([nck ]+)", phrase):
             dims = _dims(m.group(1), raw)
+        elif phrase in ("jointly", "joint", "two at once"):
+            kw["joint"] = True
         elif phrase in ("both ways", "over", "under"):
             ways = ["over", "under"] if phrase == "both ways" else [phrase]
         else:
@@ -185,7 +209,7 @@ def parse_goal(text: str, penalty: float = 1e3) -> Goal:
                                            "'budget balance', 'no deficit', 'deficit <= 5%', "
                                            "'regret <= 1%', 'minimise max|mean|q90 regret "
                                            "[over N c K] [both ways|over|under]', "
-                                           "'maximise welfare'")
+                                           "'jointly', 'maximise welfare'")
     kw["combos"] = tuple((d, w) for d in dims for w in ways)
     return Goal(**kw)
 

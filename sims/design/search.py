@@ -159,7 +159,8 @@ def design(space, goal: Goal, config: SearchConfig = SearchConfig(), *,
     def summary_of(theta):
         k = tuple(np.asarray(theta, dtype=float).tolist())
         if k not in measured:
-            ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search)
+            ev = evaluate(space.rule(theta), markets, combos=goal.combos, search=search,
+                          joint=goal.joint_pairs)
             measured[k] = {"seconds": ev.seconds, "clearings": ev.clearings, **ev.summary}
         return measured[k]
 
