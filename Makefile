@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 #   make venv TORCH_INDEX=https://download.pytorch.org/whl/cu128
 TORCH_INDEX ?=
 
-.PHONY: demo test test-flower venv lint bench nightly report standard mutation mutation-named clean
+.PHONY: demo test test-slow test-all test-flower venv lint bench nightly report standard mutation mutation-named clean
 
 $(STAMP): pyproject.toml
 	@# Fashion-MNIST (IDX files) from Debian, where apt is available; skipped elsewhere
@@ -29,11 +29,28 @@ demo: $(STAMP)
 	$(VENV)/bin/fedmarket market --out results/market
 	$(VENV)/bin/fedmarket sweep --preset demo --out results/demo --recompute-stale --report
 
+# Test tiers (pyproject.toml's markers). `make test`: ruff, then every test not marked slow, the
+# parallel-safe ones under pytest-xdist (WORKERS=auto: one per core), then the `serial` ones
+# alone. `make test-slow`: the slow tier (long searches, Flower deployments with --flower-full,
+# signals and kill -9, end-to-end CLI runs). `make test-all`: both (what CI runs).
+# Exit code 5 ("no tests collected") is not a failure of a tier.
+WORKERS   ?= auto
+DURATIONS ?= 15
+PYTEST    := HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q --durations=$(DURATIONS)
+NONE_OK   := || [ $$? -eq 5 ]
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
+	$(PYTEST) -m "not slow and not serial" -n $(WORKERS) $(NONE_OK)
+	$(PYTEST) -m "serial and not slow" -p no:xdist $(NONE_OK)
 
-# The Flower tests alone, with the further deployments `make test` skips (--flower-full: CPL's
+test-slow: $(STAMP)
+	$(PYTEST) -m "slow and not serial" --flower-full -n $(WORKERS) $(NONE_OK)
+	$(PYTEST) -m "slow and serial" --flower-full -p no:xdist $(NONE_OK)
+
+test-all: test test-slow
+
+# The Flower tests alone (most of them are in the slow tier), with the further deployments (--flower-full: CPL's
 # kill-and-rejoin on a second loopback federation). The simulation starts Ray, each deployment
 # test a SuperLink and four SuperNodes on 127.0.0.1: minutes each; run them one file at a time
 # on a small host.

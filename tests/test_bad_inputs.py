@@ -1023,6 +1023,7 @@ def test_cli_read_only_output_is_one_line_and_writes_nothing(argv, needle, sandb
     assert _snapshot(tmp) == before
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # a local ray instance takes 10-20 s to start
 def test_typed_error_in_a_ray_cell_is_one_line(tmp_path, capsys):
     ray = pytest.importorskip("ray")
@@ -1091,6 +1092,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 def test_store_faults_kill_lock_orphans_resume(tmp_path, monkeypatch):
     spec_file = tmp_path / "slow.toml"
@@ -1188,6 +1190,7 @@ def _kill_and_watch(argv, cwd, sig, ready, timeout=90.0):
             proc.kill()
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
                          ids=["kill-9", "sigterm", "sigint"])
@@ -1204,6 +1207,7 @@ def test_prove_jobs_leaves_no_orphans(tmp_path, sig):
     assert not left, f"orphans after {sig.name}: {[_cmdline(k) for k in left]}"
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_sweep_pool_dies_with_sigterm_and_sigint(tmp_path, sig):
@@ -1218,6 +1222,7 @@ def test_sweep_pool_dies_with_sigterm_and_sigint(tmp_path, sig):
     store.close()
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # a fresh interpreter runs the command (about 10-40 s on 2 shared cores)
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
@@ -1329,6 +1334,7 @@ def _full_disk(tmp_path, limit, *argv):
                           capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
 def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_resumes(tmp_path):
     spec = textwrap.dedent("""
@@ -1355,6 +1361,7 @@ def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_resumes(tmp_path):
     store.close()
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # a fresh interpreter runs the command (about 10-40 s on 2 shared cores)
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
 def test_a_full_disk_during_a_report_is_one_line_and_leaves_no_partial_file(

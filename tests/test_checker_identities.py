@@ -13,7 +13,9 @@ import pytest
 from mechanisms import ipfl
 from proofs import PROPERTIES, SUBJECTS, CplSolver, IpflMechanism, check
 
-ENGINES = ["batch", "hypothesis"]
+# The Hypothesis engine's searches for these known faults take 3-15 CPU s each: slow tier (the
+# default tier keeps the batch engine on every fault, and test_contract's fast Hypothesis rows).
+ENGINES = ["batch", pytest.param("hypothesis", marks=pytest.mark.slow)]
 BUDGET = 300
 
 

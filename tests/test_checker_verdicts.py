@@ -16,6 +16,9 @@ from proofs import PROPERTIES, SUBJECTS, CplSolver, IpflMechanism, check
 from proofs.batch import over_arrays
 
 ENGINES = ["hypothesis", "batch"]
+# For the two searches below the Hypothesis engine takes 6-11 CPU s: slow tier (the batch
+# engine's run of the same test stays in the default tier).
+ENGINES_SLOW_HYPOTHESIS = [pytest.param("hypothesis", marks=pytest.mark.slow), "batch"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -147,7 +150,7 @@ def test_targeted_draws_do_not_count_towards_the_vacuity_share():
     assert verdict(False, honest) == "holds"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_SLOW_HYPOTHESIS)
 def test_discriminating_counts_only_lies_that_changed_something(engine):
     # share-all ignores every report: no lie changes any outcome, so no example of a
     # truthfulness check could have failed: "vacuous", however many lies were tried (in
@@ -272,7 +275,7 @@ def _pays_big_market_liars(market, A, D):
     return p - (0.5 * c if market.m >= 5 else 0.0)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_SLOW_HYPOTHESIS)
 def test_a_rule_that_pays_liars_only_in_larger_markets_is_caught(engine):
     """Issue 20 part 3: the regret properties drew 2-4 clients and certified this rule; they
     draw 2-12 now, and the counterexample found needs its 5 clients (shrinking keeps them)."""

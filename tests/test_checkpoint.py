@@ -162,6 +162,7 @@ def _no_timing(df):
     return df.drop(columns=[c for c in df if c.startswith("seconds")])
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_sweep_killed_mid_cell_resumes_there(tmp_path):
     """kill -9 of a sweep in the middle of a learning cell: the rerun resumes the cell after

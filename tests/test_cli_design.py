@@ -70,6 +70,7 @@ def test_market_file_trains_on_your_market(tmp_path, capsys):
     assert "market_file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_prove_certifies_an_exported_rule(tmp_path, capsys, monkeypatch):
     """The CLI path users run: `fedmarket prove --subject designed_rule.json` checks the
     exported rule on held-out markets (a seed other than the training seed) and shows each
@@ -121,6 +122,7 @@ def test_prove_certifies_an_exported_rule(tmp_path, capsys, monkeypatch):
     assert ir and "counterexample" in ir[-1]
 
 
+@pytest.mark.slow
 def test_lagrangian_method_from_the_cli(tmp_path):
     out = tmp_path / "al"
     assert main(["design", "--markets", "10", "--generations", "1", "--popsize", "2",

@@ -23,21 +23,42 @@ from proofs import (
 from proofs.checker import evaluate_once
 from proofs.contract import VACUOUS
 
-# rows that solve game by game through the conic solvers (seconds at the profile's budget):
-# the slow tier; tests/test_cpl_one_path.py checks them at a small budget in the default one
+# Every declared row is checked by both engines. The batch engine (numpy draws in bulk) runs
+# every row in the default tier (all rows together: about 25 CPU s); the Hypothesis engine's
+# targeted search over every row is the slow tier (minutes a row for some known-bad variants),
+# except the rows below, which keep a fast test of its own search in the default tier: a claim
+# that holds, a claim that holds on the larger-market truthfulness row, and two that the
+# search must falsify by itself (a negative-distance IR failure, the CPL threshold).
+HYPOTHESIS_ROWS = {("local", "budget_balance"), ("local", "truthful_N_over"),
+                   ("box2", "ir_negative_distances"), ("cpl-bisection", "cpl_threshold")}
+# rows that solve game by game through the conic solvers (seconds at the profile's budget,
+# either engine): the slow tier; tests/test_cpl_one_path.py checks them at a small budget in
+# the default one
 SLOW_ROWS = {("cpl-bisection", "cpl_one_path")}
+
 CASES = [
-    pytest.param(s, k, id=f"{s}-{k}",
-                 marks=[pytest.mark.slow] if (s, k) in SLOW_ROWS else [])
+    pytest.param(s, k, engine, id=f"{s}-{k}-{engine}",
+                 marks=() if (s, k) not in SLOW_ROWS
+                 and (engine == "batch" or (s, k) in HYPOTHESIS_ROWS)
+                 else (pytest.mark.slow,))
     for s, subject in SUBJECTS.items()
     for k in subject.declares
+    for engine in ("batch", "hypothesis")
 ]
 
 
-@pytest.mark.parametrize(("subject", "key"), CASES)
-def test_declared_property(subject, key):
+def test_the_fast_hypothesis_rows_are_declared_rows():
+    """The default tier's Hypothesis rows exist (a renamed row would drop them silently) and
+    include claims declared both ways."""
+    declared = {(s, k): subj.declares[k] for s, subj in SUBJECTS.items() for k in subj.declares}
+    assert HYPOTHESIS_ROWS <= set(declared)
+    assert {declared[row] for row in HYPOTHESIS_ROWS} >= {True, False}
+
+
+@pytest.mark.parametrize(("subject", "key", "engine"), CASES)
+def test_declared_property(subject, key, engine):
     subj = SUBJECTS[subject]
-    report, as_declared = check_declared(subj, key, seed=0)
+    report, as_declared = check_declared(subj, key, seed=0, engine=engine)
     declared = subj.declares[key]
     detail = report.counterexample.code() if report.counterexample else (report.error or "")
     assert as_declared, f"{subject}/{key}: declared {declared}, got {report.verdict}\n{detail}"
@@ -74,6 +95,7 @@ def test_checker_is_reproducible_across_processes():
     assert a.stdout == f"{r.first_failure}\n{r.counterexample.code()}\n"
 
 
+@pytest.mark.slow
 def test_a_seeded_search_does_not_depend_on_what_the_process_imported(tmp_path):
     """Hypothesis draws constants found in every local module imported so far; a seeded
     check must not change when the process has imported other code (the cause of the

@@ -390,6 +390,7 @@ def test_lagrangian_value():
         SearchConfig(rho_growth=0.5)
 
 
+@pytest.mark.slow
 def test_lagrangian_search_updates_multipliers_and_resumes(tmp_path):
     """Augmented-Lagrangian stages: lambda += rho g(best) after each stage, rho grows while
     the violation does not fall to a quarter; the rule returned is the best feasible one of

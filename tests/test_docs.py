@@ -37,6 +37,23 @@ def test_readme_starts_with_the_two_commands():
     assert {"demo", "test"} <= set(targets)
 
 
+# Pages whose blocks run for minutes (searches, sweeps, training, deployments) are the slow
+# tier; every other page's blocks run in the default tier.
+SLOW_PYTHON = {"tutorial-design-a-rule.md", "tutorial-prototype-a-rule.md", "howto-sweep.md"}
+SLOW_BASH = {"howto-sweep.md"}
+
+
+def _tiered(pages, slow):
+    return [pytest.param(p, id=p.name, marks=(pytest.mark.slow,) if p.name in slow else ())
+            for p in pages]
+
+
+def test_the_slow_pages_exist():
+    """A renamed page must not leave a stale name behind (its blocks would move tiers)."""
+    names = {p.name for p in PAGES}
+    assert SLOW_PYTHON <= names and SLOW_BASH <= names
+
+
 def _user_modules() -> set[str]:
     """Modules imported from a temporary folder: a user's module that a test wrote in its
     own tmp_path (``designed_rule``, ``mymod``). A page that names such a module
@@ -51,7 +68,7 @@ def _user_modules() -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", _tiered(PAGES, SLOW_PYTHON))
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))  # a page's sys.path.insert is undone
@@ -81,8 +98,8 @@ def test_a_page_runs_without_the_modules_other_tests_wrote(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize(
-    "page", [p for p in PAGES if p.parent.name == "docs" and blocks(p, "bash")],
-    ids=lambda p: p.name,
+    "page", _tiered([p for p in PAGES if p.parent.name == "docs" and blocks(p, "bash")],
+                    SLOW_BASH),
 )
 def test_bash_blocks_run(page, tmp_path):
     env = dict(os.environ)

@@ -783,6 +783,7 @@ def test_flat_record_round_trip():
         record_to_flat(flat_to_record(flat, shapes), [(3, 2), (4,)])
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_flower_simulation_matches_the_in_process_learner(tmp_path):
     """End to end on the Ray backend: 4 clients, 2 rounds, digits."""
@@ -936,6 +937,7 @@ def test_the_app_bundle_holds_the_apps_code_only():
     assert {n.split("/")[0] for n in everything - code} >= {"docs", "sims", "proofs"}
 
 
+@pytest.mark.slow
 def test_howto_commands_use_flags_the_installed_flwr_has():
     import re
     import shutil

@@ -28,7 +28,7 @@ from learning.algorithms import TrainConfig, run
 from learning.flower.loopback import Loopback
 from learning.flower.provenance import recheck, slow_rounds
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # SuperLink + SuperNodes on ports
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 28.0  # the round timeout: under the 30 s heartbeat interval of a SuperNode

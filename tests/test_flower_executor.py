@@ -40,6 +40,7 @@ def test_the_toolkits_own_modules_are_never_preloaded():
         executor.preload(["learning.flower.app"])
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_every_clientapp_task_runs_in_the_warm_executor(tmp_path):

@@ -79,6 +79,7 @@ def _alive(pids: dict) -> list[int]:
                   if (st := _stat(int(p))) is not None and st[1] == t and st[0] != "Z")
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig, submit, least", [

@@ -183,6 +183,7 @@ def test_cpl_participation_follows_q():
     assert 0 < eq.participated.mean() < 1  # equilibrium q < 1: some clients sit out
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers_in_another_process():
     code = ("from learning.algorithms import TrainConfig, run;"
             "r = run(TrainConfig(algorithm='ipfl', dataset='digits', clients=4, rounds=2,"

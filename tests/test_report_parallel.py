@@ -33,6 +33,7 @@ def _fields(report) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_parallel_rows_are_the_serial_rows():
     serial = run_report(**SMALL)
     done = []

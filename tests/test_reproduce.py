@@ -158,6 +158,7 @@ def test_page_rebuilds_from_the_summary_alone(tmp_path):
     assert page.read_text() != before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["", "medium"])
 def test_the_committed_page_rebuilds_from_the_committed_summary(tmp_path, folder):
     """docs/reproduction.md (and docs/medium/reproduction.md, the medium setting's page) is what
@@ -825,6 +826,7 @@ def test_fig5_per_round_rows_and_curves_are_per_role(tmp_path, monkeypatch):
     assert role_curve_faults(docs) == []
 
 
+@pytest.mark.slow
 def test_fig4_curves_are_per_role_a_figure_per_attack(tmp_path, monkeypatch):
     """Fig. 4's claim sets the attacker's utility against the benign clients' accuracy: from
     the committed summary's Fig. 4 cells, one figure per attack, each a line per role

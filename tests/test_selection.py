@@ -107,6 +107,7 @@ def test_exact_beats_greedy_somewhere():
     assert found, "no instance where local search is strictly suboptimal"
 
 
+@pytest.mark.slow
 @given(st.integers(0, 2**32 - 1))
 @settings(max_examples=10)
 def test_exact_dp_at_m_100(seed):

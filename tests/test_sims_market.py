@@ -121,6 +121,7 @@ def test_cli_cpl_infeasible_budget_is_a_clear_error(tmp_path, capsys):
     assert "budget" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_prove_writes_markdown_with_counterexample(tmp_path, capsys):
     md = tmp_path / "report.md"
     code = main(["prove", "--examples", "40", "--subject", "local", "--property", "truthful_N_over",

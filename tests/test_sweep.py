@@ -87,6 +87,7 @@ def test_serial_and_processes_give_identical_rows(tmp_path):
     b.close()
 
 
+@pytest.mark.serial
 def test_kill_9_and_resume_loses_and_duplicates_nothing(tmp_path):
     spec_file = tmp_path / "spec.toml"
     spec_file.write_text(textwrap.dedent("""
@@ -131,6 +132,7 @@ def test_kill_9_and_resume_loses_and_duplicates_nothing(tmp_path):
     c.close()
 
 
+@pytest.mark.slow
 def test_toml_with_a_users_rule_and_report(tmp_path, capsys):
     (tmp_path / "myrules.py").write_text(textwrap.dedent("""
         import numpy as np
@@ -184,6 +186,8 @@ def test_bad_sweep_inputs(tmp_path, capsys):
     assert "mechanism" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_ray_executor_on_a_local_instance(tmp_path):
     """The same sweep on a local Ray instance gives the same rows as the serial executor."""
     ray = pytest.importorskip("ray")
@@ -200,6 +204,7 @@ def test_ray_executor_on_a_local_instance(tmp_path):
     b.close()
 
 
+@pytest.mark.serial
 def test_ctrl_c_during_a_process_pool_is_taken_between_steps():
     """While a pool runs, SIGINT only sets a flag that the pool loop turns into
     KeyboardInterrupt at a safe point (an interrupt raised inside concurrent.futures' own
