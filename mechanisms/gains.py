@@ -107,31 +107,77 @@ class Gain:
         return out
 
     def check(self, K, N) -> None:
-        """Cheap sanity check of the declared shape: g(0) = 0, increasing, concave.
-
-        Evaluated for every buyer on a geometric grid of data amounts; raises
+        """Sanity check of the declared shape: g(0) = 0, increasing, concave; raises
         :class:`MarketInputError` naming ``gain`` when it fails.
+
+        Checked for every buyer on a grid that does not follow N alone: the data amounts 0,
+        N/4, ..., 16 N of the buyer's own market; multiples of N from 2^-16 to 2^50 (past
+        2^50 N no threshold is resolved, :meth:`thresholds`); and, across that span, the
+        absolute amounts 2^k (:data:`CHECK_SPAN`). So a gain curved at a scale of its
+        own (``exp(x) - 1``, a sigmoid) is refused whether N is 1e-20 or 1e6, not only when
+        N happens to sit near that scale. Neighbouring slopes are compared with a relative
+        tolerance (1e-9) plus the rounding of the values (2^-40 of each); below 2^-16 N a
+        generic gain's own rounding (g(x) a difference of numbers near g's scale) would
+        drown the shape, so the grid stops there. Values that overflow float64 beyond
+        16 N decide nothing; within 16 N they are refused.
         """
         K = np.asarray(K, dtype=np.float64)[:, None]
         N = np.asarray(N, dtype=np.float64)[:, None]
-        grid = N * np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+        core = N * _CHECK_CORE
         with np.errstate(all="ignore"):
-            vals = np.asarray(self.value(grid, K, N), dtype=np.float64)
-        if vals.shape != grid.shape or not np.isfinite(vals).all():
+            vals = np.asarray(self.value(core, K, N), dtype=np.float64)
+        if vals.shape != core.shape or not np.isfinite(vals).all():
             raise MarketInputError(
-                "gain", f"{self!r} must return finite values of shape {grid.shape}"
+                "gain", f"{self!r} must return finite values of shape {core.shape}"
             )
         scale = np.maximum(np.abs(vals).max(axis=1, keepdims=True), 1e-300)
-        tol = 1e-9 * scale
-        if (np.abs(vals[:, :1]) > tol).any():
+        if (np.abs(vals[:, :1]) > 1e-9 * scale).any():
             raise MarketInputError("gain", f"{self!r} must satisfy g(0) = 0")
-        steps = np.diff(vals, axis=1)
-        if (steps < -tol).any():
-            raise MarketInputError("gain", f"{self!r} must be increasing in the data amount")
-        slopes = steps / np.diff(grid, axis=1).clip(min=1e-300)
+        # multiples of N, and absolute amounts 2^k (every other k) across the same span
+        start = 2.0 * np.ceil((np.log2(N) + CHECK_SPAN[0]) / 2.0)
+        absolute = 2.0 ** (start + np.arange(0, CHECK_SPAN[1] - CHECK_SPAN[0] + 1, 2.0))
+        for grid in (N * CHECK_RELATIVE, absolute):
+            with np.errstate(all="ignore"):
+                vals = np.asarray(self.value(grid, K, N), dtype=np.float64)
+            if vals.shape != grid.shape:
+                raise MarketInputError(
+                    "gain", f"{self!r} must return values of the shape of x ({grid.shape})"
+                )
+            _check_shape(self, grid, vals)
+
+
+# the grid of Gain.check: multiples of N (0, the buyer's own 1/4 .. 16, and every other power
+# of two from 2^-16 to 2^50), and absolute data amounts (every other power of two) across the
+# same span, 2^-16 N to 2^50 N
+CHECK_SPAN = (-16, 50)
+_CHECK_CORE = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+CHECK_RELATIVE = np.unique(np.concatenate([_CHECK_CORE,
+                                           2.0 ** np.arange(CHECK_SPAN[0], CHECK_SPAN[1] + 1, 2)]))
+_CHECK_RTOL = 1e-9  # relative tolerance on neighbouring slopes
+_CHECK_ROUND = 2.0**-40  # relative rounding allowed on each value (about 4,500 ulp)
+
+
+def _check_shape(gain, x, g) -> None:
+    """Increasing and concave over each row's increasing points ``x`` (values ``g``); a
+    pair with a value that overflowed float64 (inf, NaN) decides nothing."""
+    with np.errstate(all="ignore"):
+        steps = np.diff(g, axis=1)
+        noise = _CHECK_ROUND * np.maximum(np.abs(g[:, :-1]), np.abs(g[:, 1:]))  # per step
+        if (steps < -(2 * noise + 1e-300)).any():
+            raise MarketInputError("gain", f"{gain!r} must be increasing in the data amount")
+        dx = np.diff(x, axis=1)
+        slopes = steps / dx
+        slack = 2 * noise / dx  # how far rounding can move each slope
         bend = np.diff(slopes, axis=1)
-        if (bend > 1e-9 * np.abs(slopes).max(axis=1, keepdims=True) + 1e-300).any():
-            raise MarketInputError("gain", f"{self!r} must be concave in the data amount")
+        allowed = (_CHECK_RTOL * np.maximum(np.abs(slopes[:, :-1]), np.abs(slopes[:, 1:]))
+                   + slack[:, :-1] + slack[:, 1:] + 1e-300)
+        bad = bend > allowed
+    if bad.any():
+        r, k = np.argwhere(bad)[0]
+        raise MarketInputError("gain", f"{gain!r} must be concave in the data amount (its "
+                                       f"slope rises from {slopes[r, k]:.6g} below "
+                                       f"x = {x[r, k + 1]:.6g} to {slopes[r, k + 1]:.6g} "
+                                       "above it)")
 
 
 @dataclass(frozen=True)
