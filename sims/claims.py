@@ -1337,41 +1337,95 @@ def inconclusive_lines(cl: list[Claim]) -> list[str]:
             *rows, ""]
 
 
-def cost_lines(frames: dict, configs: dict, setting: str) -> list[str]:
-    """The page's CPU-hours: this summary's cells as measured, and one seed of every setting
-    priced at the rates measured here (:mod:`sims.costs`)."""
-    from .costs import estimate, measured, rates
+def _wall_over_cpu(frames: dict, bench: Path | None) -> tuple[float, float, int] | None:
+    """How much slower Fig. 2's stored cells ran per round, on the wall clock, than the cost
+    benchmark's CPU clock per round of the same algorithms at the same sizes (``bench``: its
+    file, :data:`COSTS`): (smallest, largest ratio, algorithms compared); None without both."""
+    import json
 
+    df = frames.get("fig2")
+    if bench is None or not Path(bench).is_file() or df is None or "seconds" not in df:
+        return None
+    b = json.loads(Path(bench).read_text())
+    st = b.get("setting", {})
+    cpu = {r["algorithm"]: r["lockstep s/round"] for r in b.get("rows", [])}
+    keep = pd.Series(True, index=df.index)
+    for k in ("dataset", "clients", "steps", "batch", "test_subsample", "train_subsample"):
+        if k not in st or f"param_{k}" not in df:
+            return None  # the cells do not say their size: not comparable
+        col = df[f"param_{k}"]
+        keep &= (col == st[k]) if isinstance(st[k], str) else np.isclose(
+            pd.to_numeric(col, errors="coerce"), float(st[k]))
+    cells = df[keep].groupby("cell").agg(mechanism=("mechanism", "first"),
+                                         seconds=("seconds", "first"),
+                                         rounds=("n_rounds", "first"))
+    ratios = [(g.seconds / g.rounds).mean() / cpu[m]
+              for m, g in cells.groupby("mechanism") if m in cpu and cpu[m] > 0]
+    return (min(ratios), max(ratios), len(ratios)) if ratios else None
+
+
+def cost_lines(frames: dict, configs: dict, setting: str, bench: Path | None = None
+               ) -> list[str]:
+    """The page's CPU-hours: this summary's cells as measured, and one seed of every setting
+    priced at the rates measured from its cells (:mod:`sims.costs`), on the CPU clock where
+    its learning cells carry one, else on their own wall clock, said to be an upper bound and
+    set against the cost benchmark's CPU clock (``bench``)."""
+    from .costs import clock_of, estimate, measured, rates
+
+    clock = clock_of(frames)
     m = measured(frames)
-    if m.empty or not m["cells timed"].any():
+    if m.empty or clock is None:
         return []
-    r = rates(frames, configs)
+    r = rates(frames, configs, clock)
+    unit = "CPU-hours" if clock == "cpu" else "wall hours (upper bound of CPU-hours)"
+    first, cap = LOOKS[0], LOOKS[-1]
     rows = []
     for name in ("reduced", "digits", "medium", "full"):
-        e = estimate(name, frames, configs)
+        e = estimate(name, frames, configs, clock=clock)
         rows.append({"setting": name, "learning cells a seed": e["cells"],
-                     "CPU-hours a seed (estimated)": f"{e['hours']:.1f}",
-                     "first look, 3 seeds": f"{3 * e['hours']:.1f}",
-                     "cap, 10 seeds": f"{10 * e['hours']:.1f}",
+                     f"{unit} a seed": f"{e['hours']:.1f}",
+                     f"first look, {first} seeds": f"{first * e['hours']:.1f}",
+                     f"cap, {cap} seeds": f"{cap * e['hours']:.1f}",
                      "priced at": f"{e['priced']} own rate, {e['proxy']} Fashion-MNIST's, "
                                   f"{e['unpriced']} none"})
-    total = m["CPU-hours"].sum()
-    return ["## CPU-hours per setting", "",
-            f"Measured from the cells' own timings (`sims.costs`): the {int(m['cells'].sum())} "
-            f"cells of this page took {total:.2f} CPU-hours ({int(m['cells timed'].sum())} "
-            "learning cells timed by their process's CPU clock; the mechanism-level cells, "
-            f"untimed, {m['wall hours of the untimed'].sum() * 60:.1f} wall minutes as "
-            "stored):", "",
-            _md(m.assign(**{"CPU-hours": m["CPU-hours"].map("{:.3f}".format),
-                            "wall hours of the untimed":
-                                m["wall hours of the untimed"].map("{:.3f}".format)})), "",
-            "Each setting's learning cells for one seed, priced at the CPU seconds per client "
-            "and local step and per client and test image measured here (per data set and "
-            "algorithm, from the cells' CPU time split by their training and evaluation "
-            f"shares: {len(r)} rates); a cell on a data set not measured here is priced at "
-            "its algorithm's Fashion-MNIST rate (CIFAR-10's model is larger: low). The "
-            "sequential rule runs 3 to 10 seeds a claim:", "",
-            _md(pd.DataFrame(rows)), ""]
+    timed = int(m["cells with a CPU clock"].sum())
+    lines = ["## CPU-hours per setting", "",
+             "Measured from the cells' own timings (`sims.costs`): of the "
+             f"{int(m['cells'].sum())} cells of this page, the "
+             f"{int(m['cells with a wall time'].sum())} that stored their wall time took "
+             f"{m['wall hours'].sum():.2f} wall hours (one math thread a cell, on a 2-core "
+             "host shared with other jobs; the others, mechanism-level, carry none in this "
+             "summary); "
+             + (f"{timed} learning cells carry their process's CPU clock, "
+                f"{m['CPU-hours'].sum():.2f} CPU-hours:" if timed else
+                "none carries a CPU clock (they were computed before `learning.runner` "
+                "recorded one, `seconds_cpu`):"), "",
+             _md(m.assign(**{"CPU-hours": m["CPU-hours"].map("{:.3f}".format),
+                             "wall hours": m["wall hours"].map("{:.3f}".format)})), ""]
+    if clock == "cpu":
+        lines += ["Each setting's learning cells for one seed, priced at the CPU seconds per "
+                  "client and local step and per client and test image measured here (per "
+                  "data set and algorithm, from the cells' CPU time split by their training "
+                  f"and evaluation shares: {len(r)} rates)"]
+    else:
+        ratio = _wall_over_cpu(frames, bench)
+        lines += ["Each setting's learning cells for one seed, priced at the wall seconds per "
+                  "client and local step and per client and test image these cells took "
+                  f"(per data set and algorithm, their training and evaluation seconds: "
+                  f"{len(r)} rates). Wall time is an upper bound of a one-thread cell's CPU "
+                  "time, and a loose one on a loaded host"
+                  + (f": Fig. 2's stored cells took {ratio[0]:.0f} to {ratio[1]:.0f} times "
+                     "the CPU seconds per round that the cost benchmark below measures for the "
+                     f"same {ratio[2]} algorithms at the same sizes (its best round after the "
+                     "first, evaluating every round; these cells evaluate every second "
+                     "round), so read these hours as an upper bound, by that measure an order "
+                     "of magnitude or more above the CPU-hours" if ratio else "")
+                  + "; cells run now record their CPU clock, and a page built from them is "
+                  "priced on it"]
+    lines[-1] += ("; a cell on a data set not measured here is priced at its algorithm's "
+                  "Fashion-MNIST rate (CIFAR-10's model is larger: low). The sequential rule "
+                  f"runs {first} to {cap} seeds a claim:")
+    return [*lines, "", _md(pd.DataFrame(rows)), ""]
 
 
 def write_page(summary, page, *, figures: bool = True) -> Path:
@@ -1476,7 +1530,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
             lines += round_curves(c, frames, figs)
     if meta.get("setting") != "medium":
         lines += scale_section(cl, inputs / MEDIUM_FOLDER)
-    lines += cost_lines(frames, s.configs, meta.get("setting", "reduced"))
+    lines += cost_lines(frames, s.configs, meta.get("setting", "reduced"), inputs / COSTS)
     cost = costs(frames)
     if not cost.empty:
         lines += ["## Time per algorithm-round in the stored cells", "",

@@ -6,11 +6,17 @@ the wall seconds its training and its evaluation took (``seconds_training``,
 ``seconds_evaluation``); a mechanism-level cell records its wall seconds in the store
 (``store_seconds``), an upper bound of its CPU time on a shared host.
 
-* :func:`measured`: per scenario, the cells of a summary and their CPU-hours;
-* :func:`rates`: per (data set, algorithm), the CPU seconds of one local SGD step of one client
-  (the cell's CPU times its training share, over rounds x clients x steps) and of one test
+* :func:`measured`: per scenario, the cells of a summary, their CPU-hours (the cells with a
+  CPU clock) and their wall hours as stored;
+* :func:`clock_of`: the clock a summary's cells can be priced by: "cpu" where any learning
+  cell carries its CPU seconds, else "wall" (cells computed before learning.runner recorded
+  ``seconds_cpu``: their own timings are wall seconds, an upper bound of a one-thread
+  cell's CPU time);
+* :func:`rates`: per (data set, algorithm), the seconds of one local SGD step of one client
+  (the cell's training share of its clock, over rounds x clients x steps) and of one test
   image evaluated by one client's model (its evaluation share, over evaluations x clients x
-  test images);
+  test images), on the CPU clock (the cell's CPU seconds times its wall training share) or on
+  the wall clock (its wall training seconds);
 * :func:`estimate`: a setting's cells (:func:`sims.settings.spec`, one seed) priced at those
   rates: rounds x clients x steps x the step rate + evaluations x clients x test images x the
   evaluation rate; a cell whose (data set, algorithm) was not measured is priced at the
@@ -25,7 +31,9 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["TEST_IMAGES", "estimate", "measured", "rates"]
+__all__ = ["CLOCKS", "TEST_IMAGES", "clock_of", "estimate", "measured", "rates"]
+
+CLOCKS = ("cpu", "wall")
 
 # test images a client's model is scored on when a config takes the whole test set (digits:
 # the fifth of its 1,797 images that learning.data.load_digits holds out)
@@ -47,17 +55,33 @@ def _cells(frames: dict) -> pd.DataFrame:
 
 
 def measured(frames: dict) -> pd.DataFrame:
-    """Per scenario: cells, cells with a CPU time, their CPU-hours (learning cells) and the
-    store's wall hours of the others (mechanism level)."""
+    """Per scenario: cells; those with a wall time (the cell's own ``seconds``, else the
+    store's ``store_seconds``) and their wall hours; those with a CPU clock (learning cells
+    run by a learning.runner that records it) and their CPU-hours."""
     c = _cells(frames)
     rows = []
     for name, g in c.groupby("scenario", sort=True):
-        cpu = g["seconds_cpu"] if "seconds_cpu" in g else pd.Series(np.nan, g.index)
-        wall = g["store_seconds"] if "store_seconds" in g else pd.Series(np.nan, g.index)
-        rows.append({"scenario": name, "cells": len(g), "cells timed": int(cpu.notna().sum()),
-                     "CPU-hours": float(cpu.sum()) / 3600.0,
-                     "wall hours of the untimed": float(wall[cpu.isna()].sum()) / 3600.0})
+        nan = pd.Series(np.nan, g.index)
+        cpu = g["seconds_cpu"] if "seconds_cpu" in g else nan
+        wall = (g["seconds"] if "seconds" in g else nan).fillna(
+            g["store_seconds"] if "store_seconds" in g else nan)
+        rows.append({"scenario": name, "cells": len(g),
+                     "cells with a wall time": int(wall.notna().sum()),
+                     "wall hours": float(wall.sum()) / 3600.0,
+                     "cells with a CPU clock": int(cpu.notna().sum()),
+                     "CPU-hours": float(cpu.sum()) / 3600.0})
     return pd.DataFrame(rows)
+
+
+def clock_of(frames: dict) -> str | None:
+    """"cpu" where a learning cell of the summary carries its CPU seconds, "wall" where its
+    learning cells carry only their wall seconds, None without timed learning cells."""
+    c = _cells(frames)
+    if "seconds_cpu" in c and c.seconds_cpu.notna().any():
+        return "cpu"
+    if "seconds_training" in c and c.seconds_training.notna().any():
+        return "wall"
+    return None
 
 
 def _evaluations(cfg: dict) -> int:
@@ -70,43 +94,50 @@ def _test_images(cfg: dict) -> int | None:
     return sub or TEST_IMAGES.get(cfg["dataset"])
 
 
-def rates(frames: dict, configs: dict) -> pd.DataFrame:
-    """Per (dataset, mechanism): CPU seconds per client-step of training and per client-test
-    image of evaluation, means over the timed learning cells (``configs``: the summary's
-    config id -> fields)."""
+def rates(frames: dict, configs: dict, clock: str = "cpu") -> pd.DataFrame:
+    """Per (dataset, mechanism): seconds per client-step of training and per client-test
+    image of evaluation on ``clock`` (:data:`CLOCKS`), means over the learning cells timed on
+    it (``configs``: the summary's config id -> fields)."""
+    if clock not in CLOCKS:
+        from .errors import SpecError
+
+        raise SpecError("clock", f"is {clock!r}; choose one of {CLOCKS}")
+    empty = pd.DataFrame(columns=["dataset", "mechanism", "step", "image", "cells"])
     c = _cells(frames)
-    if "seconds_cpu" not in c:
-        return pd.DataFrame(columns=["dataset", "mechanism", "step", "image", "cells"])
-    c = c[c.seconds_cpu.notna() & (c.seconds > 0)]
+    need = "seconds_cpu" if clock == "cpu" else "seconds_training"
+    if need not in c or "seconds_training" not in c:
+        return empty
+    c = c[c[need].notna() & (c.seconds > 0)]
     rows = []
     for r in c.itertuples(index=False):
         cfg = configs.get(r.config_id, {})
         images = _test_images(cfg) if "dataset" in cfg else None
         if "steps" not in cfg or not images:
             continue
-        train = r.seconds_cpu * r.seconds_training / r.seconds
-        evalu = r.seconds_cpu * r.seconds_evaluation / r.seconds
+        scale = r.seconds_cpu / r.seconds if clock == "cpu" else 1.0
+        train, evalu = r.seconds_training * scale, r.seconds_evaluation * scale
         rows.append({"dataset": cfg["dataset"], "mechanism": r.mechanism,
                      "step": train / (cfg["rounds"] * cfg["clients"] * cfg["steps"]),
                      "image": evalu / (_evaluations(cfg) * cfg["clients"] * images)})
     if not rows:
-        return pd.DataFrame(columns=["dataset", "mechanism", "step", "image", "cells"])
+        return empty
     df = pd.DataFrame(rows)
     return (df.groupby(["dataset", "mechanism"]).agg(step=("step", "mean"),
                                                      image=("image", "mean"),
                                                      cells=("step", "size")).reset_index())
 
 
-def estimate(setting: str, frames: dict, configs: dict, seeds: int = 1) -> dict:
-    """The CPU-hours of ``seeds`` seeds of every learning cell of ``setting`` priced at the
-    measured :func:`rates`: {"hours", "cells", "priced" (cells priced at their own data set's
-    rate), "proxy" (at Fashion-MNIST's), "unpriced" (no rate for the algorithm)}."""
+def estimate(setting: str, frames: dict, configs: dict, seeds: int = 1,
+             clock: str = "cpu") -> dict:
+    """The hours on ``clock`` of ``seeds`` seeds of every learning cell of ``setting`` priced
+    at the measured :func:`rates`: {"hours", "cells", "priced" (cells priced at their own data
+    set's rate), "proxy" (at Fashion-MNIST's), "unpriced" (no rate for the algorithm)}."""
     from .scenarios import SCENARIOS
     from .settings import spec
     from .summary import config_of
     from .sweep import expand
 
-    r = rates(frames, configs).set_index(["dataset", "mechanism"])
+    r = rates(frames, configs, clock).set_index(["dataset", "mechanism"])
     hours, counts = 0.0, {"priced": 0, "proxy": 0, "unpriced": 0}
     cells = [c for c in expand(spec(setting, tuple(range(seeds))))
              if SCENARIOS[c.scenario].kind == "learning"]

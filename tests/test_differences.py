@@ -98,7 +98,7 @@ def test_what_the_papers_report_and_the_page_does_not_is_listed():
         assert f"| {p} | {w} | {why} |" in page
 
 
-MONEY = re.compile(r"utilit|profit|payment|earn|income|budget|\bgain|\bcost|\bpaid|price",
+MONEY = re.compile(r"utilit|profit|payment|\bearn|income|budget|\bgain|\bcost|\bpaid|\bprices?\b",
                    re.I)
 
 

@@ -154,14 +154,61 @@ def test_cpu_hours_are_measured_from_the_cells_and_priced_per_step():
         "liars": pd.DataFrame({"cell": ["m"], "mechanism": "local", "store_seconds": 36.0})}
     m = costs.measured(frames).set_index("scenario")
     assert m.loc["fig2", "CPU-hours"] == pytest.approx(100 / 3600)
-    assert m.loc["liars", "cells timed"] == 0
-    assert m.loc["liars", "wall hours of the untimed"] == pytest.approx(0.01)
+    assert m.loc["liars", "cells with a CPU clock"] == 0
+    assert m.loc["liars", "wall hours"] == pytest.approx(0.01)
+    assert m.loc["fig2", "wall hours"] == pytest.approx(10 / 3600)  # its own, not the store's
+    assert costs.clock_of(frames) == "cpu"
     r = costs.rates(frames, cfgs).set_index(["dataset", "mechanism"])
     assert r.loc[("fashion-mnist", "ipfl"), "step"] == pytest.approx(60 / 100)
     assert r.loc[("fashion-mnist", "ipfl"), "image"] == pytest.approx(30 / 10_000)
-    # a setting's cells priced at these rates: iPFL's own, the others unpriced
+    # on the wall clock: the cell's own 6 s of training, 3 s of evaluation
+    w = costs.rates(frames, cfgs, "wall").set_index(["dataset", "mechanism"])
+    assert w.loc[("fashion-mnist", "ipfl"), "step"] == pytest.approx(6 / 100)
+    assert w.loc[("fashion-mnist", "ipfl"), "image"] == pytest.approx(3 / 10_000)
+    # a setting's cells priced at these rates: iPFL's own, the others unpriced; the wall
+    # clock's estimate is the CPU one scaled by the cell's wall / CPU (10 %)
     e = costs.estimate("medium", frames, cfgs)
     assert e["priced"] + e["proxy"] > 0 and e["unpriced"] > 0 and e["hours"] > 0
+    assert costs.estimate("medium", frames, cfgs, clock="wall")["hours"] == pytest.approx(
+        e["hours"] / 10)
+    # cells computed before the CPU clock was recorded: priced on the wall clock only
+    old = {"fig2": frames["fig2"].drop(columns="seconds_cpu"), "liars": frames["liars"]}
+    assert costs.clock_of(old) == "wall" and costs.rates(old, cfgs).empty
+    assert costs.clock_of({"liars": frames["liars"]}) is None
+    with pytest.raises(ValueError, match="clock"):
+        costs.rates(frames, cfgs, "sundial")
+
+
+def test_the_page_gives_hours_per_setting_on_the_clock_its_cells_carry():
+    """The committed page prices every setting (reduced, digits, medium, full) from its own
+    cells; they carry only wall seconds, so its hours say so, name themselves an upper bound
+    and set Fig. 2's wall seconds against the cost benchmark's CPU clock. The same lines from
+    cells with a CPU clock read CPU-hours (known-bad for the label: wall hours called CPU-hours);
+    cells without any learning timing give no section."""
+    from pathlib import Path
+
+    from sims import costs, summary
+    from sims.claims import COSTS, cost_lines
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    s = summary.read(docs)
+    lines = cost_lines(s.cells, s.configs, "reduced", docs / COSTS)
+    page = (docs / "reproduction.md").read_text()
+    assert "\n".join(lines) in page and lines[0] == "## CPU-hours per setting"
+    table = lines[-2]
+    assert "| wall hours (upper bound of CPU-hours) a seed |" in table
+    for name in ("reduced", "digits", "medium", "full"):
+        e = costs.estimate(name, s.cells, s.configs, clock="wall")
+        assert f"| {name} | {e['cells']} | {e['hours']:.1f} |" in table
+    assert "times the CPU seconds per round that the cost benchmark" in " ".join(lines)
+    # the same cells with a CPU clock (here: a tenth of their wall time): CPU-hours
+    timed = {k: v.assign(seconds_cpu=v["seconds"] / 10) if "seconds_training" in v else v
+             for k, v in s.cells.items()}
+    cpu = cost_lines(timed, s.configs, "reduced", docs / COSTS)
+    assert "| CPU-hours a seed |" in cpu[-2] and "upper bound" not in cpu[-2]
+    untimed = {k: v.drop(columns=[c for c in v if c.startswith("seconds")])
+               for k, v in s.cells.items()}
+    assert cost_lines(untimed, s.configs, "reduced") == []
 
 
 @pytest.mark.slow
