@@ -767,7 +767,9 @@ def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_exa
     subject = IpflMechanism("slow", payments=_slow_pay)
     # without a limit the budget is the bound, and the report says so (this first search
     # also sets Hypothesis up, about 1 s under load, which would count against the limit)
+    t0 = time.perf_counter()
     r = check(subject, PROPERTIES["budget_balance"], engine="hypothesis", max_examples=3)
+    warm = time.perf_counter() - t0  # the baseline: a run's fixed costs under this load
     assert r.extra["stopped"] == "budget" and r.verdict in ("holds", "vacuous")
     heard = []
     t0 = time.perf_counter()
@@ -775,14 +777,17 @@ def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_exa
               time_limit=2.0, progress=lambda done, budget: heard.append(
                   (time.perf_counter(), done, budget)))
     took = time.perf_counter() - t0
-    assert r.extra["stopped"] == "time limit" and 0 < r.examples < 10_000 and took < 10
+    # bounded by the limit plus a few runs' fixed costs measured beside it (the unbounded
+    # run: 10,000 examples of 0.05 s and more)
+    assert r.extra["stopped"] == "time limit" and 0 < r.examples < 10_000
+    assert took < 2.0 + 5 * warm, (took, warm)
     assert r.verdict == "inconclusive"  # cut short: never "holds"
     # examples done of the budget, rising, one report at least every few seconds, the last
     # one the report's own count
     assert {budget for _, _, budget in heard} == {10_000}
     done = [d for _, d, _ in heard]
     assert done == sorted(done) and len(set(done)) >= 2 and done[-1] == r.examples
-    assert np.diff([t0] + [t for t, _, _ in heard]).max() < 3.0
+    assert np.diff([t0] + [t for t, _, _ in heard]).max() < 1.0 + 2 * warm
     # the bound hides no failure: the slow rule pays nobody, which breaks IR
     r = check(subject, PROPERTIES["individual_rationality"], engine="hypothesis",
               max_examples=10_000, time_limit=2.0)
@@ -793,13 +798,19 @@ def test_a_slow_subject_under_the_hypothesis_engine_is_bounded_and_shows_its_exa
 def test_prove_hypothesis_rows_honour_the_time_limit_and_show_examples(sandbox, capsys,
                                                                         monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # table rows on one line each
+    # the baseline, beside it: the same command at 2 examples (start-up, imports, the engine)
+    t0 = time.perf_counter()
+    assert main(["prove", "--subject", "userrules_i23:slow_pay", "--property",
+                 "budget_balance", "--examples", "2", "--progress-every", "0"]) == 0
+    base = time.perf_counter() - t0
+    capsys.readouterr()
     t0 = time.perf_counter()
     code = main(["prove", "--subject", "userrules_i23:slow_pay", "--property",
                  "budget_balance", "--examples", "10000", "--time-limit", "2",
                  "--progress-every", "0"])
     took = time.perf_counter() - t0
     out = capsys.readouterr()
-    assert code == 0 and took < 20, out.err
+    assert code == 0 and took < 2 + 3 * base, (took, base, out.err)
     lines = out.err.splitlines()
     assert any(ln.startswith("prove checks: 0/1 (0 %), ") and
                "; running: budget_balance on userrules_i23:slow_pay: " in ln and
@@ -827,13 +838,11 @@ def test_a_slow_cell_shows_its_rounds_and_stops_at_the_time_limit(sandbox, monke
     tmp, _inp = sandbox
     monkeypatch.syspath_prepend(str(tmp))
     heard, cells_done = [], []
-    t0 = time.perf_counter()
     stats = run_sweep(expand(SLOW_CELLS), tmp / "s", executor=executor, time_limit=1.0,
                       progress=lambda d, t: cells_done.append((d, t)),
                       cell_progress=heard.append)
-    took = time.perf_counter() - t0
-    assert took < 30
-    # the slow cell is stopped, named in one line; the fast one is stored
+    # the slow cell is stopped, named in one line (unstopped it would end after its 100
+    # rounds and name nothing); the fast one is stored
     [message] = stats["timed_out"]
     assert message.startswith(NAP + ": stopped at its time limit of 1 s after ")
     assert "of 100 rounds; not stored" in message and "\n" not in message
@@ -865,7 +874,7 @@ def test_a_rule_that_never_returns_is_stopped_at_the_time_limit(sandbox, monkeyp
     t0 = time.perf_counter()
     stats = run_sweep(cells, tmp / "s", time_limit=0.5)
     took = time.perf_counter() - t0
-    assert took < 30  # not the rule's 300 s: its one call is ended
+    assert took < 300 / 3  # not the rule's 300 s: its one call is ended
     [message] = stats["timed_out"]
     assert "userrules_i23:long_nap / seed 0" in message and "before its first step" in message
     assert stats["ran"] == 1  # the cell after it ran and is stored

@@ -738,12 +738,10 @@ class _SlowSuperLink:
         self.confirmed.append(request.message_object_id)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["ours", "flwrs-grid"])
-def test_a_reply_still_uploading_is_asked_for_again_within_a_fraction_of_a_second(fast):
-    """The SuperLink hands a reply out before its objects have all arrived; the ServerApp's
-    grid asks again for a missing object after 0.02 s (doubling up to 0.2 s), not after flwr's
-    1 s, 2 s, 4 s (the known-bad variant: flwr's own pull takes at least 0.8 s here, 1 s less
-    the 20 % jitter). The reply is the one sent, and its receipt is confirmed."""
+def _pull_a_reply_still_uploading(fast: bool) -> float:
+    """Seconds the ServerApp's grid (ours when ``fast``, else flwr 1.42's HttpGrid) takes to
+    pull a reply whose objects are each unavailable at their first request; the reply is the
+    one sent, its receipt confirmed, every object asked for twice."""
     from flwr.app import MetricRecord
     from flwr.supercore.run import Run
     from flwr.superlink.grid.http_grid import HttpGrid
@@ -767,10 +765,20 @@ def test_a_reply_still_uploading_is_asked_for_again_within_a_fraction_of_a_secon
     assert got[0].metadata.reply_to_message_id == sent.metadata.message_id
     assert link.confirmed == [reply.metadata.message_id]
     assert len(link.asked) == 2 * len(link.objects)  # every object asked for twice
-    if fast:
-        assert took < 0.75, took
-    else:
-        assert took >= 0.75, took
+    return took
+
+
+@pytest.mark.serial  # timed against a baseline measured beside it
+def test_a_reply_still_uploading_is_asked_for_again_within_a_fraction_of_a_second():
+    """The SuperLink hands a reply out before its objects have all arrived; the ServerApp's
+    grid asks again for a missing object after 0.02 s (doubling up to 0.2 s), not after flwr's
+    1 s, 2 s, 4 s. Side by side in this test, so that load slows both: flwr's own pull (the
+    known-bad variant, the baseline) takes at least 0.8 s here (1 s less the 20 % jitter: its
+    sleeps, which load cannot shorten), ours, best of 3, less than half of it."""
+    flwr = _pull_a_reply_still_uploading(fast=False)
+    ours = min(_pull_a_reply_still_uploading(fast=True) for _ in range(3))
+    assert flwr >= 0.75, flwr
+    assert ours < flwr / 2, (ours, flwr)
 
 
 def test_flat_record_round_trip():
@@ -861,7 +869,9 @@ def test_too_few_nodes_in_a_simulation_are_reported_at_once_not_after_the_timeou
             _serve(grid, CFG, **{"registration-timeout": timeout})
         took = time.monotonic() - t0
         if cls is SimulationGrid:
-            assert took < 20 and "every node of the simulation answered" in str(err.value)
+            # not the 60 s timeout: the simulation's nodes are known at once
+            assert took < timeout / 3 and "every node of the simulation answered" in str(
+                err.value)
         else:
             assert took >= timeout and "within the registration timeout (2 s)" in str(err.value)
 

@@ -82,10 +82,13 @@ def _check_kill_and_rejoin(res, run_dir: Path, log: str, old: int) -> int:
                                             if "silent" in r["reason"]]
     assert f"round 2: client 3 (node {old}) rejected: silent" in log
     assert "(node 1)" not in log  # nothing is attributed to the SuperLink
-    assert r2["reply_wait_seconds"] <= TIMEOUT + 5.0  # + the last pull (load average 15)
-    # and the whole round, by the ServerApp's stamps (measured: 28.05-28.12 s in 4 runs)
-    assert res["round_times"][1]["round"] == 2
-    assert res["round_times"][1]["seconds"] <= TIMEOUT + 5.0
+    # the baseline, measured in the same run under the same load: round 1, an ordinary round
+    # (the same work, every node alive); round 2 waits its timeout and no more than that
+    # plus one ordinary round (the last pull; measured: 28.05-28.12 s in 4 runs)
+    assert res["round_times"][0]["round"] == 1 and res["round_times"][1]["round"] == 2
+    ordinary = res["round_times"][0]["seconds"]
+    assert r2["reply_wait_seconds"] <= TIMEOUT + ordinary
+    assert res["round_times"][1]["seconds"] <= TIMEOUT + ordinary
     # the restarted node holds client 3's place and answers again in the same run
     later = range(3, ROUNDS + 1)
     back = [t for t in later if 3 in _round(run_dir, t)["sent"]

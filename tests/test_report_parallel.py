@@ -106,7 +106,7 @@ def test_an_error_stops_the_rows_still_running():
     with pytest.raises(ValueError, match="invalid literal"):
         in_parallel(operator.call, [(time.sleep, 300), (int, "x"), (time.sleep, 300)], 2,
                     lambda i, got: None)
-    assert time.perf_counter() - t0 < 50
+    assert time.perf_counter() - t0 < 300 / 6  # not the sleeping rows' 300 s
 
 
 def test_workers_start_single_threaded_and_the_caller_keeps_its_settings(monkeypatch):
