@@ -38,7 +38,7 @@ def _check(I) -> np.ndarray:
                                     f"(..., m, m)), got {M.shape}")
     if not np.isfinite(M).all():
         bad = tuple(int(k) for k in np.argwhere(~np.isfinite(M))[0])
-        raise MarketInputError("I", f"entry {bad} is {M[bad]!r}; scores must be finite")
+        raise MarketInputError("I", f"entry {bad} is {float(M[bad])!r}; scores must be finite")
     return M
 
 

@@ -458,6 +458,11 @@ def validate(subject, prop, max_examples, tolerance) -> tuple[int, float]:
     if not isinstance(prop, Property):
         raise CheckerInputError("prop", f"must be a proofs.Property, got {type(prop).__name__}")
     family = getattr(subject, "family", None)
+    if family is None:
+        raise CheckerInputError("subject", f"is {subject!r} (a {type(subject).__name__}); "
+                                           "must be a subject: an IpflMechanism, CplSolver, "
+                                           "CplPricingRule or LiaClustering (proofs.SUBJECTS "
+                                           "holds the built-in ones)")
     if family != prop.family:
         raise CheckerInputError(
             "subject", f"{subject_name(subject)!r} is a {family!r} subject but property "

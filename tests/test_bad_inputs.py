@@ -1517,3 +1517,632 @@ def test_iterative_exact_selection_has_no_recursion_limit():
     loc = ipfl.clear(mk, np.zeros((m, m)), rule="local")
     assert ipfl.phi(mk, out.prices, out.adjacency)[0] <= \
         ipfl.phi(mk, loc.prices, loc.adjacency)[0] + 1e-12
+
+
+# ---------------------------------------------------------------------------------------
+# the issue-33 battery: more bad inputs across the public API (clear and clear_batch options,
+# what a user rule returns, MarketArrays, posted prices, LIA, the checker's arguments,
+# subjects, sweep specs) and the CLI (market/cpl/clear/sweep/prove/design/report/recheck/
+# salvage/reproduce/train with NaN/inf, negative sizes, empty arrays, wrong shapes, missing
+# and malformed TOML/JSON files). Measured on d406902 (before this battery's fixes), 200
+# cases: 17 raw tracebacks, 9 silent acceptances, 2 unbounded runs (15 s per case), the
+# rest one clear line; now every case is one typed error naming the field (API) or one
+# line with exit status 2 that writes nothing (CLI). The expected field of each case is in
+# BATTERY_FIELDS.
+# ---------------------------------------------------------------------------------------
+
+def _mk():
+    from mechanisms import ipfl
+    return ipfl.Market(N=[100.0, 200.0, 300.0], c=[0.1, 0.2, 0.3], K=[1e3, 1e3, 1e3], lam=0.1)
+
+
+
+def _game(**kw):
+    from mechanisms import cpl
+    base = dict(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
+    base.update(kw)
+    return cpl.Game(**base)
+
+
+def _arrays(**kw):
+    from mechanisms import ipfl
+    base = dict(N=[[100.0, 200.0, 300.0]], c=[[0.1, 0.2, 0.3]], K=[[1e3] * 3], lam=[0.1])
+    base.update(kw)
+    return ipfl.MarketArrays(**base)
+
+
+def _check(**kw):
+    from proofs import SUBJECTS, check
+    from proofs.registry import PROPERTIES
+    base = dict(max_examples=5)
+    base.update(kw)
+    subject = base.pop("subject", SUBJECTS["local"])
+    prop = base.pop("prop", PROPERTIES["budget_balance"])
+    return check(subject, prop, **base)
+
+
+def _ipfl():
+    from mechanisms import ipfl
+    return ipfl
+
+
+def _cpl():
+    from mechanisms import cpl
+    return cpl
+
+
+def _lia():
+    from mechanisms import lia
+    return lia
+
+
+BATTERY_API = [
+    # ipfl.clear's own arguments
+    ("clear-progress-number", lambda: _ipfl().clear(_mk(), D3, rule="exact", progress=5)),
+    ("clear-time-limit-negative", lambda: _ipfl().clear(_mk(), D3, time_limit=-1)),
+    ("clear-time-limit-nan", lambda: _ipfl().clear(_mk(), D3, time_limit=NAN)),
+    ("clear-time-limit-text", lambda: _ipfl().clear(_mk(), D3, time_limit="1")),
+    ("clear-node-limit-float", lambda: _ipfl().clear(_mk(), D3, rule="exact",
+                                                     exact_node_limit=2.5)),
+    ("clear-node-limit-bool", lambda: _ipfl().clear(_mk(), D3, rule="exact",
+                                                    exact_node_limit=True)),
+    ("clear-D-empty", lambda: _ipfl().clear(_mk(), [])),
+    ("clear-D-ragged", lambda: _ipfl().clear(_mk(), [[0, 1, 2], [1, 0], [2, 1, 0]])),
+    ("clear-D-none", lambda: _ipfl().clear(_mk(), None)),
+    ("clear-thresholds-list", lambda: _ipfl().clear(_mk(), D3, thresholds=["exact"])),
+    ("clear-allow-negative-text", lambda: _ipfl().clear(_mk(), D3,
+                                                        allow_negative_distances="no")),
+    ("clear-D-inf", lambda: _ipfl().clear(_mk(), np.where(np.eye(3) > 0, 0, INF))),
+    ("clear-rule-none", lambda: _ipfl().clear(_mk(), D3, rule=None)),
+    ("clear-payments-none", lambda: _ipfl().clear(_mk(), D3, payments=None)),
+    ("clear-prices-number", lambda: _ipfl().clear(_mk(), D3, prices=3)),
+    # a user rule's outputs
+    ("clear-rule-returns-none", lambda: _ipfl().clear(_mk(), D3, rule=lambda m, D, T, P: None)),
+    ("clear-rule-returns-ragged", lambda: _ipfl().clear(
+        _mk(), D3, rule=lambda m, D, T, P: [[0, 1], [0]])),
+    ("clear-rule-returns-2", lambda: _ipfl().clear(
+        _mk(), D3, rule=lambda m, D, T, P: np.full((3, 3), 2) * (1 - np.eye(3)))),
+    ("clear-payments-returns-dict", lambda: _ipfl().clear(
+        _mk(), D3, payments=lambda m, A, D: {"a": 1})),
+    ("clear-payments-returns-scalar", lambda: _ipfl().clear(
+        _mk(), D3, payments=lambda m, A, D: 0.0)),
+    ("clear-payments-returns-inf", lambda: _ipfl().clear(
+        _mk(), D3, payments=lambda m, A, D: np.full(3, INF))),
+    ("clear-prices-returns-neg-inf", lambda: _ipfl().clear(
+        _mk(), D3, prices=lambda m, D: np.full((3, 3), -INF))),
+    ("clear-prices-returns-1d", lambda: _ipfl().clear(
+        _mk(), D3, prices=lambda m, D: np.zeros(3))),
+    ("clear-gain-raises", lambda: _ipfl().Market(
+        N=[1.0, 2.0], c=[0.0, 0.0], K=[1.0, 1.0], gain=lambda x, K, N: 1 / 0)),
+    ("clear-gain-returns-text", lambda: _ipfl().Market(
+        N=[1.0, 2.0], c=[0.0, 0.0], K=[1.0, 1.0], gain=lambda x, K, N: "x")),
+    ("clear-gain-wrong-shape", lambda: _ipfl().Market(
+        N=[1.0, 2.0], c=[0.0, 0.0], K=[1.0, 1.0], gain=lambda x, K, N: np.zeros(3))),
+    # clear_batch and MarketArrays
+    ("arrays-N-empty-market", lambda: _arrays(N=[[]], c=[[]], K=[[]])),
+    ("arrays-N-scalar", lambda: _arrays(N=5.0)),
+    ("arrays-lam-nan", lambda: _arrays(lam=[NAN])),
+    ("arrays-lam-shape", lambda: _arrays(lam=[0.1, 0.2])),
+    ("arrays-c-shape", lambda: _arrays(c=[[0.1, 0.2]])),
+    ("arrays-gain-unknown", lambda: _arrays(gain="cubic")),
+    ("batch-market-not-arrays", lambda: _ipfl().clear_batch(_mk(), D3[None])),
+    ("batch-D-shape", lambda: _ipfl().clear_batch(_arrays(), np.zeros((2, 3, 3)))),
+    ("batch-D-nan", lambda: _ipfl().clear_batch(_arrays(), np.full((1, 3, 3), NAN))),
+    ("batch-rule-not-over-arrays", lambda: _ipfl().clear_batch(
+        _arrays(), D3[None], rule=lambda m, D, T, P: T > 0)),
+    ("batch-time-limit-zero", lambda: _ipfl().clear_batch(_arrays(), D3[None], time_limit=0)),
+    ("arrays-from-markets-empty", lambda: _ipfl().MarketArrays.from_markets([])),
+    ("market-replace-bad", lambda: _mk().replace(N=[1, -2, 3])),
+    ("market-replace-unknown", lambda: _mk().replace(colour=1)),
+    # CPL
+    ("posted-shape-length", lambda: _cpl().posted_pricing(_game(), [1.0])),
+    ("posted-shape-nan", lambda: _cpl().posted_pricing(_game(), [NAN, 1.0])),
+    ("posted-shape-negative", lambda: _cpl().posted_pricing(_game(), [-1.0, 1.0])),
+    ("posted-shape-zero", lambda: _cpl().posted_pricing(_game(), [0.0, 0.0])),
+    ("posted-shape-text", lambda: _cpl().posted_pricing(_game(), "flat")),
+    ("posted-responses", lambda: _cpl().posted_pricing(_game(), [1.0, 1.0], responses="x")),
+    ("apply-pricing-time-limit-zero", lambda: _cpl().apply_pricing(_game(), "uniform",
+                                                                   time_limit=0)),
+    ("apply-pricing-time-limit-text", lambda: _cpl().apply_pricing(_game(), "uniform",
+                                                                   time_limit="1")),
+    ("apply-pricing-game-dict", lambda: _cpl().apply_pricing({"a": 1}, "uniform")),
+    ("apply-pricing-returns-2d", lambda: _cpl().apply_pricing(_game(),
+                                                              lambda g: np.ones((2, 2)))),
+    ("apply-pricing-returns-inf", lambda: _cpl().apply_pricing(_game(),
+                                                               lambda g: [INF, 1.0])),
+    ("game-a-empty", lambda: _game(a=[], G=[], c=[], v=[])),
+    ("game-q-max-nan", lambda: _game(q_max=NAN)),
+    ("game-q-min-above", lambda: _game(q_min=2.0)),
+    ("game-R-text", lambda: _game(R="10")),
+    ("solve-game-none", lambda: _cpl().solve(None)),
+    ("solve-method-none", lambda: _cpl().solve(_game(), None)),
+    ("response-prices-2d", lambda: _cpl().best_response(_game(), [[1.0, 1.0]])),
+    ("response-prices-empty", lambda: _cpl().best_response(_game(), [])),
+    # LIA
+    ("lia-influence-empty", lambda: _lia().influence([], [], [])),
+    ("lia-influence-nan", lambda: _lia().influence(np.full(4, NAN), np.ones((2, 4)),
+                                                   [0, 0, 1, 1])),
+    ("lia-influence-shape", lambda: _lia().influence(np.ones(4), np.ones((2, 3)),
+                                                     [0, 0, 1, 1])),
+    ("lia-influence-owner-range", lambda: _lia().influence(np.ones(4), np.ones((2, 4)),
+                                                           [0, 0, 5, 1])),
+    ("lia-influence-owner-float", lambda: _lia().influence(np.ones(4), np.ones((2, 4)),
+                                                           [0, 0.5, 1, 1])),
+    ("lia-sets-nonsquare", lambda: _lia().beneficial_sets(np.ones((2, 3)))),
+    ("lia-sets-nan", lambda: _lia().beneficial_sets(np.full((3, 3), NAN))),
+    ("lia-sets-text", lambda: _lia().beneficial_sets([["a"]])),
+    ("lia-cluster-empty", lambda: _lia().cluster(np.zeros((0, 0)))),
+    ("lia-cluster-1d", lambda: _lia().cluster(np.ones(3))),
+    # distances
+    ("dist-empty", lambda: __import__("mechanisms.distances", fromlist=["x"])
+     .pairwise_distances(np.zeros((0, 3)))),
+    ("dist-text-metric-none", lambda: __import__("mechanisms.distances", fromlist=["x"])
+     .pairwise_distances(np.ones((2, 2)), None)),
+    # the checker
+    ("check-max-examples-float", lambda: _check(max_examples=2.5)),
+    ("check-seed-negative", lambda: _check(seed=-1)),
+    ("check-seed-text", lambda: _check(seed="0")),
+    ("check-seed-float", lambda: _check(seed=1.5)),
+    ("check-tolerance-text", lambda: _check(tolerance="0")),
+    ("check-engine-none", lambda: _check(engine=None)),
+    ("check-max-clients-text", lambda: _check(max_clients="5")),
+    ("check-max-clients-huge", lambda: _check(max_clients=10**6, engine="batch")),
+    ("check-prop-string", lambda: _check(prop="budget_balance")),
+    ("check-subject-string", lambda: _check(subject="local")),
+    ("check-subject-none", lambda: _check(subject=None)),
+    ("check-time-limit-nan", lambda: _check(time_limit=NAN)),
+    ("check-type-space-missing", lambda: _check(engine="batch",
+                                                type_space="/nonexistent-h33.toml")),
+    ("check-type-space-dict-bad", lambda: _check(engine="batch", type_space={"N": "x"})),
+    ("check-search-unknown", lambda: _check(engine="batch", search="strongest")),
+    ("check-deadline-text", lambda: _check(deadline="x")),
+    ("check-scan-hypothesis", lambda: _check(scan=True)),
+    ("check-min-discriminating-neg", lambda: _check(min_discriminating=-1)),
+    ("subject-bad-rule", lambda: __import__("proofs").IpflMechanism("x", rule="FOO")),
+    ("subject-bad-payments", lambda: __import__("proofs").IpflMechanism("x", payments=5)),
+    ("cpl-rule-subject-bad", lambda: __import__("proofs").CplPricingRule("x", "cheapest")),
+    ("lia-subject-mode", lambda: __import__("proofs").LiaClustering("x", mode="ring")),
+    ("lia-subject-rtol", lambda: __import__("proofs").LiaClustering("x", rtol=NAN)),
+    ("subject-from-bad", lambda: __import__("proofs.subjects", fromlist=["x"])
+     .subject_from("nomodule_h33:x")),
+    ("subject-from-nocolon", lambda: __import__("proofs.subjects", fromlist=["x"])
+     .subject_from("local")),
+    ("type-space-missing", lambda: __import__("proofs.typespace", fromlist=["x"])
+     .load_type_space("/nonexistent-h33.toml")),
+    # sweeps
+    ("run-sweep-cells-not-list", lambda: __import__("sims.sweep", fromlist=["x"])
+     .run_sweep("cells", "/nonexistent-h33")),
+    ("expand-max-cells-zero", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "cpl-pricing", "mechanisms": ["uniform"]}]},
+        max_cells=0)),
+    ("expand-param-nan", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "cpl-pricing", "mechanisms": ["uniform"],
+                                      "params": {"budget": NAN}}]})),
+    ("expand-param-inf", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "inclusive-market", "mechanisms": ["local"],
+                                      "params": {"lam": INF}}]})),
+    ("expand-param-nested", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "cpl-pricing", "mechanisms": ["uniform"],
+                                      "params": {"budget": [[1.0]]}}]})),
+    ("expand-param-table", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "cpl-pricing", "mechanisms": ["uniform"],
+                                      "params": {"budget": {"x": 1}}}]})),
+    ("expand-seed-huge", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [2**70], "scenarios": [{"name": "cpl-pricing", "mechanisms": ["uniform"]}]})),
+    ("expand-mechanism-number", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": "cpl-pricing", "mechanisms": [5]}]})),
+    ("expand-name-number", lambda: __import__("sims.sweep", fromlist=["x"]).expand(
+        {"seeds": [0], "scenarios": [{"name": 5, "mechanisms": ["uniform"]}]})),
+    ("load-toml-missing", lambda: __import__("sims.sweep", fromlist=["x"])
+     .load_toml("/nonexistent-h33.toml")),
+]
+
+BATTERY_GOOD = {"N": [100, 200], "c": [0.1, 0.2], "K": [1000, 1000], "D": [[0, 1], [1, 0]]}
+
+
+def _battery_files(inp: Path) -> None:
+    """The input files the battery's CLI cases read."""
+    inp.mkdir(parents=True, exist_ok=True)
+
+    def w(name, obj):
+        (inp / name).write_text(obj if isinstance(obj, str) else json.dumps(obj))
+
+    w("good.json", BATTERY_GOOD)
+    w("nan.json", '{"N": [100, 200], "c": [0.1, 0.2], "K": [1000, 1000], '
+                  '"D": [[0, NaN], [NaN, 0]]}')
+    w("inf.json", '{"N": [100, Infinity], "c": [0.1, 0.2], "K": [1000, 1000], '
+                  '"D": [[0, 1], [1, 0]]}')
+    w("empty-N.json", {**BATTERY_GOOD, "N": [], "c": [], "K": [], "D": []})
+    w("D-shape.json", {**BATTERY_GOOD, "D": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]})
+    w("D-ragged.json", {**BATTERY_GOOD, "D": [[0, 1], [1]]})
+    w("D-null.json", {**BATTERY_GOOD, "D": None})
+    w("lam-text.json", {**BATTERY_GOOD, "lam": "big"})
+    w("lam-list.json", {**BATTERY_GOOD, "lam": [1, 2]})
+    w("gain-number.json", {**BATTERY_GOOD, "gain": 5})
+    w("gain-unknown.json", {**BATTERY_GOOD, "gain": "cubic"})
+    w("N-bool.json", {**BATTERY_GOOD, "N": [True, 2]})
+    w("N-dict.json", {**BATTERY_GOOD, "N": {"a": 1}})
+    w("true-N-short.json", {**BATTERY_GOOD, "true_N": [1]})
+    w("empty.json", "")
+    w("null.json", "null")
+    w("asym.json", {**BATTERY_GOOD, "D": [[0, 1], [2, 0]]})
+    w("bad.toml", "[[scenarios]\n")
+    w("nan.toml", '[[scenarios]]\nname = "cpl-pricing"\nmechanisms = ["uniform"]\n'
+                  'params = {budget = nan}\n')
+    w("inf.toml", '[[scenarios]]\nname = "inclusive-market"\nmechanisms = ["local"]\n'
+                  'params = {lam = inf}\n')
+    w("neg-rounds.toml", '[[scenarios]]\nname = "inclusive-market"\nmechanisms = ["local"]\n'
+                         'params = {rounds = -3}\n')
+    w("table-mech.toml", '[[scenarios]]\nname = "inclusive-market"\n'
+                         'mechanisms = [{selection = 5}]\n')
+    w("ts-bad.toml", "[N\n")
+    w("ts-unknown.toml", 'colour = "red"\n')
+    w("ts-nan.toml", "[N]\nlow = nan\nhigh = 10\n")
+    w("ts.json", "{not json")
+    w("rule-bad.json", "{not json")
+    w("rule-empty.json", "{}")
+    w("state.json", "{not json")
+    (inp / "notastore").mkdir(exist_ok=True)
+    (inp / "notastore" / "store.sqlite").write_bytes(os.urandom(4096))
+
+
+BATTERY_CLI = [
+    # clear
+    ("clear-D-nan", ["clear", "{inp}/nan.json"]),
+    ("clear-N-inf", ["clear", "{inp}/inf.json"]),
+    ("clear-empty-market", ["clear", "{inp}/empty-N.json"]),
+    ("clear-D-shape", ["clear", "{inp}/D-shape.json"]),
+    ("clear-D-ragged", ["clear", "{inp}/D-ragged.json"]),
+    ("clear-D-null", ["clear", "{inp}/D-null.json"]),
+    ("clear-lam-text", ["clear", "{inp}/lam-text.json"]),
+    ("clear-lam-list", ["clear", "{inp}/lam-list.json"]),
+    ("clear-gain-number", ["clear", "{inp}/gain-number.json"]),
+    ("clear-gain-unknown", ["clear", "{inp}/gain-unknown.json"]),
+    ("clear-N-bool", ["clear", "{inp}/N-bool.json"]),
+    ("clear-N-dict", ["clear", "{inp}/N-dict.json"]),
+    ("clear-true-N-short", ["clear", "{inp}/true-N-short.json"]),
+    ("clear-empty-file", ["clear", "{inp}/empty.json"]),
+    ("clear-null", ["clear", "{inp}/null.json"]),
+    ("clear-time-limit-neg", ["clear", "{inp}/good.json", "--time-limit", "-1"]),
+    ("clear-time-limit-nan", ["clear", "{inp}/good.json", "--time-limit", "nan"]),
+    ("clear-node-limit-neg", ["clear", "{inp}/good.json", "--rule", "exact",
+                              "--exact-node-limit", "-5"]),
+    ("clear-exact-time-inf", ["clear", "{inp}/good.json", "--rule", "exact",
+                              "--exact-time-limit", "inf"]),
+    ("clear-payments-unknown", ["clear", "{inp}/good.json", "--payments", "FOO"]),
+    ("clear-prices-missing-module", ["clear", "{inp}/good.json", "--prices", "nomod_h33:f"]),
+    # market / cpl
+    ("market-lam-inf", ["market", "--lam", "inf"]),
+    ("market-lam-neg", ["market", "--lam", "-1"]),
+    ("market-rounds-neg", ["market", "--rounds", "-5"]),
+    ("cpl-c-neg", ["cpl", "--c", "-1"]),
+    ("cpl-c-nan", ["cpl", "--c", "nan"]),
+    ("cpl-G-neg", ["cpl", "--G", "-1"]),
+    ("cpl-v-mean-nan", ["cpl", "--v-mean", "nan"]),
+    ("cpl-alpha-zero", ["cpl", "--alpha", "0"]),
+    ("cpl-R-zero", ["cpl", "--R", "0"]),
+    ("cpl-q-min-zero", ["cpl", "--q-min", "0"]),
+    ("cpl-q-max-2", ["cpl", "--q-max", "2"]),
+    ("cpl-q-max-nan", ["cpl", "--q-max", "nan"]),
+    ("cpl-points-neg", ["cpl", "--points", "-3"]),
+    ("cpl-sweep-nan", ["cpl", "--sweep", "nan", "5", "3"]),
+    ("cpl-sweep-inf", ["cpl", "--sweep", "1", "inf", "3"]),
+    # sweep
+    ("sweep-broken", ["sweep", "{inp}/bad.toml", "--out", "{tmp}/s1"]),
+    ("sweep-param-nan", ["sweep", "{inp}/nan.toml", "--out", "{tmp}/s2"]),
+    ("sweep-param-inf", ["sweep", "{inp}/inf.toml", "--out", "{tmp}/s3"]),
+    ("sweep-rounds-neg", ["sweep", "{inp}/neg-rounds.toml", "--out", "{tmp}/s4"]),
+    ("sweep-table-mechanism", ["sweep", "{inp}/table-mech.toml", "--out", "{tmp}/s5"]),
+    ("sweep-threads-0", ["sweep", "--preset", "demo", "--threads", "0", "--out", "{tmp}/s6"]),
+    ("sweep-max-cells-neg", ["sweep", "--preset", "demo", "--max-cells", "-1",
+                             "--out", "{tmp}/s7"]),
+    ("sweep-checkpoints-under-file", ["sweep", "{inp}/nan.toml", "--out", "{tmp}/s8",
+                                      "--checkpoints", "{inp}/good.json/x"]),
+    # prove
+    ("prove-type-space-missing", ["prove", "--engine", "batch", "--type-space",
+                                  "{inp}/nope.toml"]),
+    ("prove-type-space-broken", ["prove", "--engine", "batch", "--type-space",
+                                 "{inp}/ts-bad.toml"]),
+    ("prove-type-space-unknown-key", ["prove", "--engine", "batch", "--type-space",
+                                      "{inp}/ts-unknown.toml"]),
+    ("prove-type-space-nan", ["prove", "--engine", "batch", "--type-space",
+                              "{inp}/ts-nan.toml"]),
+    ("prove-type-space-json", ["prove", "--engine", "batch", "--type-space", "{inp}/ts.json"]),
+    ("prove-subject-missing-module", ["prove", "--subject", "nomod_h33:rule"]),
+    ("prove-subject-not-rule", ["prove", "--subject", "os:sep"]),
+    ("prove-subject-wrong-arity", ["prove", "--subject", "os:getcwd"]),
+    ("prove-examples-neg", ["prove", "--examples", "-5"]),
+    ("prove-max-clients-neg", ["prove", "--max-clients", "-3"]),
+    ("prove-time-limit-neg", ["prove", "--time-limit", "-1"]),
+    ("prove-seed-text", ["prove", "--seed", "x"]),
+    # design
+    ("design-markets-0", ["design", "--markets", "0", "--out", "{tmp}/d1"]),
+    ("design-markets-neg", ["design", "--markets", "-5", "--out", "{tmp}/d2"]),
+    ("design-seed-neg", ["design", "--seed", "-1", "--out", "{tmp}/d3"]),
+    ("design-generations-0", ["design", "--generations", "0", "--out", "{tmp}/d4"]),
+    ("design-popsize-0", ["design", "--popsize", "0", "--out", "{tmp}/d5"]),
+    ("design-stages-0", ["design", "--stages", "0", "--out", "{tmp}/d6"]),
+    ("design-heldout-markets-0", ["design", "--heldout-markets", "0", "--out", "{tmp}/d7"]),
+    ("design-frontier-size-0", ["design", "--frontier-size", "0", "--out", "{tmp}/d8"]),
+    ("design-certify-examples-neg", ["design", "--certify-examples", "-1", "--out",
+                                     "{tmp}/d9"]),
+    ("design-goal-bad", ["design", "--goal", "maximise happiness", "--out", "{tmp}/d10"]),
+    ("design-space-unknown", ["design", "--space", "round", "--out", "{tmp}/d11"]),
+    ("design-space-missing-module", ["design", "--space", "nomod_h33:f", "--out",
+                                     "{tmp}/d12"]),
+    ("design-bounds-bad", ["design", "--bounds", "x", "--out", "{tmp}/d13"]),
+    ("design-bounds-nan", ["design", "--bounds", "marginal=nan:1", "--out", "{tmp}/d14"]),
+    ("design-features-unknown", ["design", "--features", "colour", "--out", "{tmp}/d15"]),
+    ("design-type-space-missing", ["design", "--type-space", "{inp}/nope.toml", "--out",
+                                   "{tmp}/d16"]),
+    ("design-market-file-broken", ["design", "--market-file", "{inp}/empty.json", "--out",
+                                   "{tmp}/d17"]),
+    ("design-state-broken", ["design", "--state", "{inp}/state.json", "--out", "{tmp}/d18"]),
+    ("design-markets-text", ["design", "--markets", "many", "--out", "{tmp}/d19"]),
+    ("design-out-under-file", ["design", "--out", "{inp}/good.json/x"]),
+    # report / recheck / salvage / reproduce / train
+    ("report-not-a-store", ["report", "{inp}/notastore"]),
+    ("report-rank-by-bad", ["report", "{inp}/notastore", "--rank-by", "colour"]),
+    ("report-regret-markets-0", ["report", "{inp}/notastore", "--regret-markets", "0"]),
+    ("recheck-missing", ["recheck", "{inp}/nowhere"]),
+    ("recheck-not-a-folder", ["recheck", "{inp}/good.json"]),
+    ("recheck-round-neg", ["recheck", "{inp}/notastore", "--round", "-1"]),
+    ("salvage-missing", ["salvage", "{inp}/nowhere", "--out", "{tmp}/sv1"]),
+    ("salvage-garbage", ["salvage", "{inp}/notastore", "--out", "{tmp}/sv2"]),
+    ("salvage-out-under-file", ["salvage", "{inp}/notastore", "--out", "{inp}/good.json/x"]),
+    ("reproduce-threads-0", ["reproduce", "--threads", "0", "--out", "{tmp}/r1"]),
+    ("reproduce-seeds-neg", ["reproduce", "--seeds", "-1", "--out", "{tmp}/r2"]),
+    ("reproduce-scenarios-unknown", ["reproduce", "--scenarios", "nope", "--out", "{tmp}/r3"]),
+    ("train-rounds-0", ["train", "--rounds", "0"]),
+    ("train-clients-0", ["train", "--clients", "0"]),
+    ("train-lr-nan", ["train", "--lr", "nan"]),
+    ("train-batch-neg", ["train", "--batch", "-1"]),
+    ("train-data-dir-missing", ["train", "--data-dir", "{inp}/nowhere", "--rounds", "1",
+                                "--out", "{tmp}/t1"]),
+]
+
+
+BATTERY_FIELDS = {
+    'clear-progress-number': 'progress',
+    'clear-time-limit-negative': 'time_limit',
+    'clear-time-limit-nan': 'time_limit',
+    'clear-time-limit-text': 'time_limit',
+    'clear-node-limit-float': 'exact_node_limit',
+    'clear-node-limit-bool': 'exact_node_limit',
+    'clear-D-empty': 'D',
+    'clear-D-ragged': 'D',
+    'clear-D-none': 'D',
+    'clear-thresholds-list': 'thresholds',
+    'clear-allow-negative-text': 'allow_negative_distances',
+    'clear-D-inf': 'D',
+    'clear-rule-none': 'rule',
+    'clear-payments-none': 'payments',
+    'clear-prices-number': 'prices',
+    'clear-rule-returns-none': 'rule',
+    'clear-rule-returns-ragged': 'rule',
+    'clear-rule-returns-2': 'rule',
+    'clear-payments-returns-dict': 'payments',
+    'clear-payments-returns-scalar': 'payments',
+    'clear-payments-returns-inf': 'payments',
+    'clear-prices-returns-neg-inf': 'prices',
+    'clear-prices-returns-1d': 'prices',
+    'clear-gain-raises': 'gain',
+    'clear-gain-returns-text': 'gain',
+    'clear-gain-wrong-shape': 'gain',
+    'arrays-N-empty-market': 'N',
+    'arrays-N-scalar': 'N',
+    'arrays-lam-nan': 'lam',
+    'arrays-lam-shape': 'lam',
+    'arrays-c-shape': 'c',
+    'arrays-gain-unknown': 'gain',
+    'batch-market-not-arrays': 'market',
+    'batch-D-shape': 'D',
+    'batch-D-nan': 'D',
+    'batch-rule-not-over-arrays': 'rule',
+    'batch-time-limit-zero': 'time_limit',
+    'arrays-from-markets-empty': 'markets',
+    'market-replace-bad': 'N',
+    'market-replace-unknown': 'colour',
+    'posted-shape-length': 'shape',
+    'posted-shape-nan': 'shape',
+    'posted-shape-negative': 'shape',
+    'posted-shape-zero': 'shape',
+    'posted-shape-text': 'shape',
+    'posted-responses': 'responses',
+    'apply-pricing-time-limit-zero': 'time_limit',
+    'apply-pricing-time-limit-text': 'time_limit',
+    'apply-pricing-game-dict': 'game',
+    'apply-pricing-returns-2d': 'pricing',
+    'apply-pricing-returns-inf': 'pricing',
+    'game-a-empty': 'a',
+    'game-q-max-nan': 'q_max',
+    'game-q-min-above': 'q_min',
+    'game-R-text': 'R',
+    'solve-game-none': 'game',
+    'solve-method-none': 'method',
+    'response-prices-2d': 'prices',
+    'response-prices-empty': 'prices',
+    'lia-influence-empty': 'model_losses',
+    'lia-influence-nan': 'base_losses',
+    'lia-influence-shape': 'base_losses',
+    'lia-influence-owner-range': 'owner',
+    'lia-influence-owner-float': 'owner',
+    'lia-sets-nonsquare': 'I',
+    'lia-sets-nan': 'I',
+    'lia-sets-text': 'I',
+    'lia-cluster-empty': 'I',
+    'lia-cluster-1d': 'I',
+    'dist-empty': 'theta',
+    'dist-text-metric-none': 'metric',
+    'check-max-examples-float': 'max_examples',
+    'check-seed-negative': 'seed',
+    'check-seed-text': 'seed',
+    'check-seed-float': 'seed',
+    'check-tolerance-text': 'tolerance',
+    'check-engine-none': 'engine',
+    'check-max-clients-text': 'max_clients',
+    'check-max-clients-huge': 'max_clients',
+    'check-prop-string': 'prop',
+    'check-subject-string': 'subject',
+    'check-subject-none': 'subject',
+    'check-time-limit-nan': 'time_limit',
+    'check-type-space-missing': 'type_space',
+    'check-type-space-dict-bad': 'type_space.N',
+    'check-search-unknown': 'search',
+    'check-deadline-text': 'deadline',
+    'check-scan-hypothesis': 'scan',
+    'check-min-discriminating-neg': 'min_discriminating',
+    'subject-bad-rule': 'rule',
+    'subject-bad-payments': 'payments',
+    'cpl-rule-subject-bad': 'pricing',
+    'lia-subject-mode': 'mode',
+    'lia-subject-rtol': 'rtol',
+    'subject-from-bad': 'subject',
+    'subject-from-nocolon': 'subject',
+    'type-space-missing': 'type_space',
+    'run-sweep-cells-not-list': 'cells',
+    'expand-max-cells-zero': 'max_cells',
+    'expand-param-nan': 'scenarios[0].params.budget',
+    'expand-param-inf': 'scenarios[0].params.lam',
+    'expand-param-nested': 'scenarios[0].params.budget',
+    'expand-param-table': 'scenarios[0].params.budget',
+    'expand-seed-huge': 'seeds[0]',
+    'expand-mechanism-number': 'scenarios[0].mechanisms[0]',
+    'expand-name-number': 'scenarios[0].name',
+    'load-toml-missing': 'spec',
+}
+
+BATTERY_CLI_FIELDS = {
+    'clear-D-nan': 'D',
+    'clear-N-inf': 'N',
+    'clear-empty-market': 'N',
+    'clear-D-shape': 'D',
+    'clear-D-ragged': 'D',
+    'clear-D-null': 'D',
+    'clear-lam-text': 'lam',
+    'clear-lam-list': 'lam',
+    'clear-gain-number': 'gain',
+    'clear-gain-unknown': 'gain',
+    'clear-N-bool': 'N',
+    'clear-N-dict': 'N',
+    'clear-true-N-short': 'true_N',
+    'clear-empty-file': 'market_file',
+    'clear-null': 'market_file',
+    'clear-time-limit-neg': 'time_limit',
+    'clear-time-limit-nan': 'time_limit',
+    'clear-node-limit-neg': 'exact_node_limit',
+    'clear-exact-time-inf': 'exact_time_limit',
+    'clear-payments-unknown': 'payments',
+    'clear-prices-missing-module': 'prices',
+    'market-lam-inf': 'lam',
+    'market-lam-neg': 'lam',
+    'market-rounds-neg': 'rounds',
+    'cpl-c-neg': 'c',
+    'cpl-c-nan': 'c',
+    'cpl-G-neg': 'G',
+    'cpl-v-mean-nan': 'v_mean',
+    'cpl-alpha-zero': 'alpha',
+    'cpl-R-zero': 'R',
+    'cpl-q-min-zero': 'q_min',
+    'cpl-q-max-2': 'q_max',
+    'cpl-q-max-nan': 'q_max',
+    'cpl-points-neg': '--points',
+    'cpl-sweep-nan': '--sweep',
+    'cpl-sweep-inf': '--sweep',
+    'sweep-broken': 'spec',
+    'sweep-param-nan': 'scenarios[0].params.budget',
+    'sweep-param-inf': 'scenarios[0].params.lam',
+    'sweep-rounds-neg': 'scenarios[0].params.rounds',
+    'sweep-table-mechanism': 'scenarios[0].mechanisms[0].selection',
+    'sweep-threads-0': 'unrecognized arguments',
+    'sweep-max-cells-neg': '--max-cells',
+    'sweep-checkpoints-under-file': 'unrecognized arguments',
+    'prove-type-space-missing': 'type_space',
+    'prove-type-space-broken': 'type_space',
+    'prove-type-space-unknown-key': 'type_space',
+    'prove-type-space-nan': 'type_space.N.low',
+    'prove-type-space-json': 'type_space',
+    'prove-subject-missing-module': 'subject',
+    'prove-subject-not-rule': 'subject',
+    'prove-subject-wrong-arity': 'subject',
+    'prove-examples-neg': 'examples',
+    'prove-max-clients-neg': 'max-clients',
+    'prove-time-limit-neg': 'time-limit',
+    'prove-seed-text': 'argument --seed',
+    'design-markets-0': 'markets',
+    'design-markets-neg': 'markets',
+    'design-seed-neg': 'seed',
+    'design-generations-0': 'generations',
+    'design-popsize-0': 'popsize',
+    'design-stages-0': 'stages',
+    'design-heldout-markets-0': '--heldout-markets',
+    'design-frontier-size-0': '--frontier-size',
+    'design-certify-examples-neg': '--certify-examples',
+    'design-goal-bad': 'goal',
+    'design-space-unknown': '--space',
+    'design-space-missing-module': 'space',
+    'design-bounds-bad': '--bounds',
+    'design-bounds-nan': 'bounds.marginal',
+    'design-features-unknown': 'features',
+    'design-type-space-missing': '--type-space type_space',
+    'design-market-file-broken': 'market_file',
+    'design-state-broken': 'state',
+    'design-markets-text': 'argument --markets',
+    'design-out-under-file': '--out',
+    'report-not-a-store': 'store',
+    'report-rank-by-bad': 'rank-by',
+    'report-regret-markets-0': 'rank-by',
+    'recheck-missing': 'run_dir',
+    'recheck-not-a-folder': 'run_dir',
+    'recheck-round-neg': 'run_dir',
+    'salvage-missing': 'broken',
+    'salvage-garbage': 'broken',
+    'salvage-out-under-file': '--out',
+    'reproduce-threads-0': '--threads',
+    'reproduce-seeds-neg': 'seeds[0]',
+    'reproduce-scenarios-unknown': '--scenarios',
+    'train-rounds-0': 'rounds',
+    'train-clients-0': 'clients',
+    'train-lr-nan': 'lr',
+    'train-batch-neg': 'batch',
+    'train-data-dir-missing': '--data-dir',
+}
+
+
+@pytest.mark.parametrize(("name", "call"), BATTERY_API, ids=[n for n, _ in BATTERY_API])
+def test_battery_api(name, call):
+    field = BATTERY_FIELDS[name]
+    with pytest.raises((FedmarketError, CheckerInputError)) as info:
+        call()
+    text = str(info.value)
+    assert info.value.field == field and text.startswith(f"{field}: ") and "\n" not in text
+    clone = pickle.loads(pickle.dumps(info.value))  # crosses process and ray boundaries
+    assert type(clone) is type(info.value) and str(clone) == text
+
+
+@pytest.fixture
+def battery_sandbox(tmp_path, monkeypatch):
+    inp = tmp_path / "inputs"
+    _battery_files(inp)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, inp
+
+
+@pytest.mark.parametrize(("name", "argv"), BATTERY_CLI, ids=[n for n, _ in BATTERY_CLI])
+def test_battery_cli(name, argv, battery_sandbox, capsys):
+    tmp, inp = battery_sandbox
+    before = _snapshot(tmp)
+    code = main([a.format(inp=inp, tmp=tmp) for a in argv])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("fedmarket") and "Traceback" not in err
+    assert f"error: {BATTERY_CLI_FIELDS[name]}: " in lines[0], lines[0]
+    assert _snapshot(tmp) == before  # nothing written, created or changed
+
+
+def test_battery_lists_agree():
+    assert {n for n, _ in BATTERY_API} == set(BATTERY_FIELDS)
+    assert {n for n, _ in BATTERY_CLI} == set(BATTERY_CLI_FIELDS)

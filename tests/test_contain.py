@@ -413,6 +413,14 @@ CLI = [
      "h33rules:shape_pay returned shape (4,)"),
     (["sweep", "exit.toml", "--out", "s", "--quiet"],
      "inclusive-market / local+h33rules:exit_pay / seed 0"),
+    (["sweep", "nan.toml", "--out", "s", "--quiet"],
+     "local+h33rules:nan_pay / seed 0 (n_params=50, rounds=1): payments: h33rules:nan_pay "
+     "returned NaN"),
+    (["sweep", "shape.toml", "--out", "s", "--quiet"],
+     "local+h33rules:shape_pay / seed 0 (n_params=50, rounds=1): payments: "
+     "h33rules:shape_pay returned shape"),
+    (["design", "--space", "h33rules:exit_space", "--bounds", "0:1", "--markets", "20",
+      "--out", "d"], "h33rules:exit_space raised SystemExit: 5"),
     (["sweep", "sleep.toml", "--out", "s", "--quiet", "--time-limit", "0.5"],
      "stopped in the payments rule h33rules:sleep_pay"),
 ]
@@ -427,7 +435,7 @@ def test_misbehaving_rules_on_the_command_line_end_in_one_line(cwd_rules, capsys
     (cwd_rules / "m.json").write_text(json.dumps(
         {"N": [100, 200, 300], "c": [0.1, 0.2, 0.3], "K": [1e3, 1e3, 1e3], "lam": 0.1,
          "D": D3.tolist()}))
-    for name in ("exit", "sleep"):
+    for name in ("exit", "sleep", "nan", "shape"):
         (cwd_rules / f"{name}.toml").write_text(
             'seeds = [0]\n[[scenarios]]\nname = "inclusive-market"\n'
             f'mechanisms = ["local+h33rules:{name}_pay"]\n'
@@ -437,3 +445,24 @@ def test_misbehaving_rules_on_the_command_line_end_in_one_line(cwd_rules, capsys
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1, err
     assert needle in lines[0] and "Traceback" not in err, lines[0]
+
+
+def test_a_zeroing_rule_on_the_command_line_changes_nothing(cwd_rules, capsys):
+    import json
+
+    (cwd_rules / "m.json").write_text(json.dumps(
+        {"N": [100, 200, 300], "c": [0.1, 0.2, 0.3], "K": [1e3, 1e3, 1e3], "lam": 0.1,
+         "D": D3.tolist()}))
+    assert main(["clear", "m.json", "--payments", "h33rules:zeroing_pay", "--csv",
+                 "z.csv"]) == 0
+    assert main(["clear", "m.json", "--payments", "none", "--csv", "n.csv"]) == 0
+    import pandas as pd
+
+    z, n = pd.read_csv(cwd_rules / "z.csv"), pd.read_csv(cwd_rules / "n.csv")
+    assert z["bought_from"].tolist() == n["bought_from"].tolist() != ["[]"] * 3
+    capsys.readouterr()
+    # the check sees the real outcome: unpaid sellers, not the zeroed one ("holds")
+    code = main(["prove", "--subject", "h33rules:zeroing_pay", "--property",
+                 "individual_rationality", "--examples", "200", "--engine", "batch"])
+    out = capsys.readouterr().out
+    assert code == 0 and "counterexample" in out and "holds" not in out, out

@@ -119,7 +119,7 @@ class Game:
         if (q_max > 1).any() or (q_max < self.q_min).any():
             k = int(np.flatnonzero((q_max > 1) | (q_max < self.q_min))[0])
             raise MarketInputError(
-                "q_max", f"entry {k} is {q_max[k]!r}; must lie in [q_min={self.q_min}, 1]"
+                "q_max", f"entry {k} is {float(q_max[k])!r}; must lie in [q_min={self.q_min}, 1]"
             )
         a = normalised_weights(a)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -196,7 +196,7 @@ def _rule_step(label: str, fn: Callable, market, D, T, P) -> np.ndarray:
         bad = (vals != 0) & (vals != 1)
         if bad.any():
             k = tuple(int(x) for x in np.argwhere(bad)[0])
-            raise RuleFailed("rule", f"{label} returned a_{k[-2]}{k[-1]} = {vals[k]!r}; "
+            raise RuleFailed("rule", f"{label} returned a_{k[-2]}{k[-1]} = {float(vals[k])!r}; "
                                      "adjacency entries are 0/1")
         A = vals.astype(bool)
     m = shape[-1]

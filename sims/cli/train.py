@@ -261,6 +261,9 @@ def _data_folder(dataset: str, data_dir) -> None:
 
     find = {"fashion-mnist": fashion_mnist_folder, "cifar10": cifar10_folder}.get(dataset)
     if find is None:
+        if data_dir:  # given for a data set that reads no folder: a mistake, not ignored
+            raise SpecError("--data-dir", f"is {data_dir!r}, but --dataset {dataset} reads no "
+                                          "folder (only fashion-mnist and cifar10 do)")
         return
     try:
         find(data_dir)
