@@ -216,6 +216,8 @@ class Limit:
                 _arm()
             else:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+                if hasattr(signal, "sigpending") and signal.SIGALRM in signal.sigpending():
+                    signal.sigwait({signal.SIGALRM})  # ours, held back: never the old handler's
                 old = _foreign.get("handler")
                 signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
                 if _foreign.get("deadline") is not None and not _foreign["rung"]:
