@@ -466,3 +466,26 @@ def test_a_zeroing_rule_on_the_command_line_changes_nothing(cwd_rules, capsys):
                  "individual_rationality", "--examples", "200", "--engine", "batch"])
     out = capsys.readouterr().out
     assert code == 0 and "counterexample" in out and "holds" not in out, out
+
+
+@pytest.mark.parametrize("engine", ["batch", "hypothesis"])
+def test_a_lia_rule_and_a_property_of_your_own_are_contained(rules, engine):
+    from proofs import LiaClustering, Property
+    from proofs.ipfl_properties import IpflCase
+    from proofs.strategies import ipfl_instances
+
+    def exiting_sets(I):
+        sys.exit(6)
+
+    lia_subject = LiaClustering("exiting", sets_rule=exiting_sets)
+    r = check(lia_subject, PROPERTIES["lia_self_included"], engine=engine, max_examples=5)
+    assert r.verdict == "error" and "exiting_sets raised SystemExit: 6" in r.error, r.error
+
+    def exiting_property(subject, case):
+        subject.settle(case.market, case.D)
+        sys.exit(7)
+
+    prop = Property("exits", "exits", "-", "-", "-", "ipfl",
+                    lambda: ipfl_instances().map(lambda md: IpflCase(*md)), exiting_property)
+    r = check(IpflMechanism("local", "local"), prop, max_examples=5, engine=engine)
+    assert r.verdict == "error" and "property 'exits' raised SystemExit: 7" in r.error, r.error

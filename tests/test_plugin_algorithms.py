@@ -51,6 +51,12 @@ def broken(s):
     yield
 
 
+def exits(s):  # sys.exit from an algorithm of your own: its rule error, not an exit
+    import sys
+    sys.exit(8)
+    yield
+
+
 def no_ledger(s):
     while True:
         yield Round(s.params0, {}, {})
@@ -80,6 +86,7 @@ def test_an_algorithm_of_your_own_runs_through_the_same_loop(myalgos):
 
 def test_a_broken_algorithm_is_named(myalgos):
     for name, text in (("myalgos:broken", "my bug"), ("myalgos:short", "stopped after 1"),
+                       ("myalgos:exits", "myalgos:exits raised SystemExit: 8"),
                        ("myalgos:no_ledger", "ledger lacks")):
         with pytest.raises(RuleFailed, match=text) as e:
             run(TrainConfig(algorithm=name, **TINY))
