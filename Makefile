@@ -63,6 +63,8 @@ test-flower: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# The benchmarks at full size (minutes to hours on 2 cores). Each also runs, every section at a
+# tiny size (FEDMARKET_BENCH_TINY=1), in the slow tier: tests/test_benchmarks.py.
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ipfl.py
 	$(PY) benchmarks/bench_cpl.py

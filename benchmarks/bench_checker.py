@@ -12,13 +12,14 @@ engine and numpy draws, per instance vs in bulk (``proofs.batch.check_batch(bulk
 
 Usage: python benchmarks/bench_checker.py [--hypothesis 300] [--batch 100000] [--repeat 3]
        [--per-instance 100] [--bulk 20000]
+       FEDMARKET_BENCH_TINY=1 python benchmarks/bench_checker.py   (every pair, tiny sizes)
 """
 
 from __future__ import annotations
 
 import argparse
 
-from _timing import best_of
+from _timing import best_of, pick
 
 from proofs import PROPERTIES, SUBJECTS, check
 from proofs.batch import check_batch
@@ -60,12 +61,13 @@ def rate(subject, key, n, engine, repeat):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hypothesis", type=int, default=300, help="Hypothesis examples per pair")
-    ap.add_argument("--batch", type=int, default=100_000, help="batch examples per pair")
+    ap.add_argument("--hypothesis", type=int, default=pick(300, 5),
+                    help="Hypothesis examples per pair")
+    ap.add_argument("--batch", type=int, default=pick(100_000, 200), help="batch examples per pair")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many warm runs")
-    ap.add_argument("--per-instance", type=int, default=100,
+    ap.add_argument("--per-instance", type=int, default=pick(100, 5),
                     help="batch engine, one instance at a time: examples per pair")
-    ap.add_argument("--bulk", type=int, default=20_000,
+    ap.add_argument("--bulk", type=int, default=pick(20_000, 100),
                     help="batch engine in bulk: examples per pair (second table)")
     args = ap.parse_args(argv)
     print(f"effective examples/s; Hypothesis {args.hypothesis} and batch {args.batch} examples "

@@ -6,12 +6,13 @@
 3. bisection at N = 1e4, 1e5, 1e6: scaling (time(1e6) / time(1e4); linear would be 100).
 
 Usage: python benchmarks/bench_cpl.py
+       FEDMARKET_BENCH_TINY=1 python benchmarks/bench_cpl.py   (every section, tiny sizes)
 """
 
 from __future__ import annotations
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, pick
 
 from mechanisms import cpl
 from sims.cpl_game import CplBenchmark
@@ -21,8 +22,9 @@ def main():
     game = CplBenchmark().game()
     print(f"paper's benchmark game: N = {game.n}, B = {game.budget}, c = 5, v ~ Exp(100)")
     t_b, b = best_of(lambda: cpl.solve(game), 20)
-    t_ls, ls = best_of(lambda: cpl.solve(game, "cvxpy-linesearch", points=400), 1)
-    print("\n1. bisection vs cvxpy-linesearch (400 grid points)")
+    points = pick(400, 4)
+    t_ls, ls = best_of(lambda: cpl.solve(game, "cvxpy-linesearch", points=points), 1)
+    print(f"\n1. bisection vs cvxpy-linesearch ({points} grid points)")
     print(f"   bisection        {t_b:10.6f} s   objective {b.objective:.10g}")
     print(f"   cvxpy-linesearch {t_ls:10.6f} s   objective {ls.objective:.10g}")
     print(f"   speed-up {t_ls / t_b:,.0f}x; line search objective is "
@@ -38,12 +40,15 @@ def main():
 
     print("\n3. bisection scaling")
     times = {}
-    for n in (10_000, 100_000, 1_000_000):
+    sizes = pick((10_000, 100_000, 1_000_000), (100, 1_000, 10_000))
+    for n in sizes:
         g = CplBenchmark(clients=n, budget=15.0 * n / 40).game()
         times[n], eq = best_of(lambda g=g: cpl.solve(g), 3)
-        print(f"   N = {n:>9,}: {times[n]:8.4f} s  ({eq.info['iterations']} Brent steps, "
+        print(f"   N = {n:>9,}: {times[n]:8.4f} s  ({eq.status}, {eq.solver} root finder, "
               f"budget residual {eq.budget_residual:.1e})")
-    print(f"   time(1e6) / time(1e4) = {times[1_000_000] / times[10_000]:.1f}  (linear: 100)")
+    lo, hi = sizes[0], sizes[-1]
+    print(f"   time({hi:.0e}) / time({lo:.0e}) = {times[hi] / times[lo]:.1f}  "
+          f"(linear: {hi // lo})")
 
 
 if __name__ == "__main__":

@@ -12,15 +12,15 @@ from __future__ import annotations
 import argparse
 import time
 
-from _timing import best_of
+from _timing import best_of, pick
 
 from sims.design import REFERENCES, LinearSpace, draw_markets, evaluate
 
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--markets", type=int, default=2000)
-    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--markets", type=int, default=pick(2000, 20))
+    p.add_argument("--repeat", type=int, default=pick(2, 1))
     args = p.parse_args(argv)
     mk = draw_markets(args.markets, seed=0)
     space = LinearSpace()

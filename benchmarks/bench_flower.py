@@ -16,6 +16,7 @@ many objects (one request each per hop) a train message is; where a warm round's
 its time; and the CPU seconds each kind of the federation's processes (SuperLink, SuperNodes,
 executors and their task children, workers, ServerApp) spent per round, read from /proc.
 Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec] [--skip-simulation]
+       (FEDMARKET_BENCH_TINY=1: every side, 2 local steps a round instead of 50)
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _timing import best_of
+from _timing import best_of, pick
 
 from learning.config import TrainConfig
 from learning.flower.loopback import flwr_floors
 
 ROUNDS = 5
-CFG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=ROUNDS, steps=50, batch=32,
-           lr=0.05, beta=0.5)
+CFG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=ROUNDS, steps=pick(50, 2),
+           batch=32, lr=0.05, beta=0.5)
 
 
 def _per_round(ends: list[float]) -> float:
@@ -173,7 +174,7 @@ def main(argv=None) -> None:
         sec, cpus[name] = deployment(tmp / folder, workers=workers, warm=warm)
         rows.append((name, sec))
     base = rows[0][1]
-    print(f"iPFL, digits, 4 clients, 50 local steps per round: seconds per round "
+    print(f"iPFL, digits, 4 clients, {CFG['steps']} local steps per round: seconds per round "
           f"(mean of 3 rounds), {os.cpu_count()} CPUs")
     for name, sec in rows:
         print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")

@@ -14,7 +14,8 @@
    prints whether each is met, and the load average (other jobs on the host slow it).
 
 Usage: python benchmarks/bench_ipfl.py [--quick] [--growth-only]
-  (--quick: skip the m = 1000 reference; --growth-only: section 4 alone)
+  (--quick: skip the m = 1000 reference; --growth-only: section 4 alone;
+  FEDMARKET_BENCH_TINY=1: every section at tiny sizes)
 """
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ import os
 import time
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, pick
 
 from mechanisms import ipfl
 from proofs.oracle.ipfl import market_greedy
 
 TARGET_SECONDS = 1.0  # clear(rule='local', D given) at m = 4000, CPU seconds
 TARGET_GROWTH = 2.1  # growth exponent of clear from m = 1000 to 4000
+# sizes (FEDMARKET_BENCH_TINY=1: tiny ones, every section still run)
+FLOOR_P, FLOOR_M = pick(44_426, 300), pick(1000, 40)  # section 2: parameters, clients
+RULE_MARKETS = pick(5, 1)  # section 3: markets per size
+GROWTH_SIZES = pick((1000, 2000, 4000), (50, 100, 200))  # section 4
 
 
 def random_market(m, rng):
@@ -55,7 +60,7 @@ def bench_reference(sizes, rng):
         print(f"{m:>6} {t_ours:>11.5f} {t_ref:>14.3f} {t_ref / t_ours:>9.0f}x {same!s:>7}")
 
 
-def bench_floor(rng, p=44_426, m=1000):
+def bench_floor(rng, p=FLOOR_P, m=FLOOR_M):
     print(f"\n2. clear(m={m}, rule='local') vs the floor: Gram matrix of {m} x {p} float64")
     X = rng.standard_normal((m, p))
     t_gram, _ = best_of(lambda: X @ X.T)
@@ -71,7 +76,7 @@ def bench_floor(rng, p=44_426, m=1000):
     print(f"   edges bought: {int(out.adjacency.sum())}; budget residual {out.budget_residual:.1e}")
 
 
-def bench_rules(sizes, rng, markets=5):
+def bench_rules(sizes, rng, markets=RULE_MARKETS):
     print("\n3. exact vs local vs box2 (mean over random markets)")
     print("   objective = sum_i phi_i of Eq. 10 (what each rule minimises; lower is better);")
     print("   welfare = Eq. 5 (gains minus sharing costs; it leaves out the distance term)")
@@ -97,7 +102,7 @@ def bench_rules(sizes, rng, markets=5):
                   f"{dw:>+8.3f}% {meth:>16}")
 
 
-def bench_growth(sizes=(1000, 2000, 4000), repeat=5):
+def bench_growth(sizes=GROWTH_SIZES, repeat=5):
     print("\n4. clear(rule='local', D given) vs the floor: one float64 pass over m x m "
           "(D.sum()); CPU seconds of this process, warm, best of", repeat)
     print("   load average (1, 5, 15 min) before the run: "
@@ -142,9 +147,9 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(2025)
     if not args.growth_only:
-        bench_reference([10, 100] if args.quick else [10, 100, 1000], rng)
+        bench_reference(pick([10, 100] if args.quick else [10, 100, 1000], [5, 10]), rng)
         bench_floor(rng)
-        bench_rules([20, 100], rng)
+        bench_rules(pick([20, 100], [6, 10]), rng)
     bench_growth()
 
 

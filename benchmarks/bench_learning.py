@@ -27,6 +27,7 @@
 
 Usage: python benchmarks/bench_learning.py
        python benchmarks/bench_learning.py --costs docs/reproduction_costs.json
+       (FEDMARKET_BENCH_TINY=1, with any of these: every section at tiny sizes)
        python benchmarks/bench_learning.py --devices cpu cuda [--rounds 3]
 """
 
@@ -39,13 +40,15 @@ import time
 
 import numpy as np
 import torch
-from _timing import best_of
+from _timing import best_of, pick, tiny
 
 from learning import models
 from learning.local import SGDConfig, sample_batches, train_lockstep, train_sequential
 
+TRAIN_SAMPLES, TRAIN_REPEAT = pick(4000, 200), pick(2, 1)  # section 1 (tiny: a sliver)
 
-def timed_training(name, shape, m, steps, batch, n=4000, repeat=2):
+
+def timed_training(name, shape, m, steps, batch, n=TRAIN_SAMPLES, repeat=TRAIN_REPEAT):
     torch.manual_seed(0)
     X = torch.rand(n, *shape)
     Y = torch.randint(0, 10, (n,))
@@ -71,8 +74,8 @@ def child(m):
 
     from learning.algorithms import TrainConfig, run
 
-    cfg = TrainConfig(algorithm="fedavg", dataset="digits", clients=m, rounds=3, steps=20,
-                      batch=32, partition="iid")
+    cfg = TrainConfig(algorithm="fedavg", dataset="digits", clients=m, rounds=3,
+                      steps=pick(20, 2), batch=32, partition="iid")
     res = run(cfg)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"rounds_per_s": cfg.rounds / res.timings["training"], "rss_mb": rss,
@@ -81,14 +84,16 @@ def child(m):
 
 def main():
     print("1. lockstep vs sequential client training (same batches, same updates)")
-    for name, shape, m, steps, batch in [("mlp", (1, 8, 8), 100, 20, 32),
-                                         ("simplecnn-mnist", (1, 28, 28), 32, 10, 64)]:
+    for name, shape, m, steps, batch in pick([("mlp", (1, 8, 8), 100, 20, 32),
+                                              ("simplecnn-mnist", (1, 28, 28), 32, 10, 64)],
+                                             [("mlp", (1, 8, 8), 4, 2, 8),
+                                              ("simplecnn-mnist", (1, 28, 28), 2, 1, 8)]):
         t = timed_training(name, shape, m, steps, batch)
         print(f"   {name:16s} m = {m:4d}: lockstep {t['lockstep']:.3f} s, sequential "
               f"{t['sequential']:.3f} s -> {t['sequential'] / t['lockstep']:.1f}x")
 
     print("\n2. FedAvg rounds (digits MLP, 20 steps x batch 32): speed and peak memory")
-    for m in (10, 100, 1000):
+    for m in pick((10, 100, 1000), (2, 4)):
         out = subprocess.run([sys.executable, __file__, "--child", str(m)], capture_output=True,
                              text=True, check=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
@@ -102,11 +107,12 @@ def main():
 
     try:
         load_fashion_mnist()
-        cfg = TrainConfig(algorithm="ipfl", dataset="fashion-mnist", clients=10, rounds=3,
-                          steps=50, beta=0.1)
+        cfg = TrainConfig(algorithm="ipfl", dataset="fashion-mnist", clients=pick(10, 4),
+                          rounds=3, steps=pick(50, 2), beta=0.1,
+                          train_subsample=pick(0, 400), test_subsample=pick(0, 100))
     except MarketInputError:
-        cfg = TrainConfig(algorithm="ipfl", dataset="digits", clients=10, rounds=3, steps=50,
-                          beta=0.5)
+        cfg = TrainConfig(algorithm="ipfl", dataset="digits", clients=pick(10, 4), rounds=3,
+                          steps=pick(50, 2), beta=0.5)
     res = run(cfg)
     tm = res.timings
     mech = tm["distances"] + tm["clearing"] + tm["prox"]
@@ -120,8 +126,10 @@ def main():
     try:
         load_fashion_mnist()
     except MarketInputError:
-        print("\n4.-5. skipped: Fashion-MNIST is not installed")
-        return
+        if not tiny():  # a tiny run goes on with digits: every line runs
+            print("\n4.-5. skipped: Fashion-MNIST is not installed")
+            return
+        TINY_SETTING.update(dataset="digits", train_subsample=0, test_subsample=0)
     print("\n4. evaluation of 10 clients (Fashion-MNIST simplecnn, 1,000 test inputs and each "
           "client's own split), CPU seconds, best of 3")
     print_evaluation(*evaluation()[1:])
@@ -129,14 +137,19 @@ def main():
     print_evaluation(*evaluation(dataset="digits", train_subsample=0, test_subsample=0)[1:])
     print("\n5. seconds per algorithm-round, lockstep vs sequential (reduced reproduction's "
           "Fashion-MNIST setting)")
-    print_costs(costs())
+    print_costs(costs(pick(3, 2)))
+
+
+# a tiny run's sections 4 and 5: the same code on a sliver of the data (2 rounds: the rate is
+# taken from the rounds after the first)
+TINY_SETTING = {"train_subsample": 400, "test_subsample": 100, "clients": 4, "steps": 1}
 
 
 def _fashion_config(**kw):
     from learning.config import preset
     from sims.reproduce import FASHION
 
-    return preset("published", **{**FASHION, **kw})
+    return preset("published", **{**FASHION, **pick({}, TINY_SETTING), **kw})
 
 
 def evaluation(**config):
@@ -259,7 +272,7 @@ def write_costs(path):
 
     _, ev, val = evaluation()
     print_evaluation(ev, val)
-    rows = costs()
+    rows = costs(pick(3, 2))
     print_costs(rows)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({
@@ -284,9 +297,10 @@ if __name__ == "__main__":
         ap.add_argument("--devices", nargs="+", required=True)
         ap.add_argument("--rounds", type=int, default=3)
         a = ap.parse_args()
+        a.rounds = pick(a.rounds, 2)
         if a.rounds < 2:  # the first round warms up: a rate needs a round after it
             ap.error(f"--rounds is {a.rounds}; give at least 2")
         print("6. the reduced reproduction's Fig. 2 iPFL cell on each device (wall time)")
-        print_devices(device_rates(a.devices, a.rounds))
+        print_devices(device_rates(a.devices, a.rounds, **pick({}, TINY_SETTING)))
     else:
         main()

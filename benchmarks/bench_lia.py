@@ -7,6 +7,7 @@
    m^2 scores at m = 32.
 
 Usage: python benchmarks/bench_lia.py
+       FEDMARKET_BENCH_TINY=1 python benchmarks/bench_lia.py   (every section, tiny sizes)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 import numpy as np
 import torch
+from _timing import pick
 
 from learning import data, models, partition
 from learning.lia import influence_batched, influence_per_pair, partial_models
@@ -22,7 +24,7 @@ from mechanisms import lia
 from mechanisms.errors import MarketInputError
 
 
-def main(m: int = 32):
+def main(m: int = pick(32, 8)):
     try:
         d = data.load_fashion_mnist()
         name = "fashion-mnist"
@@ -43,7 +45,8 @@ def main(m: int = 32):
     t_lazy = time.perf_counter() - t
     t = time.perf_counter()
     exact, steps = partial_models(model, theta0, X, Y, train, np.random.default_rng(1),
-                                  lr=0.1, exact=True, max_steps=3000, tol=1e-3)
+                                  lr=0.1, exact=True, max_steps=pick(3000, 20),
+                                  tol=1e-3)
     I_exact = influence_batched(model, theta0, exact, X, Y, val)
     t_exact = time.perf_counter() - t
     c_lazy, c_exact = lia.cluster(I_lazy), lia.cluster(I_exact)
@@ -60,7 +63,7 @@ def main(m: int = 32):
     for label, fn in (("batched", influence_batched), ("per-pair", influence_per_pair)):
         fn(model, theta0, lazy, X, Y, val)
         ts = []
-        for _ in range(3):
+        for _ in range(pick(3, 1)):
             t = time.perf_counter()
             fn(model, theta0, lazy, X, Y, val)
             ts.append(time.perf_counter() - t)

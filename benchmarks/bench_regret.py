@@ -5,12 +5,13 @@ in one vectorised call (where the rule allows: N and c, bulk-clearable rules) ag
 by market. Warm, best of 3.
 
     python benchmarks/bench_regret.py
+    FEDMARKET_BENCH_TINY=1 python benchmarks/bench_regret.py   (every section, tiny sizes)
 """
 
 from __future__ import annotations
 
 import numpy as np
-from _timing import best_of
+from _timing import best_of, pick
 
 from mechanisms import ipfl
 from proofs import SUBJECTS
@@ -47,7 +48,7 @@ def search_nc(subject, mk, D, vectorised):
 def main():
     print(f"{'subject':10s} {'m':>3s} {'clear ms':>9s} {'market s':>9s} {'per search ms':>14s} "
           f"{'clearings':>10s} {'ratio':>7s} {'max regret':>11s}")
-    for m in (4, 8, 12):
+    for m in pick((4, 8, 12), (2, 3)):
         mk, D = market(m)
         for name in ("local", "exact", "shapley", "cost-plus", "vcg"):
             subject = SUBJECTS[name]
@@ -61,7 +62,7 @@ def main():
 
     print(f"\n{'subject':10s} {'m':>3s} {'N,c scalar s':>13s} {'vectorised s':>13s} "
           f"{'speed-up':>9s}")
-    for m in (4, 12):
+    for m in pick((4, 12), (2, 3)):
         mk, D = market(m)
         for name in ("box2", "local"):
             subject = SUBJECTS[name]

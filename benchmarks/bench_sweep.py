@@ -6,6 +6,7 @@
 2. The processes executor on 2 cores against serial, same cells.
 
 Usage: python benchmarks/bench_sweep.py
+       FEDMARKET_BENCH_TINY=1 python benchmarks/bench_sweep.py   (every section, 8 cells)
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import os
 import shutil
 import tempfile
 
+from _timing import pick
+
 from sims.sweep import expand, run_sweep
 
-SPEC = {"seeds": list(range(250)), "scenarios": [
+SPEC = {"seeds": list(range(pick(250, 2))), "scenarios": [
     {"name": "inclusive-market", "mechanisms": ["box2", "local"],
      "params": {"rounds": 2, "n_params": 500, "attack": ["gaussian", "same"]}}]}
 

@@ -17,6 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
+from _timing import pick
+
 from proofs import PROPERTIES, IpflMechanism, check
 from sims.design import load_rule
 from sims.design.certify import CERTIFIED_PROPERTIES
@@ -31,7 +33,7 @@ SHORT = {"individual_rationality": "IR", "budget_balance": "BB", "no_deficit": "
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--examples", type=int, default=2000)
+    p.add_argument("--examples", type=int, default=pick(2000, 20))
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--search", default="strong")
     p.add_argument("--files", nargs="*", default=["docs/designed/truthful.json",

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import matplotlib
 import pandas as pd
+from _timing import pick
 
 import sims.design  # noqa: F401 -- imports the modules that register their families
 from proofs.regret import SEARCHES
@@ -57,7 +58,7 @@ def _rule_files(paths):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markets", type=int, default=2000, help="held-out markets")
+    p.add_argument("--markets", type=int, default=pick(2000, 20), help="held-out markets")
     p.add_argument("--seed", type=int, default=1000, help="their seed (not a training seed)")
     p.add_argument("--rule", action="append", default=[], type=Path,
                    help="a designed rule file to place (family 'searched'); repeatable")

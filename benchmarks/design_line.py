@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import matplotlib
+from _timing import pick
 
 from sims.design import LinearSpace, draw_markets, load_rule
 from sims.design.frontier import (
@@ -36,9 +37,9 @@ from sims.results import versions, write_table
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markets", type=int, default=2000, help="held-out markets")
+    p.add_argument("--markets", type=int, default=pick(2000, 20), help="held-out markets")
     p.add_argument("--seed", type=int, default=1000, help="their seed (not a training seed)")
-    p.add_argument("--steps", type=int, default=11, help="points per split line")
+    p.add_argument("--steps", type=int, default=pick(11, 3), help="points per split line")
     p.add_argument("--rule", action="append", default=[], type=Path,
                    help="a designed rule file (designed_rule.json) to place; repeatable")
     p.add_argument("--csv", type=Path, default=Path("results/design_line.csv"))

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from _timing import pick
 
 from proofs.regret import JOINT_PAIRS, SEARCHES
 from proofs.typespace import DEFAULT
@@ -51,7 +52,7 @@ def rules() -> dict:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markets", type=int, default=2000)
+    p.add_argument("--markets", type=int, default=pick(2000, 20))
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--searches", nargs="+", default=list(SEARCHES),
                    help=f"named searches, weakest first (of {list(SEARCHES)})")

@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from _timing import pick
+
 from proofs.regret import JOINT_PAIRS
 from proofs.typespace import DEFAULT
 from sims.design import REFERENCES, draw_markets, evaluate, save_rule
@@ -31,7 +33,7 @@ from sims.design.families import PostedSpace, truthful_posted_price
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markets", type=int, default=2000)
+    p.add_argument("--markets", type=int, default=pick(2000, 20))
     p.add_argument("--prices", type=float, nargs="+",
                    default=[3.0, 3.5, 4.0, 4.5, 4.75, 5.0, 5.5, 6.0, 7.0])
     p.add_argument("--out", type=Path, default=Path("docs/designed"))

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from _timing import pick
 
 from learning.algorithms import get
 from learning.config import TrainConfig
@@ -76,10 +77,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="digits")
     ap.add_argument("--partition", default="cluster")
-    ap.add_argument("--clients", type=int, default=9)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--lams", type=float, nargs="+", default=[0.01, 0.1, 1.0, 10.0])
+    ap.add_argument("--clients", type=int, default=pick(9, 3))
+    ap.add_argument("--rounds", type=int, default=pick(3, 2))
+    ap.add_argument("--steps", type=int, default=pick(50, 2))
+    ap.add_argument("--lams", type=float, nargs="+",
+                    default=pick([0.01, 0.1, 1.0, 10.0], [0.1, 10.0]))
     ap.add_argument("--train-subsample", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)

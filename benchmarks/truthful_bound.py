@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from _timing import pick
 
 from mechanisms import ipfl
 from proofs.typespace import DEFAULT, load_type_space
@@ -83,7 +84,7 @@ def bound_table(df) -> str:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markets", type=int, default=20000)
+    p.add_argument("--markets", type=int, default=pick(20000, 50))
     p.add_argument("--seed", type=int, default=1000)
     p.add_argument("--type-space", default=None)
     p.add_argument("--csv", default=None,

@@ -371,7 +371,11 @@ PAGE_END = "<!-- frontier: end -->"
 
 
 def _num(x) -> str:
-    if x is None or not np.isfinite(x):
+    try:  # the sidecar's JSON holds NaN as "nan" (sims.results.jsonable)
+        x = float(x)
+    except (TypeError, ValueError):
+        return "--"
+    if not np.isfinite(x):
         return "--"
     return "0" if x == 0 else f"{x:.4g}"
 
