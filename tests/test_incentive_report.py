@@ -260,6 +260,17 @@ def test_prove_markdown_names_the_command_that_wrote_it_and_the_span_searched(tm
     assert (f"`fedmarket prove --engine batch --examples 5 --seed 0 --search strong "
             f"--markdown {md} --subject local --property truthful_K_under --property "
             "budget_balance`") in text
+    # a subject of your own is named too (a rule file: its path)
+    rule = tmp_path / "mid.json"
+    from sims.design import LinearSpace, save_rule
+
+    space = LinearSpace(("marginal", "cost"), clip=True)
+    save_rule(rule, space, space.point(marginal=0.5, cost=0.5), name="mid")
+    own = tmp_path / "own2.md"
+    assert main(["prove", "--subject", str(rule), "--property", "budget_balance", "--engine",
+                 "batch", "--examples", "5", "--seed", "3", "--markdown", str(own),
+                 "--quiet"]) == 0
+    assert f"--markdown {own} --subject {rule} --property budget_balance`" in own.read_text()
     row = next(ln for ln in text.splitlines() if ln.startswith("| No gain from understating K"))
     assert "K_i x 1/10^6 to 1" in row and "1/100" not in row
     former = check(IpflMechanism("paper", "local"), PROPERTIES["truthful_K_under"],

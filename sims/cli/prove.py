@@ -147,6 +147,7 @@ def _run(args) -> int:
             raise MarketInputError("property", f"unknown {key!r}; choose from "
                                                f"{list(PROPERTIES)}")
     # a subject or property named twice is checked and reported once
+    named = list(dict.fromkeys(args.subject or []))  # as given, for the report's command
     args.subject = list(dict.fromkeys(args.subject)) if args.subject else None
     if args.subject:
         args.subject = [s for s in args.subject if s not in own] or ([] if own else None)
@@ -235,7 +236,7 @@ def _run(args) -> int:
         text = header(args.examples, args.seed, args.engine, args.time_limit, args.exhaustive,
                       results, jobs=args.jobs, wall_seconds=wall,
                       max_clients=args.max_clients, standard=standard,
-                      type_space=space, search=args.search, subjects=args.subject,
+                      type_space=space, search=args.search, subjects=named,
                       properties=args.property, scan=args.scan,
                       path=args.markdown) + markdown(results)
         write_atomic(args.markdown, lambda tmp: tmp.write_text(text), "--markdown")
