@@ -7,6 +7,7 @@ row of each again on the same markets."""
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,10 +22,16 @@ BOUND = "truthful_bound.csv"  # --markets 20000 --seed 1000
 
 
 def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
+    """benchmarks/<name>.py as a module (its folder on sys.path while it imports, as when
+    it runs as a script: it imports benchmarks/_timing.py)."""
+    folder = str(ROOT / "benchmarks")
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", f"{folder}/{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
 
 
