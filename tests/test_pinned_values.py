@@ -32,3 +32,19 @@ def test_a_refused_value_is_shown_whole_up_to_80_characters_then_cut():
         assert len(repr(value)) == n
         want = repr(value) if n <= 80 else repr(value)[:77] + "..."
         assert shown(value) == want, n
+
+
+def test_a_gain_that_is_not_zero_at_zero_is_refused():
+    """Gain.check: g(0) = 0 (within 1e-9 of the gain's scale on the checked grid); a gain
+    with g(0) = K, increasing and concave otherwise, is refused naming ``gain``."""
+    import numpy as np
+
+    from mechanisms.errors import MarketInputError
+    from mechanisms.gains import CallableGain
+
+    K, N = np.array([2.0, 3.0]), np.array([10.0, 100.0])
+    CallableGain(fn=lambda x, K, N: K * x / (x + N), label="saturating").check(K, N)
+    shifted = CallableGain(fn=lambda x, K, N: K * (1.0 + x / (x + N)), label="shifted")
+    with pytest.raises(MarketInputError, match=r"g\(0\) = 0") as info:
+        shifted.check(K, N)
+    assert info.value.field == "gain"
