@@ -51,6 +51,11 @@ def test_every_committed_claim_declares_its_differences(committed):
     assert {"Fig. 5 with training: lambda and K",
             "Fig. 5 with training: data and clients"} <= by["fig5-learning"]
     assert "**none declared**" not in page
+    # the pFedLIA row says its setup line names the warm-up rounds and the lazy steps: it does
+    lia = SCENARIOS["lia-vs-oracle"].config()
+    (setup,) = [c.setup for c in committed if c.scenario == "lia-vs-oracle"]
+    assert (f"{lia.lia_warmup} FedAvg warm-up rounds (of the {lia.rounds}" in setup
+            and f"{lia.lia_k} lazy SGD steps per client on one batch" in setup)
 
 
 def test_a_claim_nobody_declared_reads_none_declared():
