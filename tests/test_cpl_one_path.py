@@ -97,3 +97,16 @@ def test_the_spend_scale_is_the_size_of_the_terms_the_spend_sums():
     q = np.array([0.3, 0.5, 0.7])
     terms = [2.0 * c * x * x + v * k / x for c, v, k, x in zip(g.c, g.v, g.K, q, strict=True)]
     assert cpl.spend_scale(g, q) == pytest.approx(sum(terms), rel=1e-14)
+
+
+def test_the_eps0_grid_reaches_the_top_of_the_line_search_range():
+    """With ``eps0`` the line search's grid of M runs from sum c q_min^2 to sum c q_max^2 in
+    steps of eps0, the top included: a quarter of the range is 5 points (6 if rounding
+    carries the last step past the top), never fewer."""
+    g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1.0, 2.0, 3.0], c=[1.0, 2.0, 1.5], v=[0.0, 0.1, 0.0],
+                 budget=0.0, alpha=1.0, R=10, q_min=0.01, q_max=[1.0, 1.0, 1.0])
+    lo_b, hi_b = cpl.spend(g, np.full(3, 0.01)), cpl.spend(g, g.q_max)
+    g = g.replace(budget=lo_b + 0.5 * (hi_b - lo_b))
+    lo, hi = float(np.sum(g.c * 0.01**2)), float(np.sum(g.c * g.q_max**2))
+    ls = cpl.solve(g, "cvxpy-linesearch", eps0=(hi - lo) / 4)
+    assert ls.status == "optimal" and ls.info["grid_points"] in (5, 6)
