@@ -149,3 +149,17 @@ def test_the_guard_itself():
     with pytest.raises(ValueError, match="rules_from"):
         with names_from_data("x", trusted=["not a module"]):
             pass
+
+
+def test_recheck_of_a_run_folder_with_an_unknown_pricing_is_one_line(tmp_path, capsys):
+    """A run folder's pricing.json naming no pricing scheme: one line naming the field, not a
+    traceback (it was a KeyError)."""
+    run = tmp_path / "run-2"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "pricing.json").write_text(json.dumps({
+        "reports": {"N": [10, 20], "v": [1.0, 1.0]}, "G": [1.0, 1.0], "c": 1.0,
+        "budget": 5.0, "alpha": 1.0, "rounds": 5, "q_min": 0.1,
+        "pricing": "evil_t33c:rule", "prices": [1.0, 1.0], "q": [1.0, 1.0]}))
+    assert main(["recheck", str(run)]) == 2
+    _one_line(capsys, "pricing: unknown 'evil_t33c:rule'", "equilibrium")

@@ -26,9 +26,14 @@ def prices_and_q(g: cpl.Game, pricing: str):
     if pricing == "full":
         q = np.ones(g.n)
         return cpl.inverse_price(g, q), q
-    scheme = {"equilibrium": cpl.solve, "uniform": cpl.uniform_pricing,
-              "weighted": cpl.weighted_pricing}[pricing]
-    eq = scheme(g)
+    schemes = {"equilibrium": cpl.solve, "uniform": cpl.uniform_pricing,
+               "weighted": cpl.weighted_pricing}
+    if pricing not in schemes:  # e.g. a run folder's pricing.json, re-checked
+        from mechanisms.errors import MarketInputError
+
+        raise MarketInputError("pricing", f"unknown {pricing!r}; choose one of "
+                                          f"{('full', *schemes)}")
+    eq = schemes[pricing](g)
     return np.array(eq.prices), np.array(eq.q)
 
 
