@@ -211,3 +211,30 @@ def test_a_family_verdict_is_what_the_checker_finds():
               PROPERTIES["thm2"], max_examples=2000, seed=1000, engine="batch",
               search="strong")
     assert r.verdict == "holds" and r.discriminating == 2000
+
+
+def test_the_certification_of_the_truthful_rule_file():
+    """docs/designed/truthful_certification.md is what the page's command writes (its own
+    header names the same command); every one of its nine rows (IR, budget balance, no
+    deficit, the six misreport directions) holds on 100,000 discriminating examples, as the
+    page says."""
+    text = (DOCS / "designed" / "truthful_certification.md").read_text()
+    assert ("`fedmarket prove --engine batch --examples 100000 --seed 1000 --jobs 2 --search "
+            "strong --markdown docs/designed/truthful_certification.md --subject "
+            "docs/designed/truthful.json`") in text
+    assert ("    fedmarket prove --subject docs/designed/truthful.json --engine batch "
+            "--search strong \\\n        --examples 100000 --seed 1000 --jobs 2 --markdown "
+            "docs/designed/truthful_certification.md") in PAGE
+    head = "| property | reference | preconditions | subject | declared | verdict |"
+    table = text[text.index(head):].split("\n\n")[0].splitlines()[2:]
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in table]
+    assert len(cells) == 9
+    assert {c[0] for c in cells} == {
+        "Individual rationality", "Budget balance", "No deficit (weak budget balance)",
+        *(f"No gain from {w}stating {d}" for d in "NcK" for w in ("over", "under"))}
+    for c in cells:
+        assert c[3] == "docs/designed/truthful.json" and c[5] == "holds" and c[9] == "100000"
+    regret = [c for c in cells if c[0].startswith("No gain")]
+    assert all("10^6" in c[2] for c in regret)  # the strong search's span
+    assert ("all nine rows hold on 100,000 discriminating examples each"
+            in PAGE.replace("\n", " "))
