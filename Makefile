@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 #   make venv TORCH_INDEX=https://download.pytorch.org/whl/cu128
 TORCH_INDEX ?=
 
-.PHONY: demo test test-slow test-all test-flower venv lint bench nightly report standard mutation mutation-named clean
+.PHONY: demo test test-slow test-all test-flower venv lint bench nightly report standard coverage-standard mutation mutation-named clean
 
 $(STAMP): pyproject.toml
 	@# Fashion-MNIST (IDX files) from Debian, where apt is available; skipped elsewhere
@@ -91,6 +91,12 @@ report: $(STAMP)
 # mechanisms/ refer to. Writes the theorem report to results/standard.md.
 standard: $(STAMP)
 	$(VENV)/bin/fedmarket prove --standard --markdown results/standard.md
+
+# The branch coverage of mechanisms/ under the standard run (issue 34, part 2): the run under
+# coverage.py (its workers too), written to docs/coverage_standard.json and the block of
+# docs/reference-proofs.md. EXAMPLES=N measures the reduced variant (N per row) instead.
+coverage-standard: $(STAMP)
+	$(PY) benchmarks/coverage_standard.py $(if $(EXAMPLES),--examples $(EXAMPLES))
 
 # The mutation score (issue 34; not part of `make test`): mutants generated over mechanisms/
 # by cosmic-ray (the mutation extra, installed here), a uniform sample of 400 (seed 0),

@@ -13,7 +13,8 @@ and :class:`CallableGain` wraps a user's own vectorised ``fn(x, K, N)``.
 Thresholds. For a buyer i and a seller j with price D_ij = c_j + lam (N_j/N_i) d_ij, the
 threshold T_ij solves ``g_i(T) - g_i(T - N_j) = D_ij`` with T >= N_j (Box 2). The left side falls
 from g_i(N_j) at T = N_j towards its limit at infinity, so D >= g_i(N_j) gives T = 0 (never worth
-buying), D <= 0 (or D below the limit) gives T = inf, anything else a unique root.
+buying), D <= 0 (or D at or below the limit, :meth:`Gain.marginal_limit`: K N_j / N_i for the linear
+power gain) gives T = inf, anything else a unique root.
 :meth:`Gain.thresholds` solves all pairs at once; the sqrt gain in closed form (Ferrari on the
 spec's quartic, :meth:`SqrtGain.thresholds`), every other gain a vectorised bracket-and-bisect.
 """
@@ -57,14 +58,25 @@ class Gain:
         T = np.zeros(price.shape)
         with np.errstate(invalid="ignore", over="ignore"):
             first = self.value(Nj, K, N)  # g_i(N_j) - g_i(0): the largest marginal j can bring
+            limit = self.marginal_limit(Nj, K, N)  # what the marginal falls towards
         T[price <= 0] = np.inf
-        inner = (price > 0) & (price < first)
+        # at or below the limit the marginal never falls to the price: always worth buying
+        # (decided here, not by the bracket below, where float noise of g(T) - g(T - N_j)
+        # at large T would read as a root)
+        below = (price > 0) & (price <= limit) & (price < first)
+        T[below] = np.inf
+        inner = (price > 0) & (price > limit) & (price < first)
         if inner.any():
             # a price so small (say 1e-300) that the root overflows float64 is a free model
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 roots = self._roots(price[inner], Nj[inner], K[inner], N[inner])
             T[inner] = np.where(np.isnan(roots), np.inf, roots)
         return T
+
+    def marginal_limit(self, Nj, K, N):
+        """The limit of g(T) - g(T - N_j) as T -> inf (N_j g'(inf)): 0 unless a subclass
+        knows better (a gain of the user's own: 0, its bracket decides)."""
+        return np.zeros(np.broadcast_shapes(np.shape(Nj), np.shape(K), np.shape(N)))
 
     def _roots(self, price, Nj, K, N) -> np.ndarray:
         """Generic root of g(T) - g(T - Nj) = price on T >= Nj, for 1-D arrays with
@@ -334,6 +346,13 @@ class PowerGain(Gain):
 
     def value(self, x, K, N):
         return np.asarray(K) * ((1.0 + np.asarray(x) / np.asarray(N)) ** self.alpha - 1.0)
+
+    def marginal_limit(self, Nj, K, N):
+        """K N_j / N for the linear gain (alpha = 1: its marginal is that constant), 0 for
+        alpha < 1."""
+        if float(self.alpha) == 1.0:
+            return np.asarray(K) * np.asarray(Nj) / np.asarray(N)
+        return super().marginal_limit(Nj, K, N)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from .ipfl_properties import (
     BULK_PAYMENTS,
     BULK_PRICES,
     BULK_RULES,
+    GAINS,
     IpflCase,
     batch_rule,
     misreports_batch,
@@ -72,10 +73,26 @@ from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase
 from .typespace import DEFAULT as DEFAULT_SPACE
 from .typespace import TypeSpace
 
-__all__ = ["ATOM", "BULK_PAYMENTS", "BULK_PRICES", "BULK_RULES", "IPFL_SPECS", "SIZE_POWER",
-           "IpflCase", "MarketArrays", "batch_rule", "check_batch", "cpl_sampler",
-           "ipfl_sampler", "misreports_batch", "misreports_joint_batch", "over_arrays",
-           "settle_batch", "vectorised"]
+__all__ = [
+    "ATOM",
+    "BULK_PAYMENTS",
+    "BULK_PRICES",
+    "BULK_RULES",
+    "GAINS",
+    "IPFL_SPECS",
+    "SIZE_POWER",
+    "IpflCase",
+    "MarketArrays",
+    "batch_rule",
+    "check_batch",
+    "cpl_sampler",
+    "ipfl_sampler",
+    "misreports_batch",
+    "misreports_joint_batch",
+    "over_arrays",
+    "settle_batch",
+    "vectorised",
+]
 
 ATOM = 0.1  # probability that a coordinate takes its simplest value
 # iPFL markets of m = 2..12 clients are drawn with P(m) ~ m^-3: every size is drawn (about
@@ -101,6 +118,8 @@ class Draws:
     client: np.ndarray
     pair: np.ndarray
     glob: np.ndarray
+    gain: str = "sqrt"  # iPFL: the gain kind of every instance (a key of GAINS)
+    mode: str = "exact"  # iPFL: the threshold mode of every instance
 
     @property
     def size(self) -> int:
@@ -111,11 +130,17 @@ class Draws:
         return self.client.shape[1]
 
     def one(self, k: int) -> Draws:
-        return Draws(self.client[k:k + 1], self.pair[k:k + 1], self.glob[k:k + 1])
+        return self.part(slice(k, k + 1))
+
+    def part(self, rows) -> Draws:
+        """The instances ``rows`` (a slice or index array) of the batch."""
+        return Draws(self.client[rows], self.pair[rows], self.glob[rows], self.gain,
+                     self.mode)
 
     def without(self, i: int) -> Draws:
         keep = np.delete(np.arange(self.m), i)
-        return Draws(self.client[:, keep], self.pair[:, keep][:, :, keep], self.glob)
+        return Draws(self.client[:, keep], self.pair[:, keep][:, :, keep], self.glob,
+                     self.gain, self.mode)
 
 
 def _uniform(rng, shape, atom: float = ATOM):
@@ -133,6 +158,7 @@ class Sampler:
     max_m = 7
     size_power = 0.0  # P(m clients) proportional to m ** -size_power (0: uniform)
     atom = ATOM  # probability that a coordinate takes its simplest value
+    tiers: tuple = ()  # ((m, probability), ...): size tiers beyond min_m..max_m
 
     def sizes(self) -> tuple[np.ndarray, np.ndarray]:
         """(client counts, their probabilities): min_m..max_m, P(m) ~ m ** -size_power."""
@@ -141,19 +167,27 @@ class Sampler:
         return ms, w / w.sum()
 
     def draw(self, rng, size: int) -> list[Draws]:
-        """``size`` instances grouped by client count (in draw order within a group)."""
+        """``size`` instances grouped by client count (in draw order within a group). With
+        ``tiers`` ((m, p), ...), an instance has m clients with probability p each (the
+        size tiers: markets far larger than the law's, where size-dependent branches live),
+        else a size of the law."""
         if self.size_power:
             sizes, p = self.sizes()
             ms = rng.choice(sizes, size=size, p=p)
         else:
             ms = rng.integers(self.min_m, self.max_m + 1, size=size)
+        if self.tiers:  # one more uniform per instance, only where tiers are drawn
+            u = rng.random(size)
+            edge = 0.0
+            for m, p in self.tiers:
+                ms = np.where((u >= edge) & (u < edge + p), m, ms)
+                edge += p
         out = []
-        for m in range(self.min_m, self.max_m + 1):
+        for m in np.unique(ms).tolist():
             k = int((ms == m).sum())
-            if k:
-                a = self.atom
-                out.append(Draws(_uniform(rng, (k, m, self.n_client), a),
-                                 _uniform(rng, (k, m, m), a), _uniform(rng, (k, self.n_glob), a)))
+            a = self.atom
+            out.append(Draws(_uniform(rng, (k, m, self.n_client), a),
+                             _uniform(rng, (k, m, m), a), _uniform(rng, (k, self.n_glob), a)))
         return out
 
     def cases(self, d: Draws) -> list:
@@ -180,6 +214,9 @@ class IpflSpec:
     max_m: int = MAX_CLIENTS
     min_m: int = 2
     size_power: float = SIZE_POWER  # P(m clients) ~ m ** -size_power (Sampler.sizes)
+    gains: tuple = ("sqrt",)  # the gain kinds drawn (keys of GAINS), equally likely
+    modes: tuple = ("exact",)  # the threshold modes drawn (ipfl.MODES), equally likely
+    tiers: tuple = ()  # ((m, probability), ...): size tiers (Sampler.draw; default space)
 
 
 # client fields: N, c, K, role, liar key, perm key; globals: lam, symmetric, factor kind, factor
@@ -212,6 +249,33 @@ class IpflSampler(Sampler):
                                                   f"{spec.max_m}")
         self.size_power = ts.size_power if spec.size_power == SIZE_POWER else spec.size_power
         self.atom = ts.atom
+        # the size tiers extend the checker's own distribution only (a type space of your
+        # own draws exactly its client range)
+        self.tiers = tuple(spec.tiers) if ts == DEFAULT_SPACE else ()
+
+    def draw(self, rng, size: int) -> list[Draws]:
+        """:meth:`Sampler.draw`, each group split by the gain kind and threshold mode drawn
+        for each instance (one more uniform per instance each, only where the spec draws
+        more than one)."""
+        groups = super().draw(rng, size)
+        kinds, modes = self.spec.gains, self.spec.modes
+        if len(kinds) == 1 and len(modes) == 1:
+            for d in groups:
+                d.gain, d.mode = kinds[0], modes[0]
+            return groups
+        out = []
+        for d in groups:
+            u = rng.random((d.size, 2))
+            g = np.minimum((u[:, 0] * len(kinds)).astype(int), len(kinds) - 1)
+            t = np.minimum((u[:, 1] * len(modes)).astype(int), len(modes) - 1)
+            for gi in range(len(kinds)):
+                for ti in range(len(modes)):
+                    rows = np.flatnonzero((g == gi) & (t == ti))
+                    if rows.size:
+                        part = d.part(rows)
+                        part.gain, part.mode = kinds[gi], modes[ti]
+                        out.append(part)
+        return out
 
     def arrays(self, d: Draws) -> dict:
         """The instances of ``d`` as arrays (N, c, K (B, m); lam (B,); D (B, m, m); client
@@ -260,7 +324,8 @@ class IpflSampler(Sampler):
         if sp.perm:
             perm = np.argsort(u[..., _PERM], axis=1, kind="stable")
         return {"N": N, "c": c, "K": K, "lam": lam, "D": D, "client": client,
-                "factor": factor, "perm": perm, "search": self.search}
+                "factor": factor, "perm": perm, "search": self.search,
+                "gain": GAINS[d.gain], "thresholds": d.mode}
 
     def bulk_input(self, d: Draws) -> dict:
         return self.arrays(d)
@@ -269,12 +334,14 @@ class IpflSampler(Sampler):
         a = self.arrays(d)
         out = []
         for k in range(d.size):
-            market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]))
+            market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]),
+                                 gain=a["gain"])
             out.append(IpflCase(
                 market, a["D"][k],
                 None if a["client"] is None else int(a["client"][k]),
                 None if a["factor"] is None else float(a["factor"][k]),
-                None if a["perm"] is None else a["perm"][k], self.search))
+                None if a["perm"] is None else a["perm"][k], self.search,
+                a["thresholds"]))
         return out
 
     def simple(self) -> dict:
@@ -288,30 +355,39 @@ class IpflSampler(Sampler):
 
 _REGRET = IpflSpec(liar="who")  # the regret-search properties' cases
 
+_EVERY = {"gains": P.EVERY_GAIN, "modes": P.EVERY_MODE}  # every gain kind, every mode
+_GAINS = {"gains": P.EVERY_GAIN}  # every gain kind, exact thresholds
+# the size tier: 24 clients, where buyers have more than ENUMERATION_MAX = 16 candidates
+# and the exact rule's dynamic programme runs (in 14 of 20 such markets, seed 0; in none of
+# 2-12 clients). Markets of 72-128 clients never needed the greedy's rescan beyond
+# GREEDY_TOP = 64 (0 of 20 each: a quarter of the sellers are pure buyers, T = 0); one_path
+# runs the rescan with top=1 on every market instead.
+_TIER = ((24, 0.002),)
+
 IPFL_SPECS: dict[str, IpflSpec] = {
-    "budget_balance": IpflSpec(),
-    "no_deficit": IpflSpec(),
-    "individual_rationality": IpflSpec(),
+    "budget_balance": IpflSpec(**_EVERY),
+    "no_deficit": IpflSpec(**_EVERY),
+    "individual_rationality": IpflSpec(**_GAINS),
     "ir_negative_distances": IpflSpec(negative=True),
-    "local_optimality": IpflSpec(),
-    "global_optimality": IpflSpec(max_m=P.GLOBAL_MAX_CLIENTS),
-    "lemma1": IpflSpec(liar="over"),
+    "local_optimality": IpflSpec(tiers=_TIER, **_GAINS),
+    "global_optimality": IpflSpec(max_m=P.GLOBAL_MAX_CLIENTS, **_GAINS),
+    "lemma1": IpflSpec(liar="over", **_GAINS),
     "thm2": _REGRET,
     "thm3": IpflSpec(positive=True, lam_min=0.01, liar="who"),
     "thm3_lam0": IpflSpec(positive=True, liar="who"),
-    "permutation": IpflSpec(perm=True),
+    "permutation": IpflSpec(perm=True, **_EVERY),
     "permutation_ties": IpflSpec(perm=True, ties=True),
     **{f"truthful_{key}": _REGRET for key in ("N_over", "N_under", "c_under", "K_over",
                                               "K_under")},
-    "budget_identity": IpflSpec(),
-    "shapley_efficiency": IpflSpec(),
-    "shapley_symmetry": IpflSpec(ties=True, min_m=3),
+    "budget_identity": IpflSpec(**_EVERY),
+    "shapley_efficiency": IpflSpec(**_EVERY),
+    "shapley_symmetry": IpflSpec(ties=True, min_m=3, **_EVERY),
     "greedy_tie_rule": IpflSpec(ties=True, min_m=3),
-    "pure_sellers_never_buy": IpflSpec(),
+    "pure_sellers_never_buy": IpflSpec(**_EVERY),
     # uniform sizes: a prefix breaks (the local rule) in 0 % of 3-client markets, ~5 % of
     # 6-client and ~25 % of 12-client ones (box2 vs local on 5,000 draws each, seed 0)
     "box2_prefix": IpflSpec(min_m=3, size_power=0.0),
-    "one_path": IpflSpec(),
+    "one_path": IpflSpec(tiers=_TIER, **_EVERY),
 }
 
 
@@ -475,6 +551,7 @@ def sampler_for(prop, max_clients: int | None = None,
         return None
     if max_clients is not None and isinstance(sampler, Sampler):
         sampler.max_m = int(max_clients)
+        sampler.tiers = ()  # the largest market asked for is the largest drawn
     return sampler
 
 
@@ -635,8 +712,11 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                                         "proofs.check(engine='batch') checks it with the "
                                         "Hypothesis engine")
     report_progress = Throttle(progress)
+    if getattr(sampler, "tiers", ()) and getattr(subject, "money", None) in P.SIZE_LIMITED:
+        sampler.tiers = ()  # exponential in the market's size: its own guards decide
     m_hi = getattr(sampler, "max_m", None)
     if isinstance(m_hi, int) and m_hi > 0:  # a chunk of large markets within the memory guard
+        m_hi = max([m_hi, *(m for m, _ in getattr(sampler, "tiers", ()))])
         chunk = max(1, min(chunk, int(MAX_BYTES // (8 * m_hi**2))))
     bulk = vectorised(prop, subject, sampler) if bulk else None
     rng = np.random.default_rng(seed)

@@ -10,7 +10,8 @@ comes and the later stages are checked on it):
   1e-12 relative (inf where the seller is a pure buyer);
 * thresholds (Box 2) at the prices the buyers faced: the root of g_i(T) - g_i(T - N_j) = P_ij
   to 1e-9 relative or to float noise of the equation itself (the flat regime), exactly 0 for
-  a pure seller's row, the diagonal and P_ij >= g_i(N_j), exactly inf for P_ij <= 0
+  a pure seller's row, the diagonal and P_ij >= g_i(N_j), exactly inf for P_ij <= 0 (inf
+  also accepted for a root beyond 2^50 N_j, where g_i(T) - g_i(T - N_j) is float noise)
   (``thresholds="published"``: the published numerics' never / always / root outcomes);
 * adjacency: Box 2 as printed, the local rule, the exact rule (its reduction: every T = inf
   seller in, no T = 0 seller; a least phi_i within 1e-9 of the market's scale; of the subsets
@@ -53,7 +54,7 @@ from mechanisms import cpl, distances, ipfl, paper, roles
 
 from .batch import CplSampler, IpflSampler, IpflSpec
 from .core import Property
-from .ipfl_properties import IpflCase, batch_rule
+from .ipfl_properties import EVERY_GAIN, EVERY_MODE, GAINS, IpflCase, batch_rule
 from .oracle import cpl as ocpl
 from .oracle import ipfl as oipfl
 from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances, misreports
@@ -73,6 +74,7 @@ TIE_TOL = 1e-12  # of the market's scale: subsets this close to the least phi ti
 CPL_RTOL = 1e-9
 CPL_Q_RTOL = 1e-8
 CPL_MU_RTOL = 1e-6
+UNRESOLVABLE = 2.0**50  # a threshold root beyond this many N_j may read inf (float noise)
 
 
 @dataclass
@@ -241,6 +243,12 @@ def _check_threshold(gaps, g, Ki, Ni, Nj, P, T, mode, others, where, limit) -> N
         gaps.add("thresholds", 0.0, where)
         return
     lo, hi = oipfl.threshold(g, Ki, Ni, Nj, P, limit)
+    if T == INF and lo >= UNRESOLVABLE * Nj:
+        # past 2^50 N_j the left side g(T) - g(T - N_j) is below the float resolution of
+        # g(T) (N_j / T < 2^-50): the root is float noise there, and inf (always worth
+        # buying: no market holds 2^50 times a client's data) is the convention
+        gaps.add("thresholds", 0.0, where)
+        return
     off = (T - hi) / hi if T > hi else (lo - T) / lo
     gaps.add("thresholds", off if math.isfinite(off) and off > 0 else INF, where)
 
@@ -574,9 +582,11 @@ def _ipfl_hook(subject):
 
 @st.composite
 def _with_a_liar(draw, max_m):
-    market, D = draw(ipfl_instances(symmetric=None, min_m=2, max_m=max_m))
+    gain = GAINS[draw(st.sampled_from(EVERY_GAIN))]
+    mode = draw(st.sampled_from(EVERY_MODE))
+    market, D = draw(ipfl_instances(symmetric=None, min_m=2, max_m=max_m, gain=gain))
     client, factor = draw(misreports(market.m))
-    return IpflCase(market, D, client, factor)
+    return IpflCase(market, D, client, factor, thresholds=mode)
 
 
 def _ipfl_instances(max_clients=None):
@@ -792,7 +802,10 @@ CONFORMANCE_PROPERTIES = {
         "and the baselines' ledger equal the oracle's transcription of the subject's rules",
         "Eqs. 3, 4, 5, 10, 12, 13; Box 2; the reference rules",
         "any market the checker draws (truthful reports)", "ipfl", _ipfl_instances,
-        ipfl_conforms, sample=lambda: IpflSampler(IpflSpec(liar="any")), batch=_ipfl_hook,
+        ipfl_conforms, sample=lambda: IpflSampler(IpflSpec(liar="any", gains=EVERY_GAIN,
+                                                            modes=EVERY_MODE,
+                                                            tiers=((24, 0.0005),))),
+        batch=_ipfl_hook,
         clients=_ipfl_instances.clients,
         note="the oracle (proofs.oracle.ipfl) is written from the paper and the spec; "
              "tolerances and conventions in proofs.conformance"),

@@ -24,6 +24,7 @@ from .regret import (
 from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 
 __all__ = [
+    "GAINS",
     "GLOBAL_MAX_CLIENTS",
     "IPFL_PROPERTIES",
     "IpflCase",
@@ -34,6 +35,21 @@ __all__ = [
 ]
 
 _TOL = 1e-9
+# the gain kinds the checker draws markets with (proofs.batch.IpflSpec.gains,
+# :func:`_cases`): the paper's (Eq. 4), the log and power gains of mechanisms.gains and the
+# linear one (power, alpha = 1: concave but not strictly; its thresholds are infinite below
+# the marginal's positive limit)
+GAINS = {"sqrt": ipfl.SqrtGain(), "log": ipfl.LogGain(), "power": ipfl.PowerGain(0.5),
+         "linear": ipfl.PowerGain(1.0)}
+EVERY_GAIN = tuple(GAINS)
+EVERY_MODE = tuple(ipfl.MODES)
+# payment rules whose cost grows exponentially with the market (VCG re-solves each buyer
+# without each seller; the Shapley split enumerates 2^k coalitions, k <= 20 sellers a buyer):
+# the batch engine draws no size tier for them (proofs.batch.IpflSpec.tiers)
+SIZE_LIMITED = ("vcg", "shapley")
+_ALL = {"gains": EVERY_GAIN, "modes": EVERY_MODE}  # the draws of every gain and mode
+_GAINS_ONLY = {"gains": EVERY_GAIN}  # every gain, exact thresholds
+_GAIN_TYPES = (ipfl.LogGain, ipfl.PowerGain)  # rebuilt from their repr by IpflCase.code
 
 
 def _arr(a) -> str:
@@ -55,6 +71,8 @@ class IpflCase:
     search : the misreport search's settings for the regret properties (options of
         :func:`proofs.regret.regret_arrays`: span, grid, starts, iters), or None (its
         defaults); ``check(..., search=)`` sets it.
+    thresholds : the threshold mode the market is cleared with ("exact" or "published",
+        :data:`mechanisms.ipfl.MODES`); the gain is the market's own (``market.gain``).
 
     ``code()`` is Python that rebuilds it as ``case`` (needs numpy as np, ipfl, IpflCase).
     """
@@ -65,13 +83,17 @@ class IpflCase:
     factor: float | None = None
     perm: np.ndarray | None = None
     search: dict | None = None
+    thresholds: str = "exact"
 
     def code(self) -> str:
         mk = self.market
         D = np.asarray(self.D)
         rows = ",\n     ".join(_arr(r) for r in D)
+        gain = "" if isinstance(mk.gain, ipfl.SqrtGain) else \
+            f", gain=ipfl.{mk.gain!r}" if type(mk.gain) in _GAIN_TYPES else \
+            f", gain={mk.gain.name!r}"
         s = (f"market = ipfl.Market(N={_arr(mk.N)}, c={_arr(mk.c)}, K={_arr(mk.K)}, "
-             f"lam={mk.lam!r})\nD = np.array([{rows}])")
+             f"lam={mk.lam!r}{gain})\nD = np.array([{rows}])")
         args = ["market", "D"]
         if self.client is not None:
             args.append(f"client={self.client}")
@@ -81,6 +103,8 @@ class IpflCase:
             args.append(f"perm=np.array({np.asarray(self.perm).tolist()})")
         if self.search is not None:
             args.append(f"search={dict(self.search)!r}")
+        if self.thresholds != "exact":
+            args.append(f"thresholds={self.thresholds!r}")
         return s + f"\ncase = IpflCase({', '.join(args)})"
 
     def __repr__(self):
@@ -88,9 +112,11 @@ class IpflCase:
 
 
 def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, ties=False,
-           max_m=MAX_CLIENTS, min_m=2):
+           max_m=MAX_CLIENTS, min_m=2, gains=("sqrt",), modes=("exact",)):
     """``instances`` of a property: ``(max_clients=None) -> strategy`` of markets of 2 to
-    ``max_clients`` (default ``max_m``) clients with the preconditions built in."""
+    ``max_clients`` (default ``max_m``) clients with the preconditions built in; ``gains``
+    (keys of :data:`proofs.batch.GAINS`) and threshold ``modes`` drawn as the batch engine
+    draws them (its :class:`proofs.batch.IpflSpec` takes the same)."""
 
     def instances(max_clients=None):
         return build(max_m if max_clients is None else max_clients)
@@ -99,9 +125,11 @@ def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, t
 
     @st.composite
     def build(draw, max_m):
+        gain = draw(st.sampled_from(gains))
+        mode = draw(st.sampled_from(modes))
         market, D = draw(ipfl_instances(negative_distances=negative, positive_distances=positive,
                                         symmetric=None, min_m=min_m, max_m=max_m,
-                                        distinct=perm and not ties))
+                                        distinct=perm and not ties, gain=GAINS[gain]))
         if lam_min > 0 and market.lam < lam_min:
             market = market.replace(lam=draw(st.floats(lam_min, 5.0)))
         if ties and market.m >= 3:
@@ -119,7 +147,7 @@ def _cases(negative=False, positive=False, lam_min=0.0, liar=None, perm=False, t
         elif liar is not None:
             client, factor = draw(misreports(market.m, over=(liar == "over")))
         p = draw(st.permutations(list(range(market.m))).map(np.array)) if perm else None
-        return IpflCase(market, D, client, factor, p)
+        return IpflCase(market, D, client, factor, p, thresholds=mode)
 
     return instances
 
@@ -150,13 +178,15 @@ BULK_PRICES = tuple(ipfl.PRICE_RULES)
 
 
 def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
-                 true_K=None, prices="paper") -> dict:
+                 true_K=None, prices="paper", gain="sqrt", thresholds="exact") -> dict:
     """Clear a batch of markets (arrays with a leading batch dimension) with
-    :func:`mechanisms.ipfl.clear_batch`; returns adjacency "A", payments "p", utilities "U",
-    prices "P", welfare "W", remittances "R" and the "market" (what the checks read).
-    Negative distances are accepted (the properties about them draw them on purpose)."""
-    out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, rule,
-                           payments=money, prices=prices, allow_negative_distances=True)
+    :func:`mechanisms.ipfl.clear_batch` (the markets' ``gain``, the ``thresholds`` mode);
+    returns adjacency "A", payments "p", utilities "U", prices "P", welfare "W",
+    remittances "R" and the "market" (what the checks read). Negative distances are
+    accepted (the properties about them draw them on purpose)."""
+    out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K, gain=gain),
+                           D, rule, payments=money, prices=prices, thresholds=thresholds,
+                           allow_negative_distances=True)
     return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
             "W": out.welfare, "R": out.remittances, "market": out.market,
             "T": out.thresholds}
@@ -183,11 +213,26 @@ def batch_rule(subject):
             and _in_bulk(prices, BULK_PRICES)):
         return None
 
-    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None):
+    def settle(N, c, K, lam, D, true_N=None, true_c=None, true_K=None, gain="sqrt",
+               thresholds="exact"):
         return settle_batch(rule, N, c, K, lam, D, true_N=true_N, true_c=true_c, money=money,
-                            true_K=true_K, prices=prices)
+                            true_K=true_K, prices=prices, gain=gain, thresholds=thresholds)
 
     return settle
+
+
+def _configured(settle, a):
+    """``settle`` with the batch's gain and threshold mode (``a["gain"]``,
+    ``a["thresholds"]``, as the sampler drew them) bound: every clearing of a check (the
+    truthful market and each misreport) uses them."""
+    gain, mode = a.get("gain"), a.get("thresholds")
+    if gain is None and mode is None:
+        return settle
+
+    def configured(*args, **kwargs):
+        return settle(*args, gain=gain or "sqrt", thresholds=mode or "exact", **kwargs)
+
+    return configured
 
 
 def _first(x):
@@ -230,7 +275,8 @@ def settle_one(subject, case, a=None):
                              true_N=_first(true_N), true_c=_first(true_c),
                              true_K=_first(true_K), gain=market.gain)
             D1 = np.asarray(D)[0]
-        s = subject.settle(mk, D1, allow_negative=True)
+        s = subject.settle(mk, D1, allow_negative=True,
+                           thresholds=getattr(case, "thresholds", "exact"))
         R = s.remittances
         return _OneOutcome({"A": np.asarray(s.adjacency, dtype=bool)[None],
                             "p": np.asarray(s.payments, dtype=float)[None],
@@ -253,7 +299,8 @@ def case_arrays(case) -> dict:
             "client": None if case.client is None else np.array([int(case.client)]),
             "factor": None if case.factor is None else np.array([float(case.factor)]),
             "perm": None if case.perm is None else np.asarray(case.perm)[None],
-            "search": getattr(case, "search", None)}
+            "search": getattr(case, "search", None), "gain": mk.gain,
+            "thresholds": getattr(case, "thresholds", "exact")}
 
 
 def _one_market(check):
@@ -291,8 +338,8 @@ def _hook(check):
         if settle is None:
             return None
         if getattr(check, "reads_subject", False):
-            return lambda a: check(settle, a, subject=subject)
-        return lambda a: check(settle, a)
+            return lambda a: check(_configured(settle, a), a, subject=subject)
+        return lambda a: check(_configured(settle, a), a)
 
     return for_subject
 
@@ -858,9 +905,9 @@ IPFL_PROPERTIES = {
                                discriminates=DISCRIMINATES[p.key])
     for p in [
         Property("budget_balance", "Budget balance", "sum_i p_i = 0", "Eq. 13",
-                 _BASE, "ipfl", _cases(), budget_balance),
+                 _BASE, "ipfl", _cases(**_ALL), budget_balance),
         Property("individual_rationality", "Individual rationality",
-                 "U_i >= 0 for every client", "Thm 1", _BASE, "ipfl", _cases(),
+                 "U_i >= 0 for every client", "Thm 1", _BASE, "ipfl", _cases(**_GAINS_ONLY),
                  individual_rationality),
         Property("ir_negative_distances", "Individual rationality, negative d allowed",
                  "U_i >= 0 for every client", "Thm 1 (precondition dropped)",
@@ -869,15 +916,15 @@ IPFL_PROPERTIES = {
                  note="one neighbour alone gives U_i = lam (N_j/N_i) d_ij < 0"),
         Property("local_optimality", "Local optimality (Eq. 11)",
                  "no single addition or removal lowers phi_i", "Eq. 11 / Box 2",
-                 _BASE, "ipfl", _cases(), local_optimality),
+                 _BASE, "ipfl", _cases(**_GAINS_ONLY), local_optimality),
         Property("global_optimality", "Global optimality of each buyer's choice",
                  "phi_i(a_i) = min over all subsets S of phi_i(S)", "Eq. 10",
                  _BASE + " (subsets enumerated)", "ipfl",
-                 _cases(max_m=GLOBAL_MAX_CLIENTS),
+                 _cases(max_m=GLOBAL_MAX_CLIENTS, **_GAINS_ONLY),
                  global_optimality, note="the greedy rules are heuristics (the paper says so)"),
         Property("lemma1", "Monotone sales in the reported cost",
                  "reporting c_i' > c_i weakly shrinks {j : a_ji = 1}", "Lemma 1",
-                 _BASE + "; one client overstates c", "ipfl", _cases(liar="over"),
+                 _BASE + "; one client overstates c", "ipfl", _cases(liar="over", **_GAINS_ONLY),
                  lemma1_monotone_sales),
         Property("thm2", "No gain from overstating c",
                  "overstating c_i never raises i's true utility (regret search)", "Thm 2",
@@ -895,7 +942,7 @@ IPFL_PROPERTIES = {
         Property("permutation", "Permutation equivariance",
                  "relabelling clients permutes the graph and the payments", "-",
                  _BASE + "; no two clients identical (no tied thresholds)", "ipfl",
-                 _cases(perm=True), permutation_equivariance),
+                 _cases(perm=True, **_ALL), permutation_equivariance),
         Property("permutation_ties", "Permutation equivariance with tied clients",
                  "relabelling clients permutes the graph and the payments",
                  "- (precondition dropped)", _BASE + "; two identical clients", "ipfl",
@@ -912,24 +959,25 @@ IPFL_PROPERTIES = {
                                 ("K", "over", "- (K has no theorem)"),
                                 ("K", "under", "- (K has no theorem)")]],
         Property("no_deficit", "No deficit (weak budget balance)",
-                 "sum_i p_i >= 0: the operator never pays", "-", _BASE, "ipfl", _cases(),
+                 "sum_i p_i >= 0: the operator never pays", "-", _BASE, "ipfl", _cases(**_ALL),
                  no_deficit),
         Property("budget_identity", "Budget identity",
                  "sum_i U_i = SW - sum_i p_i: utilities add up to the welfare less what "
-                 "leaves the market", "Eqs. 3, 5", _BASE, "ipfl", _cases(), budget_identity),
+                 "leaves the market", "Eqs. 3, 5", _BASE, "ipfl", _cases(**_ALL),
+                 budget_identity),
         Property("shapley_efficiency", "Shapley efficiency",
                  "for every buyer i, sum_j Sh_ij = g_i(sum_j a_ij N_j) - g_i(0) with Sh_ij = "
                  "r_ij + lam (N_j/N_i) d_ij", "Shapley value (efficiency)",
-                 _BASE + "; the rule returns remittances", "ipfl", _cases(),
+                 _BASE + "; the rule returns remittances", "ipfl", _cases(**_ALL),
                  shapley_efficiency),
         Property("shapley_symmetry", "Shapley symmetry",
                  "two sellers identical but for the label get the same Sh_ij from every "
                  "buyer of both", "Shapley value (symmetry)",
                  _BASE + "; clients 1 and 2 identical; the rule returns remittances", "ipfl",
-                 _cases(ties=True, min_m=3), shapley_symmetry),
+                 _cases(ties=True, min_m=3, **_ALL), shapley_symmetry),
         Property("pure_sellers_never_buy", "Pure sellers never buy",
                  "K_i = 0 => a_ij = 0 for every j", "Types (K_i = 0: a pure seller)",
-                 _BASE, "ipfl", _cases(), pure_sellers_never_buy),
+                 _BASE, "ipfl", _cases(**_ALL), pure_sellers_never_buy),
         Property("greedy_tie_rule", "Greedy tie rule",
                  "between two sellers with tied thresholds a buyer that takes one takes the "
                  "lower index", "Box 2 (ties: lower index first, as documented)",
@@ -946,7 +994,8 @@ IPFL_PROPERTIES = {
                  "the algorithms a built-in rule may pick give one outcome: the greedy scan "
                  "of the top thresholds and of all, exact's enumeration, dynamic programme "
                  "and branch-and-bound, VCG's pivot by enumeration and by search",
-                 "one implementation (issue 34)", _BASE, "ipfl", _cases(), one_path,
+                 "one implementation (issue 34)", _BASE, "ipfl", _cases(**_ALL),
+                 one_path,
                  note="rules of your own and share-all have no alternative (nothing to "
                       "compare: not checked)"),
     ]

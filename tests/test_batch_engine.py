@@ -10,7 +10,15 @@ import pytest
 
 from mechanisms import ipfl
 from proofs import PROPERTIES, SUBJECTS, IpflMechanism, check
-from proofs.batch import IPFL_SPECS, IpflSampler, IpflSpec, over_arrays, settle_batch
+from proofs.batch import (
+    GAINS,
+    IPFL_SPECS,
+    IpflSampler,
+    IpflSpec,
+    over_arrays,
+    sampler_for,
+    settle_batch,
+)
 
 
 @pytest.mark.parametrize("rule", ["box2", "local", "exact"])
@@ -168,9 +176,14 @@ def test_numpy_draws_have_the_strategies_shape(key):
     collect()
     sampler = IpflSampler(spec)
     drawn = [c for d in sampler.draw(np.random.default_rng(0), 200) for c in sampler.cases(d)]
+    tiers = {m for m, _ in spec.tiers}
+    gains = [GAINS[g] for g in spec.gains]
     for group in (seen, drawn):
         assert spec.min_m <= min(c.market.m for c in group)
-        assert max(c.market.m for c in group) <= spec.max_m
+        # beyond max_m only the size tiers, and only the batch engine draws them
+        assert all(c.market.m <= spec.max_m or (group is drawn and c.market.m in tiers)
+                   for c in group)
+        assert all(c.market.gain in gains and c.thresholds in spec.modes for c in group)
         assert {c.client is None for c in group} == {spec.liar is None}
         assert {c.factor is None for c in group} == {spec.liar not in ("over", "any")}
         assert {c.perm is None for c in group} == {not spec.perm}
@@ -184,6 +197,51 @@ def test_numpy_draws_have_the_strategies_shape(key):
     for end in (spec.min_m, spec.max_m):
         assert find(PROPERTIES[key].instances(), lambda c, end=end: c.market.m == end,
                     settings=search).market.m == end
+
+
+def test_every_gain_kind_threshold_mode_and_size_tier_is_drawn():
+    """The configurations the public API accepts are drawn (issue 34, part 2): every gain
+    kind and both threshold modes where a property's spec asks for them, each in about its
+    share of the instances; the size tier at about its probability, only on the checker's
+    own type space and never beyond a --max-clients."""
+    from proofs.typespace import DEFAULT, TypeSpace
+
+    spec = IpflSpec(gains=tuple(GAINS), modes=ipfl.MODES, tiers=((24, 0.02),))
+    sampler = IpflSampler(spec)
+    groups = sampler.draw(np.random.default_rng(0), 20_000)
+    count = {}
+    for d in groups:
+        count[d.gain, d.mode] = count.get((d.gain, d.mode), 0) + d.size
+        a = sampler.arrays(d)
+        assert a["gain"] is GAINS[d.gain] and a["thresholds"] == d.mode
+    assert set(count) == {(g, t) for g in GAINS for t in ipfl.MODES}
+    assert all(abs(k / 20_000 - 1 / 8) < 0.02 for k in count.values()), count
+    big = sum(d.size for d in groups if d.m == 24)
+    assert 300 < big < 500  # 2 % of 20,000
+    assert {d.m for d in groups} - {24} <= set(range(2, 13))
+    mine = TypeSpace(name="mine", clients=(2, 12))
+    assert mine != DEFAULT and IpflSampler(spec, mine).tiers == ()
+    assert sampler_for(PROPERTIES["one_path"]).tiers == IPFL_SPECS["one_path"].tiers != ()
+    assert sampler_for(PROPERTIES["one_path"], max_clients=12).tiers == ()
+    # both engines: the Hypothesis strategy draws every gain kind and mode as well, and a
+    # case's code rebuilds both
+    from hypothesis import HealthCheck, given, settings
+
+    seen = set()
+
+    @settings(max_examples=200, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(PROPERTIES["one_path"].instances())
+    def collect(case):
+        seen.add((next(g for g in GAINS if GAINS[g] == case.market.gain), case.thresholds))
+        if case.thresholds != "exact" or case.market.gain != GAINS["sqrt"]:
+            ns = {"np": np, "ipfl": ipfl, "IpflCase": type(case)}
+            exec(case.code(), ns)
+            assert ns["case"].market.gain == case.market.gain
+            assert ns["case"].thresholds == case.thresholds
+
+    collect()
+    assert seen == {(g, t) for g in GAINS for t in ipfl.MODES}
 
 
 def test_batch_engine_is_reproducible():

@@ -70,7 +70,7 @@ def swap(monkeypatch, fn, replacement):
 def lam_capped_at_4(original, market, A, D):
     """Eq. 12 with lam capped at 4: buyers pay too much (the distance term is too small)."""
     lam = np.asarray(market.lam, dtype=float)
-    factor = np.where(lam > 4.0, 4.0 / np.where(lam > 0, lam, 1.0), 1.0)
+    factor = np.where(lam > 4.0, 4.0 / np.where(lam > 4.0, lam, 1.0), 1.0)  # no 4 / 1e-320
     return original(market, A, np.asarray(D, dtype=float) * factor[..., None, None])
 
 

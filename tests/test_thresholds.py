@@ -112,6 +112,22 @@ def test_linear_gain_below_its_slope_is_always_worth_buying():
     assert np.isinf(ipfl.thresholds(mk, np.zeros((2, 2)))[0, 1])
 
 
+def test_linear_gain_just_below_its_slope_is_always_worth_buying():
+    """Found by the checker's draws of the linear gain (issue 34, part 2): the price 2.4 of
+    a 2-sample model for a buyer of N = 814, K = 1,000 lies 2.3 % below the constant
+    marginal K N_j / N_i = 2.457; the bracket's g(T) - g(T - N_j) is float noise by
+    T ~ 5e14 and read as a root there. Below the limit T is inf, decided before any
+    bracket (Gain.marginal_limit)."""
+    mk = ipfl.Market(N=[2.0, 814.0], c=[2.4, 0.0], K=[1000.0, 1000.0],
+                     gain=ipfl.PowerGain(1.0))
+    T = ipfl.thresholds(mk, np.zeros((2, 2)))
+    assert np.isinf(T[1, 0]) and np.isinf(T[0, 1])
+    # above the slope it is never worth it (P >= g(N_j): T = 0)
+    above = mk.replace(c=[2.5, 0.0])
+    assert ipfl.thresholds(above, np.zeros((2, 2)))[1, 0] == 0.0
+    assert ipfl.PowerGain(0.5).marginal_limit(2.0, 1e3, 814.0) == 0.0
+
+
 def test_wrong_solver_is_caught():
     """Known-bad variant: a threshold solver off by 1% fails the same residual check."""
     mk = ipfl.Market(N=[400, 500, 600], c=[0.5, 1.0, 0.2], K=[5e4, 3e4, 1e4], lam=2.0)
