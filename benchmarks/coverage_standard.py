@@ -1,9 +1,9 @@
 """Branch coverage of ``mechanisms/`` under the checker's standard run (issue 34, part 2).
 
 Runs the standard run (``fedmarket prove --standard``: :data:`proofs.standard.STANDARD`)
-under coverage.py with branch measurement, its worker processes included (coverage's
-``concurrency = multiprocessing``: every spawned worker measures itself; the data files are
-combined), then writes
+under coverage.py with branch measurement, its worker processes and threads included
+(coverage's ``concurrency = multiprocessing,thread``: every spawned worker measures itself;
+the data files are combined), then writes
 
 * ``--json`` (default docs/coverage_standard.json): the command, the code version (a hash of
   ``mechanisms/``), the wall seconds, the totals and per-file figures (branches and
@@ -81,7 +81,7 @@ def code_version(root: Path = ROOT) -> str:
 RC = """[run]
 branch = True
 source = {source}
-concurrency = multiprocessing
+concurrency = multiprocessing,thread
 parallel = True
 data_file = {data}
 """
