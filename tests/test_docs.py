@@ -60,10 +60,16 @@ def _user_modules() -> set[str]:
     ("designed_rule:payments") after writing its own must import its own, as it would in a
     fresh session, not one another test left in ``sys.modules``."""
     tmp = Path(tempfile.gettempdir()).resolve()
+    # a checkout or an environment may itself live in the temporary folder (a fresh clone in
+    # /tmp): its modules (numpy, sims) are never a test's
+    ours = {Path(p).resolve() for p in (ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix)}
     out = set()
     for name, mod in list(sys.modules.items()):
         path = getattr(mod, "__file__", None)
-        if path and Path(path).resolve().is_relative_to(tmp):
+        if not path:
+            continue
+        where = Path(path).resolve()
+        if where.is_relative_to(tmp) and not any(where.is_relative_to(o) for o in ours):
             out.add(name)
     return out
 
