@@ -1,8 +1,9 @@
 """Inputs (issue 33, part 5). A user's gain is checked for its shape (g(0) = 0, increasing,
 concave) whatever the data amounts N are: the check's grid does not scale with N alone
 (:meth:`mechanisms.gains.Gain.check`), so a convex gain is refused at tiny and at large N
-and a concave one, however it is written, is accepted at every N. An asymmetric D read from
-a file (``fedmarket clear``) is refused in one line naming D."""
+and a concave one, however it is written, is accepted at every N. An asymmetric D is valid
+input (d_ij is buyer i's distance to j's model, e.g. a divergence): the library and
+``fedmarket clear`` clear it as given, alike."""
 
 import numpy as np
 import pytest
@@ -91,9 +92,9 @@ def test_the_other_shape_checks_still_hold():
             _check(lambda x, K, N: -K * np.log1p(x / N), N)
 
 
-# an asymmetric D (issue 33, part 5): distances between models are symmetric; the library
-# clears any D (the mechanism takes one, and the property checker draws asymmetric ones on
-# purpose, proofs.typespace), the command that reads a market from a file refuses one
+# an asymmetric D (issue 33, part 5): valid input. d_ij is buyer i's d(theta_i, theta_j)
+# (the paper's Eq. 6 term in i's objective); nothing in the mechanism uses d_ij = d_ji. The
+# library and the command line accept it alike, validated in one place (check_distances).
 
 
 def _market_file(tmp_path, D):
@@ -101,38 +102,63 @@ def _market_file(tmp_path, D):
 
     path = tmp_path / "market.json"
     path.write_text(json.dumps({"N": [100, 200, 300], "c": [0.1, 0.2, 0.1],
-                                "K": [1000, 1000, 1000], "D": D}))
+                                "K": [1e4, 1e4, 1e4], "lam": 1.0, "D": D}))
     return str(path)
 
 
+MARKET = ipfl.Market(N=[100, 200, 300], c=[0.1, 0.2, 0.1], K=[1e4, 1e4, 1e4], lam=1.0)
 SYMMETRIC = [[0, 0.1, 0.3], [0.1, 0, 0.2], [0.3, 0.2, 0]]
-ASYMMETRIC = [[0, 0.1, 0.3], [0.1, 0, 0.2], [0.3, 0.25, 0]]
+# buyer 2 finds client 1's model far from its own (a divergence), client 1 finds 2's close
+ASYMMETRIC = [[0, 0.1, 0.3], [0.1, 0, 0.2], [0.3, 2.0, 0]]
 
 
-def test_fedmarket_clear_refuses_an_asymmetric_D_in_one_line_naming_D(tmp_path, capsys):
+def test_an_asymmetric_D_is_cleared_as_given_row_i_being_buyer_i_s():
+    """Buyer i's selection and the remittances it sends read row i of D only: raising
+    d_21 alone changes buyer 2's purchases and nobody else's."""
+    sym = ipfl.clear(MARKET, SYMMETRIC)
+    asym = ipfl.clear(MARKET, ASYMMETRIC)
+    assert sym.adjacency[2, 1] and not asym.adjacency[2, 1]  # the far model is not bought
+    assert np.array_equal(sym.adjacency[:2], asym.adjacency[:2])  # rows 0 and 1 unchanged
+    assert np.allclose(sym.remittances[:2], asym.remittances[:2], atol=1e-12)
+    # the transpose is another market: buyer 1 now sees 2's model as far
+    assert not ipfl.clear(MARKET, np.transpose(ASYMMETRIC)).adjacency[1, 2]
+    # the batch engine the same, market by market
+    batch = ipfl.clear_batch(ipfl.MarketArrays.from_markets([MARKET, MARKET]),
+                             [SYMMETRIC, ASYMMETRIC])
+    assert np.array_equal(batch.adjacency[1], asym.adjacency)
+    assert np.allclose(batch.payments[1], asym.payments, atol=1e-12)
+
+
+def test_fedmarket_clear_clears_an_asymmetric_D_as_the_library_does(tmp_path, capsys):
+    import pandas as pd
+
     from sims.cli import main
 
-    assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("fedmarket: error: D: is not symmetric: "
-                                               "D[1, 2] = 0.2 but D[2, 1] = 0.25"), err
-    assert "--allow-asymmetric-distances" in err[0]
-    # on purpose: cleared as given, the same outcome as the library's
+    csv = tmp_path / "out.csv"
     assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet",
-                 "--allow-asymmetric-distances"]) == 0
-    assert main(["clear", _market_file(tmp_path, SYMMETRIC), "--quiet"]) == 0
+                 "--csv", str(csv)]) == 0
+    assert capsys.readouterr().err == ""
+    df = pd.read_csv(csv)
+    assert np.allclose(df["payment"], ipfl.clear(MARKET, ASYMMETRIC).payments, atol=1e-9)
+    # the flag that once opted in is gone: one line from argparse, nothing cleared
+    assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet",
+                 "--allow-asymmetric-distances"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unrecognized arguments: --allow-asymmetric-distances" in err[0]
 
 
-def test_the_symmetry_check_tolerates_rounding_only():
-    from mechanisms.errors import SYMMETRY_RTOL, check_symmetric
+@pytest.mark.parametrize("D, field_text", [
+    ([[0, 0.1], [0.1, 0]], "has shape"),
+    ([[0, 0.1, 0.3], [0.1, 0.5, 0.2], [0.3, 2.0, 0]], "diagonal"),
+    ([[0, 0.1, 0.3], [0.1, 0, float("nan")], [0.3, 2.0, 0]], "finite"),
+    ([[0, 0.1, 0.3], [0.1, 0, -0.2], [0.3, 2.0, 0]], ">= 0"),
+])
+def test_the_one_check_of_D_refuses_the_same_for_library_and_command(D, field_text, tmp_path,
+                                                                       capsys):
+    from sims.cli import main
 
-    theta = np.random.default_rng(0).standard_normal((30, 500))
-    check_symmetric("D", ipfl.pairwise_distances(theta))  # a distance computed once per pair
-    D = np.array(SYMMETRIC, dtype=float)
-    D[0, 1] *= 1 + 0.5 * SYMMETRY_RTOL  # rounding: accepted
-    check_symmetric("D", D)
-    D[0, 1] = 0.1 * (1 + 10 * SYMMETRY_RTOL / 0.1 * 0.3)  # beyond it: refused
-    with pytest.raises(MarketInputError, match=r"^D: is not symmetric: D\[0, 1\]"):
-        check_symmetric("D", D)
-    with pytest.raises(MarketInputError, match=r"D\[1\]\[2, 1\]"):  # a batch names its market
-        check_symmetric("D", np.stack([SYMMETRIC, ASYMMETRIC]))
+    with pytest.raises(MarketInputError, match=f"^D: .*{field_text}"):
+        ipfl.clear(MARKET, D)
+    assert main(["clear", _market_file(tmp_path, D), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fedmarket: error: D: ") and field_text in err[0]

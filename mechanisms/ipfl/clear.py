@@ -254,7 +254,12 @@ def clear(
     ----------
     market : the reported (and true) types.
     D : (m, m) model distances d_ij, zero diagonal, non-negative unless
-        ``allow_negative_distances`` (individual rationality needs d >= 0).
+        ``allow_negative_distances`` (individual rationality needs d >= 0). Row i is buyer
+        i's: d_ij = d(theta_i, theta_j), the difference of j's model from i's in i's
+        objective (Eq. 6's term lam (N_j/N_i) d(theta_i, theta_j)), so ``D`` need not be
+        symmetric (a divergence, d_ij != d_ji, is valid) and is used as given: buyer i's
+        selection and the remittances it sends read row i only. Validated by
+        :meth:`Market.check_distances`, the one check of ``D`` (``fedmarket clear`` too).
     rule : selection: "box2" (the paper as printed), "local" (skip failures; satisfies
         Eq. 11), "exact" (a global minimiser of Eq. 10 per buyer), "share-all" (everyone
         takes every model on sale: the FedAvg-like baseline), or your own
@@ -466,7 +471,8 @@ def clear_batch(
     every market at once, "share-all"), money ("paper": Eq. 12 remittances and Eq. 13
     payments; "vcg", "shapley", "cost-plus", "none"), then gains, sharing costs, utilities
     (Eq. 3) and welfare (Eq. 5) on the true types. The options are :func:`clear`'s
-    (``time_limit`` included). Rules of your own must be written over arrays and marked
+    (``time_limit`` included; ``D`` (..., m, m) need not be symmetric, as there).
+    Rules of your own must be written over arrays and marked
     :func:`over_arrays`; they receive copies of the MarketArrays and read-only copies of the
     arrays. Market by market, the outcome equals :func:`clear`'s
     (tests/test_batch_engine.py).

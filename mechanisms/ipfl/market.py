@@ -180,7 +180,9 @@ class Market:
         return Market(**fields)
 
     def check_distances(self, D, *, allow_negative: bool = False) -> np.ndarray:
-        """Validate a distance matrix for this market (shape, finite, zero diagonal, sign)."""
+        """Validate a distance matrix for this market (shape, finite, zero diagonal, sign).
+        Symmetry is not required: d_ij is buyer i's distance to j's model (a divergence is
+        valid input)."""
         return as_matrix("D", D, self.m, allow_negative=allow_negative)
 
     def prices(self, D) -> np.ndarray:
@@ -323,7 +325,7 @@ class MarketArrays:
 
     def check_distances(self, D, *, allow_negative: bool = False) -> np.ndarray:
         """Validate a batch of distance matrices (..., m, m): shape, finite, zero diagonal,
-        sign."""
+        sign (symmetry is not required, as in :meth:`Market.check_distances`)."""
         arr = as_floats("D", D)
         want = (*self.shape, self.m, self.m)
         if arr.shape != want:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from mechanisms import ipfl
-from mechanisms.errors import check_symmetric
 
 from ..errors import SpecError
 from ..results import read_text, write_atomic
@@ -53,9 +52,6 @@ def add_parser(sub, full: bool = False) -> None:
                         "(default: no limit)")
     p.add_argument("--allow-negative-distances", action="store_true",
                    help="accept d_ij < 0 on purpose (individual rationality needs d >= 0)")
-    p.add_argument("--allow-asymmetric-distances", action="store_true",
-                   help="clear a D with d_ij != d_ji as given (refused otherwise: distances "
-                        "between models are symmetric)")
     p.add_argument("--csv", type=Path, default=None,
                    help="also write the table as CSV (default: print only)")
     add_quiet(p)
@@ -113,9 +109,6 @@ def load_market_file(path: Path):
 
 def run(args) -> int:
     market, D = load_market_file(args.market_file)
-    if not args.allow_asymmetric_distances:  # shape and values checked first, then symmetry
-        check_symmetric("D", market.check_distances(D, allow_negative=True),
-                        hint="pass --allow-asymmetric-distances to clear it as given")
     if args.csv:
         writable_file("--csv", args.csv)
     # a rule of the user's own that raises is a RuleFailed naming it (ipfl.clear), one line
