@@ -246,8 +246,12 @@ def _one_path(g, answer):
     optimum (the bisection solver) at the budget it spent is never above its bound (1e-12
     relative). A method raising SolverFailed fails the property: the line search's
     documented failure (no grid point within its tolerance of B, on a q box narrower than
-    that tolerance: tests/test_cpl.py) did not occur on 600 games of this distribution
-    (measured, seed 1), nor on the standard run's. The conic solvers take one game at a
+    that tolerance: tests/test_cpl.py) did not occur on 2,000 games of seed 0 since its grid
+    ends where the sub-problems turn infeasible (before, a negative budget with valued
+    clients paying left 2 of 30 points feasible, none within B: tests/test_cpl_one_path.py,
+    issue 34). A negative budget is a valid game (prices of any sign, spec cpl.md); one
+    below the spend at q_min is refused by every method (BudgetInfeasible naming budget) and
+    not drawn. The conic solvers take one game at a
     time; every game discriminates. Bounds are relative to at least BOUND_FLOOR x sum_n K_n."""
     eq = answer(g)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -100,13 +100,59 @@ def test_the_spend_scale_is_the_size_of_the_terms_the_spend_sums():
 
 
 def test_the_eps0_grid_reaches_the_top_of_the_line_search_range():
-    """With ``eps0`` the line search's grid of M runs from sum c q_min^2 to sum c q_max^2 in
-    steps of eps0, the top included: a quarter of the range is 5 points (6 if rounding
-    carries the last step past the top), never fewer."""
+    """With ``eps0`` the line search's grid of M runs from sum c q_min^2 to its top in steps
+    of eps0, the top included: a quarter of the range is 5 points (6 if rounding carries the
+    last step past the top), never fewer. The top is sum c q_max^2, or (B + sum v K /
+    q_min) / 2 where that is lower (past it every sub-problem is infeasible)."""
     g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1.0, 2.0, 3.0], c=[1.0, 2.0, 1.5], v=[0.0, 0.1, 0.0],
                  budget=0.0, alpha=1.0, R=10, q_min=0.01, q_max=[1.0, 1.0, 1.0])
     lo_b, hi_b = cpl.spend(g, np.full(3, 0.01)), cpl.spend(g, g.q_max)
     g = g.replace(budget=lo_b + 0.5 * (hi_b - lo_b))
     lo, hi = float(np.sum(g.c * 0.01**2)), float(np.sum(g.c * g.q_max**2))
+    hi = min(hi, 0.5 * (g.budget + float(np.sum(g.v * g.K)) / 0.01))
     ls = cpl.solve(g, "cvxpy-linesearch", eps0=(hi - lo) / 4)
     assert ls.status == "optimal" and ls.info["grid_points"] in (5, 6)
+
+
+# The game of seed 0's draw 1,144 at 2,000 games (issue 34): a negative budget, valid since
+# the two valued clients pay (the spend at q_min is -33.0 <= B); bisection and cvxpy agree,
+# but the line search's grid on [sum c q_min^2, sum c q_max^2] left 2 of its 30 points where
+# the sub-problem was feasible (M <= (B + sum v K / q_min) / 2 = 0.207 of 4.6) and neither
+# within the budget: SolverFailed. The grid now ends at that bound.
+_NEGATIVE_BUDGET = dict(
+    a=[0.16509658312557532, 0.20192955522406264, 0.35443920293568953, 0.12985816237340894,
+       0.14867649634126354],
+    G=[16.168101631488433, 6.038574086822848, 1.8879666941138975, 19.83026136359434,
+       2.460305262234429],
+    c=[6.888594737611427, 8.128559495031515, 7.397309146941858, 0.1, 3.29640480892308],
+    v=[0.0, 91.11470673351201, 0.0, 78.61304268537238, 0.0], budget=-32.61560153148821,
+    alpha=0.11013777371834119, R=219.0, q_min=0.01,
+    q_max=[0.5916824216592985, 0.3822874661035853, 0.04053054708071885, 0.23655169854684216,
+           0.5456094240661373])
+
+
+def test_a_negative_budget_is_a_game_every_method_solves():
+    from proofs.strategies import CplCase
+
+    game = cpl.Game(**_NEGATIVE_BUDGET)
+    assert cpl.spend(game, np.full(game.n, game.q_min)) <= game.budget < 0  # feasible
+    b, c = cpl.solve(game), cpl.solve(game, "cvxpy")
+    assert b.status == c.status == "optimal" and b.objective == pytest.approx(c.objective,
+                                                                              rel=1e-5)
+    ls = cpl.solve(game, "cvxpy-linesearch", points=30)
+    assert ls.spent <= game.budget + cpl.LINESEARCH_BUDGET_RTOL * cpl.spend_scale(game, ls.q)
+    assert ls.objective == pytest.approx(b.objective, rel=1e-4)
+    assert PROPERTIES["cpl_one_path"].amount(SUBJECTS["cpl-bisection"], CplCase(game)) == 0
+
+
+def test_the_line_search_grid_ends_where_its_sub_problems_turn_infeasible():
+    """Past M = (B + sum v K / q_min) / 2 no q in the box meets sum v K / q >= 2M - B: the
+    grid stops there (and at sum c q_max^2 when that is lower)."""
+    game = cpl.Game(**_NEGATIVE_BUDGET)
+    grid = equilibrium._linesearch_grid(game, points=30)
+    top = 0.5 * (game.budget + np.sum(game.v * game.K) / game.q_min)
+    assert grid[0] == pytest.approx(np.sum(game.c * game.q_min**2))
+    assert grid[-1] == pytest.approx(top) and grid.size == 30
+    rich = game.replace(budget=100.0)  # slack: the q_max end
+    assert equilibrium._linesearch_grid(rich, points=30)[-1] == pytest.approx(
+        np.sum(rich.c * rich.q_max**2))

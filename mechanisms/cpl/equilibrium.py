@@ -271,9 +271,17 @@ def _cvxpy(game: Game, solver: str | None = None):
 
 def _linesearch_grid(game: Game, points: int | None = 400, eps0: float | None = None,
                      **_ignored) -> np.ndarray:
-    """The line search's grid of M values, refused (ProblemTooLarge) over its work guard."""
+    """The line search's grid of M values, refused (ProblemTooLarge) over its work guard.
+
+    M = sum c_n q_n^2 ranges over [sum c q_min^2, sum c q_max^2] (spec cpl.md), but the
+    sub-problem's constraint sum v K y >= 2M - B with y <= 1/q_min is infeasible for every
+    M > (B + sum_n v_n K_n / q_min) / 2, whatever q is, so the grid stops there: its points
+    all fall where a sub-problem can be solved. (On the full range a low budget, negative
+    with valued clients paying, left 1 or 2 of 30 points feasible: issue 34.) A feasible
+    budget (spend at q_min <= B) puts that end at or above the lower one."""
     lo = float(np.sum(game.c * game.q_min**2))
     hi = float(np.sum(game.c * game.q_max**2))
+    hi = max(lo, min(hi, 0.5 * (game.budget + float(np.sum(game.v * game.K)) / game.q_min)))
     if eps0 is not None:
         eps0 = as_real("eps0", eps0, lo=0, lo_open=True)
         count = (hi - lo) / eps0 + 1
