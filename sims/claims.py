@@ -1736,7 +1736,8 @@ def _round_figures(rounds: dict, folder: Path) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import pyplot
+    plt = pyplot()
 
     from .plots import plot_accuracy_by_round
     from .summary import ALL

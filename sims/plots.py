@@ -15,6 +15,7 @@ __all__ = [
     "plot_influence",
     "plot_transaction_graph",
     "plot_utility_boxes",
+    "pyplot",
     "wrap_label",
 ]
 
@@ -26,13 +27,49 @@ ROLE_COLOURS = {
 }
 
 
+def pyplot():
+    """``matplotlib.pyplot``, with the fonts that matplotlib itself ships registered.
+
+    matplotlib reads its font list from a cache in the user's cache folder, shared by every
+    matplotlib of the same cache version on the machine. A list written by a build that
+    ships no fonts of its own (Debian's python3-matplotlib uses the system's DejaVu only)
+    lacks the STIX and Computer Modern files that this matplotlib's mathtext asks for: each
+    figure with a formula then prints about twenty "findfont: ... not found" lines and falls
+    back to DejaVu Sans. The fonts under ``matplotlib.get_data_path()/fonts/ttf`` whose family
+    the list lacks are added (``FontManager.addfont``, matplotlib's public way to add a font
+    file) once per process; nothing is written to the cache and no family the list already
+    has is replaced, so figures come out the same whichever build wrote the cache.
+    """
+    global _FONTS_READY
+    import matplotlib.pyplot as plt
+
+    if not _FONTS_READY:
+        from pathlib import Path
+
+        import matplotlib
+        from matplotlib import font_manager
+
+        fm = font_manager.fontManager
+        known = {f.name for f in fm.ttflist}
+        folder = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+        for path in sorted(folder.glob("*.ttf")):
+            name = font_manager.ttfFontProperty(font_manager.get_font(path)).name
+            if name not in known:
+                fm.addfont(path)
+        _FONTS_READY = True
+    return plt
+
+
+_FONTS_READY = False
+
+
 def plot_transaction_graph(flows, roles, ax=None, *, title="Cumulative money flows"):
     """Directed graph of cumulative payments: an arrow i -> j of width ~ money i paid j.
 
     Nodes are placed on a circle grouped by role and coloured by role; an isolated node (the
     attacker, when the market works) has no arrow.
     """
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     flows = np.asarray(flows, dtype=float)
     m = flows.shape[0]
@@ -85,7 +122,7 @@ def plot_utility_boxes(per, ax=None, *, by="mechanism", column="utility"):
     cumulative ``column``), names wrapped by :func:`wrap_label` on the vertical axis, so that
     long rule names ("module:function" parts) stay readable; a line at zero (below it, the
     client lost by taking part)."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = sorted(per[by].unique(), key=str)
     if ax is None:
@@ -102,7 +139,7 @@ def plot_utility_boxes(per, ax=None, *, by="mechanism", column="utility"):
 
 def plot_cpl_prices(game, eq, ax=None):
     """Equilibrium price P_n against v_n, with the threshold v^t = 1/(3 lambda*)."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
@@ -126,7 +163,7 @@ def plot_cpl_prices(game, eq, ax=None):
 
 def plot_cpl_participation(game, eq, ax=None):
     """Participation q_n against a_n G_n (the client's weight in the bound)."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
@@ -142,7 +179,7 @@ def plot_budget_sweep(df, ax=None):
     """Objective bound against budget, one line per pricing scheme (tidy input: ``budget``,
     ``scheme``, ``objective_bound``; with ``low`` and ``high`` columns, the interval over
     seeds as a band around each line)."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
@@ -165,7 +202,7 @@ def plot_budget_sweep(df, ax=None):
 
 def plot_accuracy(frame, ax=None, *, column="acc_personalised"):
     """Mean (over clients) accuracy per round, one line per algorithm (tidy input)."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
@@ -184,7 +221,7 @@ def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mec
     ``seed`` column: each seed's mean over clients is one sample); the band is clipped to
     ``bounds`` ([0, 1]; None: a quantity without bounds, such as a utility). One line per
     ``by`` value."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from .stats import t_half_width
 
@@ -210,7 +247,7 @@ def plot_accuracy_by_round(frame, ax=None, *, column="acc_personalised", by="mec
 
 def plot_influence(I, clusters, ax=None):
     """Heat map of the influence matrix I(i, j), clients ordered by cluster."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     I = np.asarray(I, dtype=float)
     clusters = np.asarray(clusters)

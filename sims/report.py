@@ -79,7 +79,8 @@ class _Doc:
         fig.tight_layout()
         write_atomic(self.folder / f"{name}.svg", fig.savefig)
         write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=150))
-        import matplotlib.pyplot as plt
+        from .plots import pyplot
+        plt = pyplot()
 
         plt.close(fig)
         self.md += [f"![{caption}]({path.name})", ""]
@@ -138,7 +139,8 @@ def _ranking(doc: _Doc, per_seed: pd.DataFrame, keys: list, priorities: Prioriti
 def _inclusive(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
                priorities: Priorities | None = None, regret_markets: int = 0,
                joint: bool = False):
-    import matplotlib.pyplot as plt
+    from .plots import pyplot
+    plt = pyplot()
 
     from .comparison import (
         IR_TOL,
@@ -365,7 +367,8 @@ def _provenance(df: pd.DataFrame, scenario: str) -> dict:
 
 def _cpl(doc: _Doc, df: pd.DataFrame, verdict_examples: int = 0,
          priorities: Priorities | None = None):
-    import matplotlib.pyplot as plt
+    from .plots import pyplot
+    plt = pyplot()
 
     from .comparison import CPL_BOUNDS, CPL_METRICS, cpl_per_seed, intervals, readable
     from .plots import plot_budget_sweep
@@ -504,7 +507,8 @@ def _against(doc: _Doc, runs: pd.DataFrame, key: str, keys: list[str], title: st
     """Best accuracy and utility per client (mean and 95 % interval over seeds) against the
     swept parameter ``key``, a line per mechanism (and value of the other swept parameters);
     a mechanism whose cells lack ``key`` is a horizontal band across the plot."""
-    import matplotlib.pyplot as plt
+    from .plots import pyplot
+    plt = pyplot()
 
     from .stats import ACC, ci95
 
@@ -555,7 +559,8 @@ def _against(doc: _Doc, runs: pd.DataFrame, key: str, keys: list[str], title: st
 
 
 def _learning(doc: _Doc, df: pd.DataFrame, title: str, name: str):
-    import matplotlib.pyplot as plt
+    from .plots import pyplot
+    plt = pyplot()
 
     from .claims import per_run, seed_table
     from .plots import plot_accuracy_by_round

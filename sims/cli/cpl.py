@@ -48,7 +48,8 @@ def run(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import pyplot
+    plt = pyplot()
     import numpy as np
 
     from ..cpl_game import budget_sweep, compare_pricing

@@ -58,7 +58,8 @@ def run(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import pyplot
+    plt = pyplot()
 
     from ..plots import plot_transaction_graph
 

@@ -175,7 +175,8 @@ def run(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import pyplot
+    plt = pyplot()
     import pandas as pd
 
     from learning.algorithms import TrainConfig

@@ -311,7 +311,8 @@ def plot_frontier(table: pd.DataFrame, axes=None, *, dims=DIMENSIONS,
     coloured by family; a circle when the rule is admissible (IR everywhere, no deficit),
     a cross when it breaks IR, a triangle when it runs a deficit (labelled with the shares
     of markets); admissible frontier rules ringed. Returns the Axes (one per dimension)."""
-    import matplotlib.pyplot as plt
+    from ..plots import pyplot
+    plt = pyplot()
 
     dims = tuple(dims)
     own = axes is None
@@ -559,7 +560,8 @@ def plot_line(table: pd.DataFrame, ax=None, *, floor: float | None = None):
     labelled with their IR breaks and deficits; ``floor`` (:func:`regret_floor`'s largest)
     shades the region no IR rule without deficit reaches. Returns the Axes."""
     if ax is None:
-        import matplotlib.pyplot as plt
+        from ..plots import pyplot
+        plt = pyplot()
 
         _, ax = plt.subplots(figsize=(6.4, 4.6))
     if floor is not None and np.isfinite(floor):
