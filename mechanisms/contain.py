@@ -23,10 +23,20 @@ learning algorithm) may do to the toolkit when the toolkit calls it.
   the toolkit's own steps, which the caller bounds by its own checks. Limits nest (the
   earliest deadline rings first and is raised to its own owner); a SIGALRM timer set before
   (a test runner's timeout) keeps its handler and rings at its own time; the previous handler
-  and timer are restored when the last limit ends. A rule that catches the stop and goes on
-  is stopped again every :data:`_AGAIN` seconds; one that swallows every ``BaseException``
-  in a loop forever cannot be stopped from inside its process (run such code in a process
-  of its own). A call into C (a long numpy operation) ends first. Elsewhere (another
+  and timer are restored when the last limit ends.
+* **Time, held.** While a limit is in force, :func:`call_rule` runs the rule in a child
+  process of its own (``os.fork``: it inherits the handed copies, nothing is sent to it;
+  its return value, or what it raised, comes back through a pipe), and the parent waits
+  for it under the limit: when the limit passes the parent kills the child (SIGKILL) and
+  raises the same stop. So the limit holds whatever the rule does -- it swallows every
+  ``BaseException`` in a loop, sits in one long call into C, calls ``os._exit`` (then it
+  is a RuleFailed: its process ended without returning) -- and no process is left
+  behind: the child dies with its parent (:func:`mechanisms.processes.die_with_parent`).
+  What the rule changes besides its return value stays in the child; its output is
+  flushed. Code run under :class:`contained` (not one call) runs in the toolkit's process;
+  there a rule that catches the stop and goes on is stopped again every :data:`_AGAIN`
+  seconds, and a call into C ends first. Where there is no ``fork`` (Windows) rules run
+  in the toolkit's process too. Elsewhere (another
   thread, Windows) :func:`can_interrupt` is False and each caller says what it does:
   ``ipfl.clear``, ``cpl.apply_pricing`` and ``proofs.check`` (for a subject with code of
   your own) refuse a time limit there with an error naming ``time_limit``; a sweep checks
@@ -38,7 +48,9 @@ from __future__ import annotations
 import copy
 import math
 import os
+import pickle
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,9 +58,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .errors import FedmarketError, MarketInputError, RuleFailed, RuleTimedOut, as_real
+from .processes import die_with_parent
 
-__all__ = ["Interrupt", "Limit", "TimeUp", "call_rule", "can_interrupt", "contained",
-           "describe", "handed", "must_pass", "rule_timed_out", "within"]
+__all__ = ["Interrupt", "Limit", "ProcessEnded", "TimeUp", "call_rule", "can_interrupt",
+           "contained", "describe", "handed", "must_pass", "rule_timed_out", "within"]
 
 
 class Interrupt(BaseException):
@@ -144,7 +157,99 @@ def call_rule(field: str, label: str, fn: Callable, *args):
     and the error, chained to the original; a :class:`Limit` may stop it."""
     args = handed(args)
     with contained(field, label):
+        if _limits and not _CHILD and hasattr(os, "fork") \
+                and threading.get_ident() == _MAIN:
+            return _in_child(fn, args)
         return fn(*args)
+
+
+# --------------------------------------------------------------------------- a child
+
+_CHILD = False  # True in the child process :func:`_in_child` started
+
+
+class ProcessEnded(Exception):
+    """The child running a rule ended without sending back a result (it called
+    ``os._exit``, was killed by a signal, or its result could not be sent)."""
+
+
+def _in_child(fn: Callable, args: tuple):
+    """``fn(*args)`` in a forked child process; its return value is returned, what it
+    raised is raised (the exception itself when it can be sent back, else a
+    :class:`ProcessEnded` that says what it was). While the parent waits, a :class:`Limit`
+    that passes raises in the parent (SIGALRM, as for a rule in this process); the parent
+    then kills the child before the stop goes on. The child dies with its parent."""
+    for stream in (sys.stdout, sys.stderr):  # else the child would write the parent's again
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run the rule, send back its result, end without cleanup
+        status = 0
+        try:
+            global _CHILD
+            _CHILD = True
+            os.close(r)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # no limit is armed in here
+            _limits.clear()
+            _running.clear()
+            die_with_parent(parent)
+            try:
+                result = ("returned", fn(*args))
+            except BaseException as exc:  # sent to the parent, which decides
+                result = ("raised", exc)
+            try:
+                data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                what = ("returned an object" if result[0] == "returned" else
+                        f"raised {describe(result[1])}, which")
+                data = pickle.dumps(("raised", ProcessEnded(
+                    f"{what} that cannot be sent back from its process: {describe(exc)}")))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:  # nothing may escape the child
+            status = 1
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            os._exit(status)
+    os.close(w)
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(r, 1 << 20)  # a Limit's alarm raises here
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(r)
+        _reap(pid)
+    if not chunks:
+        raise ProcessEnded("ended its process without returning")
+    kind, value = pickle.loads(b"".join(chunks))  # our own child's bytes, never a file
+    if kind == "raised":
+        raise value
+    return value
+
+
+def _reap(pid: int) -> None:
+    """Wait for the child ``pid`` (killed or ending), the alarm held back meanwhile (a
+    limit's repeated ring must not leave it unreaped)."""
+    with _blocked():
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 # --------------------------------------------------------------------------- time

@@ -7,6 +7,7 @@ the cell and the rule. Each case through the Python API and the command line."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import textwrap
@@ -62,6 +63,36 @@ RULES = textwrap.dedent('''
     def spin_pay(market, A, D):
         while True:
             pass
+
+
+    def swallow_pay(market, A, D):  # swallows every stop, forever
+        while True:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                pass
+
+
+    def swallow_spin_pay(market, A, D):  # the same in a busy loop
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                pass
+
+
+    def swallow_price(game):
+        while True:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                pass
+
+
+    def quit_pay(market, A, D):  # ends its process without a word
+        import os
+        os._exit(0)
 
 
     def nan_pay(market, A, D):
@@ -257,6 +288,78 @@ def test_check_stops_a_hanging_rule_in_both_engines(rules, engine, name):
                        "(time_limit): it had not returned")
 
 
+def _children() -> set[int]:
+    """The live child processes of this process (Linux /proc)."""
+    kids = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                kids.update(int(k) for k in f.read().split())
+        except OSError:
+            pass
+    return kids
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+def test_a_rule_that_swallows_every_stop_is_stopped_at_the_limit_and_leaves_no_process(
+        rules):
+    """Under a time limit a rule runs in a child process the parent kills at the limit
+    (mechanisms.contain): one that catches every BaseException in an endless loop (the
+    in-process stop alone could never end it) is stopped within the limit plus a small
+    margin, with the one-line error naming it, and no process is left behind."""
+    before = _children()
+    t0 = time.monotonic()  # baseline: a rule that returns, under a limit (a child as well)
+    ipfl.clear(market(), D3, payments=rules.zeroing_pay, time_limit=5)
+    base = time.monotonic() - t0
+    limit = 1.0
+    for name in ("swallow_pay", "swallow_spin_pay"):
+        t0 = time.monotonic()
+        with pytest.raises(RuleTimedOut) as e:
+            ipfl.clear(market(), D3, payments=getattr(rules, name), time_limit=limit)
+        took = time.monotonic() - t0
+        assert limit <= took < 1.25 * limit + 3 * base, (name, took, base)
+        assert str(e.value) == (f"payments: h33rules:{name} was stopped at the time limit "
+                                "of 1 s (time_limit): it had not returned")
+    t0 = time.monotonic()
+    with pytest.raises(RuleTimedOut, match=r"^pricing: swallow_price was stopped at the time "
+                                           r"limit of 1 s"):
+        cpl.apply_pricing(game(), rules.swallow_price, time_limit=limit)
+    assert time.monotonic() - t0 < 1.25 * limit + 3 * base
+    for engine in ("batch", "hypothesis"):
+        t0 = time.monotonic()
+        r = check(IpflMechanism("swallow", payments=rules.swallow_pay), IR, engine=engine,
+                  max_examples=50, time_limit=limit)
+        assert r.verdict == "error" and r.extra["stopped"] == "time limit", r
+        assert r.error == ("payments: h33rules:swallow_pay was stopped at the time limit of "
+                           "1 s (time_limit): it had not returned")
+    deadline = time.monotonic() + 5  # a killed child is reaped at once; allow the kernel
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _children() - before
+
+
+def test_under_a_limit_a_rule_s_result_and_errors_come_back_from_its_process(rules):
+    """The child returns what the rule returns and raises what it raises (the same
+    one-line errors as without a limit); a rule that ends its process is a RuleFailed."""
+    plain = ipfl.clear(market(), D3, payments=rules.zeroing_pay)
+    limited = ipfl.clear(market(), D3, payments=rules.zeroing_pay, time_limit=30)
+    assert np.array_equal(plain.payments, limited.payments)
+    assert np.array_equal(plain.adjacency, limited.adjacency)
+    for name, says in (("exit_pay", "raised SystemExit: 3"), ("mine_pay", "raised Mine: a "
+                       "BaseException of its own"), ("nan_pay", "returned NaN")):
+        with pytest.raises(RuleFailed, match=says):
+            ipfl.clear(market(), D3, payments=getattr(rules, name), time_limit=30)
+    with pytest.raises(RuleFailed, match=r"^payments: h33rules:quit_pay raised ProcessEnded: "
+                                         r"ended its process without returning$"):
+        ipfl.clear(market(), D3, payments=rules.quit_pay, time_limit=30)
+    with pytest.raises(RuleFailed, match="returned an object that cannot be sent back"):
+        ipfl.clear(market(), D3, payments=lambda market, A, D: (lambda: 0), time_limit=30)
+    # without a limit the rule runs in this process, as before
+    with pytest.raises(RuleFailed, match="returned"):
+        ipfl.clear(market(), D3, payments=lambda market, A, D: (lambda: 0))
+
+
 def test_limits_nest_and_give_back_the_timer_found(rules):
     rang = []
 
@@ -423,6 +526,10 @@ CLI = [
       "--out", "d"], "h33rules:exit_space raised SystemExit: 5"),
     (["sweep", "sleep.toml", "--out", "s", "--quiet", "--time-limit", "0.5"],
      "stopped in the payments rule h33rules:sleep_pay"),
+    (["clear", "m.json", "--payments", "h33rules:swallow_pay", "--time-limit", "0.5"],
+     "h33rules:swallow_pay was stopped at the time limit of 0.5 s"),
+    (["sweep", "swallow.toml", "--out", "s", "--quiet", "--time-limit", "0.5"],
+     "stopped in the payments rule h33rules:swallow_pay"),
 ]
 
 
@@ -435,7 +542,7 @@ def test_misbehaving_rules_on_the_command_line_end_in_one_line(cwd_rules, capsys
     (cwd_rules / "m.json").write_text(json.dumps(
         {"N": [100, 200, 300], "c": [0.1, 0.2, 0.3], "K": [1e3, 1e3, 1e3], "lam": 0.1,
          "D": D3.tolist()}))
-    for name in ("exit", "sleep", "nan", "shape"):
+    for name in ("exit", "sleep", "nan", "shape", "swallow"):
         (cwd_rules / f"{name}.toml").write_text(
             'seeds = [0]\n[[scenarios]]\nname = "inclusive-market"\n'
             f'mechanisms = ["local+h33rules:{name}_pay"]\n'
