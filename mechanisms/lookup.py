@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Mapping
 from .contain import call_rule, describe, must_pass
 from .errors import FedmarketError, MarketInputError, RuleFailed
 
-__all__ = ["ARITY", "UntrustedName", "call_rule", "describe", "guarded", "import_named",
-           "load_callable", "lookup", "named_modules", "names_from_data", "rule_name",
-           "untrusted"]
+__all__ = ["ARITY", "UntrustedName", "call_rule", "describe", "guarded", "import_module_named",
+           "import_named", "load_callable", "lookup", "named_modules", "names_from_data",
+           "rule_name", "untrusted"]
 
 
 class UntrustedName(MarketInputError):
@@ -108,16 +108,40 @@ def named_modules(specs: Iterable[str]) -> list[str]:
     return list(out)
 
 
+def _refuse_untrusted(name: str, module: str, field: str) -> None:
+    """The one check of the guard: UntrustedName unless every :func:`names_from_data` block
+    in force trusts ``module`` (itself or a package above it)."""
+    for source, trusted in _FROM_DATA:
+        if not any(module == t or module.startswith(t + ".") for t in trusted):
+            raise UntrustedName(field, f"{name!r} is named by {source}, not by you; fedmarket "
+                                       "imports no code that data names: if you trust "
+                                       f"module {module!r}, name it yourself (--rules-from "
+                                       f"{module})")
+
+
 def import_named(spec: str, field: str):
     """The module of ``"module:function"``, imported (``ImportError`` as from
     :func:`importlib.import_module`), unless a :func:`names_from_data` block refuses it."""
     module = spec.partition(":")[0].strip()
-    for source, trusted in _FROM_DATA:
-        if untrusted([spec], trusted):
-            raise UntrustedName(field, f"{spec!r} is named by {source}, not by you; fedmarket "
-                                       "imports no code that data names: if you trust "
-                                       f"module {module!r}, name it yourself (--rules-from "
-                                       f"{module})")
+    _refuse_untrusted(spec, module, field)
+    return importlib.import_module(module)
+
+
+def import_module_named(module: str, field: str):
+    """``module`` (a plain module name, e.g. a list of modules to import up front),
+    imported, unless a :func:`names_from_data` block refuses it: the same guard as
+    :func:`import_named`.
+
+    >>> with names_from_data("the node config"):
+    ...     import_module_named("json", "preload")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mechanisms.lookup.UntrustedName: preload: 'json' is named by the node config, not by you; ...
+    >>> with names_from_data("the node config", ["json"]):
+    ...     import_module_named("json", "preload").__name__
+    'json'
+    """
+    module = str(module).strip()
+    _refuse_untrusted(module, module, field)
     return importlib.import_module(module)
 
 

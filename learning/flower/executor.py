@@ -62,14 +62,25 @@ _OWN = ("learning", "mechanisms")  # the toolkit's packages: a run imports its o
 
 def preload(modules=()) -> None:
     """Import :data:`PRELOAD` and ``modules`` (third-party libraries a ClientApp imports,
-    e.g. ``torch`` for nodes without a worker) before the first task arrives."""
+    e.g. ``torch`` for nodes without a worker) before the first task arrives.
+
+    ``modules`` are names of code: typed by the operator (``--preload``) they are imported;
+    read from data (a caller inside :func:`mechanisms.lookup.names_from_data`, e.g. a list
+    taken from a node or run config) each must be a module the operator trusts, else it is
+    refused unimported (:class:`mechanisms.lookup.UntrustedName` naming ``preload``), the
+    guard every name read from data goes through. :data:`PRELOAD` is the executor's own."""
     import importlib
+
+    from mechanisms.lookup import import_module_named
 
     for name in (*PRELOAD, *modules):
         if name.split(".")[0] in _OWN:
             raise ValueError(f"preload: {name!r} is the toolkit's own; a run imports the "
                              "copy in its app bundle")
+    for name in PRELOAD:
         importlib.import_module(name)
+    for name in modules:
+        import_module_named(name, "preload")
 
 
 def _forget_own() -> None:

@@ -185,6 +185,7 @@ def run(args) -> int:
     )
     from sims.design.objective import parse_goal
     from sims.design.search import SearchConfig, design
+    from sims.design.space import space_modules
 
     from ..results import versions
 
@@ -276,7 +277,9 @@ def run(args) -> int:
         with progress_reporter("certify: properties", quiet=args.quiet,
                                every=args.progress_every) as bar:
             # the exported file, loaded back: what is certified is what was saved
-            cert = certify("designed", load_rule(rule_path), seed=heldout,
+            # the space's modules are the ones you named (--space) for this command
+            cert = certify("designed", load_rule(rule_path, space_modules(space.to_json())),
+                           seed=heldout,
                            training_seed=args.seed, examples=args.certify_examples,
                            estimates=result.summary, progress=bar, type_space=ts,
                            search=args.search)

@@ -57,6 +57,11 @@ def add_parser(sub, full: bool = False) -> None:
                         "rule file of 'fedmarket design' (designed_rule.json: checked for "
                         "IR, budget, the six regret directions, beside the search's "
                         "estimates; --seed must differ from its training seed)")
+    p.add_argument("--rules-from", dest="rules_from", nargs="+", default=[], metavar="MODULE",
+                   help="trust these modules (and the packages below them) to supply the "
+                        "space of your own a rule file (.json) names: a rule file is data, "
+                        "and a 'module:function' in it is imported only from a module you "
+                        "name here (refused otherwise, naming 'space')")
     p.add_argument("--property", action="append",
                    help="only this property (repeatable; default: every property)")
     p.add_argument("--type-space", type=Path, default=None, metavar="FILE",
@@ -135,7 +140,7 @@ def _run(args) -> int:
     designed = {}  # rule files of `fedmarket design`: name -> the file's JSON
     for name in args.subject or []:
         if name not in SUBJECTS and name.endswith(".json"):
-            own[name], designed[name] = _rule_file(name, args.seed)
+            own[name], designed[name] = _rule_file(name, args.seed, args.rules_from)
         elif name not in SUBJECTS and ":" in name:
             own[name] = subject_from(name)
         elif name not in SUBJECTS:
@@ -288,7 +293,7 @@ def verdict_line(df) -> str:
     return line
 
 
-def _rule_file(path: str, seed: int):
+def _rule_file(path: str, seed: int, rules_from=()):
     """(subject, document) of a rule file of ``fedmarket design``; refused when ``seed`` is
     the seed of the file's training markets (a rule is certified on held-out markets)."""
     from sims.design.certify import rule_file_subject
@@ -296,7 +301,7 @@ def _rule_file(path: str, seed: int):
     if not Path(path).is_file():
         raise MarketInputError("subject", f"{path!r}: no such rule file (a designed rule is "
                                           "the designed_rule.json of 'fedmarket design')")
-    subject, doc = rule_file_subject(path)
+    subject, doc = rule_file_subject(path, rules_from)
     if doc.get("training_seed") is not None and doc["training_seed"] == seed:
         raise MarketInputError("seed", f"is {seed}, the seed of {path}'s training markets; "
                                        "certify on held-out markets: pass another --seed")

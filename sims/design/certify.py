@@ -92,21 +92,23 @@ def estimate(key: str, s: dict):
     return s.get(f"max_regret_{dim}_{way}")
 
 
-def rule_file_subject(path):
+def rule_file_subject(path, rules_from=()):
     """(subject, document) of a rule file written by ``fedmarket design``
     (:func:`sims.design.save_rule`): an :class:`proofs.IpflMechanism` named by the file,
     clearing the saved rule with the local selection at the paper's prices (what the search
     measured; a mechanism family's file: its own selection, prices and payments), and the
     file's JSON (its ``estimates``: the search's training summary; ``training_seed``: the
     seed of the training markets, which certification must avoid; ``type_space``: the space
-    the rule was designed on, which certification draws from)."""
+    the rule was designed on, which certification draws from). ``rules_from``: the modules
+    you trust a space of your own in the file to come from (:func:`load_rule`; any other
+    is refused unimported)."""
     import json
     from pathlib import Path
 
     from .space import load_rule
 
     path = Path(path)
-    rule = load_rule(path)
+    rule = load_rule(path, rules_from)
     doc = json.loads(path.read_text())
     if callable(rule):  # a payment rule: the paper's local selection at the paper's prices
         return IpflMechanism(str(path), "local", payments=rule), doc

@@ -75,6 +75,7 @@ __all__ = [
     "load_rule",
     "load_space",
     "save_rule",
+    "space_modules",
     "theta_vector",
 ]
 
@@ -364,26 +365,69 @@ def save_rule(path, space, theta, *, name: str, extra: dict | None = None) -> Pa
 
     text = json.dumps(doc, indent=2, default=float) + "\n"
     write_atomic(path, lambda tmp: tmp.write_text(text), "path")
+    # the space's own modules, named in code: importing this module is trusting them
+    trust = space_modules(doc["space"])
+    load = ("load_rule(Path(__file__).with_suffix('.json')"
+            + (f", rules_from={trust!r})" if trust else ")"))
     if space.kind in ("linear", "user"):
         module = (f'"""The designed payment rule {name!r} (parameters in {path.name})."""\n'
                   "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
-                  f"payments = load_rule(Path(__file__).with_suffix('.json'))\n")
+                  f"payments = {load}\n")
     else:  # a mechanism: selection, prices and payments
         module = (f'"""The designed mechanism {name!r} (parameters in {path.name}):\n'
                   'its selection rule, prices and payments."""\n'
                   "from pathlib import Path\n\nfrom sims.design import load_rule\n\n"
-                  f"mechanism = load_rule(Path(__file__).with_suffix('.json'))\n"
+                  f"mechanism = {load}\n"
                   "rule, prices, payments = mechanism.rule, mechanism.prices, "
                   "mechanism.payments\n")
     write_atomic(path.with_suffix(".py"), lambda tmp: tmp.write_text(module), "path")
     return path
 
 
-def load_rule(path):
+def space_modules(obj) -> list[str]:
+    """The modules the spaces of the user's own inside a space's JSON (:meth:`to_json`, a
+    family's base included) name: what a rule file of that space asks to import.
+
+    >>> space_modules({"kind": "posted", "base": {"kind": "user", "spec": "mine.sp:make"}})
+    ['mine.sp']
+    """
+    from mechanisms.lookup import named_modules
+
+    specs: list[str] = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if o.get("kind") == "user" and isinstance(o.get("spec"), str):
+                specs.append(o["spec"])
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(obj)
+    return named_modules(specs)
+
+
+def load_rule(path, rules_from=()):
     """What :func:`save_rule` saved, named as saved: the payment rule (over arrays) of a
     linear or user space, the :class:`sims.design.evaluate.Mechanism` (selection, prices,
-    payments) of a family that changes who trades (:mod:`sims.design.families`)."""
+    payments) of a family that changes who trades (:mod:`sims.design.families`).
+
+    A rule file is data: the ``"module:function"`` of a space of your own in it is imported
+    only if you trust its module, naming it in ``rules_from`` (``--rules-from MODULE`` on the
+    command line); any other is refused unimported, in one line naming ``space``
+    (:class:`mechanisms.lookup.UntrustedName`; :func:`mechanisms.lookup.names_from_data`,
+    the guard of every name read from data). The module :func:`save_rule` writes beside the
+    file names the space's module itself (it is code, which you import by choice)."""
+    from mechanisms.lookup import names_from_data
+
     path = Path(path)
+    with names_from_data(f"the rule file {path}", rules_from):
+        return _load_rule(path)
+
+
+def _load_rule(path: Path):
     try:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
