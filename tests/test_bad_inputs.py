@@ -856,7 +856,12 @@ def test_a_slow_cell_shows_its_rounds_and_stops_at_the_time_limit(sandbox, monke
     assert rounds == sorted(rounds) and rounds[-1] >= 2 and len(set(rounds)) >= 3
     assert {st.total for st in naps if st.done} == {100} and naps[0].unit == "rounds"
     assert naps[-1].over and not any(st.over for st in naps[:-1])
-    assert max(st.seconds for st in naps) < 1.0 + 5  # steps stop once the limit passed
+    # steps stop once the limit passed: a step checks the limit after reporting, so at most
+    # one round is heard past it, the last one (a step after it would mean the cell went
+    # on); then only the cell's end (functional: no wall-clock bound, load cannot flake it)
+    going = [st for st in naps if not st.over]
+    late = [st for st in going if st.seconds > 1.0]
+    assert late in ([], going[-1:]), [(st.done, st.seconds) for st in late]
     # every cell ends with an "over" step, the fast one included
     assert sum(st.over for st in heard) == 2
 

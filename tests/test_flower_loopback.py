@@ -34,8 +34,7 @@ CHILD = textwrap.dedent("""
         first = work / "out" / f"run-{run_id}" / "rounds"  # both nodes registered
     else:  # the federation is up: SuperLink, SuperNodes and their SuperExecs (warm executors)
         first = work / "up"
-    deadline = time.monotonic() + 240
-    while not first.exists() and time.monotonic() < deadline:
+    while not first.exists():  # no deadline: the test's timeout bounds the wait
         if not submit and len(fed.processes()) >= 6:
             first.touch()
         time.sleep(0.2)
@@ -99,25 +98,34 @@ def test_a_loopback_dies_with_its_process(tmp_path, sig, submit, least):
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         state = tmp_path / "pids.json"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and child.poll() is None:
+        t0 = time.monotonic()
+        # until the federation is up (with a run: its first round recorded) or the child
+        # died; no deadline but the suite's timeout (600 s; a fixed one flaked under load)
+        while child.poll() is None:
             if state.exists() and json.loads(state.read_text())["round"]:
                 break
             time.sleep(0.5)
         assert child.poll() is None, child.stderr.read().decode()[-3000:]
+        # the baseline, measured here under this host's load: starting the federation (its
+        # 6-8 Python processes and their imports); stopping it is far less work
+        startup = time.monotonic() - t0
         seen = json.loads(state.read_text())
+        assert seen["round"]
         pids = seen["pids"]
         # the federation and what flwr started below it (and the reaper)
         held = set(_holding(home))
         assert len(pids) >= least and set(_alive(pids)) <= held, (pids, held)
         os.kill(child.pid, sig)
-        child.wait(60)
+        t0 = time.monotonic()
+        # all gone within twice the time it took to start them (stopping is less work than
+        # starting; twice: room for the scheduler, still bounded by this host's own pace)
+        bound = 2 * startup
+        child.wait(bound)
         if sig == signal.SIGKILL:
             assert child.returncode == -signal.SIGKILL
-        deadline = time.monotonic() + 30
-        while (_alive(pids) or _holding(home)) and time.monotonic() < deadline:
+        while (_alive(pids) or _holding(home)) and time.monotonic() - t0 < bound:
             time.sleep(0.2)
-        assert _alive(pids) == [] and _holding(home) == []
+        assert _alive(pids) == [] and _holding(home) == [], (startup, time.monotonic() - t0)
     finally:
         if child.poll() is None:
             child.kill()
