@@ -156,3 +156,23 @@ def test_the_line_search_grid_ends_where_its_sub_problems_turn_infeasible():
     rich = game.replace(budget=100.0)  # slack: the q_max end
     assert equilibrium._linesearch_grid(rich, points=30)[-1] == pytest.approx(
         np.sum(rich.c * rich.q_max**2))
+
+
+# Seed 0's draw 5,584 at 10,000 games: bisection's q_0 = q_min is the KKT answer (mu* sits
+# 1e-7 above v_0 = v_1 = 50, so client 0's cube root is below the floor); cvxpy answers
+# q_0 = 0.0113 with a bound 5e-10 relative above bisection's: along the trade between the two
+# clients the bound is flat to the conic solver's tolerance, so q is not determined beyond it.
+_FLAT = dict(a=[0.5, 0.5], G=[0.5, 10.25], c=[0.1, 0.1], v=[50.0, 50.0],
+             budget=-20204.293301376732, alpha=1.55, R=10.0, q_min=0.01, q_max=[0.505, 0.505])
+
+
+def test_a_game_flat_along_a_trade_between_clients_holds():
+    from proofs.cpl_properties import CONIC_RTOL
+    from proofs.strategies import CplCase
+
+    game = cpl.Game(**_FLAT)
+    b, c = cpl.solve(game), cpl.solve(game, "cvxpy")
+    assert b.q[0] == game.q_min and b.kkt_residual < 1e-9
+    assert abs(c.q[0] - b.q[0]) > 1e-3 * b.q[0]  # the responses differ ...
+    assert b.objective <= c.objective <= b.objective * (1 + CONIC_RTOL)  # ... the bound not
+    assert PROPERTIES["cpl_one_path"].amount(SUBJECTS["cpl-bisection"], CplCase(game)) == 0
