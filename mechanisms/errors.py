@@ -159,7 +159,9 @@ def as_floats(field: str, values) -> np.ndarray:
 
 
 def _short(value) -> str:
-    text = repr(value)
+    """``repr(value)`` on one line (numpy breaks a long array's repr over lines), at most 80
+    characters."""
+    text = " ".join(repr(value).split())
     return text if len(text) <= 80 else text[:77] + "..."
 
 

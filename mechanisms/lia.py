@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import MarketInputError, as_real
+from .errors import MarketInputError, as_floats, as_real
 
 __all__ = ["adjusted_rand_index", "beneficial_sets", "cluster", "influence", "two_means_1d"]
 
 
 def _check(I) -> np.ndarray:
-    try:
-        M = np.asarray(I, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MarketInputError("I", f"must be numeric, got {type(I).__name__}") from exc
+    M = as_floats("I", I)  # text, booleans and complex refused, not converted
     if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] == 0:
         raise MarketInputError("I", f"must be a non-empty square (m, m) matrix (or a batch "
                                     f"(..., m, m)), got {M.shape}")
@@ -54,12 +51,12 @@ def influence(base_losses, model_losses, owner) -> np.ndarray:
     >>> influence([1.0, 1.0, 2.0], [[0.5, 0.5, 2.5], [1.5, 1.5, 1.0]], [0, 0, 1]).tolist()
     [[0.5, -0.5], [-0.5, 1.0]]
     """
-    losses = np.asarray(model_losses, dtype=np.float64)
+    losses = as_floats("model_losses", model_losses)
     if losses.ndim < 2 or losses.shape[-2] == 0 or losses.shape[-1] == 0:
         raise MarketInputError("model_losses", f"must be (m, n) per-sample losses, got shape "
                                                f"{losses.shape}")
     m, n = losses.shape[-2:]
-    base = np.asarray(base_losses, dtype=np.float64)
+    base = as_floats("base_losses", base_losses)
     if base.shape != (*losses.shape[:-2], n):
         raise MarketInputError("base_losses", f"must be {(*losses.shape[:-2], n)} like "
                                               f"model_losses' rows, got shape {base.shape}")

@@ -10,6 +10,7 @@ from .conformance import CONFORMANCE_PROPERTIES
 from .contract import VACUOUS, contract_check
 from .core import CATALOGUE, CheckerInputError, Property, registered
 from .cpl_properties import CPL_PROPERTIES
+from .input_properties import INPUT_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
 from .lia_properties import LIA_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering
@@ -20,7 +21,7 @@ __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 # there without importing this module (which imports every property module)
 PROPERTIES = CATALOGUE["property"]
 PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES,
-                   **LIA_PROPERTIES})
+                   **LIA_PROPERTIES, **INPUT_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -39,6 +40,7 @@ _IPFL_COMMON = {
     "pure_sellers_never_buy": True,
     "conforms": True,
     "one_path": True,
+    "refuses_bad_input": True,
 }
 
 # Every iPFL property declared for every built-in iPFL subject (issue 20, part 4). Beyond
@@ -105,7 +107,8 @@ SUBJECTS.update({
         "box2_prefix": False}),
     **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
                            prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
-                                                    **_REFERENCE_EXTRA[name]})
+                                                    **_REFERENCE_EXTRA[name],
+                                                    "refuses_bad_input": True})
        for name, payments, prices in [("vcg", "vcg", "paper"), ("shapley", "shapley", "paper"),
                                       ("cost-plus", "cost-plus", "cost-plus"),
                                       ("share-all", "none", "paper")]},
@@ -113,15 +116,17 @@ SUBJECTS.update({
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
         "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True,
-        "cpl_one_path": True}),
+        "cpl_one_path": True, "cpl_refuses_bad_input": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
-                                                                 "cpl_conforms": True})
+                                                                 "cpl_conforms": True,
+                                                                 "cpl_refuses_bad_input": True})
        for rule in cpl.PRICING_RULES},
     # pFedLIA (spec lia.md): what the paper and the spec claim of the scores and the
     # clustering (proofs.lia_properties), in both modes; noise as large as the gap between
     # the planted groups blurs them (the checker finds where)
     **{f"lia-{mode}": LiaClustering(f"lia-{mode}", mode, declares={
-        **dict.fromkeys(LIA_PROPERTIES, True), "lia_recovery_noisy": False})
+        **dict.fromkeys(LIA_PROPERTIES, True), "lia_recovery_noisy": False,
+        "lia_refuses_bad_input": True})
        for mode in ("central", "p2p")},
 })
 

@@ -79,5 +79,10 @@ STANDARD = StandardRun(budgets={
     # game by game through the conic solvers, about 0.06 CPU s a game (cvxpy and a 30-point
     # line search): 1,000 games is a minute
     "cpl-bisection/cpl_one_path": 1_000,
+    # one instance at a time, 2-10 ms each (a well-formed answer and a fault's call); 5,000
+    # gives each of a table's 15-61 faults about 80-300 draws per subject
+    "*/refuses_bad_input": 5_000,
+    "*/cpl_refuses_bad_input": 5_000,
+    "*/lia_refuses_bad_input": 5_000,
 })
 """The standard run (``fedmarket prove --standard``)."""

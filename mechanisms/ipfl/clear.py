@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..contain import call_rule, within
-from ..errors import MarketInputError, RuleFailed, as_floats, check_sellers
+from ..errors import MarketInputError, RuleFailed, as_floats, as_int, as_real, check_sellers
 from . import money, rules, selection
 from .market import Market, MarketArrays, read_only
 from .thresholds import MODES
@@ -307,17 +307,11 @@ def clear(
     """
     if not isinstance(market, Market):
         raise MarketInputError("market", f"must be an ipfl.Market, got {type(market).__name__}")
-    _check_options(progress, allow_negative_distances)
+    _check_options(progress, allow_negative_distances, thresholds, exact_method,
+                   exact_node_limit, exact_time_limit)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
-    if thresholds not in MODES:
-        raise MarketInputError("thresholds", f"unknown mode {thresholds!r}; choose one of {MODES}")
-    if exact_method not in selection.EXACT_METHODS:
-        raise MarketInputError(
-            "exact_method",
-            f"unknown method {exact_method!r}; choose one of {selection.EXACT_METHODS}",
-        )
     D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
                   np.float64)
     out = within(time_limit, _clear, MarketArrays.of(market), D[None], (rule_label, rule_fn),
@@ -371,9 +365,23 @@ def clear(
 _GREEDY = {"box2": "greedy-stop", "local": "greedy-skip"}
 
 
-def _check_options(progress, allow_negative) -> None:
-    """``progress`` a function or None; ``allow_negative_distances`` a bool (the text "no"
-    would otherwise read as yes)."""
+def _check_options(progress, allow_negative, thresholds, exact_method, node_limit,
+                   exact_time_limit) -> None:
+    """The options of :func:`clear` and :func:`clear_batch`, whatever the rule (an exact
+    option given to a greedy rule is still checked): ``progress`` a function or None;
+    ``allow_negative_distances`` a bool (the text "no" would otherwise read as yes); the
+    threshold mode; the exact rule's method, node limit (an integer >= 1) and time limit
+    (None or >= 0)."""
+    if thresholds not in MODES:
+        raise MarketInputError("thresholds", f"unknown mode {thresholds!r}; choose one of {MODES}")
+    if exact_method not in selection.EXACT_METHODS:
+        raise MarketInputError(
+            "exact_method",
+            f"unknown method {exact_method!r}; choose one of {selection.EXACT_METHODS}",
+        )
+    as_int("exact_node_limit", node_limit, lo=1)
+    if exact_time_limit is not None:
+        as_real("exact_time_limit", exact_time_limit, lo=0)
     if progress is not None and not callable(progress):
         raise MarketInputError("progress", f"is {progress!r}; must be a function "
                                            "progress(done, total), or None")
@@ -491,17 +499,11 @@ def clear_batch(
     if not isinstance(market, MarketArrays):
         raise MarketInputError("market", f"must be an ipfl.MarketArrays, got "
                                          f"{type(market).__name__}")
-    _check_options(progress, allow_negative_distances)
+    _check_options(progress, allow_negative_distances, thresholds, exact_method,
+                   exact_node_limit, exact_time_limit)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
-    if thresholds not in MODES:
-        raise MarketInputError("thresholds", f"unknown mode {thresholds!r}; choose one of {MODES}")
-    if exact_method not in selection.EXACT_METHODS:
-        raise MarketInputError(
-            "exact_method",
-            f"unknown method {exact_method!r}; choose one of {selection.EXACT_METHODS}",
-        )
     rule_fn = _bulk_function("rule", rule_label, rule_fn)
     pay_fn = _bulk_function("payments", pay_label, pay_fn)
     price_fn = _bulk_function("prices", price_label, price_fn)

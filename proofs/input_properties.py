@@ -1,0 +1,554 @@
+"""Bad input is refused, naming the field (issue 34, part 2): one property per family,
+``refuses_bad_input`` (iPFL), ``cpl_refuses_bad_input`` and ``lia_refuses_bad_input``.
+
+Each instance is a well-formed instance of the family (the checker's own draws) and a fault
+drawn from the family's table (:data:`IPFL_FAULTS`, :data:`CPL_FAULTS`, :data:`LIA_FAULTS`),
+or none. A fault is one malformed input of a kind the public API validates -- a field of a
+Market or a Game that is NaN, inf, negative, text, complex, of the wrong length; distances
+of the wrong shape or with a nonzero diagonal; an unknown rule, method, mode or option; an
+option of the wrong type; a budget below what q = q_min spends -- made from the instance and
+given to the subject's own entry point (``settle`` / ``solve`` / ``scores``, ``sets``,
+``cluster``) where the subject takes it, else to the public function of ``mechanisms`` that
+validates it (a Market, a Game, ``ipfl.clear`` with the subject's rules, the distances, the
+posted prices, the aggregation). The property:
+
+* a fault must raise a :class:`mechanisms.errors.FedmarketError` (a ``ValueError`` for bad
+  input) whose ``field`` is the fault's field and whose text is one line;
+* the subject's entry point must answer the well-formed instance, checked on every
+  instance before its fault (a fedmarket error there refuses good input: a violation).
+
+Anything else raised (a TypeError, an IndexError, a NaN let through) is a violation of size
+1. Every instance discriminates: any fault could pass unrefused, any well-formed instance be
+refused. The fault index is drawn as one more uniform of the draw (the batch engine) or an
+integer (Hypothesis); no fault with probability about ATOM + 1 / (faults + 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from mechanisms import cpl, ipfl, lia
+from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
+from mechanisms.errors import FedmarketError
+from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
+
+from .batch import Draws, IpflSampler, IpflSpec, Sampler
+from .core import Property, SubjectError
+from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances
+
+__all__ = [
+    "CPL_FAULTS",
+    "INPUT_PROPERTIES",
+    "IPFL_FAULTS",
+    "LIA_FAULTS",
+    "Fault",
+    "FaultCase",
+    "FaultSampler",
+    "refusal",
+]
+
+NAN, INF = math.nan, math.inf
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One malformed input: ``call(subject, case)`` gives it to the public API; it must be
+    refused with an error naming ``field``."""
+
+    field: str
+    what: str
+    call: Any
+
+
+@dataclass(frozen=True, eq=False)
+class FaultCase:
+    """A well-formed instance ``base`` and the fault given with it (an index into the
+    family's table, 1-based; 0: none)."""
+
+    base: Any
+    fault: int
+    family: str
+
+    def describe(self) -> str:
+        if self.fault == 0:
+            return "no fault"
+        f = FAULTS[self.family][self.fault - 1]
+        return f"{f.field}: {f.what}"
+
+    def code(self) -> str:
+        base = self.base.code()
+        imp = f"from {type(self.base).__module__} import {type(self.base).__name__}\n"
+        return (imp + base + f"\ncase = FaultCase(case, {self.fault}, {self.family!r})"
+                f"  # {self.describe()}")
+
+    def __repr__(self):
+        return self.code()
+
+
+def _put(a, value, k=0):
+    """A copy of ``a`` (float) with entry ``k`` set to ``value``."""
+    out = np.array(a, dtype=float)
+    out.flat[k] = value
+    return out
+
+
+def _text(a):
+    return np.array([str(x) for x in np.ravel(a)]).reshape(np.shape(a))
+
+
+# ---------------------------------------------------------------------------------- iPFL
+
+
+def _market(case, **changes):
+    mk = case.market
+    fields = {"N": mk.N, "c": mk.c, "K": mk.K, "lam": mk.lam, "gain": mk.gain, **changes}
+    return ipfl.Market(**fields)
+
+
+def _clear(subject, case, market=None, D=None, **options):
+    """``ipfl.clear`` with the subject's rules (the options ``settle`` does not take)."""
+    return ipfl.clear(case.market if market is None else market,
+                      case.D if D is None else D, subject.rule, payments=subject.money,
+                      prices=subject.prices, thresholds=case.thresholds, **options)
+
+
+def _settle(subject, case, D=None, **kw):
+    return subject.settle(case.market, case.D if D is None else D,
+                          thresholds=kw.pop("thresholds", case.thresholds), **kw)
+
+
+def _smaller(case):
+    mk = case.market
+    return ipfl.Market(N=mk.N[:1], c=mk.c[:1], K=mk.K[:1], lam=mk.lam, gain=mk.gain)
+
+
+def _decreasing(x, K, N):
+    return -(1.0 + np.asarray(K)) * np.asarray(x) / np.asarray(N)  # whatever K is
+
+
+def _nan_gain(x, K, N):
+    return np.where(np.asarray(x) > 0, np.nan, 0.0) * np.asarray(K)
+
+
+def _theta(case):
+    return np.array(case.D, dtype=float)  # m parameter vectors, finite
+
+
+IPFL_FAULTS = (
+    Fault("N", "an entry NaN", lambda s, c: _market(c, N=_put(c.market.N, NAN))),
+    Fault("N", "an entry 0", lambda s, c: _market(c, N=_put(c.market.N, 0.0))),
+    Fault("N", "an entry inf", lambda s, c: _market(c, N=_put(c.market.N, INF))),
+    Fault("N", "text", lambda s, c: _market(c, N=_text(c.market.N))),
+    Fault("N", "a 2-D array", lambda s, c: _market(c, N=c.market.N[None, :])),
+    Fault("N", "empty", lambda s, c: _market(c, N=[], c=[], K=[])),
+    Fault("c", "an entry negative", lambda s, c: _market(c, c=_put(c.market.c, -1.0))),
+    Fault("c", "one entry more", lambda s, c: _market(c, c=np.append(c.market.c, 1.0))),
+    Fault("c", "complex", lambda s, c: _market(c, c=np.asarray(c.market.c) + 1j)),
+    Fault("K", "an entry inf", lambda s, c: _market(c, K=_put(c.market.K, INF))),
+    Fault("K", "an entry negative", lambda s, c: _market(c, K=_put(c.market.K, -1.0))),
+    Fault("K", "booleans", lambda s, c: _market(c, K=np.asarray(c.market.K) > 0)),
+    Fault("K", "objects", lambda s, c: _market(c, K=np.array([None] * c.market.m))),
+    Fault("lam", "NaN", lambda s, c: _market(c, lam=NAN)),
+    Fault("lam", "negative", lambda s, c: _market(c, lam=-0.5)),
+    Fault("lam", "text", lambda s, c: _market(c, lam="1")),
+    Fault("lam", "True", lambda s, c: _market(c, lam=True)),
+    Fault("true_N", "an entry 0", lambda s, c: _market(c, true_N=_put(c.market.N, 0.0))),
+    Fault("gain", "an unknown name", lambda s, c: _market(c, gain="cubic")),
+    Fault("gain", "a number", lambda s, c: _market(c, gain=2.0)),
+    Fault("gain", "a decreasing function", lambda s, c: _market(c, gain=_decreasing)),
+    Fault("gain", "a function returning NaN", lambda s, c: _market(c, gain=_nan_gain)),
+    Fault("alpha", "a power gain of exponent 2", lambda s, c: ipfl.PowerGain(2.0)),
+    Fault("lambda", "not a field of a Market", lambda s, c: c.market.replace(**{"lambda": 1.0})),
+    Fault("D", "one row short", lambda s, c: _settle(s, c, D=np.asarray(c.D)[:-1])),
+    Fault("D", "an entry NaN", lambda s, c: _settle(s, c, D=_put(c.D, NAN, 1))),
+    Fault("D", "an entry inf", lambda s, c: _settle(s, c, D=_put(c.D, INF, 1))),
+    Fault("D", "a nonzero diagonal", lambda s, c: _settle(s, c, D=_put(c.D, 0.5, 0))),
+    Fault("D", "an entry negative", lambda s, c: _settle(s, c, D=_put(c.D, -0.5, 1))),
+    Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
+    Fault("thresholds", "an unknown mode", lambda s, c: _settle(s, c, thresholds="approx")),
+    Fault("allow_negative_distances", "the text 'no'",
+          lambda s, c: _settle(s, c, allow_negative="no")),
+    Fault("market", "a dict, not a Market",
+          lambda s, c: _clear(s, c, market={"N": c.market.N})),
+    Fault("exact_method", "an unknown method", lambda s, c: _clear(s, c, exact_method="simplex")),
+    Fault("exact_node_limit", "0", lambda s, c: _clear(s, c, exact_node_limit=0)),
+    Fault("exact_time_limit", "negative", lambda s, c: _clear(s, c, exact_time_limit=-1.0)),
+    Fault("progress", "not a function", lambda s, c: _clear(s, c, progress=5)),
+    Fault("time_limit", "negative", lambda s, c: _clear(s, c, time_limit=-1.0)),
+    Fault("rule", "an unknown rule", lambda s, c: ipfl.clear(c.market, c.D, "greedy")),
+    Fault("payments", "an unknown rule",
+          lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments="auction")),
+    Fault("prices", "an unknown rule",
+          lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=s.money, prices="market")),
+    Fault("markets", "none", lambda s, c: ipfl.MarketArrays.from_markets([])),
+    Fault("markets", "of different sizes",
+          lambda s, c: ipfl.MarketArrays.from_markets([c.market, _smaller(c)])),
+    Fault("market", "a Market, not MarketArrays, to clear_batch",
+          lambda s, c: ipfl.clear_batch(c.market, np.asarray(c.D)[None])),
+    Fault("thresholds", "an unknown mode to clear_batch",
+          lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market), np.asarray(c.D)[None],
+                                        thresholds="approx")),
+    Fault("D", "one row short to clear_batch",
+          lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market),
+                                        np.asarray(c.D)[None, :-1])),
+    Fault("thresholds", "an unknown mode to ipfl.thresholds",
+          lambda s, c: ipfl.thresholds(c.market, c.D, mode="approx")),
+    Fault("markup", "negative", lambda s, c: ipfl.cost_plus(-0.1)),
+    Fault("pivot", "unknown",
+          lambda s, c: ipfl.rules.vcg_payments(c.market, np.zeros((c.market.m,) * 2, bool), c.D,
+                                               pivot="median")),
+    Fault("theta", "an entry NaN", lambda s, c: pairwise_distances(_put(_theta(c), NAN))),
+    Fault("theta", "one vector", lambda s, c: pairwise_distances(_theta(c)[0])),
+    Fault("metric", "unknown", lambda s, c: pairwise_distances(_theta(c), metric="l1")),
+    Fault("reference", "of the wrong length",
+          lambda s, c: pairwise_distances(_theta(c), "cosine", reference=np.ones(1 + c.market.m))),
+    Fault("reference", "NaN",
+          lambda s, c: pairwise_distances(_theta(c), "cosine",
+                                          reference=np.full(c.market.m, NAN))),
+    Fault("metric", "unknown, for the gradients",
+          lambda s, c: distance_gradients(_theta(c), [[0, 1]], "l1")),
+    Fault("adjacency", "of the wrong shape",
+          lambda s, c: prox_centres(_theta(c), np.ones((1, 1), bool), c.market.N, 0.1)),
+    Fault("eta", "0", lambda s, c: prox_centres(_theta(c), np.eye(c.market.m, dtype=bool),
+                                                c.market.N, 0.0)),
+    Fault("attackers", "as many as the clients",
+          lambda s, c: market_roles(c.market.m, attackers=c.market.m)),
+    Fault("traders", "negative", lambda s, c: inclusive_roles(traders=-1)),
+    Fault("roles", "an unknown role",
+          lambda s, c: draw_types(["trader", "thief"], K=1e3, C=1.0, rng=0)),
+    Fault("attack", "an unknown attack", lambda s, c: attack("steal", _theta(c)[0], 0)),
+)
+
+
+def _ipfl_answer(subject, case):
+    subject.settle(case.market, case.D, thresholds=case.thresholds)
+
+
+# ----------------------------------------------------------------------------------- CPL
+
+
+def _game(case, **changes):
+    return case.game.replace(**changes)
+
+
+def _wrong_n(g):
+    return g.n + 1
+
+
+def _floor(case):
+    g = case.game
+    return cpl.spend(g, np.full(g.n, g.q_min))
+
+
+def _infeasible(case):
+    """The game with a budget below what q = q_min spends."""
+    low = _floor(case)
+    return _game(case, budget=low - 1.0 - abs(low))
+
+
+def _aggregate(case, **bad):
+    g = case.game
+    n = g.n
+    args = {"w": np.zeros(2), "updates": np.ones((n, 2)), "participated": np.ones(n, bool),
+            "a": g.a, "q": np.full(n, 0.5)}
+    args.update(bad)
+    return cpl.unbiased_aggregate(**args)
+
+
+def _batch_of(case, budget=None):
+    g = case.game if budget is None else case.game.replace(budget=budget)
+    return cpl.GameBatch.from_games([g])
+
+
+CPL_FAULTS = (
+    Fault("a", "an entry 0", lambda s, c: _game(c, a=_put(c.game.a, 0.0))),
+    Fault("a", "an entry NaN", lambda s, c: _game(c, a=_put(c.game.a, NAN))),
+    Fault("a", "text", lambda s, c: _game(c, a=_text(c.game.a))),
+    Fault("G", "an entry negative", lambda s, c: _game(c, G=_put(c.game.G, -1.0))),
+    Fault("G", "an entry inf", lambda s, c: _game(c, G=_put(c.game.G, INF))),
+    Fault("G", "so large that K overflows", lambda s, c: _game(c, G=_put(c.game.G, 1e300))),
+    Fault("G", "one entry more", lambda s, c: _game(c, G=np.append(c.game.G, 1.0))),
+    Fault("c", "an entry 0", lambda s, c: _game(c, c=_put(c.game.c, 0.0))),
+    Fault("c", "complex", lambda s, c: _game(c, c=np.asarray(c.game.c) + 1j)),
+    Fault("v", "an entry negative", lambda s, c: _game(c, v=_put(c.game.v, -1.0))),
+    Fault("v", "an entry NaN", lambda s, c: _game(c, v=_put(c.game.v, NAN))),
+    Fault("budget", "NaN", lambda s, c: _game(c, budget=NAN)),
+    Fault("budget", "inf", lambda s, c: _game(c, budget=INF)),
+    Fault("budget", "text", lambda s, c: _game(c, budget="1")),
+    Fault("budget", "True", lambda s, c: _game(c, budget=True)),
+    Fault("budget", "None", lambda s, c: _game(c, budget=None)),
+    Fault("alpha", "0", lambda s, c: _game(c, alpha=0.0)),
+    Fault("R", "below 1", lambda s, c: _game(c, R=0.5)),
+    Fault("q_min", "0", lambda s, c: _game(c, q_min=0.0)),
+    Fault("q_min", "above 1", lambda s, c: _game(c, q_min=1.5)),
+    Fault("q_max", "above 1", lambda s, c: _game(c, q_max=1.5)),
+    Fault("q_max", "below q_min", lambda s, c: _game(c, q_max=c.game.q_min / 2)),
+    Fault("q_max", "of the wrong length",
+          lambda s, c: _game(c, q_max=np.ones(_wrong_n(c.game)))),
+    Fault("q_max", "text", lambda s, c: _game(c, q_max="all")),
+    Fault("budget", "below the spend at q_min, to the subject",
+          lambda s, c: s.solve(_infeasible(c))),
+    Fault("game", "not a Game", lambda s, c: cpl.solve({"budget": 1.0})),
+    Fault("method", "unknown", lambda s, c: cpl.solve(c.game, "newton")),
+    Fault("options", "an option the method does not take",
+          lambda s, c: cpl.solve(c.game, "bisection", points=3)),
+    Fault("solver", "not installed", lambda s, c: cpl.solve(c.game, "cvxpy", solver="NOPE")),
+    Fault("progress", "not a function",
+          lambda s, c: cpl.solve(c.game, "cvxpy-linesearch", progress=5)),
+    Fault("points", "1", lambda s, c: cpl.solve(c.game, "cvxpy-linesearch", points=1)),
+    Fault("points", "a float", lambda s, c: cpl.solve(c.game, "cvxpy-linesearch", points=3.5)),
+    Fault("eps0", "0", lambda s, c: cpl.solve(c.game, "cvxpy-linesearch", eps0=0.0)),
+    Fault("points", "over the work guard",
+          lambda s, c: cpl.check_solve(c.game, "cvxpy-linesearch", points=10**9)),
+    Fault("responses", "unknown",
+          lambda s, c: cpl.posted_pricing(c.game, np.ones(c.game.n), responses="v1")),
+    Fault("shape", "an entry negative",
+          lambda s, c: cpl.posted_pricing(c.game, _put(np.ones(c.game.n), -1.0))),
+    Fault("shape", "all zero", lambda s, c: cpl.posted_pricing(c.game, np.zeros(c.game.n))),
+    Fault("shape", "of the wrong length",
+          lambda s, c: cpl.posted_pricing(c.game, np.ones(_wrong_n(c.game)))),
+    Fault("budget", "not positive, for a posted price",
+          lambda s, c: cpl.posted_pricing(_game(c, budget=min(0.0, c.game.budget)),
+                                          np.ones(c.game.n))),
+    Fault("prices", "of the wrong length",
+          lambda s, c: cpl.best_response(c.game, np.ones(_wrong_n(c.game)))),
+    Fault("prices", "an entry NaN",
+          lambda s, c: cpl.best_response(c.game, _put(np.ones(c.game.n), NAN))),
+    Fault("game", "not a Game, to the best response",
+          lambda s, c: cpl.best_response("game", np.ones(c.game.n))),
+    Fault("q", "an entry 0",
+          lambda s, c: cpl.client_utilities(c.game, np.ones(c.game.n),
+                                            _put(np.full(c.game.n, 0.5), 0.0))),
+    Fault("game", "not a Game, to apply_pricing",
+          lambda s, c: cpl.apply_pricing("game", "uniform")),
+    Fault("pricing", "an unknown rule", lambda s, c: cpl.apply_pricing(c.game, "auction")),
+    Fault("time_limit", "0", lambda s, c: cpl.apply_pricing(c.game, "uniform", time_limit=0.0)),
+    Fault("games", "none", lambda s, c: cpl.GameBatch.from_games([])),
+    Fault("games", "of different sizes",
+          lambda s, c: cpl.GameBatch.from_games(
+              [c.game, cpl.Game(a=[1.0] * _wrong_n(c.game), G=[1.0] * _wrong_n(c.game),
+                                c=[1.0] * _wrong_n(c.game), v=[0.0] * _wrong_n(c.game),
+                                budget=1.0)])),
+    Fault("budget", "below the spend at q_min, in a batch",
+          lambda s, c: cpl.solve_batch(_batch_of(c, _infeasible(c).budget))),
+    Fault("budget", "not positive, for posted prices in a batch",
+          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, min(0.0, c.game.budget)),
+                                                np.ones((1, c.game.n)))),
+    Fault("shape", "NaN, for posted prices in a batch",
+          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, abs(c.game.budget) + 1.0),
+                                                np.full((1, c.game.n), NAN))),
+    Fault("responses", "unknown, in a batch",
+          lambda s, c: cpl.priced(_batch_of(c), np.ones((1, c.game.n)), responses="v1")),
+    Fault("pricing", "a rule not written over arrays, in a batch",
+          lambda s, c: cpl.apply_pricing_batch(_batch_of(c), lambda g: np.ones(g.n))),
+    Fault("updates", "of the wrong shape",
+          lambda s, c: _aggregate(c, updates=np.ones((c.game.n + 1, 2)))),
+    Fault("participated", "of the wrong length",
+          lambda s, c: _aggregate(c, participated=np.ones(c.game.n + 1, bool))),
+    Fault("q", "an entry 0", lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), 0.0))),
+)
+
+
+def _cpl_answer(subject, case):
+    subject.solve(case.game)
+
+
+# ----------------------------------------------------------------------------------- LIA
+
+
+def _scores(subject, case, base=None, losses=None, owner=None):
+    return subject.scores(case.base if base is None else base,
+                          case.losses if losses is None else losses,
+                          case.owner if owner is None else owner)
+
+
+def _I(case):
+    return lia.influence(case.base, case.losses, case.owner)
+
+
+LIA_FAULTS = (
+    Fault("model_losses", "one vector", lambda s, c: _scores(s, c, losses=c.losses[0])),
+    Fault("model_losses", "no samples",
+          lambda s, c: _scores(s, c, base=c.base[:0], losses=c.losses[:, :0], owner=c.owner[:0])),
+    Fault("base_losses", "one entry short", lambda s, c: _scores(s, c, base=c.base[:-1])),
+    Fault("owner", "floats", lambda s, c: _scores(s, c, owner=np.asarray(c.owner) + 0.5)),
+    Fault("owner", "a client that does not exist",
+          lambda s, c: _scores(s, c, owner=_put(c.owner, c.m).astype(int))),
+    Fault("owner", "a client without samples",
+          lambda s, c: _scores(s, c, owner=np.zeros_like(c.owner))),
+    Fault("model_losses", "an entry NaN",
+          lambda s, c: _scores(s, c, losses=_put(c.losses, NAN))),
+    Fault("I", "not square", lambda s, c: s.sets(_I(c)[:, :-1])),
+    Fault("I", "an entry inf", lambda s, c: s.sets(_put(_I(c), INF))),
+    Fault("I", "text", lambda s, c: s.cluster(_text(_I(c)))),
+    Fault("I", "an entry NaN, to the clustering", lambda s, c: s.cluster(_put(_I(c), NAN))),
+    Fault("mode", "unknown", lambda s, c: lia.cluster(_I(c), mode="ring")),
+    Fault("rtol", "negative", lambda s, c: lia.beneficial_sets(_I(c), rtol=-1.0)),
+    Fault("model_losses", "text", lambda s, c: _scores(s, c, losses=_text(c.losses))),
+    Fault("labels", "of another length",
+          lambda s, c: lia.adjusted_rand_index(c.groups, np.append(c.groups, 0))),
+)
+
+
+def _lia_answer(subject, case):
+    I = subject.scores(case.base, case.losses, case.owner)
+    subject.sets(I)
+    subject.cluster(I)
+
+
+FAULTS = {"ipfl": IPFL_FAULTS, "cpl": CPL_FAULTS, "lia": LIA_FAULTS}
+ANSWER = {"ipfl": _ipfl_answer, "cpl": _cpl_answer, "lia": _lia_answer}
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+def _raised(call, subject, case):
+    """What ``call(subject, case)`` raised (the subject's own error unwrapped), or None."""
+    try:
+        call(subject, case)
+    except SubjectError as exc:
+        return exc.original
+    except Exception as exc:
+        return exc
+    return None
+
+
+def refusal(subject, case: FaultCase):
+    """The violation: 0 when the subject answered the well-formed instance and the fault
+    (if any) was refused with an error naming its field on one line; 1 otherwise."""
+    exc = _raised(ANSWER[case.family], subject, case.base)
+    if exc is not None:
+        if isinstance(exc, FedmarketError):
+            return 1.0  # good input refused
+        raise exc
+    if case.fault == 0:
+        return 0.0
+    fault = FAULTS[case.family][case.fault - 1]
+    exc = _raised(fault.call, subject, case.base)
+    ok = (isinstance(exc, FedmarketError) and isinstance(exc, ValueError)
+          and exc.field == fault.field and "\n" not in str(exc))
+    return 0.0 if ok else 1.0
+
+
+# ----------------------------------------------------------------------------- the draws
+
+
+class FaultSampler(Sampler):
+    """``inner``'s draws with one more uniform per instance: the fault (0: none)."""
+
+    def __init__(self, inner: Sampler, family: str):
+        self.inner, self.family = inner, family
+        self.n_client, self.n_glob = inner.n_client, inner.n_glob + 1
+        self.atom = inner.atom
+
+    # the size settings are the inner sampler's (the engine sets max_m, tiers on this one)
+    min_m = property(lambda self: self.inner.min_m,
+                     lambda self, v: setattr(self.inner, "min_m", v))
+    max_m = property(lambda self: self.inner.max_m,
+                     lambda self, v: setattr(self.inner, "max_m", v))
+    tiers = property(lambda self: self.inner.tiers,
+                     lambda self, v: setattr(self.inner, "tiers", v))
+
+    def draw(self, rng, size: int) -> list[Draws]:
+        out = self.inner.draw(rng, size)
+        for d in out:
+            u = rng.random((d.size, 1))
+            u = np.where(rng.random((d.size, 1)) < self.atom, 0.0, u)
+            d.glob = np.concatenate([d.glob, u], axis=1)
+        return out
+
+    def faults(self, d: Draws) -> np.ndarray:
+        k = len(FAULTS[self.family]) + 1
+        return np.minimum((d.glob[:, -1] * k).astype(int), k - 1)
+
+    def cases(self, d: Draws) -> list[FaultCase]:
+        inner = Draws(d.client, d.pair, d.glob[:, :-1], d.gain, d.mode)
+        return [FaultCase(base, int(f), self.family)
+                for base, f in zip(self.inner.cases(inner), self.faults(d), strict=True)]
+
+    def simple(self) -> dict:
+        return self.inner.simple()
+
+
+def _ipfl_base():
+    from .ipfl_properties import EVERY_GAIN, EVERY_MODE
+
+    return IpflSampler(IpflSpec(gains=EVERY_GAIN, modes=EVERY_MODE))
+
+
+def _cpl_base():
+    from .batch import CplSampler
+
+    return CplSampler(large_v=True, budget="any", positive_budget=True)
+
+
+def _lia_base():
+    from .lia_properties import LiaSampler
+
+    return LiaSampler("any")
+
+
+def _strategy(family, base):
+    k = len(FAULTS[family])
+
+    def instances(max_clients=None):
+        return st.builds(lambda b, f: FaultCase(b, f, family), base(max_clients),
+                         st.integers(0, k))
+
+    return instances
+
+
+def _ipfl_cases(max_clients):
+    from .ipfl_properties import IpflCase
+
+    top = MAX_CLIENTS if max_clients is None else max_clients
+    return ipfl_instances(symmetric=None, min_m=2, max_m=top).map(lambda x: IpflCase(*x))
+
+
+def _cpl_cases(max_clients):
+    top = MAX_CLIENTS if max_clients is None else max_clients
+    return cpl_games(max_n=top, large_v=True, budget="any", positive_budget=True).map(CplCase)
+
+
+def _lia_cases(max_clients):
+    from .lia_properties import LIA_PROPERTIES  # its instances: any noise, as LiaSampler("any")
+
+    return LIA_PROPERTIES["lia_conforms"].instances(max_clients=max_clients)
+
+
+_STATEMENT = ("every malformed input of the table is refused with an error (a ValueError) "
+              "naming its field on one line; a well-formed instance is answered")
+_DISCRIMINATES = ("every effective example (no discriminating flag: a fault could pass "
+                  "unrefused or be refused under another field, a well-formed instance could "
+                  "be refused)")
+
+
+def _prop(key, name, family, base_sampler, base_cases, lo, where):
+    instances = _strategy(family, base_cases)
+    instances.clients = (lo, MAX_CLIENTS)
+    return Property(
+        key, name, _STATEMENT, "conventions: bad input -> one clear line naming the field",
+        f"a drawn instance; a fault of {len(FAULTS[family])} ({where}) or none", family,
+        instances, refusal, sample=lambda: FaultSampler(base_sampler(), family),
+        clients=(lo, MAX_CLIENTS), discriminates=_DISCRIMINATES,
+        note="proofs.input_properties lists the faults")
+
+
+INPUT_PROPERTIES = {p.key: p for p in [
+    _prop("refuses_bad_input", "Refuses bad input, naming the field", "ipfl", _ipfl_base,
+          _ipfl_cases, 2, "Market, D, clear's options and rules, the batch, thresholds, "
+                          "rules' options, distances, roles"),
+    _prop("cpl_refuses_bad_input", "Refuses bad input, naming the field (CPL)", "cpl",
+          _cpl_base, _cpl_cases, 1, "Game, the infeasible budget to the subject, solve's "
+                                    "methods and options, posted prices, responses, "
+                                    "apply_pricing, batches, aggregation"),
+    _prop("lia_refuses_bad_input", "Refuses bad input, naming the field (pFedLIA)", "lia",
+          _lia_base, _lia_cases, 2, "losses, owner, scores to the sets and the clustering, "
+                                    "mode, tolerances, labelings"),
+]}

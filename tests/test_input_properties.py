@@ -1,0 +1,167 @@
+"""The checker's bad-input properties (issue 34, part 2: proofs.input_properties):
+``refuses_bad_input``, ``cpl_refuses_bad_input``, ``lia_refuses_bad_input``. Every fault of
+each table is refused on a fixed instance (fast, here), the checker holds them on the
+built-in subjects, and it rejects known-bad variants: a subject that repairs bad distances,
+one that solves an infeasible budget, one that refuses good input, validation that reads
+text as numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+from mechanisms import cpl, ipfl, lia
+from mechanisms.errors import MarketInputError
+from proofs import PROPERTIES, SUBJECTS, CplSolver, IpflMechanism, check
+from proofs import input_properties as ip
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _cases(family, k=3, seed=0):
+    smp = {"ipfl": ip._ipfl_base, "cpl": ip._cpl_base, "lia": ip._lia_base}[family]()
+    rng = np.random.default_rng(seed)
+    return [c for d in smp.draw(rng, k) for c in smp.cases(d)]
+
+
+@pytest.mark.parametrize("family, subject", [("ipfl", "local"), ("ipfl", "exact"),
+                                             ("cpl", "cpl-bisection"), ("cpl", "cpl-uniform"),
+                                             ("lia", "lia-central")])
+def test_every_fault_of_the_table_is_refused_naming_its_field(family, subject):
+    prop = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input",
+            "lia": "lia_refuses_bad_input"}[family]
+    subj = SUBJECTS[subject]
+    for base in _cases(family):
+        for k in range(len(ip.FAULTS[family]) + 1):
+            case = ip.FaultCase(base, k, family)
+            assert PROPERTIES[prop].amount(subj, case) == 0, case.describe()
+
+
+def test_every_subject_declares_its_family_s_property():
+    for subject in SUBJECTS.values():
+        key = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input",
+               "lia": "lia_refuses_bad_input"}[subject.family]
+        assert subject.declares[key] is True, subject.name
+
+
+@pytest.mark.parametrize("key, subject", [("refuses_bad_input", "box2"),
+                                          ("cpl_refuses_bad_input", "cpl-weighted"),
+                                          ("lia_refuses_bad_input", "lia-p2p")])
+def test_the_checker_holds_them(key, subject):
+    r = check(SUBJECTS[subject], PROPERTIES[key], max_examples=150, seed=0, engine="batch")
+    assert r.verdict == "holds" and r.discriminating >= 150
+
+
+def test_both_engines_draw_faults_and_well_formed_instances():
+    from hypothesis import HealthCheck, given, settings
+
+    seen = set()
+
+    @settings(max_examples=60, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(PROPERTIES["cpl_refuses_bad_input"].strategy())
+    def draw(case):
+        seen.add(case.fault == 0)
+
+    draw()
+    assert seen == {True, False}
+    smp = PROPERTIES["refuses_bad_input"].sample()
+    faults = [c.fault for d in smp.draw(np.random.default_rng(0), 400) for c in smp.cases(d)]
+    assert 0 in faults and len(set(faults)) > len(ip.IPFL_FAULTS) // 2
+    assert max(faults) <= len(ip.IPFL_FAULTS)
+
+
+# ------------------------------------------------------------------ known-bad variants
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Repairing(IpflMechanism):
+    """Repairs bad distances instead of refusing them (NaN -> 0, negative -> |d|, the
+    diagonal zeroed)."""
+
+    def settle(self, market, D, **kw):
+        try:
+            D = np.abs(np.nan_to_num(np.asarray(D, dtype=float), posinf=0.0))
+        except (TypeError, ValueError):
+            pass
+        if D.ndim == 2 and D.shape[0] == D.shape[1]:
+            np.fill_diagonal(D, 0.0)
+        return super().settle(market, D, **kw)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Flooring(CplSolver):
+    """Answers an infeasible budget with the floor q = q_min instead of refusing it."""
+
+    def solve(self, game):
+        low = cpl.spend(game, np.full(game.n, game.q_min))
+        return super().solve(game.replace(budget=max(game.budget, low)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Picky(IpflMechanism):
+    """Refuses a good market: one with a pure buyer (c = inf)."""
+
+    def settle(self, market, D, **kw):
+        if np.isinf(market.c).any():
+            raise MarketInputError("c", "a pure buyer is not supported")
+        return super().settle(market, D, **kw)
+
+
+@pytest.mark.parametrize("subject, key", [
+    (_Repairing("repairing", "local"), "refuses_bad_input"),
+    (_Flooring("flooring"), "cpl_refuses_bad_input"),
+    (_Picky("picky", "local"), "refuses_bad_input"),
+])
+def test_a_subject_that_repairs_or_refuses_good_input_is_caught(subject, key):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = check(subject, PROPERTIES[key], max_examples=400, seed=0, engine="batch")
+    assert r.verdict == "counterexample"
+    assert r.counterexample.rerun() > 0
+
+
+def test_validation_that_reads_text_as_numbers_is_caught(monkeypatch):
+    """lia read its scores and losses with np.asarray(..., float64): text such as '0.5'
+    passed as 0.5 (found by lia_refuses_bad_input; now mechanisms.errors.as_floats)."""
+    import mechanisms.lia as mlia
+
+    monkeypatch.setattr(mlia, "as_floats", lambda field, x: np.asarray(x, dtype=np.float64))
+    r = check(SUBJECTS["lia-central"], PROPERTIES["lia_refuses_bad_input"], max_examples=400,
+              seed=0, engine="batch")
+    assert r.verdict == "counterexample"
+    assert r.counterexample.instance.describe() in ("I: text", "model_losses: text")
+
+
+# ------------------------------------------------- what the properties found (regressions)
+
+
+def test_an_error_about_a_long_array_is_one_line():
+    with pytest.raises(MarketInputError) as info:
+        ipfl.Market(N=np.arange(1.0, 13.0) + 0.123456789j, c=np.zeros(12), K=np.ones(12))
+    assert info.value.field == "N" and "\n" not in str(info.value)
+
+
+def test_text_scores_and_losses_are_refused():
+    with pytest.raises(MarketInputError, match="text") as info:
+        lia.cluster(np.array([["0", "1"], ["1", "0"]]))
+    assert info.value.field == "I"
+    with pytest.raises(MarketInputError) as info:
+        lia.influence(["1", "1"], [["0.5", "0.5"], ["1", "1"]], [0, 1])
+    assert info.value.field == "model_losses"
+
+
+def test_exact_options_are_checked_whatever_the_rule():
+    mk = ipfl.Market(N=[100.0, 200.0], c=[0.1, 0.2], K=[1e3, 1e3], lam=0.1)
+    D = [[0.0, 1.0], [1.0, 0.0]]
+    for kw, field in (({"exact_node_limit": 0}, "exact_node_limit"),
+                      ({"exact_time_limit": -1.0}, "exact_time_limit")):
+        for clear in (lambda **k: ipfl.clear(mk, D, "local", **k),
+                      lambda **k: ipfl.clear_batch(ipfl.MarketArrays.of(mk), np.asarray(D)[None],
+                                                   "local", **k)):
+            with pytest.raises(MarketInputError) as info:
+                clear(**kw)
+            assert info.value.field == field
