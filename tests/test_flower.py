@@ -876,6 +876,41 @@ def test_too_few_nodes_in_a_simulation_are_reported_at_once_not_after_the_timeou
             assert took >= timeout and "within the registration timeout (2 s)" in str(err.value)
 
 
+def test_a_simulation_s_registration_timeout_runs_from_its_backend_s_first_reply():
+    """A simulation's backend may take minutes to start on a loaded host (Ray, its actors'
+    imports) before it answers anything: the registration timeout counts from its first
+    reply, so all four nodes register after a start-up three times the timeout. A
+    deployment grid with the same silence is waited for up to its timeout only (its nodes
+    may never come)."""
+    from flwr.superlink.grid import InMemoryGrid
+
+    START = 1.5  # s the backend answers nothing; the registration timeout is a third of it
+
+    class Starting:  # silent for START s from the first pull (FakeGrid answers on push)
+        began = None
+
+        def pull_messages(self, ids):
+            self.began = self.began or time.monotonic()
+            if time.monotonic() - self.began < START:
+                return []
+            return super().pull_messages(ids)
+
+    class SimulationGrid(Starting, FakeGrid, InMemoryGrid):
+        pass
+
+    class DeploymentGrid(Starting, FakeGrid):
+        pass
+
+    grid = SimulationGrid(CFG)
+    res = _serve(grid, CFG, **{"registration-timeout": START / 3})
+    assert sorted(res["pids"]) == [0, 1, 2, 3] and res["rejected"] == []
+    assert time.monotonic() - grid.began >= START
+    grid = DeploymentGrid(CFG)
+    with pytest.raises(RuntimeError, match=r"only 0 of the 4 clients needed registered "
+                                           r"within the registration timeout"):
+        _serve(grid, CFG, **{"registration-timeout": START / 3})
+
+
 def test_a_warm_worker_computes_what_the_clientapp_computes(tmp_path):
     import threading
 

@@ -49,9 +49,10 @@ class FlowerConfig:
 
     round_timeout: seconds a round waits for replies; a node silent past it is left out of the
     round (logged). registration_timeout: seconds to wait for ``min_nodes`` nodes to register
-    (0 = all ``clients``) before the first round. out: the folder under which each run writes
-    ``run-<run id>/`` ("" = write nothing). save_uploads: keep every round's uploads (not only
-    their digests) so that the distances too can be re-checked."""
+    (0 = all ``clients``) before the first round; in a simulation counted from the backend's
+    first reply, not its start-up (:meth:`Registry.refresh`). out: the folder under which
+    each run writes ``run-<run id>/`` ("" = write nothing). save_uploads: keep every
+    round's uploads (not only their digests) so that the distances too can be re-checked."""
 
     round_timeout: float = 120.0
     registration_timeout: float = 120.0

@@ -366,7 +366,15 @@ class Registry:
         new nodes' replies up to ``timeout`` (default: the registry's), or until ``enough``
         clients are live (a node that died before answering does not hold the others up);
         never for a suspect's. With ``timeout=0`` nothing is waited for: a reply that comes
-        later is taken at the next call."""
+        later is taken at the next call.
+
+        In a simulation (flwr's in-memory grid, :func:`_fixed_membership`) the timeout runs
+        from the backend's first reply: every node exists and the backend answers every
+        message (a ClientApp that fails answers with an error; flwr refuses at once
+        resources no actor fits), so the wait before its first reply is the backend's
+        start-up (Ray and its actors importing torch: 70 s at load 6-7 on a 2-core host,
+        over 120 s at load 15-18), which says nothing about the nodes; counting it made a
+        simulation fail its registration on a loaded host with no node at fault."""
         timeout = self.timeout if timeout is None else float(timeout)
         live = list(grid.get_node_ids())
         joined = self._reconsider(live, server_round)
@@ -388,11 +396,15 @@ class Registry:
                 self.pings[mid] = (pid, node)
         waiting = set(now)  # only this call's queries are waited for
         deadline = time.monotonic() + timeout
+        # a simulation's backend starting up: the clock starts with its first reply
+        starting = timeout > 0 and bool(waiting) and _fixed_membership(grid)
         first = True
-        while first or (waiting and time.monotonic() < deadline):
+        while first or (waiting and (starting or time.monotonic() < deadline)):
             first = False
             ids = set(self.asking) | set(self.pings)
             replies = list(grid.pull_messages(ids)) if ids else []
+            if replies and starting:
+                starting, deadline = False, time.monotonic() + timeout
             for reply in replies:
                 mid = reply.metadata.reply_to_message_id
                 if mid in self.pings:
