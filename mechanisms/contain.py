@@ -31,7 +31,9 @@ learning algorithm) may do to the toolkit when the toolkit calls it.
   raises the same stop. So the limit holds whatever the rule does -- it swallows every
   ``BaseException`` in a loop, sits in one long call into C, calls ``os._exit`` (then it
   is a RuleFailed: its process ended without returning) -- and no process is left
-  behind: the child dies with its parent (:func:`mechanisms.processes.die_with_parent`).
+  behind: the child runs in a process group of its own, killed as a whole (programs the
+  rule started go too), and dies with its parent
+  (:func:`mechanisms.processes.die_with_parent`).
   What the rule changes besides its return value stays in the child; its output is
   flushed. Code run under :class:`contained` (not one call) runs in the toolkit's process;
   there a rule that catches the stop and goes on is stopped again every :data:`_AGAIN`
@@ -192,6 +194,7 @@ def _in_child(fn: Callable, args: tuple):
         try:
             global _CHILD
             _CHILD = True
+            os.setpgid(0, 0)  # a group of its own: what the rule starts is killed with it
             os.close(r)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # no limit is armed in here
             _limits.clear()
@@ -221,6 +224,10 @@ def _in_child(fn: Callable, args: tuple):
                     pass
             os._exit(status)
     os.close(w)
+    try:
+        os.setpgid(pid, pid)  # (also done in the child: whichever runs first)
+    except OSError:
+        pass
     chunks = []
     try:
         while True:
@@ -229,7 +236,10 @@ def _in_child(fn: Callable, args: tuple):
                 break
             chunks.append(chunk)
     except BaseException:
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the child and whatever the rule started
+        except OSError:
+            os.kill(pid, signal.SIGKILL)
         raise
     finally:
         os.close(r)

@@ -90,6 +90,19 @@ RULES = textwrap.dedent('''
                 pass
 
 
+    def spawn_pay(market, A, D):  # starts a program of its own, then swallows every stop
+        import os
+        import subprocess
+        p = subprocess.Popen(["sleep", "1000"])
+        with open(os.environ["H33_PIDFILE"], "w") as f:
+            f.write(str(p.pid))
+        while True:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                pass
+
+
     def quit_pay(market, A, D):  # ends its process without a word
         import os
         os._exit(0)
@@ -337,6 +350,30 @@ def test_a_rule_that_swallows_every_stop_is_stopped_at_the_limit_and_leaves_no_p
     while _children() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _children() - before
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+def test_what_a_stopped_rule_started_is_stopped_with_it(rules, tmp_path, monkeypatch):
+    """The child runs in a process group of its own, killed as a whole at the limit: a
+    program the rule started goes too."""
+    pidfile = tmp_path / "pid"
+    monkeypatch.setenv("H33_PIDFILE", str(pidfile))
+    with pytest.raises(RuleTimedOut, match="h33rules:spawn_pay was stopped"):
+        ipfl.clear(market(), D3, payments=rules.spawn_pay, time_limit=1.0)
+    pid = int(pidfile.read_text())
+
+    def running():
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    t0 = time.monotonic()  # SIGKILL is delivered at once; reaping is init's
+    while running() and time.monotonic() - t0 < 1.0:
+        time.sleep(0.02)
+    assert not running()
 
 
 def test_under_a_limit_a_rule_s_result_and_errors_come_back_from_its_process(rules):
