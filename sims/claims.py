@@ -268,20 +268,26 @@ class Test:
         fixed by construction)."""
         return None if self.fixed else self.decision.next_look
 
-    def more_seeds(self) -> str:
+    def more_seeds(self, stopped: str = "") -> str:
         """Why the test stopped where it did, for an inconclusive one; for one decided by a
-        confirmation run, what the first run said."""
+        confirmation run, what the first run said. ``stopped``: why its claim adds no seed
+        although this test's next look is ahead (a claim decided whatever this test says)."""
         d = self.decision
+        ahead = stopped and self.verdict == "inconclusive" and d.next_look is not None
         if d.stage == "confirmation":
             f = self.first_run
             first = (f"first run ({seeds_text(f.seeds)}): inconclusive, {f.mean:.{self.digits}f} "
                      f"[{f.low:.{self.digits}f}, {f.high:.{self.digits}f}]")
+            if ahead:
+                return f"{first}; none: no confirmation run, {stopped}"
             if d.next_look is not None:
                 return f"{first}; confirmation run: {CONFIRM} fresh seeds ({d.next_look} in all)"
             if self.verdict != "inconclusive":
                 return first
         if self.verdict != "inconclusive":
             return ""
+        if ahead:
+            return f"none: {stopped}"
         if d.next_look is not None:
             return f"next look: {d.next_look} seeds"
         by_seed = dict(zip(self.seeds, self.values, strict=True))
@@ -293,10 +299,16 @@ class Test:
                 + (f"about {need:,} seeds" if need is not None else
                    f"more than {MAX_SEEDS:,} seeds (the mean on the margin)"))
 
-    def row(self) -> dict:
+    @property
+    def shown(self) -> Decision:
+        """The decision its line shows: :attr:`decision`, or the first run's while a
+        confirmation run has not been run (no seed of it yet)."""
         d = self.decision
-        if not d.look and d.stage == "confirmation":  # not run yet: the first run's
-            d = self.first_run
+        return self.first_run if not d.look and d.stage == "confirmation" else d
+
+    def row(self, stopped: str = "") -> dict:
+        """The test's line in its claim's table (``stopped``: as :meth:`more_seeds`)."""
+        d = self.shown
         ours = (f"{d.mean:.{self.digits}f} [{d.low:.{self.digits}f}, {d.high:.{self.digits}f}]"
                 if d.look else fmt(self.values, self.digits, self.bounds))
         return {"test": self.label, "claimed": f"{self.side} {self.margin:g}",
@@ -304,7 +316,7 @@ class Test:
                 "seeds used": seeds_text(d.seeds) + ("; confirmation run"
                                                      if d.stage == "confirmation" else ""),
                 "verdict": self.verdict,
-                "more seeds": self.more_seeds()}
+                "more seeds": self.more_seeds(stopped)}
 
 
 def seeds_text(seeds) -> str:
@@ -376,9 +388,18 @@ class Claim:
         looks = [t.next_look for t in self.tests if t.could_fail and t.next_look is not None]
         return max(looks) if looks else None
 
+    def rows(self) -> list[dict]:
+        """Its tests' lines (:meth:`Test.row`): a test whose next look is ahead in a claim
+        whose verdict no seed changes (partly: tests on both sides) says so, not the look
+        the rule will never run."""
+        stopped = ("" if self.verdict == "inconclusive" or self.next_look is not None else
+                   f"the claim reads {self.verdict} (decided tests on both sides), which no "
+                   "further seed changes, so the rule adds none")
+        return [t.row(stopped) for t in self.tests]
+
     def seeds_used(self) -> str:
         """The seeds its tests' verdicts used: one count, or the range over its tests."""
-        n = sorted({t.decision.n for t in self.tests if t.could_fail})
+        n = sorted({t.shown.n for t in self.tests if t.could_fail})
         return "" if not n else str(n[0]) if len(n) == 1 else f"{n[0]}-{n[-1]}"
 
 
@@ -1420,8 +1441,8 @@ def cost_lines(frames: dict, configs: dict, setting: str, bench: Path | None = N
                      "first, evaluating every round; these cells evaluate every second "
                      "round), so read these hours as an upper bound, by that measure an order "
                      "of magnitude or more above the CPU-hours" if ratio else "")
-                  + "; cells run now record their CPU clock, and a page built from them is "
-                  "priced on it"]
+                  + "; cells run now record their CPU clock, and a page whose learning cells "
+                  "all carry it is priced on it"]
     lines[-1] += ("; a cell on a data set not measured here is priced at its algorithm's "
                   "Fashion-MNIST rate (CIFAR-10's model is larger: low). The sequential rule "
                   f"runs {first} to {cap} seeds a claim:")
@@ -1523,7 +1544,7 @@ def write_page(summary, page, *, figures: bool = True) -> Path:
         lines += [f"*Verdict:* **{c.verdict}**" + (f" ({c.reason})." if c.reason else ".")
                   + (f" {c.note[0].upper()}{c.note[1:]}." if c.note else ""), ""]
         if c.tests:
-            lines += [_md(pd.DataFrame([x.row() for x in c.tests])), ""]
+            lines += [_md(pd.DataFrame(c.rows())), ""]
         if c.table is not None and not c.table.empty:
             lines += [_md(c.table), ""]
         if figures:

@@ -8,10 +8,10 @@ the wall seconds its training and its evaluation took (``seconds_training``,
 
 * :func:`measured`: per scenario, the cells of a summary, their CPU-hours (the cells with a
   CPU clock) and their wall hours as stored;
-* :func:`clock_of`: the clock a summary's cells can be priced by: "cpu" where any learning
-  cell carries its CPU seconds, else "wall" (cells computed before learning.runner recorded
-  ``seconds_cpu``: their own timings are wall seconds, an upper bound of a one-thread
-  cell's CPU time);
+* :func:`clock_of`: the clock a summary's cells can be priced by: "cpu" where every timed
+  learning cell carries its CPU seconds, else "wall" (cells computed before learning.runner
+  recorded ``seconds_cpu``: their own timings are wall seconds, an upper bound of a
+  one-thread cell's CPU time);
 * :func:`rates`: per (data set, algorithm), the seconds of one local SGD step of one client
   (the cell's training share of its clock, over rounds x clients x steps) and of one test
   image evaluated by one client's model (its evaluation share, over evaluations x clients x
@@ -74,14 +74,18 @@ def measured(frames: dict) -> pd.DataFrame:
 
 
 def clock_of(frames: dict) -> str | None:
-    """"cpu" where a learning cell of the summary carries its CPU seconds, "wall" where its
-    learning cells carry only their wall seconds, None without timed learning cells."""
+    """"cpu" where every timed learning cell of the summary carries its CPU seconds, "wall"
+    where some carry only their wall seconds (a summary mixing cells of before and after
+    learning.runner recorded the CPU clock: the wall clock is the one every cell carries, and
+    CPU rates would leave the algorithms of the older cells unpriced), None without timed
+    learning cells."""
     c = _cells(frames)
-    if "seconds_cpu" in c and c.seconds_cpu.notna().any():
+    if "seconds_training" not in c or not c.seconds_training.notna().any():
+        return None
+    timed = c[c.seconds_training.notna()]
+    if "seconds_cpu" in timed and timed.seconds_cpu.notna().all():
         return "cpu"
-    if "seconds_training" in c and c.seconds_training.notna().any():
-        return "wall"
-    return None
+    return "wall"
 
 
 def _evaluations(cfg: dict) -> int:

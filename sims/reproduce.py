@@ -12,6 +12,8 @@ claim's cells the seeds the sequential rule (:mod:`sims.sequential`) asks for.
 
 from __future__ import annotations
 
+import functools
+
 from .settings import (
     ATTACK_GRID,
     CIFAR_SCENARIOS,
@@ -32,8 +34,8 @@ from .settings import (
 
 __all__ = ["ATTACK_GRID", "CIFAR_SCENARIOS", "CLUSTER_CLIENTS", "FASHION", "FASHION_OTHER",
            "FIG4_ALGORITHMS", "FULL", "FULL_CIFAR", "LAMBDAS", "MEDIUM", "MEDIUM_ALGORITHMS",
-           "PULL_LAM", "SETTINGS", "display_path", "medium_spec", "sequential_cells", "spec",
-           "with_device", "with_rules", "write_reproduction"]
+           "PULL_LAM", "SETTINGS", "dataset_of", "display_path", "medium_spec",
+           "sequential_cells", "spec", "with_device", "with_rules", "write_reproduction"]
 
 
 def with_rules(cells, *, selection: str | None = None, payments: str | None = None,
@@ -65,6 +67,30 @@ def with_rules(cells, *, selection: str | None = None, payments: str | None = No
                 given.get("rule", sel), given.get("payments", pay), given.get("prices", pri))))
         out.append(c)
     return out
+
+
+def dataset_of(cell) -> str | None:
+    """The data set a learning cell trains on (its ``dataset`` parameter, else its scenario's
+    default); None for a mechanism-level cell, which trains nothing.
+
+    >>> from sims.sweep import Cell
+    >>> dataset_of(Cell("fig5-learning", "ipfl", (), 3)), dataset_of(Cell("liars", "local", (), 0))
+    ('digits', None)
+    """
+    from .scenarios import SCENARIOS
+
+    sc = SCENARIOS[cell.scenario]
+    if sc.kind != "learning":
+        return None
+    given = dict(cell.params).get("dataset")
+    return str(given) if given is not None else _default_dataset(cell.scenario)
+
+
+@functools.cache
+def _default_dataset(scenario: str) -> str:
+    from .scenarios import SCENARIOS
+
+    return str(SCENARIOS[scenario].make_config({}, 0).dataset)
 
 
 def with_device(cells, device: str = "cpu") -> list:

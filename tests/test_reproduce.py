@@ -439,6 +439,37 @@ def test_reproduce_filters_run_only_the_named_cells(tmp_path, capsys):
     assert "--algorithms" in capsys.readouterr().err
 
 
+def test_reproduce_datasets_keeps_the_learning_cells_on_those_data_sets(tmp_path, capsys):
+    """--datasets digits: the digits cells of Fig. 5 and Table 2 with training, not their
+    Fashion-MNIST twins nor the markets that train nothing; an unknown data set, or one no
+    selected cell trains on, is one line naming --datasets (exit 2, nothing run)."""
+    import argparse
+
+    from sims.cli import main
+    from sims.cli.reproduce import _select
+    from sims.reproduce import dataset_of, spec
+    from sims.sweep import expand
+
+    cells = expand(spec("reduced", (0, 1)))
+    args = argparse.Namespace(scenarios=["fig5-learning", "liars-learning", "liars"],
+                              algorithms=None, datasets=["digits"], selection=None,
+                              payments=None, prices=None, device="cpu")
+    got = _select(cells, args)
+    assert {(c.scenario, c.seed) for c in got} == {(s, k) for s in ("fig5-learning",
+                                                                    "liars-learning")
+                                                   for k in (0, 1)}
+    assert len(got) == 2 * (1 + 7) and {dataset_of(c) for c in got} == {"digits"}
+    twins = [c for c in cells if c.scenario == "fig5-learning" and dataset_of(c) != "digits"]
+    assert twins and {dataset_of(c) for c in twins} == {"fashion-mnist"}
+    out, page = tmp_path / "store", tmp_path / "docs" / "r.md"
+    for given in (["--scenarios", "liars", "--datasets", "digits"], ["--datasets", "nosuch"]):
+        assert main(["reproduce", "--seeds", "0", *given, "--out", str(out), "--docs",
+                     str(page), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "--datasets" in err and len(err.strip().splitlines()) == 1
+    assert not (out / "store.sqlite").exists()
+
+
 def test_medium_setting_is_every_learning_claim_at_scale():
     """--setting medium: every learning claim at all 60,000 training and 10,000 test images,
     more rounds and steps than the reduced setting (pFedLIA at its own size, as in the full

@@ -88,6 +88,32 @@ def test_a_claim_asks_for_its_next_look_until_its_verdict_cannot_change():
     assert fixed.next_look is None and Claim("x", "", "", "", [fixed, done]).seeds_used() == "3"
 
 
+def test_a_test_left_undecided_in_a_decided_claim_names_no_look_the_rule_will_not_run():
+    """CPL's case: a claim partly (a test reproduced, one not) stops adding seeds, so its test
+    still inconclusive says why, not a next look or a confirmation run that never comes; the
+    same test in an undecided claim still names its next look (known-bad: the old text)."""
+    pending = Test("a", [0.3, -0.2, 0.4], ">", 0.0)
+    done = Test("b", [1.0, 1.1, 0.9], ">", 0.0)
+    wrong = Test("c", [-1.0, -1.1, -0.9], ">", 0.0)
+    first = [46.7, 197.0, 80.5, 174.0, -100.1, 220.9, 292.7, 44.5, 19.5, -66.8]
+    cheap = Test("d", first, "<=", 0.0, confirmable=True)  # inconclusive at the cap
+    pos = [1.0 + 0.1 * i for i in range(10)]
+    partly = Claim("x", "", "", "", [pending, cheap, Test("e", pos, ">", 0.0),
+                                    Test("f", [-x for x in pos], ">", 0.0)])
+    assert partly.verdict == "partly" and partly.next_look is None
+    rows = {r["test"]: r for r in partly.rows()}
+    assert rows["a"]["more seeds"].startswith("none: the claim reads partly")
+    assert rows["d"]["more seeds"].startswith("first run (10 (0-9)): inconclusive, 90.890 [")
+    assert "; none: no confirmation run, the claim reads partly" in rows["d"]["more seeds"]
+    assert "fresh seeds" not in rows["d"]["more seeds"] and rows["e"]["more seeds"] == ""
+    assert rows["d"]["seeds used"] == "10 (0-9)" and partly.seeds_used() == "3-10"  # not 0
+    assert pending.row()["more seeds"] == "next look: 5 seeds"  # the test alone: its look
+    open_ = Claim("x", "", "", "", [pending, done], groups=("g",))
+    assert open_.rows()[0]["more seeds"] == "next look: 5 seeds"
+    assert Claim("x", "", "", "", [cheap]).rows()[0]["more seeds"].endswith("(60 in all)")
+    assert wrong.verdict == "not reproduced"
+
+
 @pytest.mark.slow
 def test_sequential_cells_give_each_group_the_seeds_its_claims_ask_for():
     from sims.reproduce import sequential_cells
@@ -175,6 +201,10 @@ def test_cpu_hours_are_measured_from_the_cells_and_priced_per_step():
     old = {"fig2": frames["fig2"].drop(columns="seconds_cpu"), "liars": frames["liars"]}
     assert costs.clock_of(old) == "wall" and costs.rates(old, cfgs).empty
     assert costs.clock_of({"liars": frames["liars"]}) is None
+    # a mix (cells of before and after the CPU clock): the wall clock, which every cell has
+    mixed = {"fig2": pd.concat([frames["fig2"], old["fig2"].assign(cell="j")]),
+             "liars": frames["liars"]}
+    assert costs.clock_of(mixed) == "wall" and costs.rates(mixed, cfgs, "wall")["cells"].sum() == 2
     with pytest.raises(ValueError, match="clock"):
         costs.rates(frames, cfgs, "sundial")
 

@@ -39,6 +39,10 @@ def add_parser(sub, full: bool = False) -> None:
                         "(default: all)")
     p.add_argument("--algorithms", nargs="+", default=None,
                    help="only the cells of these algorithms or mechanisms (default: all)")
+    p.add_argument("--datasets", nargs="+", default=None,
+                   help="only the learning cells that train on these data sets, e.g. digits "
+                        "(the mechanism-level markets, which train nothing, are left out; "
+                        "default: every cell)")
     p.add_argument("--with-algorithms", nargs="+", default=[], metavar="ALGORITHM",
                    help="algorithms of your own (module:attr or an installed entry point) "
                         "that Fig. 2's comparisons run beside the nine")
@@ -93,19 +97,21 @@ def _select(cells, args) -> list:
     from mechanisms.errors import MarketInputError
 
     from ..errors import SpecError
-    from ..reproduce import with_device, with_rules
+    from ..reproduce import dataset_of, with_device, with_rules
 
-    for name, values, attr in (("--scenarios", args.scenarios, "scenario"),
-                               ("--algorithms", args.algorithms, "mechanism")):
+    for name, values, of in (("--scenarios", args.scenarios, lambda c: c.scenario),
+                             ("--algorithms", args.algorithms, lambda c: c.mechanism),
+                             ("--datasets", getattr(args, "datasets", None), dataset_of)):
         if values:
-            known = sorted({getattr(c, attr) for c in cells})
+            known = sorted({of(c) for c in cells} - {None})
             unknown = sorted(set(values) - set(known))
             if unknown:
                 raise SpecError(name, f"{', '.join(unknown)} not in this reproduction; "
                                       f"choose from {', '.join(known)}")
-            cells = [c for c in cells if getattr(c, attr) in values]
+            cells = [c for c in cells if of(c) in values]
     if not cells:
-        raise SpecError("--algorithms", "no cell of these scenarios runs these algorithms")
+        raise SpecError("--datasets" if getattr(args, "datasets", None) else "--algorithms",
+                        "no cell of these scenarios runs these algorithms on these data sets")
     for name, value in _rules(args).items():
         try:
             cells = with_rules(cells, **{name: value})
@@ -165,7 +171,7 @@ def run(args) -> int:
         writable_folder("--log-dir", args.log_dir)
     writable_file("--docs" if args.docs else "--out", page)
     rules = _rules(args)
-    filtered = bool(args.scenarios or args.algorithms or any(rules.values())
+    filtered = bool(args.scenarios or args.algorithms or args.datasets or any(rules.values())
                     or args.with_algorithms or args.device != "cpu")
     command = " ".join([
         "fedmarket reproduce", *(["--setting", args.setting] if args.setting != "reduced"
@@ -173,6 +179,7 @@ def run(args) -> int:
         *([] if sequential else ["--seeds", *map(str, args.seeds)]),
         *(["--scenarios", *args.scenarios] if args.scenarios else []),
         *(["--algorithms", *args.algorithms] if args.algorithms else []),
+        *(["--datasets", *args.datasets] if args.datasets else []),
         *(["--with-algorithms", *args.with_algorithms] if args.with_algorithms else []),
         *(x for k, v in rules.items() if v for x in (f"--{k}", v)),
         *(["--device", args.device] if args.device != "cpu" else []),
