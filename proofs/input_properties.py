@@ -49,6 +49,12 @@ __all__ = [
     "Fault",
     "FaultCase",
     "FaultSampler",
+    "cpl_base_sampler",
+    "cpl_cases",
+    "ipfl_base_sampler",
+    "ipfl_cases",
+    "lia_base_sampler",
+    "lia_cases",
     "refusal",
 ]
 
@@ -476,19 +482,19 @@ class FaultSampler(Sampler):
         return self.inner.simple()
 
 
-def _ipfl_base():
+def ipfl_base_sampler():
     from .ipfl_properties import EVERY_GAIN, EVERY_MODE
 
     return IpflSampler(IpflSpec(gains=EVERY_GAIN, modes=EVERY_MODE))
 
 
-def _cpl_base():
+def cpl_base_sampler():
     from .batch import CplSampler
 
     return CplSampler(large_v=True, budget="any", positive_budget=True)
 
 
-def _lia_base():
+def lia_base_sampler():
     from .lia_properties import LiaSampler
 
     return LiaSampler("any")
@@ -504,19 +510,19 @@ def _strategy(family, base):
     return instances
 
 
-def _ipfl_cases(max_clients):
+def ipfl_cases(max_clients):
     from .ipfl_properties import IpflCase
 
     top = MAX_CLIENTS if max_clients is None else max_clients
     return ipfl_instances(symmetric=None, min_m=2, max_m=top).map(lambda x: IpflCase(*x))
 
 
-def _cpl_cases(max_clients):
+def cpl_cases(max_clients):
     top = MAX_CLIENTS if max_clients is None else max_clients
     return cpl_games(max_n=top, large_v=True, budget="any", positive_budget=True).map(CplCase)
 
 
-def _lia_cases(max_clients):
+def lia_cases(max_clients):
     from .lia_properties import LIA_PROPERTIES  # its instances: any noise, as LiaSampler("any")
 
     return LIA_PROPERTIES["lia_conforms"].instances(max_clients=max_clients)
@@ -541,14 +547,14 @@ def _prop(key, name, family, base_sampler, base_cases, lo, where):
 
 
 INPUT_PROPERTIES = {p.key: p for p in [
-    _prop("refuses_bad_input", "Refuses bad input, naming the field", "ipfl", _ipfl_base,
-          _ipfl_cases, 2, "Market, D, clear's options and rules, the batch, thresholds, "
+    _prop("refuses_bad_input", "Refuses bad input, naming the field", "ipfl", ipfl_base_sampler,
+          ipfl_cases, 2, "Market, D, clear's options and rules, the batch, thresholds, "
                           "rules' options, distances, roles"),
     _prop("cpl_refuses_bad_input", "Refuses bad input, naming the field (CPL)", "cpl",
-          _cpl_base, _cpl_cases, 1, "Game, the infeasible budget to the subject, solve's "
+          cpl_base_sampler, cpl_cases, 1, "Game, the infeasible budget to the subject, solve's "
                                     "methods and options, posted prices, responses, "
                                     "apply_pricing, batches, aggregation"),
     _prop("lia_refuses_bad_input", "Refuses bad input, naming the field (pFedLIA)", "lia",
-          _lia_base, _lia_cases, 2, "losses, owner, scores to the sets and the clustering, "
+          lia_base_sampler, lia_cases, 2, "losses, owner, scores to the sets and the clustering, "
                                     "mode, tolerances, labelings"),
 ]}

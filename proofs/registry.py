@@ -13,6 +13,7 @@ from .cpl_properties import CPL_PROPERTIES
 from .input_properties import INPUT_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
 from .lia_properties import LIA_PROPERTIES
+from .rule_properties import RULE_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering
 
 __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
@@ -21,7 +22,7 @@ __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 # there without importing this module (which imports every property module)
 PROPERTIES = CATALOGUE["property"]
 PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES,
-                   **LIA_PROPERTIES, **INPUT_PROPERTIES})
+                   **LIA_PROPERTIES, **INPUT_PROPERTIES, **RULE_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -41,6 +42,7 @@ _IPFL_COMMON = {
     "conforms": True,
     "one_path": True,
     "refuses_bad_input": True,
+    "contains_rules": True,
 }
 
 # Every iPFL property declared for every built-in iPFL subject (issue 20, part 4). Beyond
@@ -108,7 +110,8 @@ SUBJECTS.update({
     **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
                            prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
                                                     **_REFERENCE_EXTRA[name],
-                                                    "refuses_bad_input": True})
+                                                    "refuses_bad_input": True,
+                                                    "contains_rules": True})
        for name, payments, prices in [("vcg", "vcg", "paper"), ("shapley", "shapley", "paper"),
                                       ("cost-plus", "cost-plus", "cost-plus"),
                                       ("share-all", "none", "paper")]},
@@ -116,10 +119,11 @@ SUBJECTS.update({
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
         "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True,
-        "cpl_one_path": True, "cpl_refuses_bad_input": True}),
+        "cpl_one_path": True, "cpl_refuses_bad_input": True, "cpl_contains_rules": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
                                                                  "cpl_conforms": True,
-                                                                 "cpl_refuses_bad_input": True})
+                                                                 "cpl_refuses_bad_input": True,
+                                                                 "cpl_contains_rules": True})
        for rule in cpl.PRICING_RULES},
     # pFedLIA (spec lia.md): what the paper and the spec claim of the scores and the
     # clustering (proofs.lia_properties), in both modes; noise as large as the gap between

@@ -84,5 +84,9 @@ STANDARD = StandardRun(budgets={
     "*/refuses_bad_input": 5_000,
     "*/cpl_refuses_bad_input": 5_000,
     "*/lia_refuses_bad_input": 5_000,
+    # one instance at a time: the subject's own answer, then a clearing with a rule of your
+    # own (1 in 17 sleeps to a 0.05 s limit, 2 in 17 run in a child process under a limit)
+    "*/contains_rules": 3_000,
+    "*/cpl_contains_rules": 3_000,
 })
 """The standard run (``fedmarket prove --standard``)."""

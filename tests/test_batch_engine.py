@@ -474,3 +474,49 @@ def test_a_mutant_in_eq3_is_seen_by_the_batch_engine(monkeypatch):
               seed=0, engine="batch")
     assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
     assert r.counterexample.rerun() > 0
+
+
+def test_the_cheap_tier_reaches_the_greedy_rescan(monkeypatch):
+    """The cheap tier (issue 34, part 2): 100-client markets with c and lam x CHEAP, where
+    buyers have more than GREEDY_TOP = 64 sellers worth buying, so the greedy scans rows
+    again with 8 x 64 sellers (measured: 19 of 20 such markets, seed 0; 0 of 20 markets of
+    72-128 clients at the default prices); local_optimality and one_path draw it."""
+    from mechanisms.ipfl import selection
+    from proofs.batch import CHEAP
+
+    rescans = []
+    real = selection._greedy_top
+
+    def spy(T, N, stop, top):
+        A, final = real(T, N, stop, top)
+        if top == selection.GREEDY_TOP:
+            rescans.append(bool((~final).any()))
+        return A, final
+
+    monkeypatch.setattr(selection, "_greedy_top", spy)
+    sampler = IpflSampler(IpflSpec(tiers=((100, 1.0),), cheap=(100,)))
+    cases = [c for d in sampler.draw(np.random.default_rng(0), 20) for c in sampler.cases(d)]
+    assert {c.market.m for c in cases} == {100}
+    for c in cases:
+        assert np.nanmax(np.where(np.isinf(c.market.c), np.nan, c.market.c)) <= 5 * CHEAP
+        ipfl.clear(c.market, c.D, "local")
+    assert sum(rescans) >= 15
+    for key in ("local_optimality", "one_path"):
+        assert (100, 0.0005) in IPFL_SPECS[key].tiers and IPFL_SPECS[key].cheap == (100,)
+
+
+def test_a_greedy_that_never_rescans_breaks_local_optimality_on_the_cheap_tier(monkeypatch):
+    """Known-bad: the greedy keeps the scan of each row's top 64 sellers (no rescan); on the
+    cheap tier's markets the local rule then leaves sellers worth buying (Eq. 11)."""
+    from mechanisms.ipfl import selection
+
+    real = selection._greedy_top
+    monkeypatch.setattr(selection, "_greedy_top",
+                        lambda T, N, stop, top: (real(T, N, stop, top)[0],
+                                                 np.ones(T.shape[:-1], bool)))
+    sampler = IpflSampler(IpflSpec(tiers=((100, 1.0),), cheap=(100,)))
+    cases = [c for d in sampler.draw(np.random.default_rng(0), 5) for c in sampler.cases(d)]
+    prop, local = PROPERTIES["local_optimality"], SUBJECTS["local"]
+    assert any(prop.amount(local, c) > 0 for c in cases)
+    monkeypatch.setattr(selection, "_greedy_top", real)
+    assert all(prop.amount(local, c) == 0 for c in cases)

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def _cases(family, k=3, seed=0):
-    smp = {"ipfl": ip._ipfl_base, "cpl": ip._cpl_base, "lia": ip._lia_base}[family]()
+    smp = {"ipfl": ip.ipfl_base_sampler, "cpl": ip.cpl_base_sampler,
+           "lia": ip.lia_base_sampler}[family]()
     rng = np.random.default_rng(seed)
     return [c for d in smp.draw(rng, k) for c in smp.cases(d)]
 
