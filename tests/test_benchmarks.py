@@ -88,7 +88,11 @@ def test_make_bench_runs_scripts_that_have_a_tiny_run():
 SERIAL = {"bench_flower.py"}
 
 
+# the suite's own timeout (pyproject: 600 s) must not cut a script short of LIMIT: it did
+# (bench_flower's tiny run took 558 s wall at load 10, its three deployments 7 minutes of
+# it), so the failure read "Timeout (>600.0s)" while the bound this test states is LIMIT
 @pytest.mark.slow
+@pytest.mark.timeout(LIMIT + 60)
 @pytest.mark.parametrize("run", [pytest.param(k, marks=pytest.mark.serial) if k in SERIAL
                                  else k for k in RUNS])
 def test_a_benchmark_runs_to_its_end_at_a_tiny_size(run, tmp_path):
