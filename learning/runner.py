@@ -107,6 +107,9 @@ def run(cfg: TrainConfig, progress: Callable[[int, int], None] | None = None, *,
                 frame["cluster"] = np.asarray(extra["clusters"], dtype=int)
             if "update_norm" in extra:  # CFL: ||dW_i||, which its split rule compares with eps2
                 frame["update_norm"] = np.asarray(extra["update_norm"], dtype=float)
+            for key in ("cfl_mean_norm", "cfl_max_norm"):  # CFL: what its criterion compared
+                if key in extra:  # (the client's cluster's mean-update and largest norms)
+                    frame[key] = np.asarray(extra[key], dtype=float)
             rows.append(frame)
             if log is not None:
                 log.round(t, frame)

@@ -42,10 +42,13 @@ __all__ = ["FILES", "Summary", "config_of", "last_rounds", "merge", "read", "sum
 
 FILES = ("reproduction_cells.csv", "reproduction_rounds.csv", "reproduction_cells.json")
 ADDITIVE = ("gain", "cost", "payment", "utility", "n_sold", "earned", "paid")
-ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought", "n_sold")
+# (CFL's cfl_mean_norm and cfl_max_norm: the norms its split criterion compared that round, of
+# the cluster each client was tested in; with one cluster, the mean is that cluster's)
+ROUND_MEANS = ("acc_personalised", "acc_personalised_best", "utility", "n_bought", "n_sold",
+               "cfl_mean_norm", "cfl_max_norm")
 ALL = "all"  # a per-round row's role when it is the mean over every client of the cell
-PER_ROUND_ONLY = ("cluster", "update_norm", "active", "participated", "round_welfare",
-                  "round_operator_balance")
+PER_ROUND_ONLY = ("cluster", "update_norm", "cfl_mean_norm", "cfl_max_norm", "active",
+                  "participated", "round_welfare", "round_operator_balance")
 
 
 class Summary:
@@ -94,10 +97,14 @@ def _per_client(f: pd.DataFrame) -> pd.DataFrame:
         last["n_bought"] = by["n_bought"].mean()
     last["n_rounds"] = f.groupby("cell")["round"].nunique().reindex(
         last.index.get_level_values("cell")).to_numpy()
-    # CFL's clusters (with its update norms); pFedLIA's clusters have no update norms
+    # CFL's clusters (with its update norms); pFedLIA's clusters have no update norms.
+    # cfl_min_mean_norm: the smallest norm of a cluster's mean update over the rounds (what
+    # eps1 bounds; cells run before it was recorded have none)
     if "update_norm" in f and "cluster" in f and f["cluster"].notna().any():
-        per_cell = f.groupby("cell").agg(cfl_clusters=("cluster", "max"),
-                                         cfl_max_update_norm=("update_norm", "max"))
+        aggs = {"cfl_clusters": ("cluster", "max"), "cfl_max_update_norm": ("update_norm", "max")}
+        if "cfl_mean_norm" in f:
+            aggs["cfl_min_mean_norm"] = ("cfl_mean_norm", "min")
+        per_cell = f.groupby("cell").agg(**aggs)
         per_cell["cfl_clusters"] += 1
         last = last.join(per_cell, on="cell")
     return last.drop(columns=[c for c in PER_ROUND_ONLY if c in last]).reset_index()

@@ -60,6 +60,8 @@ RUNS = {
     "discriminating_shares.py": (lambda t: ["--markdown", _copy("docs/reference-proofs.md", t)],
                                  ["discriminating"]),
     "fedamp_pull.py": (lambda t: [], ["clients"]),
+    "cfl_norms.py": (lambda t: ["--partitions", "niid", "--seeds", "0", "--check"],
+                     ["warm-up (seed 100", "thresholds: eps1", "-- seed 0", "-- at eps1"]),
     "truthful_bound.py": (lambda t: [], ["welfare"]),
     "mutation.py --no-run": (lambda t: ["--out", str(t / "m.jsonl"), "--no-run", "--markdown",
                                         _copy("docs/reference-proofs.md", t)], ["| mutant |"]),

@@ -128,11 +128,17 @@ def test_sequential_cells_give_each_group_the_seeds_its_claims_ask_for():
     assert grown and {c.seed for c in grown} == {3, 4}
     assert {group_of(c.scenario, c.mechanism, dict(c.params)) for c in grown} == {target}
     assert {c.key for c in first} <= {c.key for c in more}
-    # CFL (no claim reads it) stays at the first look's seeds whatever the claims ask
+    # CFL at the authors' thresholds (no claim reads it: the full setting's) stays at the
+    # first look's seeds whatever the claims ask; at the thresholds declared for the reduced
+    # setting a Fig. 2 claim reads it, and it grows with the claim
     fig2 = Claim("f", "", "", "", [Test("a", [0.3, -0.2, 0.4], ">", 0.0)],
                  groups=("fig2/partition niid",))
-    cfl = [c for c in sequential_cells("reduced", [fig2]) if c.mechanism == "cfl"]
+    cfl = [c for c in sequential_cells("full", [fig2]) if c.mechanism == "cfl"]
     assert cfl and {c.seed for c in cfl} == {0, 1, 2}
+    cfl = [c for c in sequential_cells("reduced", [fig2]) if c.mechanism == "cfl"
+           and c.scenario == "fig2"]
+    assert {c.seed for c in cfl if dict(c.params)["partition"] == "niid"} == set(range(5))
+    assert {c.seed for c in cfl if dict(c.params)["partition"] == "skew"} == {0, 1, 2}
 
 
 def _fig2_pull_rows(pull_gain: float) -> pd.DataFrame:

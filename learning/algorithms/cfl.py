@@ -8,10 +8,16 @@ clustering of the cosine similarities of the updates (the optimal bipartition of
 computed as the authors' code does). Each cluster's model then moves by its members' mean
 update. eps1 = 2.0, eps2 = 2.5 as in the authors' iPFL code (``cfl_eps1``, ``cfl_eps2``).
 
-Each round is scored on the trained models, before the clusters' update (as the authors do).
-The run records every split (``extras["cfl_splits"]``: round and the two groups) and each
-round's largest update norm (``extras["cfl_norms"]``; the frame's ``update_norm`` column per
-client): a run without a split is FedAvg with unweighted means, and the page says so.
+The split criterion is :func:`split_due` (one implementation, also what the tests and the
+threshold scaling read). Each round is scored on the trained models, before the clusters'
+update (as the authors do). The run records what its criterion compared, every round and
+cluster: ``extras["cfl_rounds"]`` (round, members, the norm of the members' mean update,
+their largest update norm, split or not), every split (``extras["cfl_splits"]``: round and the
+two groups) and each round's largest update norm (``extras["cfl_norms"]``); per client, the
+frame's ``update_norm`` (its own ||dW_i||), ``cfl_mean_norm`` and ``cfl_max_norm`` (those of
+the cluster it was tested in that round, before any split). A run without a split is FedAvg
+with unweighted means, and the page says so. :func:`scaled_thresholds` is the declared rule
+that carries the authors' thresholds to the update norms of another setting.
 """
 
 from __future__ import annotations
@@ -21,9 +27,14 @@ import torch
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
+from ..config import TrainConfig, TrainInputError
 from ..session import Round, Session
 
-__all__ = ["bipartition", "rounds"]
+__all__ = ["AUTHORS_EPS", "bipartition", "rounds", "scaled_thresholds", "split_due"]
+
+# (eps1, eps2) of the iPFL authors' CFL (19dx/iPFL utils/algorithms/cfl_utils.py): TrainConfig's
+# defaults; the CFL authors' own notebook (felisat/clustered-federated-learning) uses 0.4 and 1.6
+AUTHORS_EPS = (TrainConfig.cfl_eps1, TrainConfig.cfl_eps2)
 
 
 def bipartition(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +45,43 @@ def bipartition(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     labels = fcluster(linkage(squareform(d, checks=False), method="complete"), 2,
                       criterion="maxclust")
     return np.flatnonzero(labels == 1), np.flatnonzero(labels == 2)
+
+
+def split_due(dW, eps1: float, eps2: float) -> tuple[bool, float, float]:
+    """CFL's split criterion for one cluster, whose members' updates are the rows of ``dW``:
+    (split, ||mean_i dW_i||, max_i ||dW_i||). A cluster splits when the norm of its mean
+    update is below ``eps1`` (near a stationary point of the members' joint objective), its
+    largest member update norm is above ``eps2`` (some member is far from its own) and it
+    has more than two members (Sattler et al., Algorithm 1; the authors' code).
+
+    >>> split_due(np.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 0.1]]), 2.0, 2.5)[0]
+    True
+    >>> split_due(np.array([[3.0, 0.0], [3.0, 0.0], [0.0, 0.1]]), 2.0, 2.5)[0]  # mean large
+    False
+    """
+    dW = torch.as_tensor(np.asarray(dW) if not torch.is_tensor(dW) else dW).double()
+    mean_norm = float(dW.mean(dim=0).norm())
+    max_norm = float(dW.norm(dim=1).max())
+    return (mean_norm < eps1 and max_norm > eps2 and dW.shape[0] > 2), mean_norm, max_norm
+
+
+def scaled_thresholds(max_norms, eps=AUTHORS_EPS) -> tuple[float, float]:
+    """The declared rule (fixed before any setting's norms were measured) that carries the
+    authors' thresholds ``eps`` = (eps1, eps2) to a setting whose update norms differ: both
+    are multiplied by one factor, so that eps2 becomes the median over a warm-up run's rounds
+    of the largest client update norm (``max_norms``, one per round, of a run at the
+    authors' thresholds that never split), and eps1 / eps2 stays the authors' ratio.
+
+    >>> scaled_thresholds([0.5, 1.0, 3.0])
+    (0.8, 1.0)
+    """
+    norms = np.asarray(max_norms, dtype=float)
+    if norms.size == 0 or not np.isfinite(norms).all() or (norms <= 0).any():
+        raise TrainInputError("max_norms", f"is {norms.tolist()}; need one or more positive, "
+                                           "finite norms")
+    eps1, eps2 = eps
+    scale = float(np.median(norms)) / eps2
+    return eps1 * scale, eps2 * scale
 
 
 def rounds(s: Session):
@@ -47,10 +95,15 @@ def rounds(s: Session):
         unit = dW / (dW.norm(dim=1, keepdim=True) + 1e-12)
         sim = (unit @ unit.T).numpy()
         new, splits = [], []
+        mean_of, max_of = np.zeros(m), np.zeros(m)
+        t = len(s.extras.get("cfl_norms", []))
         for idc in clusters:
-            norms = dW[idc].norm(dim=1)
-            mean_norm = float(dW[idc].mean(dim=0).norm())
-            if mean_norm < cfg.cfl_eps1 and float(norms.max()) > cfg.cfl_eps2 and len(idc) > 2:
+            due, mean_norm, max_norm = split_due(dW[idc], cfg.cfl_eps1, cfg.cfl_eps2)
+            mean_of[idc], max_of[idc] = mean_norm, max_norm
+            s.extras.setdefault("cfl_rounds", []).append(
+                {"round": t, "members": idc.tolist(), "mean_norm": mean_norm,
+                 "max_norm": max_norm, "split": due})
+            if due:
                 a, b = bipartition(sim[np.ix_(idc, idc)])
                 new += [idc[a], idc[b]]
                 splits.append([idc[a].tolist(), idc[b].tolist()])
@@ -63,8 +116,9 @@ def rounds(s: Session):
             W[np.ix_(idc, idc)] = 1.0 / len(idc)
             labels[idc] = k
         st["params"] = s.stack((start + torch.as_tensor(W) @ dW).float())
-        s.extras.setdefault("cfl_splits", []).extend(
-            {"round": len(s.extras.get("cfl_norms", [])), "groups": g} for g in splits)
+        s.extras.setdefault("cfl_splits", []).extend({"round": t, "groups": g} for g in splits)
         s.extras.setdefault("cfl_norms", []).append(dW.norm(dim=1).max().item())
         yield Round(trained, s.baseline_ledger(W), {"clusters": labels,
-                                                    "update_norm": dW.norm(dim=1).numpy()})
+                                                    "update_norm": dW.norm(dim=1).numpy(),
+                                                    "cfl_mean_norm": mean_of,
+                                                    "cfl_max_norm": max_of})
