@@ -118,3 +118,15 @@ def test_the_figures_before_the_draws_are_the_recorded_ones(cs):
         f = before["files"][rel]
         assert f"{rel} {f['covered_branches']} of {f['branches']}" in page, rel
     assert before["command"] in page
+
+
+def test_the_figures_before_the_properties_are_the_recorded_ones(cs):
+    """The page quotes docs/coverage_standard_before_properties.json: the reduced variant
+    before the bad-input and containment properties (511b856)."""
+    before = json.loads((ROOT / "docs" / "coverage_standard_before_properties.json")
+                        .read_text())
+    page = " ".join((ROOT / "docs" / "reference-proofs.md").read_text().split())
+    t = before["totals"]
+    assert (f"{t['covered_branches']} of {t['branches']} branches "
+            f"({cs.percent(t['covered_branches'], t['branches'])}; statements "
+            f"{t['covered_statements']:,} of {t['statements']:,}") in page
