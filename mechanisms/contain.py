@@ -188,7 +188,17 @@ def _in_child(fn: Callable, args: tuple):
             pass
     parent = os.getpid()
     r, w = os.pipe()
-    pid = os.fork()
+    # the alarm held back while forking: a limit passing inside os.fork (its callbacks run
+    # Python code) would raise where Python can only print "Exception ignored"; it is let
+    # through below, where the child is killed if it rings
+    mask = _hold_alarm()
+    try:
+        pid = os.fork()
+    except BaseException:
+        _let_alarm(mask)
+        os.close(r)
+        os.close(w)
+        raise
     if pid == 0:  # the child: run the rule, send back its result, end without cleanup
         status = 0
         try:
@@ -197,6 +207,7 @@ def _in_child(fn: Callable, args: tuple):
             os.setpgid(0, 0)  # a group of its own: what the rule starts is killed with it
             os.close(r)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # no limit is armed in here
+            _let_alarm(mask)
             _limits.clear()
             _running.clear()
             die_with_parent(parent)
@@ -230,6 +241,7 @@ def _in_child(fn: Callable, args: tuple):
         pass
     chunks = []
     try:
+        _let_alarm(mask)  # a limit that passed while forking raises here
         while True:
             chunk = os.read(r, 1 << 20)  # a Limit's alarm raises here
             if not chunk:
@@ -341,6 +353,19 @@ class Limit:
                                      _foreign["interval"])
                 _foreign.clear()
         return False
+
+
+def _hold_alarm():
+    """Block SIGALRM in this thread; the mask before (None where signals cannot be masked)."""
+    if hasattr(signal, "pthread_sigmask"):
+        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    return None
+
+
+def _let_alarm(mask) -> None:
+    """Give back the mask :func:`_hold_alarm` found (an alarm held back is delivered now)."""
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 class _blocked:

@@ -633,3 +633,35 @@ def test_a_lia_rule_and_a_property_of_your_own_are_contained(rules, engine):
                     lambda: ipfl_instances().map(lambda md: IpflCase(*md)), exiting_property)
     r = check(IpflMechanism("local", "local"), prop, max_examples=5, engine=engine)
     assert r.verdict == "error" and "property 'exits' raised SystemExit: 7" in r.error, r.error
+
+
+_SLOW_FORK: list[float] = []  # seconds the parent's side of os.fork takes, while set
+
+
+def _slow_fork():
+    if _SLOW_FORK:
+        time.sleep(_SLOW_FORK[0])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+def test_a_limit_that_passes_while_the_rule_s_process_starts_stops_it_cleanly(rules,
+                                                                              monkeypatch):
+    """The alarm held back while the rule's child is forked: a limit that passes then stops
+    the rule when the fork is done (the child killed, one RuleTimedOut), not inside os.fork's
+    own callbacks, where Python can only print 'Exception ignored' and go on."""
+    if not hasattr(os, "register_at_fork"):
+        pytest.skip("no os.fork here")
+    if not getattr(_slow_fork, "registered", False):
+        os.register_at_fork(after_in_parent=_slow_fork)  # (cannot be unregistered: a no-op
+        _slow_fork.registered = True  # while _SLOW_FORK is empty)
+    ignored = []
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    before = _children()
+    _SLOW_FORK.append(0.3)
+    try:
+        with pytest.raises(RuleTimedOut):
+            ipfl.clear(market(), D3, payments=rules.swallow_pay, time_limit=0.1)
+    finally:
+        _SLOW_FORK.clear()
+    assert [type(u.exc_value) for u in ignored] == []
+    assert not _children() - before  # the child was reaped
