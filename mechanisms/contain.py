@@ -168,6 +168,7 @@ def call_rule(field: str, label: str, fn: Callable, *args):
 # --------------------------------------------------------------------------- a child
 
 _CHILD = False  # True in the child process :func:`_in_child` started
+_FORKING = False  # True while this process forks a rule's child
 
 
 class ProcessEnded(Exception):
@@ -191,10 +192,13 @@ def _in_child(fn: Callable, args: tuple):
     # the alarm held back while forking: a limit passing inside os.fork (its callbacks run
     # Python code) would raise where Python can only print "Exception ignored"; it is let
     # through below, where the child is killed if it rings
+    global _FORKING
     mask = _hold_alarm()
-    try:
+    _FORKING = True  # (the mask holds back only this thread's share: another thread may
+    try:  # take the signal, and the handler then runs here all the same; see _ring)
         pid = os.fork()
     except BaseException:
+        _FORKING = False
         _let_alarm(mask)
         os.close(r)
         os.close(w)
@@ -204,6 +208,7 @@ def _in_child(fn: Callable, args: tuple):
         try:
             global _CHILD
             _CHILD = True
+            _FORKING = False
             os.setpgid(0, 0)  # a group of its own: what the rule starts is killed with it
             os.close(r)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # no limit is armed in here
@@ -241,7 +246,8 @@ def _in_child(fn: Callable, args: tuple):
         pass
     chunks = []
     try:
-        _let_alarm(mask)  # a limit that passed while forking raises here
+        _FORKING = False
+        _let_alarm(mask)  # a limit that passed while forking raises here (or at its next ring)
         while True:
             chunk = os.read(r, 1 << 20)  # a Limit's alarm raises here
             if not chunk:
@@ -404,6 +410,8 @@ def _ring(signum, frame):
     for lim in _limits:  # the outermost passed limit that may stop what runs now
         if lim.expired and (lim.anywhere or _running):
             _arm()
+            if _FORKING:  # inside os.fork's callbacks a stop could only be printed
+                return  # ("Exception ignored"): the next ring, _AGAIN later, stops it
             raise TimeUp(lim, _running[-1] if _running else None)
     fdl = _foreign.get("deadline")
     if fdl is not None and not _foreign["rung"] and now >= fdl - _EARLY:

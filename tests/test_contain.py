@@ -658,12 +658,15 @@ def test_a_limit_that_passes_while_the_rule_s_process_starts_stops_it_cleanly(ru
     monkeypatch.setattr(sys, "unraisablehook", ignored.append)
     before = _children()
     _SLOW_FORK.append(0.3)
+    done = threading.Event()  # another thread, which the kernel may hand the alarm to
+    other = threading.Thread(target=done.wait, daemon=True)
+    other.start()
     try:
         with pytest.raises(RuleTimedOut):
             ipfl.clear(market(), D3, payments=rules.swallow_pay, time_limit=0.1)
     finally:
         _SLOW_FORK.clear()
-    # no stop raised inside the fork's callbacks (a repeated ring that lands in some other
-    # object's finalizer is another matter: seen once in the full suite, not here)
-    assert [u for u in ignored if u.object is _slow_fork] == []
+        done.set()
+        other.join()
+    assert [type(u.exc_value) for u in ignored] == []
     assert not _children() - before  # the child was reaped
