@@ -189,17 +189,16 @@ def _in_child(fn: Callable, args: tuple):
             pass
     parent = os.getpid()
     r, w = os.pipe()
-    # the alarm held back while forking: a limit passing inside os.fork (its callbacks run
-    # Python code) would raise where Python can only print "Exception ignored"; it is let
-    # through below, where the child is killed if it rings
+    # a limit passing inside os.fork (its callbacks run Python code) must not raise there,
+    # where Python can only print "Exception ignored": while _FORKING, _ring only re-arms,
+    # and its next ring stops the rule in the read loop below, where the child is killed
+    # (a signal mask would not do: it holds back one thread's share of the alarm only)
     global _FORKING
-    mask = _hold_alarm()
-    _FORKING = True  # (the mask holds back only this thread's share: another thread may
-    try:  # take the signal, and the handler then runs here all the same; see _ring)
+    _FORKING = True
+    try:
         pid = os.fork()
     except BaseException:
         _FORKING = False
-        _let_alarm(mask)
         os.close(r)
         os.close(w)
         raise
@@ -212,7 +211,6 @@ def _in_child(fn: Callable, args: tuple):
             os.setpgid(0, 0)  # a group of its own: what the rule starts is killed with it
             os.close(r)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # no limit is armed in here
-            _let_alarm(mask)
             _limits.clear()
             _running.clear()
             die_with_parent(parent)
@@ -246,8 +244,7 @@ def _in_child(fn: Callable, args: tuple):
         pass
     chunks = []
     try:
-        _FORKING = False
-        _let_alarm(mask)  # a limit that passed while forking raises here (or at its next ring)
+        _FORKING = False  # a limit that passed while forking stops it at its next ring
         while True:
             chunk = os.read(r, 1 << 20)  # a Limit's alarm raises here
             if not chunk:
@@ -359,19 +356,6 @@ class Limit:
                                      _foreign["interval"])
                 _foreign.clear()
         return False
-
-
-def _hold_alarm():
-    """Block SIGALRM in this thread; the mask before (None where signals cannot be masked)."""
-    if hasattr(signal, "pthread_sigmask"):
-        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    return None
-
-
-def _let_alarm(mask) -> None:
-    """Give back the mask :func:`_hold_alarm` found (an alarm held back is delivered now)."""
-    if mask is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 class _blocked:
