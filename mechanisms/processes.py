@@ -122,11 +122,24 @@ def kill_with_parent(sig: int = signal.SIGKILL):
 
 def stop_pool(pool) -> None:
     """End a ``concurrent.futures.ProcessPoolExecutor`` now: cancel the tasks not started,
-    terminate the workers running one (a task can take hours)."""
+    terminate the workers running one (a task can take hours).
+
+    A worker terminated halfway through sending its result (a sweep cell's rows, about
+    160 kB, are more than a pipe holds, so a worker waits in mid-message for the pool's
+    manager thread to read on) leaves part of a message in the result pipe, and the manager
+    thread then waits for the rest forever: this process holds the pipe's write end too.
+    Python joins that thread before it exits, so the command never ended (Ctrl-C on
+    ``sweep --executor processes`` on a loaded host; tests/test_stop_pool.py). So this
+    process's write end is closed here: once the terminated workers are gone, the manager
+    thread reads end-of-file, marks the pool broken and ends."""
+    running = list((getattr(pool, "_processes", None) or {}).values())
+    results = getattr(pool, "_result_queue", None)  # shutdown() forgets it
     if hasattr(pool, "terminate_workers"):  # Python >= 3.14
         pool.terminate_workers()
-        return
-    running = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in running:
-        proc.terminate()
+    else:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in running:
+            proc.terminate()
+    writer = getattr(results, "_writer", None)  # only the workers write to it
+    if writer is not None:
+        writer.close()
