@@ -23,7 +23,11 @@ learning algorithm) may do to the toolkit when the toolkit calls it.
   the toolkit's own steps, which the caller bounds by its own checks. Limits nest (the
   earliest deadline rings first and is raised to its own owner); a SIGALRM timer set before
   (a test runner's timeout) keeps its handler and rings at its own time; the previous handler
-  and timer are restored when the last limit ends.
+  and timer are restored when the last limit ends. The garbage collector's finalizers (any
+  code's ``__del__`` and weakref callbacks, run wherever a collection starts) are not
+  interrupted: a stop raised there could only be printed as "Exception ignored", and the
+  finalizer's clean-up would be lost; the limit stops what runs when the collection is over
+  (its next ring, :data:`_AGAIN` later), as it does a call into C.
 * **Time, held.** While a limit is in force, :func:`call_rule` runs the rule in a child
   process of its own (``os.fork``: it inherits the handed copies, nothing is sent to it;
   its return value, or what it raised, comes back through a pipe), and the parent waits
@@ -48,6 +52,7 @@ learning algorithm) may do to the toolkit when the toolkit calls it.
 from __future__ import annotations
 
 import copy
+import gc
 import math
 import os
 import pickle
@@ -169,6 +174,7 @@ def call_rule(field: str, label: str, fn: Callable, *args):
 
 _CHILD = False  # True in the child process :func:`_in_child` started
 _FORKING = False  # True while this process forks a rule's child
+_COLLECTING = False  # True while the garbage collector runs (its finalizers): see _collecting
 
 
 class ProcessEnded(Exception):
@@ -326,6 +332,8 @@ class Limit:
             return self
         with _blocked():
             if not _limits:
+                if _collecting not in gc.callbacks:
+                    gc.callbacks.append(_collecting)
                 handler = signal.signal(signal.SIGALRM, _ring)
                 left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
                 _foreign.clear()
@@ -356,6 +364,14 @@ class Limit:
                                      _foreign["interval"])
                 _foreign.clear()
         return False
+
+
+def _collecting(phase: str, info: dict) -> None:
+    """A ``gc.callbacks`` entry from the first limit on (kept: removed in the middle of a
+    collection, it would miss the collection's end): whether a collection, and so the
+    finalizers of whatever code left garbage, is running now."""
+    global _COLLECTING
+    _COLLECTING = phase == "start"
 
 
 class _blocked:
@@ -394,8 +410,9 @@ def _ring(signum, frame):
     for lim in _limits:  # the outermost passed limit that may stop what runs now
         if lim.expired and (lim.anywhere or _running):
             _arm()
-            if _FORKING:  # inside os.fork's callbacks a stop could only be printed
-                return  # ("Exception ignored"): the next ring, _AGAIN later, stops it
+            if _FORKING or _COLLECTING:  # inside os.fork's callbacks or a finalizer the
+                return  # collector runs, a stop could only be printed ("Exception ignored")
+                # and the finalizer's clean-up lost: the next ring, _AGAIN later, stops it
             raise TimeUp(lim, _running[-1] if _running else None)
     fdl = _foreign.get("deadline")
     if fdl is not None and not _foreign["rung"] and now >= fdl - _EARLY:
