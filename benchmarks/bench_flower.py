@@ -6,7 +6,7 @@ flwr's own SuperExec (a fresh flwr-clientapp process per message); optionally al
 workers (a cold ClientApp per message).
 
 Every side runs R = 5 rounds; a round's cost is the time between the ends of consecutive
-rounds 1 -> 2 -> 3 -> 4 (set-up, start-up and the final evaluation fall outside; the
+rounds 1 -> 2 -> ... -> R-1 (set-up, start-up and the final evaluation fall outside; the
 in-process learner evaluates only in rounds 0 and R-1, so no evaluation falls inside either).
 In process: the runner's progress callbacks; Flower: the times the ServerApp writes each
 round's provenance file. It then prints the waits Flower 1.42 hard-codes on a deployment
@@ -16,7 +16,8 @@ many objects (one request each per hop) a train message is; where a warm round's
 its time; and the CPU seconds each kind of the federation's processes (SuperLink, SuperNodes,
 executors and their task children, workers, ServerApp) spent per round, read from /proc.
 Usage: python benchmarks/bench_flower.py [--skip-cold] [--skip-superexec] [--skip-simulation]
-       (FEDMARKET_BENCH_TINY=1: every side, 2 local steps a round instead of 50)
+       (FEDMARKET_BENCH_TINY=1: every side and section, with 2 clients (nodes) instead of 4,
+       R = 3 rounds instead of 5 and 2 local steps a round instead of 50)
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ from _timing import best_of, pick
 from learning.config import TrainConfig
 from learning.flower.loopback import flwr_floors
 
-ROUNDS = 5
-CFG = dict(algorithm="ipfl", dataset="digits", clients=4, rounds=ROUNDS, steps=pick(50, 2),
-           batch=32, lr=0.05, beta=0.5)
+ROUNDS = pick(5, 3)  # R: rounds 1 .. R-1 are timed (R - 2 of them)
+NODES = pick(4, 2)  # clients: in process, simulated nodes, SuperNodes
+CFG = dict(algorithm="ipfl", dataset="digits", clients=NODES, rounds=ROUNDS,
+           steps=pick(50, 2), batch=32, lr=0.05, beta=0.5)
+TIMED = ROUNDS - 2  # the rounds whose mean is a side's seconds per round
 
 
 def _per_round(ends: list[float]) -> float:
-    """Mean time between the ends of rounds 1->2, 2->3, 3->4 (``ends[t]`` = end of round t)."""
-    return (ends[4] - ends[1]) / 3
+    """Mean time between the ends of rounds 1->2, ..., R-2->R-1 (``ends[t]`` = end of round
+    t)."""
+    return (ends[ROUNDS - 1] - ends[1]) / TIMED
 
 
 def inproc() -> float:
@@ -64,9 +68,15 @@ def simulation(out: Path) -> float:
 
     from learning.flower.app import make_apps
 
+    # Ray starts its workers (the simulated nodes' ClientApps) 15 niceness steps below the
+    # process that starts it (its worker_niceness, "so that the OS prioritizes CPU for other
+    # processes"): on a host shared with other jobs they waited behind all of them (2 s of
+    # CPU in 3 minutes at load 10) while every other side here runs at the benchmark's own
+    # priority. The same priority on every side, so that all are timed alike
+    os.environ.setdefault("RAY_worker_niceness", "0")
     got: list = []
     server, client = make_apps(TrainConfig(**CFG), out=str(out), on_result=got.append)
-    run_simulation(server, client, num_supernodes=4,
+    run_simulation(server, client, num_supernodes=NODES,
                    backend_config={"client_resources": {"num_cpus": 1},
                                    "init_args": {"num_cpus": 2}})
     # Flower round t + 1 trains what the in-process round t trains: compare 2->3->4->5
@@ -102,12 +112,12 @@ def _cpu_seconds(pids) -> dict[str, float]:
 
 def deployment(workdir: Path, workers: bool, warm: bool) -> tuple[float, dict[str, float]]:
     """(seconds per round, CPU seconds per round by kind of process) of a deployment; the CPU
-    between the ends of rounds 1 and 4, read from /proc (empty elsewhere)."""
+    between the ends of rounds 1 and R-1, read from /proc (empty elsewhere)."""
     from learning.flower.loopback import Loopback
 
     repo = Path(__file__).resolve().parents[1]
     snaps: dict[int, dict[str, float]] = {}
-    with Loopback(repo, 4, workdir, workers=workers, warm=warm, timings=warm) as fed:
+    with Loopback(repo, NODES, workdir, workers=workers, warm=warm, timings=warm) as fed:
         out = workdir / "out"
         run_id = fed.submit({**CFG, "round-timeout": 600.0, "registration-timeout": 600.0,
                              "out": str(out)})
@@ -115,14 +125,15 @@ def deployment(workdir: Path, workers: bool, warm: bool) -> tuple[float, dict[st
         deadline = time.monotonic() + 1800
         while len(snaps) < 2 and time.monotonic() < deadline and Path("/proc/self").exists():
             done = len(list((run_dir / "rounds").glob("round-*.json")))
-            for t in (1, 4):
+            for t in (1, ROUNDS - 1):
                 if done >= t and t not in snaps:
                     snaps[t] = _cpu_seconds(fed.processes())
             if fed.procs["superlink"].poll() is not None:
                 break
             time.sleep(0.05)
         fed.wait(run_dir, timeout=max(deadline - time.monotonic(), 1.0))
-    cpu = {k: (v - snaps[1].get(k, 0.0)) / 3 for k, v in snaps.get(4, {}).items()} \
+    cpu = {k: (v - snaps[1].get(k, 0.0)) / TIMED
+           for k, v in snaps.get(ROUNDS - 1, {}).items()} \
         if len(snaps) == 2 else {}
     return _per_round(_round_ends(run_dir)[1:]), cpu
 
@@ -160,9 +171,9 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench_flower_"))
-    rows = [("in process (lockstep, 4 clients at once)", inproc())]
+    rows = [(f"in process (lockstep, {NODES} clients at once)", inproc())]
     if not args.skip_simulation:
-        rows.append(("Flower simulation (Ray, 4 nodes)", simulation(tmp / "sim")))
+        rows.append((f"Flower simulation (Ray, {NODES} nodes)", simulation(tmp / "sim")))
     first = len(rows)  # the deployments' rows from here on
     cpus = {}
     sides = [("deployment, warm executor + workers", "warm", True, True)]
@@ -174,8 +185,8 @@ def main(argv=None) -> None:
         sec, cpus[name] = deployment(tmp / folder, workers=workers, warm=warm)
         rows.append((name, sec))
     base = rows[0][1]
-    print(f"iPFL, digits, 4 clients, {CFG['steps']} local steps per round: seconds per round "
-          f"(mean of 3 rounds), {os.cpu_count()} CPUs")
+    print(f"iPFL, digits, {NODES} clients, {CFG['steps']} local steps per round: seconds per "
+          f"round (mean of {TIMED} round{'s' * (TIMED > 1)}), {os.cpu_count()} CPUs")
     for name, sec in rows:
         print(f"   {name:<55s} {sec:7.3f} s   {sec / base:6.1f}x in process")
     sleeps = 0.0
@@ -198,7 +209,7 @@ def main(argv=None) -> None:
           f"learning.flower.wire); flwr moves each with a request of its own on each hop.")
     print("Side by side, seconds per round: the round, flwr's floor (its two sleeps), the "
           "in-process round (the same work) and our overhead, what is left above both "
-          "(message trips, a task per message, four nodes on the host's cores at once):")
+          f"(message trips, a task per message, {NODES} nodes on the host's cores at once):")
     print(f"   {'side':<55s} {'round':>7s} {'floor':>7s} {'work':>7s} {'ours':>7s}")
     for name, sec in rows[first:]:
         print(f"   {name:<55s} {sec:7.3f} {sleeps:7.3f} {base:7.3f} "
@@ -207,7 +218,7 @@ def main(argv=None) -> None:
     for name, cpu in cpus.items():
         if cpu:
             print(f"CPU seconds per round of the federation's processes ({name}; between the "
-                  f"ends of rounds 1 and 4, from /proc; {os.cpu_count()} CPUs):")
+                  f"ends of rounds 1 and {ROUNDS - 1}, from /proc; {os.cpu_count()} CPUs):")
             for kind, sec in sorted(cpu.items(), key=lambda kv: -kv[1]):
                 print(f"   {sec:7.3f} s  {kind}")
             print(f"   {sum(cpu.values()):7.3f} s  in all")
