@@ -825,7 +825,9 @@ def render(summary: dict) -> str:
              "| 95 % interval |", "|---|---|---|---|---|---|---|"]
     for engine in ("checker", "tests", "both"):
         e = t[engine]
-        name = {"checker": "checker (standard run)", "tests": "tests",
+        run = ("standard run" if summary["checker"] == CHECKER
+               else f"`{summary['checker']}`, not the standard run")
+        name = {"checker": f"checker ({run})", "tests": "tests",
                 "both": "checker or tests"}[engine]
         score = _pct(e["killed"] / e["of"]) if e["of"] else "-"
         ci = f"{_pct(e['low'])} - {_pct(e['high'])}" if e["of"] else "-"
@@ -834,7 +836,7 @@ def render(summary: dict) -> str:
     eq = equivalents_in(summary)
     lines += ["", "Survivors of both engines (an equivalent one with its argument, else a fault "
               "nothing catches yet):", "", *survivors(summary, ("checker", "tests"), eq), "",
-              "Killed by the tests only (the checker's standard run misses them):", "",
+              "Killed by the tests only (the checker's run misses them):", "",
               *survivors(summary, ("checker",), eq, killed_by="tests")]
     lines.append(MARKERS[1])
     return "\n".join(lines) + "\n"

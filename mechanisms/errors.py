@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ["FedmarketError", "MarketInputError", "ProblemTooLarge", "RuleFailed", "RuleTimedOut",
            "SolverFailed",
            "as_choice", "as_floats", "as_int", "as_matrix", "as_real", "as_seed", "as_vector",
-           "check_sellers", "check_size"]
+           "check_sellers", "check_size", "check_symmetric"]
 
 # the largest array one call may allocate (bytes) before it refuses: a guard, not a budget
 MAX_BYTES = 8 * 2**30
@@ -234,3 +234,30 @@ def as_matrix(field: str, values, m: int, *, allow_negative: bool = False) -> np
             "d >= 0). Pass allow_negative_distances=True to accept them on purpose",
         )
     return arr
+
+
+SYMMETRY_RTOL = 1e-9  # |d_ij - d_ji| allowed, relative to the matrix's largest |d| (rounding)
+
+
+def check_symmetric(field: str, arr, hint: str = "") -> None:
+    """Refuse distance matrices (..., m, m) that are not symmetric: d_ij and d_ji may differ
+    by at most :data:`SYMMETRY_RTOL` times the largest |d| of their matrix (the rounding of
+    a distance computed twice), else one MarketInputError naming ``field``, the first pair
+    that differs (and, in a batch, its market) and ``hint`` (how to accept it on purpose).
+
+    >>> check_symmetric("D", [[0, 1], [1, 0]])
+    >>> check_symmetric("D", [[0, 0.3], [0.5, 0]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mechanisms.errors.MarketInputError: D: is not symmetric: D[0, 1] = 0.3 but D[1, 0] = 0.5...
+    """
+    arr = np.asarray(arr, dtype=np.float64)
+    gap = np.abs(arr - np.swapaxes(arr, -1, -2))
+    scale = np.abs(arr).max(axis=(-2, -1), keepdims=True)
+    bad = gap > SYMMETRY_RTOL * scale
+    if bad.any():
+        *batch, i, j = (int(k) for k in np.argwhere(bad)[0])
+        at = f"[{', '.join(map(str, batch))}]" if batch else ""
+        ij, ji = float(arr[(*batch, i, j)]), float(arr[(*batch, j, i)])
+        raise MarketInputError(field, f"is not symmetric: {field}{at}[{i}, {j}] = {ij!r} but "
+                                      f"{field}{at}[{j}, {i}] = {ji!r}"
+                                      + (f"; {hint}" if hint else ""))

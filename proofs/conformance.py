@@ -536,7 +536,8 @@ def _ipfl_hook(subject):
     def check(markets, D, mode, with_models):
         out = ipfl.clear_batch(markets, D, subject.rule, payments=subject.money,
                                prices=subject.prices, thresholds=mode,
-                               allow_negative_distances=True)
+                               allow_negative_distances=True,
+                               allow_asymmetric_distances=True)
         views = _views_of_batch(out)
         B, m = markets.N.shape
         ones = np.ones((B, m, m))

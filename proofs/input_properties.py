@@ -118,6 +118,7 @@ def _market(case, **changes):
 
 def _clear(subject, case, market=None, D=None, **options):
     """``ipfl.clear`` with the subject's rules (the options ``settle`` does not take)."""
+    options.setdefault("allow_asymmetric_distances", True)  # the draws' D may be asymmetric
     return ipfl.clear(case.market if market is None else market,
                       case.D if D is None else D, subject.rule, payments=subject.money,
                       prices=subject.prices, thresholds=case.thresholds, **options)
@@ -139,6 +140,13 @@ def _decreasing(x, K, N):
 
 def _nan_gain(x, K, N):
     return np.where(np.asarray(x) > 0, np.nan, 0.0) * np.asarray(K)
+
+
+def _asymmetric(D):
+    """``D`` with d_01 one more than d_10: asymmetric far beyond rounding."""
+    out = np.array(D, dtype=float)
+    out[0, 1] = out[1, 0] + 1.0
+    return out
 
 
 def _theta(case):
@@ -176,6 +184,13 @@ IPFL_FAULTS = (
     Fault("D", "a nonzero diagonal", lambda s, c: _settle(s, c, D=_put(c.D, 0.5, 0))),
     Fault("D", "an entry negative", lambda s, c: _settle(s, c, D=_put(c.D, -0.5, 1))),
     Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
+    Fault("D", "asymmetric, not allowed on purpose",
+          lambda s, c: _clear(s, c, D=_asymmetric(c.D), allow_asymmetric_distances=False)),
+    Fault("D", "asymmetric to clear_batch, not allowed on purpose",
+          lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market),
+                                        _asymmetric(c.D)[None])),
+    Fault("allow_asymmetric_distances", "the text 'yes'",
+          lambda s, c: _clear(s, c, allow_asymmetric_distances="yes")),
     Fault("thresholds", "an unknown mode", lambda s, c: _settle(s, c, thresholds="approx")),
     Fault("allow_negative_distances", "the text 'no'",
           lambda s, c: _settle(s, c, allow_negative="no")),

@@ -182,11 +182,12 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
     """Clear a batch of markets (arrays with a leading batch dimension) with
     :func:`mechanisms.ipfl.clear_batch` (the markets' ``gain``, the ``thresholds`` mode);
     returns adjacency "A", payments "p", utilities "U", prices "P", welfare "W",
-    remittances "R" and the "market" (what the checks read). Negative distances are
-    accepted (the properties about them draw them on purpose)."""
+    remittances "R" and the "market" (what the checks read). Negative and asymmetric
+    distances are accepted (the properties about them, and the type space, draw them on
+    purpose)."""
     out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K, gain=gain),
                            D, rule, payments=money, prices=prices, thresholds=thresholds,
-                           allow_negative_distances=True)
+                           allow_negative_distances=True, allow_asymmetric_distances=True)
     return {"A": out.adjacency, "p": out.payments, "U": out.utilities, "P": out.prices,
             "W": out.welfare, "R": out.remittances, "market": out.market,
             "T": out.thresholds}

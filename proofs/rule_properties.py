@@ -174,7 +174,7 @@ def _ipfl_run(subject, case: RuleCase, honest_outcome):
     slots[case.slot] = _rule(case.behaviour, np.asarray(honest), case.slot)
     return ipfl.clear(base.market, base.D, slots["rule"], payments=slots["payments"],
                       prices=slots["prices"], thresholds=base.thresholds,
-                      time_limit=_limit(case))
+                      allow_asymmetric_distances=True, time_limit=_limit(case))
 
 
 def _same_outcome(a, b) -> bool:

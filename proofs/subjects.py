@@ -93,10 +93,14 @@ class IpflMechanism(_Registered):
         return self.payments if self.payments is not None else (self.remittances or "paper")
 
     def settle(self, market: ipfl.Market, D, *, allow_negative: bool = False,
-               thresholds: str = "exact") -> ipfl.Outcome:
-        """Clear one round with :func:`mechanisms.ipfl.clear`."""
+               allow_asymmetric: bool = True, thresholds: str = "exact") -> ipfl.Outcome:
+        """Clear one round with :func:`mechanisms.ipfl.clear`. ``allow_asymmetric`` is on
+        by default, unlike ``clear``'s: the checker's type spaces draw asymmetric D (row i
+        buyer i's own distance) for half their markets on purpose (:mod:`proofs.typespace`),
+        so the properties are claimed for them too."""
         return ipfl.clear(market, D, self.rule, payments=self.money, prices=self.prices,
-                          thresholds=thresholds, allow_negative_distances=allow_negative)
+                          thresholds=thresholds, allow_negative_distances=allow_negative,
+                          allow_asymmetric_distances=allow_asymmetric)
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,6 +5,8 @@ Its bulk clearing reproduces the built-in rules; these tests hold it to the scal
 counterexample the Hypothesis engine finds.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,12 @@ from proofs.batch import (
     sampler_for,
     settle_batch,
 )
+
+# half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
+# tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
+# the refusal without it)
+_clear = functools.partial(ipfl.clear, allow_asymmetric_distances=True)
+_clear_batch = functools.partial(ipfl.clear_batch, allow_asymmetric_distances=True)
 
 
 @pytest.mark.parametrize("rule", ["box2", "local", "exact"])
@@ -38,7 +46,7 @@ def test_bulk_clearing_matches_the_scalar_clearing(rule, spec):
         for k in range(d.size):
             mk = ipfl.Market(N=N[k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]),
                              true_N=true_N[k])
-            out = ipfl.clear(mk, a["D"][k], rule, allow_negative_distances=spec.negative)
+            out = _clear(mk, a["D"][k], rule, allow_negative_distances=spec.negative)
             assert np.array_equal(bulk["A"][k], out.adjacency)
             np.testing.assert_allclose(bulk["p"][k], out.payments, rtol=1e-9, atol=1e-9)
             np.testing.assert_allclose(bulk["U"][k], out.utilities, rtol=1e-9, atol=1e-9)
@@ -66,7 +74,7 @@ def test_bulk_reference_payments_match_the_scalar_rules(rule, money, spec):
         for k in range(d.size):
             mk = ipfl.Market(N=a["N"][k], c=c[k], K=K[k], lam=float(a["lam"][k]),
                              true_K=a["K"][k])
-            out = ipfl.clear(mk, a["D"][k], rule, payments=money,
+            out = _clear(mk, a["D"][k], rule, payments=money,
                              allow_negative_distances=spec.negative)
             assert np.array_equal(bulk["A"][k], out.adjacency)
             np.testing.assert_allclose(bulk["p"][k], out.payments, rtol=1e-9, atol=1e-9)
@@ -499,7 +507,7 @@ def test_the_cheap_tier_reaches_the_greedy_rescan(monkeypatch):
     assert {c.market.m for c in cases} == {100}
     for c in cases:
         assert np.nanmax(np.where(np.isinf(c.market.c), np.nan, c.market.c)) <= 5 * CHEAP
-        ipfl.clear(c.market, c.D, "local")
+        _clear(c.market, c.D, "local")
     assert sum(rescans) >= 15
     for key in ("local_optimality", "one_path"):
         assert (100, 0.0005) in IPFL_SPECS[key].tiers and IPFL_SPECS[key].cheap == (100,)

@@ -3,6 +3,7 @@ reduction. One implementation for one market and many; IR and budget by construc
 claimed; the checker confirms the truthfulness each family's economics predicts and refutes
 the known-bad variants; rule files load into `fedmarket prove --subject`."""
 
+import functools
 import json
 import sys
 
@@ -22,6 +23,12 @@ from sims.design.families import (
     posted_prices,
     truthful_posted_price,
 )
+
+# half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
+# tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
+# the refusal without it)
+_clear = functools.partial(ipfl.clear, allow_asymmetric_distances=True)
+_clear_batch = functools.partial(ipfl.clear_batch, allow_asymmetric_distances=True)
 
 MARKET = ipfl.Market(N=[400, 500, 600, 300, 800], c=[0.5, 1.0, 0.0, np.inf, 3.0],
                      K=[5e4, 3e4, 0.0, 8e4, 2e5], lam=2.0)
@@ -52,7 +59,7 @@ def test_one_market_and_many_clear_alike(name):
     for g in mk.groups:
         bulk = mech.settle(g["N"], g["c"], g["K"], g["lam"], g["D"])
         for b in range(min(4, g["N"].shape[0])):
-            one = ipfl.clear(ipfl.Market(N=g["N"][b], c=g["c"][b], K=g["K"][b],
+            one = _clear(ipfl.Market(N=g["N"][b], c=g["c"][b], K=g["K"][b],
                                          lam=float(g["lam"][b])), g["D"][b], mech.rule,
                              payments=mech.payments, prices=mech.prices)
             np.testing.assert_array_equal(one.adjacency, bulk["A"][b])
@@ -158,10 +165,10 @@ def test_share_available_at_the_type_space_price_is_truthful_in_all_six():
 
 def test_reserve_and_reduction_do_what_they_say():
     r = ReserveSpace().mechanism([0.5, 0.5, 1.0, 0.8, 0.0])  # sellers with c > 0.8 excluded
-    out = ipfl.clear(MARKET, D, r.rule, payments=r.payments, prices=r.prices)
+    out = _clear(MARKET, D, r.rule, payments=r.payments, prices=r.prices)
     assert not out.adjacency[:, [1, 4]].any() and out.adjacency[:, [0, 2]].any()
     red = ReductionSpace().mechanism([1.0])
-    one = ipfl.clear(MARKET, D, red.rule, payments=red.payments, prices=red.prices)
+    one = _clear(MARKET, D, red.rule, payments=red.payments, prices=red.prices)
     # seller 2 (c 0): candidates 0, 1, 3, 4 (K > 0); the least stand-alone value is excluded
     g = MARKET.gain.value(np.full(5, 600.0), MARKET.K, MARKET.N)
     cand = [0, 1, 3, 4]
@@ -169,7 +176,7 @@ def test_reserve_and_reduction_do_what_they_say():
     assert one.adjacency[:, 2].sum() == 3 and not one.adjacency[low, 2]
     assert one.remittances[one.adjacency[:, 2], 2] == pytest.approx(g[low])
     two = ipfl.Market(N=[400, 500], c=[np.inf, 0.0], K=[5e4, 0.0])  # one candidate: no trade
-    assert not ipfl.clear(two, np.zeros((2, 2)), red.rule, payments=red.payments,
+    assert not _clear(two, np.zeros((2, 2)), red.rule, payments=red.payments,
                           prices=red.prices).adjacency.any()
 
 
@@ -180,7 +187,7 @@ def test_rule_files_of_a_family_load_and_prove(tmp_path, monkeypatch, capsys):
     assert load_space(json.loads(path.read_text())["space"]) == space
     mech = load_rule(path)
     assert mech.rule == "exact"
-    out = ipfl.clear(MARKET, D, mech.rule, payments=mech.payments, prices=mech.prices)
+    out = _clear(MARKET, D, mech.rule, payments=mech.payments, prices=mech.prices)
     np.testing.assert_allclose(out.remittances[out.adjacency],
                                (4.0 + 0.5 * 2.0 * D)[out.adjacency])
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -2,6 +2,7 @@
 bounds from the critical reports where the buyer switches sellers; the frontier marks the
 rules that break IR or run a deficit, and labels absolute and relative regret apart."""
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,12 @@ from sims.design.frontier import (
     regret_floor,
     replace_page_section,
 )
+
+# half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
+# tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
+# the refusal without it)
+_clear = functools.partial(ipfl.clear, allow_asymmetric_distances=True)
+_clear_batch = functools.partial(ipfl.clear_batch, allow_asymmetric_distances=True)
 
 # Held-out market 1,610 of draw_markets(2000, seed=1000) (issue 31): client 1 buys client 0's
 # model and nothing else is traded; as client 0 raises its cost past about 5.07, client 1
@@ -32,7 +39,7 @@ def _sold(cost: float) -> bool:
     """Is client 0's model bought when it reports ``cost`` (one market, ipfl.clear)?"""
     c = SWITCH.c.copy()
     c[0] = cost
-    out = ipfl.clear(SWITCH.replace(c=c), SWITCH_D, "local", payments="paper")
+    out = _clear(SWITCH.replace(c=c), SWITCH_D, "local", payments="paper")
     return bool(out.adjacency[:, 0].any())
 
 
@@ -60,7 +67,7 @@ def test_floor_on_a_switching_market_bounds_from_the_critical_cost():
     """The closed form (m - c - 2 lam (N_j/N_i) d) / 2 assumes the seller stays bought up to
     c_hi = m - lam (N_j/N_i) d (here 186.6); it is not: the buyer switches at c* = 5.07. The
     floor comes from c*, found independently here by scanning single-market clearings."""
-    A = ipfl.clear(SWITCH, SWITCH_D, "local", payments="paper").adjacency
+    A = _clear(SWITCH, SWITCH_D, "local", payments="paper").adjacency
     assert np.argwhere(A).tolist() == [[1, 0]]
     row = regret_floor(markets_from(SWITCH, SWITCH_D)).iloc[0]
     assert row.single_trade and (row.buyer, row.seller) == (1, 0)

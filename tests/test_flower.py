@@ -533,9 +533,16 @@ def test_recheck_catches_a_tampered_round(tmp_path):
     rec["outcome"]["payments"][0] += 1e-3
     rec["distances"][0][1] *= 1.01
     path.write_text(json.dumps(rec))
-    bad = recheck(res["run_dir"], 2).set_index("check")["ok"]
-    assert not bad["ipfl clearing"] and not bad["payments sum to zero"]
-    assert not bad["distances from uploads"]
+    bad = recheck(res["run_dir"], 2).set_index("check")
+    assert not bad["ok"]["ipfl clearing"] and not bad["ok"]["payments sum to zero"]
+    assert not bad["ok"]["distances from uploads"]
+    # the tampered D is no longer symmetric: the clearing refuses it, and the check says so
+    assert "D: is not symmetric: D[0, 1]" in bad["detail"]["ipfl clearing"]
+    rec["distances"][0][1] = rec["distances"][1][0]  # symmetric again: cleared and compared
+    path.write_text(json.dumps(rec))
+    bad = recheck(res["run_dir"], 2).set_index("check")
+    assert not bad["ok"]["ipfl clearing"]  # the payments still differ
+    assert "trades among" in bad["detail"]["ipfl clearing"]
 
 
 def test_node_with_its_own_data_file(tmp_path):

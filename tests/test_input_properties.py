@@ -166,3 +166,15 @@ def test_exact_options_are_checked_whatever_the_rule():
             with pytest.raises(MarketInputError) as info:
                 clear(**kw)
             assert info.value.field == field
+
+
+def test_the_reference_page_states_the_fault_tables_sizes():
+    """docs/reference-proofs.md's printed counts are the tables' (a printed claim, asserted)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "reference-proofs.md").read_text()
+    got = re.search(r"a table of (\d+) iPFL, (\d+) CPL and (\d+) pFedLIA faults", page)
+    assert got is not None
+    assert tuple(map(int, got.groups())) == (len(ip.IPFL_FAULTS), len(ip.CPL_FAULTS),
+                                             len(ip.LIA_FAULTS))

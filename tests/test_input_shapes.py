@@ -1,9 +1,11 @@
 """Inputs (issue 33, part 5). A user's gain is checked for its shape (g(0) = 0, increasing,
 concave) whatever the data amounts N are: the check's grid does not scale with N alone
 (:meth:`mechanisms.gains.Gain.check`), so a convex gain is refused at tiny and at large N
-and a concave one, however it is written, is accepted at every N. An asymmetric D is valid
-input (d_ij is buyer i's distance to j's model, e.g. a divergence): the library and
-``fedmarket clear`` clear it as given, alike."""
+and a concave one, however it is written, is accepted at every N. An asymmetric D is refused
+in one line naming D and the first pair that differs, by the library and ``fedmarket clear``
+alike, unless allowed on purpose (``allow_asymmetric_distances=True``,
+``--allow-asymmetric-distances``: d_ij is buyer i's distance to j's model, e.g. a
+divergence), when it is cleared as given."""
 
 import numpy as np
 import pytest
@@ -92,9 +94,10 @@ def test_the_other_shape_checks_still_hold():
             _check(lambda x, K, N: -K * np.log1p(x / N), N)
 
 
-# an asymmetric D (issue 33, part 5): valid input. d_ij is buyer i's d(theta_i, theta_j)
-# (the paper's Eq. 6 term in i's objective); nothing in the mechanism uses d_ij = d_ji. The
-# library and the command line accept it alike, validated in one place (check_distances).
+# an asymmetric D (issue 33, part 5): refused by default (more often a transposed or
+# half-filled matrix than a divergence), cleared as given on purpose. d_ij is buyer i's
+# d(theta_i, theta_j) (the paper's Eq. 6 term in i's objective). Validated in one place
+# (check_distances) for the library and the command line.
 
 
 def _market_file(tmp_path, D):
@@ -110,41 +113,74 @@ MARKET = ipfl.Market(N=[100, 200, 300], c=[0.1, 0.2, 0.1], K=[1e4, 1e4, 1e4], la
 SYMMETRIC = [[0, 0.1, 0.3], [0.1, 0, 0.2], [0.3, 0.2, 0]]
 # buyer 2 finds client 1's model far from its own (a divergence), client 1 finds 2's close
 ASYMMETRIC = [[0, 0.1, 0.3], [0.1, 0, 0.2], [0.3, 2.0, 0]]
+REFUSED = r"^D: is not symmetric: D\[1, 2\] = 0.2 but D\[2, 1\] = 2.0; pass allow_asymmetric"
 
 
-def test_an_asymmetric_D_is_cleared_as_given_row_i_being_buyer_i_s():
+def test_an_asymmetric_D_is_refused_by_default_in_one_line_naming_D_and_the_pair():
+    with pytest.raises(MarketInputError, match=REFUSED) as err:
+        ipfl.clear(MARKET, ASYMMETRIC)
+    assert "\n" not in str(err.value)
+    with pytest.raises(MarketInputError, match=REFUSED.replace("D\\[", "D\\[1\\]\\[")):
+        ipfl.clear_batch(ipfl.MarketArrays.from_markets([MARKET, MARKET]),
+                         [SYMMETRIC, ASYMMETRIC])
+    with pytest.raises(MarketInputError, match=r"^allow_asymmetric_distances: is 'yes'"):
+        ipfl.clear(MARKET, ASYMMETRIC, allow_asymmetric_distances="yes")
+
+
+def test_an_asymmetric_D_is_cleared_as_given_on_purpose_row_i_being_buyer_i_s():
     """Buyer i's selection and the remittances it sends read row i of D only: raising
     d_21 alone changes buyer 2's purchases and nobody else's."""
     sym = ipfl.clear(MARKET, SYMMETRIC)
-    asym = ipfl.clear(MARKET, ASYMMETRIC)
+    asym = ipfl.clear(MARKET, ASYMMETRIC, allow_asymmetric_distances=True)
+    assert asym.options["allow_asymmetric_distances"] is True
+    assert asym.reclear().adjacency.tolist() == asym.adjacency.tolist()  # the option kept
     assert sym.adjacency[2, 1] and not asym.adjacency[2, 1]  # the far model is not bought
     assert np.array_equal(sym.adjacency[:2], asym.adjacency[:2])  # rows 0 and 1 unchanged
     assert np.allclose(sym.remittances[:2], asym.remittances[:2], atol=1e-12)
     # the transpose is another market: buyer 1 now sees 2's model as far
-    assert not ipfl.clear(MARKET, np.transpose(ASYMMETRIC)).adjacency[1, 2]
+    assert not ipfl.clear(MARKET, np.transpose(ASYMMETRIC),
+                          allow_asymmetric_distances=True).adjacency[1, 2]
     # the batch engine the same, market by market
     batch = ipfl.clear_batch(ipfl.MarketArrays.from_markets([MARKET, MARKET]),
-                             [SYMMETRIC, ASYMMETRIC])
+                             [SYMMETRIC, ASYMMETRIC], allow_asymmetric_distances=True)
     assert np.array_equal(batch.adjacency[1], asym.adjacency)
     assert np.allclose(batch.payments[1], asym.payments, atol=1e-12)
 
 
-def test_fedmarket_clear_clears_an_asymmetric_D_as_the_library_does(tmp_path, capsys):
+def test_the_symmetry_check_tolerates_rounding_only():
+    from mechanisms.errors import SYMMETRY_RTOL
+
+    theta = np.random.default_rng(0).standard_normal((30, 500))
+    m = 30
+    mk = ipfl.Market(N=[100] * m, c=[0.1] * m, K=[1e4] * m, lam=1.0)
+    for metric in ("l2sq", "cosine"):  # distances the toolkit computes pass as they are
+        ipfl.clear(mk, ipfl.pairwise_distances(theta, metric, reference=theta[0] * 0.1))
+    D = np.array(SYMMETRIC, dtype=float)
+    D[0, 1] *= 1 + 0.5 * SYMMETRY_RTOL  # rounding: accepted
+    ipfl.clear(MARKET, D)
+    D[0, 1] = 0.1 + 10 * SYMMETRY_RTOL * 0.3  # beyond it (0.3 is the largest d): refused
+    with pytest.raises(MarketInputError, match=r"^D: is not symmetric: D\[0, 1\]"):
+        ipfl.clear(MARKET, D)
+
+
+def test_fedmarket_clear_refuses_an_asymmetric_D_and_clears_it_on_purpose(tmp_path, capsys):
     import pandas as pd
 
     from sims.cli import main
 
+    assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fedmarket: error: D: is not symmetric: "
+                                               "D[1, 2] = 0.2 but D[2, 1] = 2.0"), err
+    assert "--allow-asymmetric-distances" in err[0]
     csv = tmp_path / "out.csv"
     assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet",
-                 "--csv", str(csv)]) == 0
+                 "--allow-asymmetric-distances", "--csv", str(csv)]) == 0
     assert capsys.readouterr().err == ""
     df = pd.read_csv(csv)
-    assert np.allclose(df["payment"], ipfl.clear(MARKET, ASYMMETRIC).payments, atol=1e-9)
-    # the flag that once opted in is gone: one line from argparse, nothing cleared
-    assert main(["clear", _market_file(tmp_path, ASYMMETRIC), "--quiet",
-                 "--allow-asymmetric-distances"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unrecognized arguments: --allow-asymmetric-distances" in err[0]
+    want = ipfl.clear(MARKET, ASYMMETRIC, allow_asymmetric_distances=True).payments
+    assert np.allclose(df["payment"], want, atol=1e-9)
+    assert main(["clear", _market_file(tmp_path, SYMMETRIC), "--quiet"]) == 0
 
 
 @pytest.mark.parametrize("D, field_text", [

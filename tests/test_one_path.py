@@ -4,12 +4,20 @@ exact's enumeration / dynamic programme / branch-and-bound, VCG's pivot by enume
 search) the declared property ``one_path`` holds them to each other and rejects a broken one.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
 from mechanisms import cpl, ipfl
 from mechanisms.ipfl import rules, selection
 from proofs import PROPERTIES, SUBJECTS, check
+
+# half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
+# tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
+# the refusal without it)
+_clear = functools.partial(ipfl.clear, allow_asymmetric_distances=True)
+_clear_batch = functools.partial(ipfl.clear_batch, allow_asymmetric_distances=True)
 
 ENGINES = ["batch", "hypothesis"]
 
@@ -32,9 +40,9 @@ def test_clear_is_the_batch_of_one_of_clear_batch(rule, payments):
     markets = [_market(s) for s in range(5)]
     batch = ipfl.MarketArrays.from_markets([mk for mk, _ in markets])
     D = np.stack([d for _, d in markets])
-    many = ipfl.clear_batch(batch, D, rule, payments=payments)
+    many = _clear_batch(batch, D, rule, payments=payments)
     for k, (mk, d) in enumerate(markets):
-        one = ipfl.clear(mk, d, rule, payments=payments)
+        one = _clear(mk, d, rule, payments=payments)
         assert np.array_equal(one.adjacency, many.adjacency[k])
         assert np.array_equal(one.payments, many.payments[k])
         assert np.array_equal(one.utilities, many.utilities[k])
@@ -44,25 +52,25 @@ def test_exact_in_bulk_reports_its_methods_and_gaps_per_buyer():
     """A batch mixing buyers with few candidates (enumerated together) and with many (the
     dynamic programme): the methods and gaps come back per buyer, as one market's."""
     small = [_market(s, 6) for s in range(3)]
-    out = ipfl.clear_batch(ipfl.MarketArrays.from_markets([mk for mk, _ in small]),
+    out = _clear_batch(ipfl.MarketArrays.from_markets([mk for mk, _ in small]),
                            np.stack([d for _, d in small]), "exact")
     assert out.exact_methods.shape == (3, 6) and out.exact_gap.shape == (3, 6)
     assert set(out.exact_methods.ravel()) <= {"enumeration", "none"}
     big, D = _market(0, 24)
     big = big.replace(c=np.full(24, 1e-3), lam=0.0)
-    one = ipfl.clear(big, D, "exact")
+    one = _clear(big, D, "exact")
     assert one.exact_methods.get("dp", 0) > 0 and one.exact_gap == 0.0
 
 
 def test_vcg_pivots_agree_and_auto_picks_by_size():
     mk, D = _market(3, 8)
-    A = ipfl.clear(mk, D, "exact").adjacency
+    A = _clear(mk, D, "exact").adjacency
     p = {pivot: ipfl.vcg_payments(mk, A, D, pivot=pivot)
          for pivot in ("auto", "enumeration", "search")}
     np.testing.assert_allclose(p["enumeration"], p["search"], rtol=1e-9, atol=1e-9)
     assert np.array_equal(p["auto"], p["enumeration"])
     big, Db = _market(4, rules.VCG_ENUMERATION_MAX + 1)
-    Ab = ipfl.clear(big, Db, "exact").adjacency
+    Ab = _clear(big, Db, "exact").adjacency
     assert np.array_equal(ipfl.vcg_payments(big, Ab, Db),
                           ipfl.vcg_payments(big, Ab, Db, pivot="search"))
     with pytest.raises(ipfl.MarketInputError, match=r"^pivot:"):

@@ -1,5 +1,6 @@
 """Selection rules: exact is a global optimum, local satisfies Eq. 11, Box 2 sometimes does not."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -10,6 +11,12 @@ from hypothesis import strategies as st
 from mechanisms import ipfl
 from proofs.oracle.ipfl import market_greedy
 from proofs.strategies import ipfl_instances
+
+# half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
+# tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
+# the refusal without it)
+_clear = functools.partial(ipfl.clear, allow_asymmetric_distances=True)
+_clear_batch = functools.partial(ipfl.clear_batch, allow_asymmetric_distances=True)
 
 
 def brute_force_phi(market, P):
@@ -33,7 +40,7 @@ def brute_force_phi(market, P):
 @given(ipfl_instances(max_m=6))
 def test_exact_is_global_optimum(inst):
     market, D = inst
-    out = ipfl.clear(market, D, rule="exact")
+    out = _clear(market, D, rule="exact")
     got = ipfl.phi(market, out.prices, out.adjacency)
     np.testing.assert_allclose(got, brute_force_phi(market, out.prices), rtol=1e-9, atol=1e-9)
 
@@ -42,8 +49,8 @@ def test_exact_is_global_optimum(inst):
 @given(inst=ipfl_instances(min_m=3, max_m=9, pure_roles=False))
 def test_exact_methods_agree(method, inst):
     market, D = inst
-    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
-    out = ipfl.clear(market, D, rule="exact", exact_method=method)
+    ref = _clear(market, D, rule="exact", exact_method="enumeration")
+    out = _clear(market, D, rule="exact", exact_method=method)
     np.testing.assert_allclose(
         ipfl.phi(market, out.prices, out.adjacency),
         ipfl.phi(market, ref.prices, ref.adjacency),
@@ -56,9 +63,9 @@ def test_exact_methods_agree(method, inst):
 @given(ipfl_instances(max_m=8))
 def test_local_satisfies_eq11_and_never_beats_exact(inst):
     market, D = inst
-    loc = ipfl.clear(market, D, rule="local")
+    loc = _clear(market, D, rule="local")
     assert len(ipfl.eq11_violations(market, loc.prices, loc.adjacency)) == 0
-    ex = ipfl.clear(market, D, rule="exact")
+    ex = _clear(market, D, rule="exact")
     assert (
         ipfl.phi(market, ex.prices, ex.adjacency)
         <= ipfl.phi(market, loc.prices, loc.adjacency) + 1e-9
@@ -78,7 +85,7 @@ def test_greedy_rules_match_scalar_reference(inst):
     market, D = inst
     for rule in ("box2", "local"):
         np.testing.assert_array_equal(
-            ipfl.clear(market, D, rule=rule).adjacency, np.array(market_greedy(market, D, rule))
+            _clear(market, D, rule=rule).adjacency, np.array(market_greedy(market, D, rule))
         )
 
 
@@ -98,7 +105,7 @@ def test_exact_beats_greedy_somewhere():
                          lam=rng.uniform(0, 5))
         D = rng.uniform(0, 2, (m, m))
         np.fill_diagonal(D, 0)
-        loc, ex = ipfl.clear(mk, D, rule="local"), ipfl.clear(mk, D, rule="exact")
+        loc, ex = _clear(mk, D, rule="local"), _clear(mk, D, rule="exact")
         gap = ipfl.phi(mk, loc.prices, loc.adjacency) - ipfl.phi(mk, ex.prices, ex.adjacency)
         if (gap > 1e-6).any():
             found = True
@@ -118,8 +125,8 @@ def test_exact_dp_at_m_100(seed):
                      K=rng.uniform(1e4, 2e5, m), lam=1.0)
     D = rng.uniform(0, 1, (m, m))
     np.fill_diagonal(D, 0)
-    dp = ipfl.clear(mk, D, rule="exact", exact_method="dp")
-    loc = ipfl.clear(mk, D, rule="local")
+    dp = _clear(mk, D, rule="exact", exact_method="dp")
+    loc = _clear(mk, D, rule="local")
     assert set(dp.exact_methods) <= {"dp", "none"}
     phi_dp = ipfl.phi(mk, dp.prices, dp.adjacency)
     assert (phi_dp <= ipfl.phi(mk, loc.prices, loc.adjacency) + 1e-9).all()
@@ -137,9 +144,9 @@ def _dense_market(m, seed=0):
 def test_branch_and_bound_has_no_depth_limit_and_proves_optimality():
     # 400 candidates per buyer: the recursive search died at ~1,000; this one is iterative
     market, D = _dense_market(400)
-    out = ipfl.clear(market, D, rule="exact")
+    out = _clear(market, D, rule="exact")
     assert out.exact_methods == {"branch-and-bound": 400} and out.exact_gap == 0.0
-    loc = ipfl.clear(market, D, rule="local")
+    loc = _clear(market, D, rule="local")
     assert (ipfl.phi(market, out.prices, out.adjacency)
             <= ipfl.phi(market, loc.prices, loc.adjacency) + 1e-12).all()
 
@@ -147,8 +154,8 @@ def test_branch_and_bound_has_no_depth_limit_and_proves_optimality():
 @given(ipfl_instances(min_m=4, max_m=9, pure_roles=False), st.integers(1, 4))
 def test_branch_and_bound_stopped_early_reports_a_true_gap(inst, limit):
     market, D = inst
-    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
-    out = ipfl.clear(market, D, rule="exact", exact_method="branch-and-bound",
+    ref = _clear(market, D, rule="exact", exact_method="enumeration")
+    out = _clear(market, D, rule="exact", exact_method="branch-and-bound",
                      exact_node_limit=limit)
     found = ipfl.phi(market, out.prices, out.adjacency).sum()
     best = ipfl.phi(market, ref.prices, ref.adjacency).sum()
@@ -162,9 +169,9 @@ def test_time_limit_zero_keeps_local_and_reports_a_true_gap(inst):
     # a time budget already spent: no buyer is searched, each keeps the local rule's choice
     # and the gap proven by the relaxation bound of its whole sub-problem
     market, D = inst
-    ref = ipfl.clear(market, D, rule="exact", exact_method="enumeration")
-    out = ipfl.clear(market, D, rule="exact", exact_time_limit=0.0)
-    loc = ipfl.clear(market, D, rule="local")
+    ref = _clear(market, D, rule="exact", exact_method="enumeration")
+    out = _clear(market, D, rule="exact", exact_time_limit=0.0)
+    loc = _clear(market, D, rule="local")
     np.testing.assert_array_equal(out.adjacency, loc.adjacency)
     assert set(out.exact_methods) <= {"time-limit", "none"}
     assert out.exact_stopped == ("time-limit" if "time-limit" in out.exact_methods else "")
@@ -182,11 +189,11 @@ def test_time_limit_stops_inside_a_search_with_a_proven_gap(monkeypatch):
     from mechanisms.ipfl import selection
 
     market, D = _dense_market(40)  # the local rule is not optimal here
-    ref = ipfl.clear(market, D, rule="exact")
+    ref = _clear(market, D, rule="exact")
     assert ref.exact_gap == 0.0 and ref.exact_stopped == ""
     ticks = iter(range(10**9))
     monkeypatch.setattr(selection.time, "monotonic", lambda: float(next(ticks)))
-    out = ipfl.clear(market, D, rule="exact", exact_time_limit=40.0)
+    out = _clear(market, D, rule="exact", exact_time_limit=40.0)
     monkeypatch.undo()
     assert out.exact_stopped == "time-limit"
     assert out.exact_methods.get("branch-and-bound", 0) >= 1
@@ -201,14 +208,14 @@ def test_time_limit_stops_inside_a_search_with_a_proven_gap(monkeypatch):
 
 def test_node_limit_reports_which_limit_stopped_it():
     market, D = _dense_market(60)
-    out = ipfl.clear(market, D, rule="exact", exact_node_limit=1)
+    out = _clear(market, D, rule="exact", exact_node_limit=1)
     assert out.exact_stopped == "node-limit" and out.exact_gap > 0
 
 
 def test_progress_reaches_every_buyer_under_a_time_limit():
     market, D = _dense_market(30)
     calls = []
-    ipfl.clear(market, D, rule="exact", exact_time_limit=0.0,
+    _clear(market, D, rule="exact", exact_time_limit=0.0,
                progress=lambda d, t: calls.append((d, t)))
     buyers = int((market.K > 0).sum())
     assert calls[0] == (0, buyers) and calls[-1] == (buyers, buyers)

@@ -198,14 +198,22 @@ def _recheck(run_dir, server_round, atol):
                                  K=np.asarray(r["K"]), lam=rec["lam"],
                                  true_N=true.get("N"), true_c=true.get("c"),
                                  true_K=true.get("K"))
-            out = ipfl.clear(market, D, rule=rec["rule"])
             want = rec["outcome"]
-            same_adj = np.array_equal(out.adjacency.astype(int), np.asarray(want["adjacency"]))
-            same_pay = np.allclose(out.payments, want["payments"], rtol=1e-9, atol=atol)
-            add(t, "ipfl clearing", same_adj and same_pay,
-                f"{int(out.adjacency.sum())} trades among {len(rec['participants'])}")
-            same_u = np.allclose(out.utilities, want["utilities"], rtol=1e-9, atol=atol)
-            add(t, "ipfl utilities", same_u, "realised: true N, c, K" if true else "reported")
+            try:  # the server cleared a D computed from the uploads (symmetric); a stored D
+                # the clearing refuses (asymmetric, negative: tampered) fails the check
+                out = ipfl.clear(market, D, rule=rec["rule"])
+            except ipfl.MarketInputError as err:
+                add(t, "ipfl clearing", False, f"the stored round does not clear: {err}")
+                add(t, "ipfl utilities", False, "not cleared")
+            else:
+                same_adj = np.array_equal(out.adjacency.astype(int),
+                                          np.asarray(want["adjacency"]))
+                same_pay = np.allclose(out.payments, want["payments"], rtol=1e-9, atol=atol)
+                add(t, "ipfl clearing", same_adj and same_pay,
+                    f"{int(out.adjacency.sum())} trades among {len(rec['participants'])}")
+                same_u = np.allclose(out.utilities, want["utilities"], rtol=1e-9, atol=atol)
+                add(t, "ipfl utilities", same_u,
+                    "realised: true N, c, K" if true else "reported")
             total = float(np.sum(want["payments"]))
             add(t, "payments sum to zero", abs(total) <= atol * max(1.0, np.abs(
                 want["payments"]).max()), f"sum {total:.3g}")

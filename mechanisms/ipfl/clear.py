@@ -245,6 +245,7 @@ def clear(
     exact_node_limit: int = selection.NODE_LIMIT,
     exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
+    allow_asymmetric_distances: bool = False,
     progress: Callable[[int, int], None] | None = None,
     time_limit: float | None = None,
 ) -> Outcome:
@@ -254,11 +255,14 @@ def clear(
     ----------
     market : the reported (and true) types.
     D : (m, m) model distances d_ij, zero diagonal, non-negative unless
-        ``allow_negative_distances`` (individual rationality needs d >= 0). Row i is buyer
-        i's: d_ij = d(theta_i, theta_j), the difference of j's model from i's in i's
-        objective (Eq. 6's term lam (N_j/N_i) d(theta_i, theta_j)), so ``D`` need not be
-        symmetric (a divergence, d_ij != d_ji, is valid) and is used as given: buyer i's
-        selection and the remittances it sends read row i only. Validated by
+        ``allow_negative_distances`` (individual rationality needs d >= 0), symmetric up to
+        rounding unless ``allow_asymmetric_distances``. Row i is buyer i's: d_ij =
+        d(theta_i, theta_j), the difference of j's model from i's in i's objective (Eq. 6's
+        term lam (N_j/N_i) d(theta_i, theta_j)), so an asymmetric ``D`` (a divergence,
+        d_ij != d_ji) is meaningful, and with ``allow_asymmetric_distances=True`` it is
+        used as given: buyer i's selection and the remittances it sends read row i only.
+        Without it an asymmetric ``D`` is refused in one line naming the first pair that
+        differs (more often a mistake: a transposed or half-filled matrix). Validated by
         :meth:`Market.check_distances`, the one check of ``D`` (``fedmarket clear`` too).
     rule : selection: "box2" (the paper as printed), "local" (skip failures; satisfies
         Eq. 11), "exact" (a global minimiser of Eq. 10 per buyer), "share-all" (everyone
@@ -308,11 +312,12 @@ def clear(
     if not isinstance(market, Market):
         raise MarketInputError("market", f"must be an ipfl.Market, got {type(market).__name__}")
     _check_options(progress, allow_negative_distances, thresholds, exact_method,
-                   exact_node_limit, exact_time_limit)
+                   exact_node_limit, exact_time_limit, allow_asymmetric_distances)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
-    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
+    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances,
+                                        allow_asymmetric=allow_asymmetric_distances),
                   np.float64)
     out = within(time_limit, _clear, MarketArrays.of(market), D[None], (rule_label, rule_fn),
                  (pay_label, pay_fn), (price_label, price_fn), thresholds,
@@ -358,6 +363,7 @@ def clear(
         options={"thresholds": thresholds, "exact_method": exact_method,
                  "exact_node_limit": exact_node_limit, "exact_time_limit": exact_time_limit,
                  "allow_negative_distances": allow_negative_distances,
+                 "allow_asymmetric_distances": allow_asymmetric_distances,
                  "time_limit": time_limit},
     )
 
@@ -366,10 +372,11 @@ _GREEDY = {"box2": "greedy-stop", "local": "greedy-skip"}
 
 
 def _check_options(progress, allow_negative, thresholds, exact_method, node_limit,
-                   exact_time_limit) -> None:
+                   exact_time_limit, allow_asymmetric=False) -> None:
     """The options of :func:`clear` and :func:`clear_batch`, whatever the rule (an exact
     option given to a greedy rule is still checked): ``progress`` a function or None;
-    ``allow_negative_distances`` a bool (the text "no" would otherwise read as yes); the
+    ``allow_negative_distances`` and ``allow_asymmetric_distances`` bools (the text "no"
+    would otherwise read as yes); the
     threshold mode; the exact rule's method, node limit (an integer >= 1) and time limit
     (None or >= 0)."""
     if thresholds not in MODES:
@@ -385,9 +392,10 @@ def _check_options(progress, allow_negative, thresholds, exact_method, node_limi
     if progress is not None and not callable(progress):
         raise MarketInputError("progress", f"is {progress!r}; must be a function "
                                            "progress(done, total), or None")
-    if not isinstance(allow_negative, bool | np.bool_):
-        raise MarketInputError("allow_negative_distances", f"is {allow_negative!r}; must be "
-                                                           "True or False")
+    for name, flag in (("allow_negative_distances", allow_negative),
+                       ("allow_asymmetric_distances", allow_asymmetric)):
+        if not isinstance(flag, bool | np.bool_):
+            raise MarketInputError(name, f"is {flag!r}; must be True or False")
 
 
 # ----------------------------------------------------------------------------------------
@@ -469,6 +477,7 @@ def clear_batch(
     exact_node_limit: int = selection.NODE_LIMIT,
     exact_time_limit: float | None = None,
     allow_negative_distances: bool = False,
+    allow_asymmetric_distances: bool = False,
     progress: Callable[[int, int], None] | None = None,
     time_limit: float | None = None,
 ) -> OutcomeBatch:
@@ -479,7 +488,7 @@ def clear_batch(
     every market at once, "share-all"), money ("paper": Eq. 12 remittances and Eq. 13
     payments; "vcg", "shapley", "cost-plus", "none"), then gains, sharing costs, utilities
     (Eq. 3) and welfare (Eq. 5) on the true types. The options are :func:`clear`'s
-    (``time_limit`` included; ``D`` (..., m, m) need not be symmetric, as there).
+    (``time_limit`` and ``allow_asymmetric_distances`` included; ``D`` is (..., m, m)).
     Rules of your own must be written over arrays and marked
     :func:`over_arrays`; they receive copies of the MarketArrays and read-only copies of the
     arrays. Market by market, the outcome equals :func:`clear`'s
@@ -500,14 +509,15 @@ def clear_batch(
         raise MarketInputError("market", f"must be an ipfl.MarketArrays, got "
                                          f"{type(market).__name__}")
     _check_options(progress, allow_negative_distances, thresholds, exact_method,
-                   exact_node_limit, exact_time_limit)
+                   exact_node_limit, exact_time_limit, allow_asymmetric_distances)
     rule_label, rule_fn = rules.resolve("rule", rule)
     pay_label, pay_fn = rules.resolve("payments", payments)
     price_label, price_fn = rules.resolve("prices", prices)
     rule_fn = _bulk_function("rule", rule_label, rule_fn)
     pay_fn = _bulk_function("payments", pay_label, pay_fn)
     price_fn = _bulk_function("prices", price_label, price_fn)
-    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances),
+    D = read_only(market.check_distances(D, allow_negative=allow_negative_distances,
+                                        allow_asymmetric=allow_asymmetric_distances),
                   np.float64)
     return within(time_limit, _clear, market, D, (rule_label, rule_fn), (pay_label, pay_fn),
                   (price_label, price_fn), thresholds,

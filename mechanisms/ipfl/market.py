@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MarketInputError, as_floats, as_matrix, as_real, as_vector
+from ..errors import MarketInputError, as_floats, as_matrix, as_real, as_vector, check_symmetric
 from ..gains import Gain, LogGain, PowerGain, SqrtGain, as_gain
+
+# how an asymmetric D is accepted on purpose (the refusal's last words)
+ASYMMETRY_HINT = ("pass allow_asymmetric_distances=True (fedmarket clear: "
+                  "--allow-asymmetric-distances) if row i is buyer i's own distance, e.g. a "
+                  "divergence")
 
 __all__ = ["Market", "MarketArrays", "model_difference", "over_arrays", "paper_prices_arrays",
            "read_only"]
@@ -179,11 +184,18 @@ class Market:
         fields.update(changes)
         return Market(**fields)
 
-    def check_distances(self, D, *, allow_negative: bool = False) -> np.ndarray:
-        """Validate a distance matrix for this market (shape, finite, zero diagonal, sign).
-        Symmetry is not required: d_ij is buyer i's distance to j's model (a divergence is
-        valid input)."""
-        return as_matrix("D", D, self.m, allow_negative=allow_negative)
+    def check_distances(self, D, *, allow_negative: bool = False,
+                        allow_asymmetric: bool = False) -> np.ndarray:
+        """Validate a distance matrix for this market: shape, finite, zero diagonal, sign,
+        then symmetry (d_ij = d_ji up to rounding, :func:`mechanisms.errors.check_symmetric`)
+        unless ``allow_asymmetric``: row i is buyer i's (d_ij = d(theta_i, theta_j) in i's
+        objective), so a divergence, d_ij != d_ji, is valid on purpose; refused by default
+        because an asymmetric D is far more often a mistake (a transposed or half-filled
+        matrix) than a divergence."""
+        arr = as_matrix("D", D, self.m, allow_negative=allow_negative)
+        if not allow_asymmetric:
+            check_symmetric("D", arr, hint=ASYMMETRY_HINT)
+        return arr
 
     def prices(self, D) -> np.ndarray:
         """Price of seller j for buyer i: P_ij = c_j + lam (N_j/N_i) d_ij (reported values).
@@ -323,9 +335,11 @@ class MarketArrays:
         """Eq. 10 prices of every market (:func:`paper_prices_arrays`)."""
         return paper_prices_arrays(self.N, self.c, self.lam, D)
 
-    def check_distances(self, D, *, allow_negative: bool = False) -> np.ndarray:
+    def check_distances(self, D, *, allow_negative: bool = False,
+                        allow_asymmetric: bool = False) -> np.ndarray:
         """Validate a batch of distance matrices (..., m, m): shape, finite, zero diagonal,
-        sign (symmetry is not required, as in :meth:`Market.check_distances`)."""
+        sign, then symmetry unless ``allow_asymmetric`` (see :meth:`Market.check_distances`;
+        the error names the market of the batch and the pair)."""
         arr = as_floats("D", D)
         want = (*self.shape, self.m, self.m)
         if arr.shape != want:
@@ -337,4 +351,6 @@ class MarketArrays:
         if not allow_negative and (arr < 0).any():
             raise MarketInputError("D", "holds a negative distance; distances must be >= 0 "
                                         "(pass allow_negative_distances=True on purpose)")
+        if not allow_asymmetric:
+            check_symmetric("D", arr, hint=ASYMMETRY_HINT)
         return arr

@@ -52,6 +52,9 @@ def add_parser(sub, full: bool = False) -> None:
                         "(default: no limit)")
     p.add_argument("--allow-negative-distances", action="store_true",
                    help="accept d_ij < 0 on purpose (individual rationality needs d >= 0)")
+    p.add_argument("--allow-asymmetric-distances", action="store_true",
+                   help="clear a D with d_ij != d_ji as given, row i being buyer i's own "
+                        "distance (e.g. a divergence); refused otherwise, in one line")
     p.add_argument("--csv", type=Path, default=None,
                    help="also write the table as CSV (default: print only)")
     add_quiet(p)
@@ -117,6 +120,7 @@ def run(args) -> int:
                    exact_node_limit=args.exact_node_limit,
                    exact_time_limit=args.exact_time_limit,
                    allow_negative_distances=args.allow_negative_distances,
+                   allow_asymmetric_distances=args.allow_asymmetric_distances,
                    time_limit=args.time_limit)
     with progress_reporter("exact selection: buyers", quiet=args.quiet or args.rule != "exact",
                            every=args.progress_every) as progress:

@@ -63,7 +63,8 @@ class Mechanism:
         """Clear a batch with :func:`mechanisms.ipfl.clear_batch`; the dict of arrays
         :func:`proofs.batch.misreports_batch` reads (adjacency, payments, utilities)."""
         out = clear_batch(MarketArrays(N, c, K, lam, true_N, true_c, true_K), D, self.rule,
-                          payments=self.payments, prices=self.prices)
+                          payments=self.payments, prices=self.prices,
+                          allow_asymmetric_distances=True)  # the type space's D
         return {"A": out.adjacency, "p": out.payments, "U": out.utilities}
 
 
