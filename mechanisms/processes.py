@@ -11,6 +11,8 @@ programs), so that killing a command (kill -9, SIGTERM, SIGINT) leaves no orphan
 * :func:`stop_pool` ends a ``ProcessPoolExecutor`` now (an error or Ctrl-C in the parent):
   waiting tasks are cancelled and running workers terminated, instead of ``shutdown``
   waiting for every queued task to finish.
+* :func:`ctrl_c_between_steps`: while a pool runs, Ctrl-C sets a flag that the pool loop
+  turns into ``KeyboardInterrupt`` at a safe point (not inside concurrent.futures' locks).
 
 Once a pool's workers are gone, the multiprocessing resource tracker (started for spawned
 pools) reads end-of-file on its pipe and exits by itself.
@@ -21,13 +23,15 @@ start pools from a thread that outlives them (the main thread, as every command 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
 
-__all__ = ["die_with_parent", "kill_with_parent", "pool_worker", "stop_pool", "to_parent"]
+__all__ = ["ctrl_c_between_steps", "die_with_parent", "kill_with_parent", "pool_worker",
+           "stop_pool", "to_parent"]
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -143,3 +147,28 @@ def stop_pool(pool) -> None:
     writer = getattr(results, "_writer", None)  # only the workers write to it
     if writer is not None:
         writer.close()
+
+
+@contextlib.contextmanager
+def ctrl_c_between_steps():
+    """While a process pool runs: Ctrl-C (SIGINT) only sets a flag, which the pool loop reads
+    every 0.2 s and turns into KeyboardInterrupt there (then :func:`stop_pool`). Raised
+    asynchronously, it could land inside concurrent.futures' own bookkeeping (``wait``
+    acquires every future's lock in turn; an interrupt between two acquisitions leaves locks
+    held, and the pool's manager thread, which Python joins before it exits, then waits on
+    one forever). Yields ``interrupted()``. Only in the main thread, and only where SIGINT is
+    not ignored (a background job keeps ignoring it); elsewhere ``interrupted()`` is always
+    False. Used by the sweep's and ``reproduce``'s pool and by ``prove --jobs``."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    old = signal.getsignal(signal.SIGINT)
+    if old in (signal.SIG_IGN, None):
+        yield lambda: False
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield lambda: bool(got)
+    finally:
+        signal.signal(signal.SIGINT, old)

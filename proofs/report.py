@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from mechanisms.processes import pool_worker, stop_pool, to_parent
+from mechanisms.processes import ctrl_c_between_steps, pool_worker, stop_pool, to_parent
 
 from .checker import DRAW_FACTOR, CheckerInputError, Report, check_exhaustive
 from .contract import FALSIFY_FACTOR, VACUOUS, contract_check
@@ -169,12 +169,16 @@ def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
     with single_threaded_children(), \
             ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
                                 initializer=pool_worker,
-                                initargs=(os.getpid(), steps)) as pool:
-        futures = {(pool.submit(fn, *task) if step is None else
-                    pool.submit(_reporting, fn, i, *task)): i for i, task in enumerate(tasks)}
+                                initargs=(os.getpid(), steps)) as pool, \
+            ctrl_c_between_steps() as interrupted:
         try:
+            futures = {(pool.submit(fn, *task) if step is None else
+                        pool.submit(_reporting, fn, i, *task)): i
+                       for i, task in enumerate(tasks)}
             pending = set(futures)
             while pending:
+                if interrupted():
+                    raise KeyboardInterrupt
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 drain()
                 for future in finished:

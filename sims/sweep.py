@@ -18,7 +18,6 @@ stored atomically in an on-disk SQLite store as it finishes.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import functools
@@ -27,8 +26,6 @@ import itertools
 import json
 import math
 import os
-import signal
-import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterable
@@ -47,7 +44,7 @@ from mechanisms.errors import (
     as_real,
     as_seed,
 )
-from mechanisms.processes import die_with_parent, stop_pool
+from mechanisms.processes import ctrl_c_between_steps, die_with_parent, stop_pool
 
 from .errors import CellFailed, CellTimedOut, SpecError, StoreError
 from .results import jsonable, read_text, versions
@@ -445,31 +442,6 @@ class _FolderLock:
 _STEPS = None  # in a process-pool worker: the queue its cells' CellSteps go to
 
 
-@contextlib.contextmanager
-def _ctrl_c_between_steps():
-    """While a process pool runs: Ctrl-C (SIGINT) only sets a flag, which the pool loop reads
-    every 0.2 s and turns into KeyboardInterrupt there. Raised asynchronously, it could land
-    inside concurrent.futures' own bookkeeping (``wait`` acquires every future's lock in
-    turn; an interrupt between two acquisitions leaves locks held) and the pool's shutdown
-    then waits forever: seen once in a full test run (test_reproduce_pool_dies_with_its_parent
-    [sigint], the command still running 30 s after Ctrl-C). Yields ``interrupted()``. Only in
-    the main thread, and only where SIGINT is not ignored (a background job keeps ignoring
-    it); elsewhere ``interrupted()`` is always False."""
-    got: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    old = signal.getsignal(signal.SIGINT)
-    if old in (signal.SIG_IGN, None):
-        yield lambda: False
-        return
-    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
-    try:
-        yield lambda: bool(got)
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 def _worker_init(parent: int, threads: int, steps=None) -> None:
     """A process-pool worker: exit when its parent dies (kill -9 included), so that a killed
     sweep leaves no orphans, cap its threads, and send its cells' steps to ``steps``."""
@@ -685,7 +657,7 @@ def _run_locked(cells, out, executor, workers, ray_address, threads, on_stale, f
             gone: set[str] = set()  # cells ended: a late step of theirs is dropped
             with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                                      initargs=(os.getpid(), threads, steps)) as pool, \
-                    _ctrl_c_between_steps() as interrupted:
+                    ctrl_c_between_steps() as interrupted:
                 try:
                     futures = {pool.submit(_run_cell_in_worker, c, time_limit, ckpts,
                                            log_dir): c.key for c in todo}

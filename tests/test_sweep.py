@@ -213,13 +213,13 @@ def test_ctrl_c_during_a_process_pool_is_taken_between_steps():
     import os
     import signal as sig
 
-    from sims.sweep import _ctrl_c_between_steps
+    from mechanisms.processes import ctrl_c_between_steps
 
     # Ctrl-C as a terminal gives it (a background job, CI's included, starts with SIGINT
     # ignored, and then the pool keeps ignoring it: checked last)
     outer = sig.signal(sig.SIGINT, sig.default_int_handler)
     try:
-        with _ctrl_c_between_steps() as interrupted:
+        with ctrl_c_between_steps() as interrupted:
             assert not interrupted()
             os.kill(os.getpid(), sig.SIGINT)
             time.sleep(0.05)  # the handler runs between bytecodes: nothing raised here
@@ -229,7 +229,7 @@ def test_ctrl_c_during_a_process_pool_is_taken_between_steps():
             os.kill(os.getpid(), sig.SIGINT)
             time.sleep(0.05)
         sig.signal(sig.SIGINT, sig.SIG_IGN)
-        with _ctrl_c_between_steps() as interrupted:
+        with ctrl_c_between_steps() as interrupted:
             os.kill(os.getpid(), sig.SIGINT)
             time.sleep(0.05)
             assert not interrupted()  # still ignored
