@@ -1016,9 +1016,11 @@ def test_the_page_says_ipfl_equals_local_next_to_every_fig2_verdict_where_it_hol
     """Issue 32, part 2: on the committed page, each Fig. 2 verdict line carries "iPFL equals
     Local here" exactly where iPFL's mean best accuracy is within EQUAL_NEAR of Local's in
     every seed (recomputed here from the cells, apart from the claims' code), and Fig. 2 is
-    also decided at the declared lambda (PULL_LAM), where iPFL differs from Local in every
-    seed of every partition (the known-bad: a page that drops the note, or a lambda 2 claim
-    where iPFL still equals Local, fails)."""
+    also decided at the declared lambda (PULL_LAM), where iPFL never equals Local and the page
+    counts the seeds where it differs; in at least one partition it differs in every seed
+    (the known-bad: a page that drops the note, miscounts the seeds apart, or a lambda 2 claim
+    where iPFL still equals Local, fails). At seeds 0-2 iPFL differed from Local at lambda 2
+    in every seed of every partition; NIID's seed 3 came within EQUAL_NEAR (-0.0047)."""
     from pathlib import Path
 
     from sims import summary
@@ -1036,7 +1038,7 @@ def test_the_page_says_ipfl_equals_local_next_to_every_fig2_verdict_where_it_hol
     lines = page.splitlines()
     verdicts = {line[3:]: next(x for x in lines[i:] if x.startswith("*Verdict:*"))
                 for i, line in enumerate(lines) if line.startswith("## Fig. 2, ")}
-    seen = 0
+    seen = everywhere = 0
     for part in ("niid", "cluster", "skew"):
         local = acc[part, 0.0, "local"]
         for lam, name in ((0.0, f"Fig. 2, {part} (published)"),
@@ -1047,7 +1049,11 @@ def test_the_page_says_ipfl_equals_local_next_to_every_fig2_verdict_where_it_hol
             equal = bool((d.abs() <= EQUAL_NEAR).all())
             assert ("iPFL equals Local here" in verdicts[name]) == equal, name
             if lam == PULL_LAM:  # the setting where the mechanism matters
-                assert (d.abs() > EQUAL_NEAR).all() and "iPFL minus Local here" in verdicts[name]
+                apart = int((d.abs() > EQUAL_NEAR).sum())
+                assert not equal and "iPFL minus Local here" in verdicts[name], name
+                assert f"{apart} of {len(d)} seeds more than {EQUAL_NEAR:g} apart" in (
+                    verdicts[name]), name
+                everywhere += apart == len(d)
             seen += 1
-    assert seen == 6
+    assert seen == 6 and everywhere >= 1
     assert "IPFL equals" not in page  # the name kept as written
