@@ -108,13 +108,18 @@ class Gain:
         finite = np.isfinite(hi)
         lo_f, hi_f = lo[finite], hi[finite]
         p_f, nj_f, k_f, n_f = price[finite], Nj[finite], K[finite], N[finite]
+        # each root is halved until its own bracket is narrow, never further: a root does
+        # not depend on which other pairs (of this market, of the other markets of a batch)
+        # are solved beside it, so one market is the batch of one (issue 34)
         for _ in range(200):
-            mid = 0.5 * (lo_f + hi_f)
-            above = marginal(mid, nj_f, k_f, n_f) > p_f
-            lo_f = np.where(above, mid, lo_f)
-            hi_f = np.where(above, hi_f, mid)
-            if np.all(hi_f - lo_f <= _BISECT_RTOL * hi_f):
+            todo = np.flatnonzero(hi_f - lo_f > _BISECT_RTOL * hi_f)
+            if not todo.size:
                 break
+            l, h = lo_f[todo], hi_f[todo]
+            mid = 0.5 * (l + h)
+            above = marginal(mid, nj_f[todo], k_f[todo], n_f[todo]) > p_f[todo]
+            lo_f[todo] = np.where(above, mid, l)
+            hi_f[todo] = np.where(above, h, mid)
         out[finite] = 0.5 * (lo_f + hi_f)
         return out
 

@@ -398,6 +398,7 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     # 6-client and ~25 % of 12-client ones (box2 vs local on 5,000 draws each, seed 0)
     "box2_prefix": IpflSpec(min_m=3, size_power=0.0),
     "one_path": IpflSpec(**_CHEAP_TIER, **_EVERY),
+    "one_market": IpflSpec(**_CHEAP_TIER, **_EVERY),
 }
 
 
@@ -535,6 +536,7 @@ CPL_SPECS = {
     "cpl_budget_feasible": {"positive_budget": True, "budget": "any"},
     "cpl_threshold_formula": {"large_v": True},
     "cpl_one_path": {"budget": "any"},
+    "cpl_one_game": {"large_v": True, "budget": "any", "positive_budget": True},
 }
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from mechanisms import cpl
+from mechanisms.errors import FedmarketError
 
 from .core import Property
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
@@ -312,6 +313,117 @@ def _one_path(g, answer):
     return worst, np.ones(g.size, bool)
 
 
+def _same(x, y) -> bool:
+    """Bit for bit: equal shapes and values, NaN never equal (a NaN is a failure), inf
+    equal to inf of the same sign."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return x.shape == y.shape and bool(np.array_equal(x, y))
+
+
+def _equilibrium_gaps(game, one, bulk, k: int, status: str, equilibrium: bool) -> int:
+    """How many fields of the one-game outcome ``one`` (a :class:`mechanisms.cpl.
+    Equilibrium`) differ from game ``k`` of the bulk outcome ``bulk`` (a
+    :class:`mechanisms.cpl.BatchEquilibrium`): q, prices, payments P q, the clients'
+    utilities at those prices and responses, objective, spend, budget residual, status,
+    and for an equilibrium the multiplier and the threshold (None otherwise)."""
+    q, P = bulk.q[k], bulk.prices[k]
+    pairs = [(one.q, q), (one.prices, P), (one.payments, P * q),
+             (one.utilities, cpl.client_utilities(game, P, q)),
+             (one.objective, bulk.objective[k]), (one.spent, bulk.spent[k]),
+             (one.budget_residual, bulk.budget_residual[k])]
+    if equilibrium:
+        pairs += [(_num(one.multiplier), bulk.multiplier[k:k + 1]),
+                  (_num(one.v_threshold), bulk.v_threshold[k:k + 1])]
+    gaps = sum(not _same(x, y) for x, y in pairs)
+    if not equilibrium and (one.multiplier is not None or one.v_threshold is not None):
+        gaps += 1  # prices that are not an equilibrium have no multiplier
+    return gaps + (one.status != status)
+
+
+def _posted_name(subject) -> str | None:
+    """The built-in posted price a pricing-rule subject runs (a key of
+    :data:`mechanisms.cpl.POSTED_SHAPES`), or None (a rule of your own)."""
+    fn = subject.function
+    return next((name for name, rule in cpl.PRICING_RULES.items() if rule is fn), None)
+
+
+def _one_game_paths(subject):
+    """``check(games) -> (violation, effective, discriminating)`` of ``cpl_one_game`` for
+    ``subject``, or None when it has no bulk code (a solver with other methods or
+    options, a pricing rule of your own not written over arrays, a subclass solving its
+    own way): there is nothing to compare its one-game path with."""
+    found = _cpl_batch_subject(subject)
+    if found is None:
+        return None
+    kind = found[0]
+    posted = _posted_name(subject) if kind == "pricing" else None
+
+    def paths(g):
+        B = g.size
+        gaps = np.zeros(B)
+        # a posted price needs B > 0 (the one-game and the bulk code both refuse the rest:
+        # cpl_refuses_bad_input's faults); the property's games have B > 0, a game of
+        # another sampler with B <= 0 is not checked for a pricing rule
+        use = np.ones(B, bool) if kind == "solver" else g.budget > 0
+        if not use.any():
+            return gaps, use, use
+        rows = np.flatnonzero(use)
+        games = g if use.all() else cpl.GameBatch(
+            g.a[rows], g.G[rows], g.c[rows], g.v[rows], g.q_max[rows], g.budget[rows],
+            g.alpha[rows], g.R[rows], g.q_min[rows])
+        if kind == "solver":
+            bulk, over = cpl.solve_batch(games), None
+        else:
+            bulk, over = cpl.apply_pricing_batch(games, subject.function)
+        respond = cpl.best_response(games, bulk.prices)
+        if posted is not None:
+            shapes = cpl.POSTED_SHAPES[posted](games)
+            calibrated = cpl.posted_pricing_batch(games, shapes)
+            authors = cpl.posted_pricing_batch(games, shapes, responses="v0")
+        for j, k in enumerate(rows.tolist()):
+            game = games.game(j)
+            try:
+                one = subject.solve(game)  # cpl.solve / cpl.apply_pricing on one game
+                if kind == "solver":
+                    status = ("degenerate" if bulk.degenerate[j] else
+                              "slack" if bulk.slack[j] else "optimal")
+                else:
+                    status = "over-budget" if over[j] else "optimal"
+                n_gaps = _equilibrium_gaps(game, one, bulk, j, status, kind == "solver")
+                # the clients' best responses to one game's prices (a Game's prices checked)
+                n_gaps += not _same(cpl.best_response(game, one.prices), respond[j])
+                if posted is not None:
+                    # the named baseline (cpl.uniform_pricing & co.: cpl.posted_pricing of
+                    # its shape), the authors' v0 responses, and the built-in rule called on
+                    # a Game (cpl.PRICING_RULES[name](game)) against the bulk calibration
+                    eq = getattr(cpl, f"{posted}_pricing")(game)
+                    n_gaps += _equilibrium_gaps(game, eq, calibrated, j, "optimal", False)
+                    n_gaps += not _same(eq.info["p"], calibrated.scale[j])
+                    v0 = cpl.posted_pricing(game, cpl.POSTED_SHAPES[posted](game),
+                                            responses="v0")
+                    n_gaps += _equilibrium_gaps(game, v0, authors, j, "optimal", False)
+                    n_gaps += not _same(v0.info["p"], authors.scale[j])
+                    n_gaps += not _same(cpl.PRICING_RULES[posted](game), calibrated.prices[j])
+            except FedmarketError:
+                n_gaps = np.inf  # the one-game path refused a game the bulk code answered
+            gaps[k] = n_gaps
+        return gaps, use, use
+
+    return paths
+
+
+def _one_game_violation(subject, case):
+    """``cpl_one_game`` on one instance: the same comparison on the batch of one game."""
+    paths = _one_game_paths(subject)
+    if paths is None:
+        return None
+    out = paths(cpl.GameBatch.from_games([case.game]))
+    if not out[1][0]:
+        return None
+    amount = float(out[0][0])
+    return amount, amount, True
+
+
 se_identities = _one_game(_se_identities)
 threshold_interior = _one_game(_signs(True))
 threshold_all = _one_game(_signs(False))
@@ -377,6 +489,8 @@ DISCRIMINATES = {
     "cpl_budget_feasible": _EVERY.format(what="the spend of the prices"),
     "cpl_one_path": _EVERY.format(what="the other methods' answers compared with the "
                                        "subject's"),
+    "cpl_one_game": _EVERY.format(what="every field of each one-game answer against the "
+                                       "bulk code's"),
 }
 
 CPL_PROPERTIES = {
@@ -434,5 +548,23 @@ CPL_PROPERTIES = {
                       "bulk hook: the batch engine evaluates it one game at a time and stops "
                       "at the first failure): the standard run gives it its own budget "
                       "(proofs.standard)"),
+        Property("cpl_one_game", "One game is the batch of one",
+                 "every one-game entry point equals the bulk code bit for bit: the subject's "
+                 "own solve (cpl.solve, cpl.apply_pricing) against cpl.solve_batch or "
+                 "cpl.apply_pricing_batch (q, prices, payments, utilities, objective, spend, "
+                 "budget residual, status, multiplier and threshold); cpl.best_response on "
+                 "the Game; for a built-in posted price the named baseline (cpl.uniform_pricing "
+                 "& co., i.e. cpl.posted_pricing of its shape), cpl.posted_pricing with the "
+                 "authors' v0 responses and the rule called on a Game "
+                 "(cpl.PRICING_RULES[name](game)) against cpl.posted_pricing_batch",
+                 "one implementation (issue 34)",
+                 "B > 0", "cpl",
+                 _games(large_v=True, budget="any", positive_budget=True),
+                 _one_game_violation,
+                 batch=_one_game_paths,
+                 note="a NaN anywhere is a failure; a one-game path that refuses a game "
+                      "the bulk code answers fails by inf; subjects without bulk code "
+                      "(other solve methods, rules of your own not over arrays) are not "
+                      "checked"),
     ]
 }

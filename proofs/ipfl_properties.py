@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from mechanisms import ipfl
+from mechanisms.errors import FedmarketError
 
 from .core import Property
 from .regret import (
@@ -587,6 +588,40 @@ def _pure_sellers_never_buy(settle, a):
     return bought, np.ones(len(bought), bool), on_sale | (bought > 0)
 
 
+def _stopped_searches(market, P, T, A, phi, scale) -> np.ndarray:
+    """The exact selection stopped before it could prove an optimum -- branch-and-bound at
+    a node limit of 1, and a time limit of 0 s (every buyer keeps the local rule's choice)
+    -- answers within its proven gap: per buyer phi_i(answer) - phi_i(default) <= gap_i
+    (the default is at least as good as the optimum it bounds), gaps >= 0, and the time
+    limit reported as what stopped it where a buyer had a candidate; with a progress
+    callback, the default search reports (0, buyers) first, then counts that never
+    decrease, never exceed the buyers (K_i > 0) and end at (buyers, buyers), and selects
+    what it selects without one (``A``, the subject's selection). Returns the violation
+    per market (the phi excess beyond 1e-9 of the market's scale, plus 1 per broken
+    report)."""
+    B = len(phi)
+    amount = np.zeros(B)
+    searched = ((T > 0) & np.isfinite(T) & (np.asarray(market.K)[..., :, None] > 0)).any(
+        axis=(1, 2))
+    for kwargs in ({"method": "branch-and-bound", "node_limit": 1}, {"time_limit": 0.0}):
+        found = ipfl.exact(market, P, T, **kwargs)
+        over = (ipfl.phi(market, P, found.adjacency) - phi - found.gaps) / scale
+        amount += _excess(over.max(axis=1), _TOL) + (found.gaps < 0).any(axis=1)
+        if "time_limit" in kwargs:  # one report for the whole batch: held by market 0
+            amount[0] += searched.any() != (found.stopped == "time-limit")
+    calls = []
+    with_progress = ipfl.exact(market, P, T, progress=lambda done, total: calls.append(
+        (done, total))).adjacency
+    buyers = int((np.asarray(market.K) > 0).sum())
+    done = [d for d, _ in calls]
+    broken = (not calls or calls[0] != (0, buyers) or calls[-1] != (buyers, buyers)
+              or any(t != buyers for _, t in calls) or any(np.diff(done) < 0)
+              or max(done) > buyers)
+    amount += (with_progress != A).sum(axis=(1, 2))
+    amount[0] += broken  # one report for the whole batch: held by market 0
+    return amount
+
+
 def _one_path(settle, a, subject=None):
     """Every algorithm the subject's built-in rules may pick for a market gives its outcome
     (mechanisms/ runs one implementation; where it keeps more than one algorithm, this is
@@ -594,8 +629,12 @@ def _one_path(settle, a, subject=None):
     (``top=1``: every row not proven final is scanned again) buys what the default scan
     bought; the exact selection's dynamic programme (integer N) and branch-and-bound reach
     the phi_i of the default (enumeration up to 16 candidates); VCG's pivot by enumeration
-    and by search give the default's payments. The violation: edges bought differently plus
-    the phi and payment gaps beyond 1e-9 (relative). Discriminating when an alternative had
+    and by search give the default's payments; the exact selection's options hold to what
+    they document (:func:`_stopped_searches`: a search stopped at a node limit or a time
+    limit answers within its proven gap, a progress callback counts the buyers and changes
+    nothing). The
+    violation: edges bought differently plus the phi and payment gaps beyond 1e-9
+    (relative), plus 1 per broken report. Discriminating when an alternative had
     work to do: a buyer with two or more sellers it could buy (0 < T_ij), a buyer with a
     candidate to search (0 < T_ij < inf), somebody trading under VCG."""
     B = len(a["N"])
@@ -619,6 +658,7 @@ def _one_path(settle, a, subject=None):
             other = ipfl.exact(market, P, T, method).adjacency
             gap = np.abs(ipfl.phi(market, P, other) - phi) / scale
             amount += _excess(gap.max(axis=1), _TOL)
+        amount += _stopped_searches(market, P, T, A, phi, scale)
         disc |= ((T > 0) & np.isfinite(T)).any(axis=(1, 2))
     if money == "vcg":
         scale = _scale_b(s)
@@ -632,6 +672,109 @@ def _one_path(settle, a, subject=None):
 
 
 _one_path.reads_subject = True
+
+ONE_MARKET_RTOL = 1e-12
+"""``one_market``'s tolerance on money (remittances, payments, gains, sharing costs,
+utilities, welfare), relative to the market's scale (1 + the largest |U_i| and |p_i| of the
+bulk outcome): a few ulps of the largest amount, where a sum over a different number of
+markets may round differently. Adjacency, prices and thresholds are compared exactly."""
+
+
+def _gap_count(x, y, scale=None) -> float:
+    """Entries of ``x`` that differ from ``y`` (exactly, or beyond ONE_MARKET_RTOL x
+    ``scale``); a shape mismatch or a NaN on either side counts every entry."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        return float(max(x.size, y.size, 1))
+    if np.isnan(x).any() or np.isnan(y).any():
+        return float(x.size)
+    if scale is None:
+        return float(np.sum(x != y))
+    with np.errstate(invalid="ignore"):
+        return float(np.sum(~(np.abs(x - y) <= ONE_MARKET_RTOL * scale) & (x != y)))
+
+
+def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
+    """How many entries the one-market paths get differently from market ``k`` of ``bulk``
+    (the subject's :func:`mechanisms.ipfl.clear_batch` outcome): the subject's ``settle``
+    (:func:`mechanisms.ipfl.clear` on one Market), then each built-in rule function the
+    subject runs called on the one Market (its (m,) fields, (m, m) arrays) with the bulk
+    outcome's own inputs (so a stage's fault counts at that stage): the prices, the
+    thresholds (:func:`mechanisms.ipfl.thresholds`), the selection (box2, local, exact,
+    share-all), the payment rule (Eq. 12 and Eq. 13, VCG, Shapley, cost-plus, none) and the
+    settlement (gains, sharing costs, utilities, welfare)."""
+    P, T, A, p = (np.asarray(x)[k] for x in (bulk.prices, bulk.thresholds, bulk.adjacency,
+                                              bulk.payments))
+    R = None if bulk.remittances is None else np.asarray(bulk.remittances)[k]
+    scale = 1.0 + np.abs(np.asarray(bulk.utilities)[k]).max() + np.abs(p).max()
+    one = subject.settle(market, D, allow_negative=True, thresholds=mode)
+    gaps = _gap_count(one.adjacency, A) + _gap_count(one.prices, P) \
+        + _gap_count(one.thresholds, T)
+    for got, want in ((one.payments, p), (one.gains, bulk.gains[k]),
+                      (one.sharing_costs, bulk.sharing_costs[k]),
+                      (one.utilities, bulk.utilities[k]), (one.welfare, bulk.welfare[k])):
+        gaps += _gap_count(got, want, scale)
+    if (one.remittances is None) != (R is None):
+        gaps += 1
+    elif R is not None:
+        gaps += _gap_count(one.remittances, R, scale)
+    # the rule functions on one Market, each fed the bulk outcome's inputs
+    _, price_fn = ipfl.resolve("prices", subject.prices)
+    own_P = np.array(price_fn(market, D), dtype=float)
+    np.fill_diagonal(own_P, np.inf)  # the clearing's convention (the diagonal is ignored)
+    gaps += _gap_count(own_P, P)
+    gaps += _gap_count(ipfl.thresholds(market, D, mode, prices=P), T)
+    label, rule_fn = ipfl.resolve("rule", subject.rule)
+    if rule_fn is not None:
+        own_A = rule_fn(market, D, T, P)
+    elif label == "exact":
+        own_A = ipfl.exact(market, P, T).adjacency
+    else:
+        own_A = getattr(ipfl, label)(T, market.N)
+    gaps += _gap_count(own_A, A)
+    _, pay_fn = ipfl.resolve("payments", subject.money)
+    money = np.asarray(pay_fn(market, A, D), dtype=float)
+    if money.ndim == 2:
+        gaps += _gap_count(money, R, scale) + _gap_count(ipfl.payments(money), p, scale)
+    else:
+        gaps += _gap_count(money, p, scale)
+    G, C = ipfl.gains(market, A), ipfl.sharing_costs(market, A)
+    gaps += _gap_count(G, bulk.gains[k], scale) + _gap_count(C, bulk.sharing_costs[k], scale)
+    gaps += _gap_count(ipfl.utilities(market, A, p), bulk.utilities[k], scale)
+    gaps += _gap_count(ipfl.welfare(market, A), bulk.welfare[k], scale)
+    return gaps
+
+
+def _one_market_check(settle, a, subject=None):
+    """One market is the batch of one (issue 34, one implementation): on every market of
+    the batch, :func:`mechanisms.ipfl.clear` (the subject's own ``settle``) and the
+    subject's built-in rule functions called on one :class:`mechanisms.ipfl.Market` give
+    what :func:`mechanisms.ipfl.clear_batch` gives that market in the batch
+    (:func:`_one_market_gaps`; adjacency, prices and thresholds exactly, money to
+    :data:`ONE_MARKET_RTOL` of the market's scale, a NaN a failure). The violation counts
+    the entries that differ; a one-market path refusing a market the bulk code cleared
+    fails by inf. Not checked for a subject without bulk code (a rule of your own not
+    written over arrays, a subclass clearing its own way): nothing to compare with."""
+    B = len(a["N"])
+    if subject is None or batch_rule(subject) is None:
+        return np.zeros(B), np.zeros(B, bool)
+    gain, mode = a.get("gain") or "sqrt", a.get("thresholds") or "exact"
+    bulk = ipfl.clear_batch(
+        ipfl.MarketArrays(a["N"], a["c"], a["K"], a["lam"], gain=gain), a["D"], subject.rule,
+        payments=subject.money, prices=subject.prices, thresholds=mode,
+        allow_negative_distances=True, allow_asymmetric_distances=True)
+    gaps = np.zeros(B)
+    for k in range(B):
+        market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]),
+                             gain=bulk.market.gain)
+        try:
+            gaps[k] = _one_market_gaps(subject, market, a["D"][k], mode, bulk, k)
+        except FedmarketError:
+            gaps[k] = np.inf  # the one-market path refused a market the bulk code cleared
+    return gaps, np.ones(B, bool)
+
+
+_one_market_check.reads_subject = True
 
 budget_balance = _one_market(_budget_balance)
 individual_rationality = _one_market(_individual_rationality)
@@ -647,6 +790,7 @@ shapley_symmetry = _one_market(_shapley_symmetry)
 greedy_tie_rule = _one_market(_greedy_tie_rule)
 pure_sellers_never_buy = _one_market(_pure_sellers_never_buy)
 one_path = _one_market(_one_path)
+one_market = _one_market(_one_market_check)
 box2_prefix = _one_market(_box2_prefix)
 
 
@@ -882,6 +1026,8 @@ DISCRIMINATES = {
                    "order (a later purchase would break the prefix)",
     "one_path": "an alternative algorithm had work to do: a buyer with two or more sellers "
                 "worth buying alone (greedy), a candidate to search (exact), a trade (VCG)",
+    "one_market": _EVERY.format(what="every entry of the one-market outcome and of each "
+                                     "rule function against the bulk clearing's"),
 }
 
 # key -> the check the property's violation runs on one market and its batch hook on a batch
@@ -894,7 +1040,7 @@ _CHECKS = {
     "local_optimality": _local_optimality, "global_optimality": _global_optimality,
     "lemma1": _lemma1, "thm3": _thm3, "thm3_lam0": _thm3,
     "pure_sellers_never_buy": _pure_sellers_never_buy, "box2_prefix": _box2_prefix,
-    "one_path": _one_path,
+    "one_path": _one_path, "one_market": _one_market_check,
     "permutation": _permutation, "permutation_ties": _permutation,
     "thm2": _regret("c", "over"),
     **{f"truthful_{dim}_{way}": _regret(dim, way)
@@ -999,6 +1145,16 @@ IPFL_PROPERTIES = {
                  one_path,
                  note="rules of your own and share-all have no alternative (nothing to "
                       "compare: not checked)"),
+        Property("one_market", "One market is the batch of one",
+                 "ipfl.clear on one market and the subject's built-in rule functions called "
+                 "on one Market (prices, thresholds, selection, payments, settlement) give "
+                 "what ipfl.clear_batch gives that market in a batch: adjacency, prices and "
+                 "thresholds exactly, money to 1e-12 of the market's scale",
+                 "one implementation (issue 34)", _BASE, "ipfl", _cases(**_ALL),
+                 one_market,
+                 note="a NaN is a failure; a one-market path refusing a market the bulk "
+                      "code cleared fails by inf; subjects without bulk code are not "
+                      "checked"),
     ]
 }
 

@@ -41,6 +41,7 @@ _IPFL_COMMON = {
     "pure_sellers_never_buy": True,
     "conforms": True,
     "one_path": True,
+    "one_market": True,
     "refuses_bad_input": True,
     "contains_rules": True,
 }
@@ -111,7 +112,8 @@ SUBJECTS.update({
                            prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
                                                     **_REFERENCE_EXTRA[name],
                                                     "refuses_bad_input": True,
-                                                    "contains_rules": True})
+                                                    "contains_rules": True,
+                                                    "one_market": True})
        for name, payments, prices in [("vcg", "vcg", "paper"), ("shapley", "shapley", "paper"),
                                       ("cost-plus", "cost-plus", "cost-plus"),
                                       ("share-all", "none", "paper")]},
@@ -119,11 +121,13 @@ SUBJECTS.update({
         "cpl_se_identities": True, "cpl_threshold": True, "cpl_threshold_all": False,
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
         "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True,
-        "cpl_one_path": True, "cpl_refuses_bad_input": True, "cpl_contains_rules": True}),
+        "cpl_one_path": True, "cpl_refuses_bad_input": True, "cpl_contains_rules": True,
+        "cpl_one_game": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
                                                                  "cpl_conforms": True,
                                                                  "cpl_refuses_bad_input": True,
-                                                                 "cpl_contains_rules": True})
+                                                                 "cpl_contains_rules": True,
+                                                                 "cpl_one_game": True})
        for rule in cpl.PRICING_RULES},
     # pFedLIA (spec lia.md): what the paper and the spec claim of the scores and the
     # clustering (proofs.lia_properties), in both modes; noise as large as the gap between

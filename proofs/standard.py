@@ -88,5 +88,12 @@ STANDARD = StandardRun(budgets={
     # own (1 in 17 sleeps to a 0.05 s limit, 2 in 17 run in a child process under a limit)
     "*/contains_rules": 3_000,
     "*/cpl_contains_rules": 3_000,
+    # one game at a time through every one-game entry point (cpl.solve; for a posted price
+    # four calibrations of one game: cpl.apply_pricing, the named baseline, the v0 responses,
+    # the rule on a Game), 5-40 ms a game
+    "*/cpl_one_game": 5_000,
+    # one market at a time: ipfl.clear and each built-in rule function on one Market,
+    # 5-50 ms a market
+    "*/one_market": 5_000,
 })
 """The standard run (``fedmarket prove --standard``)."""
