@@ -354,8 +354,7 @@ class Limit:
                 _arm()
             else:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-                if hasattr(signal, "sigpending") and signal.SIGALRM in signal.sigpending():
-                    signal.sigwait({signal.SIGALRM})  # ours, held back: never the old handler's
+                _drop_pending_alarm()  # ours, held back: never the old handler's
                 old = _foreign.get("handler")
                 signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
                 if _foreign.get("deadline") is not None and not _foreign["rung"]:
@@ -364,6 +363,17 @@ class Limit:
                                      _foreign["interval"])
                 _foreign.clear()
         return False
+
+
+def _drop_pending_alarm() -> None:
+    """Take a SIGALRM of ours that is pending (held back by :class:`_blocked`) off the queue
+    without waiting: another thread, which does not hold it back, may take it between a
+    look at the pending signals and a wait for it, and a wait (``sigwait``) would then never
+    end (the timer is off)."""
+    if hasattr(signal, "sigtimedwait"):
+        signal.sigtimedwait({signal.SIGALRM}, 0)
+    elif hasattr(signal, "sigpending") and signal.SIGALRM in signal.sigpending():
+        signal.sigwait({signal.SIGALRM})  # (no sigtimedwait: macOS)
 
 
 def _collecting(phase: str, info: dict) -> None:

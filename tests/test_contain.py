@@ -703,3 +703,31 @@ def test_a_limit_that_passes_in_a_finalizer_the_collector_runs_stops_after_it(mo
     assert time.monotonic() - t0 < 4  # stopped after the finalizer, not at the sleep's end
     assert done == [True]
     assert [type(u.exc_value) for u in ignored] == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks here")
+def test_a_limit_ends_when_another_thread_takes_its_held_back_alarm():
+    """A limit's alarm held back at its end (the main thread masks SIGALRM there) is pending
+    for the whole process, and another thread, which does not mask it, may take it at any
+    moment: between a look at the pending signals and a wait for it, the wait would never
+    end (the timer is off by then). Made exactly here: the alarm seen pending, and gone.
+    The limit must still end (it hung in sigwait before)."""
+    script = textwrap.dedent("""
+        import signal
+        from mechanisms.contain import Limit
+        signal.sigpending = lambda: {signal.SIGALRM}  # seen pending; another thread took it
+        with Limit(5.0):
+            pass
+        print("ended")
+    """)
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.environ.get("PYTHONPATH", "")])}
+    try:
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the limit's end waited for an alarm that another thread had taken")
+    assert out.returncode == 0 and out.stdout == "ended\n", out.stderr
