@@ -10,7 +10,7 @@ import numpy as np
 from mechanisms import cpl
 from mechanisms.errors import FedmarketError
 
-from .core import Property
+from .core import Property, SubjectError
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
 from .subjects import CplPricingRule, CplSolver
 
@@ -347,11 +347,14 @@ def _posted_name(subject) -> str | None:
     return next((name for name, rule in cpl.PRICING_RULES.items() if rule is fn), None)
 
 
-def _one_game_paths(subject):
+def _one_game_paths(subject, one_game=None):
     """``check(games) -> (violation, effective, discriminating)`` of ``cpl_one_game`` for
     ``subject``, or None when it has no bulk code (a solver with other methods or
     options, a pricing rule of your own not written over arrays, a subclass solving its
-    own way): there is nothing to compare its one-game path with."""
+    own way): there is nothing to compare its one-game path with. ``one_game``: what
+    answers one game (``one_game.solve(game)``; default ``subject``), e.g. the checker's
+    tracked stand-in for the subject in the Hypothesis engine, so that its calls count."""
+    one_game = subject if one_game is None else one_game
     found = _cpl_batch_subject(subject)
     if found is None:
         return None
@@ -383,7 +386,7 @@ def _one_game_paths(subject):
         for j, k in enumerate(rows.tolist()):
             game = games.game(j)
             try:
-                one = subject.solve(game)  # cpl.solve / cpl.apply_pricing on one game
+                one = _solve_one(one_game, game)  # cpl.solve / apply_pricing, one game
                 if kind == "solver":
                     status = ("degenerate" if bulk.degenerate[j] else
                               "slack" if bulk.slack[j] else "optimal")
@@ -412,9 +415,21 @@ def _one_game_paths(subject):
     return paths
 
 
+def _solve_one(subject, game):
+    """``subject.solve(game)``; a refusal is a FedmarketError whether or not the checker's
+    tracked stand-in wrapped it (as a SubjectError) on the way."""
+    try:
+        return subject.solve(game)
+    except SubjectError as exc:
+        if isinstance(exc.original, FedmarketError):
+            raise exc.original from exc
+        raise
+
+
 def _one_game_violation(subject, case):
-    """``cpl_one_game`` on one instance: the same comparison on the batch of one game."""
-    paths = _one_game_paths(subject)
+    """``cpl_one_game`` on one instance: the same comparison on the batch of one game (the
+    subject as the engine hands it answers the game: the Hypothesis engine counts it)."""
+    paths = _one_game_paths(getattr(subject, "_subject", subject), one_game=subject)
     if paths is None:
         return None
     out = paths(cpl.GameBatch.from_games([case.game]))

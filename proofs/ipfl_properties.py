@@ -694,6 +694,15 @@ def _gap_count(x, y, scale=None) -> float:
         return float(np.sum(~(np.abs(x - y) <= ONE_MARKET_RTOL * scale) & (x != y)))
 
 
+def _gap_count_b(x, y, scale=None) -> np.ndarray:
+    """:func:`_gap_count` market by market (the leading axis; ``scale`` one per market)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape[:1] != y.shape[:1]:
+        return np.full(len(y), float(max(x.size, y.size, 1)))
+    return np.array([_gap_count(x[k], y[k], None if scale is None else scale[k])
+                     for k in range(len(y))])
+
+
 def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     """How many entries the one-market paths get differently from market ``k`` of ``bulk``
     (the subject's :func:`mechanisms.ipfl.clear_batch` outcome): the subject's ``settle``
@@ -763,12 +772,20 @@ def _one_market_check(settle, a, subject=None):
         ipfl.MarketArrays(a["N"], a["c"], a["K"], a["lam"], gain=gain), a["D"], subject.rule,
         payments=subject.money, prices=subject.prices, thresholds=mode,
         allow_negative_distances=True, allow_asymmetric_distances=True)
-    gaps = np.zeros(B)
+    # the subject's clearing as the engine runs it (the batch engine: its bulk settle; the
+    # Hypothesis engine: its own settle on the one market, counted and error-wrapped by the
+    # checker) against the bulk outcome, then every one-market path market by market
+    own = _truthful(settle, a)
+    gaps = (_gap_count_b(own["A"], bulk.adjacency) + _gap_count_b(own["P"], bulk.prices)
+            + _gap_count_b(own["T"], bulk.thresholds))
+    scale = 1.0 + np.abs(bulk.utilities).max(axis=-1) + np.abs(bulk.payments).max(axis=-1)
+    for got, want in ((own["p"], bulk.payments), (own["U"], bulk.utilities)):
+        gaps += _gap_count_b(got, want, scale)
     for k in range(B):
         market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]),
                              gain=bulk.market.gain)
         try:
-            gaps[k] = _one_market_gaps(subject, market, a["D"][k], mode, bulk, k)
+            gaps[k] += _one_market_gaps(subject, market, a["D"][k], mode, bulk, k)
         except FedmarketError:
             gaps[k] = np.inf  # the one-market path refused a market the bulk code cleared
     return gaps, np.ones(B, bool)

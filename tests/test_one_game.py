@@ -280,3 +280,46 @@ def test_a_progress_callback_that_miscounts_is_caught(monkeypatch):
     r = check(SUBJECTS["exact"], PROPERTIES["one_path"], max_examples=100, seed=0,
               engine="batch")
     assert r.verdict == "counterexample"
+
+
+# ------------------------------------------- the Hypothesis engine (one instance at a time)
+# It hands a property the checker's tracked stand-in for the subject, which counts the
+# subject's calls: a row whose property never called it reads "vacuous" (the slow tier's
+# contract rows of one_market did, and cpl_one_game raised on the stand-in, before).
+
+
+@pytest.mark.parametrize("subject, key", [("local", "one_market"), ("share-all", "one_market"),
+                                          ("cpl-bisection", "cpl_one_game"),
+                                          ("cpl-uniform", "cpl_one_game")])
+def test_the_hypothesis_engine_checks_it_through_the_subject(subject, key):
+    r = check(SUBJECTS[subject], PROPERTIES[key], max_examples=15, seed=0,
+              engine="hypothesis")
+    assert r.verdict == "holds" and r.effective >= 15 and r.discriminating >= 15
+
+
+def test_the_hypothesis_engine_catches_a_one_game_fault(monkeypatch):
+    real = equilibrium._equilibrium
+
+    def wrong(game, method, status, out, t0, solver=None, info=None):
+        eq = real(game, method, status, out, t0, solver, info)
+        object.__setattr__(eq, "spent", float(np.sum(eq.payments[:-1])))
+        return eq
+
+    monkeypatch.setattr(equilibrium, "_equilibrium", wrong)
+    r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_one_game"], max_examples=15, seed=0,
+              engine="hypothesis")
+    assert r.verdict == "counterexample"
+
+
+def test_the_hypothesis_engine_catches_a_one_market_fault(monkeypatch):
+    real = ipfl.utilities
+
+    def nan(market, A, p, **kw):
+        U = np.array(real(market, A, p, **kw), dtype=float)
+        U[..., 0] = np.nan
+        return U
+
+    monkeypatch.setattr(ipfl, "utilities", nan)
+    r = check(SUBJECTS["local"], PROPERTIES["one_market"], max_examples=15, seed=0,
+              engine="hypothesis")
+    assert r.verdict == "counterexample"
