@@ -171,12 +171,16 @@ def summarise(frames: dict, index: pd.DataFrame, *, command: str, setting: str, 
     code = index.set_index("key")["code"].to_dict()
     # the cell's wall seconds where the store kept them (an index without them: NaN)
     wall = index.set_index("key")["seconds"].to_dict() if "seconds" in index else {}
+    # each cell's parameters as the store keeps them (JSON, their own types): a frame's
+    # param_ column holding a parameter some cells lack reads an integer as a float (8.0)
+    stored = index.set_index("key")["params"].to_dict() if "params" in index else {}
     for name, f in sorted(frames.items()):
         ids = {}
         for key, g in f.groupby("cell"):
             row = g.iloc[0]
-            params = {c[len("param_"):]: _plain(row[c]) for c in g
-                      if c.startswith("param_") and pd.notna(row[c])}
+            params = json.loads(stored[key]) if isinstance(stored.get(key), str) else {
+                c[len("param_"):]: _plain(row[c]) for c in g
+                if c.startswith("param_") and pd.notna(row[c])}
             cfg = config_of(name, params, int(row["seed"]), str(row["mechanism"]))
             ids[key] = _config_id(cfg)
             configs[ids[key]] = cfg
