@@ -1057,3 +1057,22 @@ def test_the_page_says_ipfl_equals_local_next_to_every_fig2_verdict_where_it_hol
             seen += 1
     assert seen == 6 and everywhere >= 1
     assert "IPFL equals" not in page  # the name kept as written
+
+
+
+def test_a_parameter_some_cells_lack_keeps_its_type_in_the_summary(tmp_path):
+    """A scenario with an integer parameter set in some cells and not in others (the digits
+    cells of Fig. 4/5 and Table 2 with training have no 'rounds', their Fashion-MNIST twins
+    rounds 8) reads it from a float param_ column (3.0); the summary takes each cell's
+    parameters from the store, as it ran them, so the page is written (before: 'rounds: is
+    3.0; must be an integer') and the config keeps the integer."""
+    from sims import summary
+
+    cells = [Cell("inclusive-market", "local", (("rounds", 3),), 0),
+             Cell("inclusive-market", "box2", (), 0)]
+    store = tmp_path / "store"
+    run_sweep(cells, store)
+    page = write_reproduction(store, tmp_path / "docs" / "reproduction.md", seeds=(0,),
+                              cells=cells)
+    rounds = {c["rounds"] for c in summary.read(page.parent).configs.values()}
+    assert 3 in rounds and all(isinstance(r, int) for r in rounds)
