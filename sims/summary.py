@@ -214,6 +214,14 @@ def _results(df: pd.DataFrame) -> list[str]:
     return sorted(c for c in df if c not in NOT_RESULTS and not c.startswith("seconds"))
 
 
+def _as_text(col: pd.Series) -> np.ndarray:
+    """A column's entries as text for comparing, a missing entry (None, NaN, pandas' NA:
+    a parameter the cell does not set) as "" whatever the column's dtype. (``astype(str)``
+    keeps pandas' NA in a string column, and NA == NA is not True: two cells that both
+    lack a parameter read as different.)"""
+    return np.array(["" if pd.isna(v) else str(v) for v in col.astype(object)], dtype=object)
+
+
 def merge(new: Summary, base: Summary, keys) -> Summary:
     """``new`` (a store's summary) with the cells of ``base`` (a committed summary, e.g. of
     an earlier run) whose key is in ``keys`` and that ``new`` lacks: their per-client and
@@ -243,7 +251,7 @@ def merge(new: Summary, base: Summary, keys) -> Summary:
                 same = (len(a_) == len(b_)) and (
                     np.allclose(a_.to_numpy(float), b_.to_numpy(float), rtol=1e-12, atol=0,
                                 equal_nan=True) if num else
-                    (a_.astype(str).to_numpy() == b_.astype(str).to_numpy()).all())
+                    (_as_text(a_) == _as_text(b_)).all())
                 if not same:
                     raise StoreError("summary", f"{name} cell {x['cell'].iloc[0]}: column "
                                                 f"{c} differs between the store and the "
