@@ -120,29 +120,23 @@ def test_the_figures_before_the_draws_are_the_recorded_ones(cs):
     assert before["command"] in page
 
 
-def test_the_figures_before_the_properties_are_the_recorded_ones(cs):
-    """The page quotes docs/coverage_standard_before_properties.json: the reduced variant
-    before the bad-input and containment properties (511b856)."""
-    before = json.loads((ROOT / "docs" / "coverage_standard_before_properties.json")
-                        .read_text())
+@pytest.mark.parametrize("name, files", [
+    # before the bad-input and containment properties (511b856)
+    ("coverage_standard_before_properties.json", ()),
+    # before cpl_one_game, one_market and one_path's exact options (7565fbf)
+    ("coverage_standard_before_one_game.json",
+     ("mechanisms/cpl/equilibrium.py", "mechanisms/cpl/response.py",
+      "mechanisms/ipfl/selection.py")),
+])
+def test_the_earlier_figures_the_page_quotes_are_the_recorded_ones(cs, name, files):
+    """The page quotes docs/<name>, the reduced variant measured before a step: its totals,
+    and the files the step changed."""
+    before = json.loads((ROOT / "docs" / name).read_text())
     page = " ".join((ROOT / "docs" / "reference-proofs.md").read_text().split())
     t = before["totals"]
     assert (f"{t['covered_branches']} of {t['branches']} branches "
             f"({cs.percent(t['covered_branches'], t['branches'])}; statements "
             f"{t['covered_statements']:,} of {t['statements']:,}") in page
-
-
-def test_the_figures_before_the_one_game_properties_are_the_recorded_ones(cs):
-    """The page quotes docs/coverage_standard_before_one_game.json: the reduced variant
-    before cpl_one_game, one_market and one_path's exact options (7565fbf)."""
-    before = json.loads((ROOT / "docs" / "coverage_standard_before_one_game.json")
-                        .read_text())
-    page = " ".join((ROOT / "docs" / "reference-proofs.md").read_text().split())
-    t = before["totals"]
-    assert (f"{t['covered_branches']} of {t['branches']} branches "
-            f"({cs.percent(t['covered_branches'], t['branches'])}; statements "
-            f"{t['covered_statements']:,} of {t['statements']:,}") in page
-    for rel in ("mechanisms/cpl/equilibrium.py", "mechanisms/cpl/response.py",
-                "mechanisms/ipfl/selection.py"):
+    for rel in files:
         f = before["files"][rel]
         assert f"{rel} {f['covered_branches']} of {f['branches']}" in page, rel
