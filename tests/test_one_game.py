@@ -30,12 +30,6 @@ def _games(k=3):
     return [c for d in smp.draw(np.random.default_rng(1), k) for c in smp.cases(d)]
 
 
-def test_every_cpl_subject_declares_it_and_the_standard_run_budgets_it():
-    for name in CPL_SUBJECTS:
-        assert SUBJECTS[name].declares["cpl_one_game"] is True, name
-        assert STANDARD.budget(name, "cpl_one_game") == 5_000
-
-
 @pytest.mark.parametrize("subject", ["cpl-bisection", "cpl-gradient"])
 def test_the_one_game_paths_equal_the_bulk_code(subject):
     r = _cpl(subject)
@@ -67,10 +61,8 @@ def test_a_one_game_solver_that_stops_early_is_caught(monkeypatch):
     assert _cpl("cpl-bisection").verdict == "counterexample"
 
 
-def test_a_one_game_outcome_reported_wrong_is_caught(monkeypatch):
-    """The batch-of-one outcome read into an Equilibrium with the spend of its last
-    client's price missing (_equilibrium: what solve, posted_pricing and apply_pricing
-    return for one game)."""
+def _spend_missing_a_client(monkeypatch):
+    """The one-game Equilibrium (_equilibrium) read with its last client's spend missing."""
     real = equilibrium._equilibrium
 
     def wrong(game, method, status, out, t0, solver=None, info=None):
@@ -79,6 +71,13 @@ def test_a_one_game_outcome_reported_wrong_is_caught(monkeypatch):
         return eq
 
     monkeypatch.setattr(equilibrium, "_equilibrium", wrong)
+
+
+def test_a_one_game_outcome_reported_wrong_is_caught(monkeypatch):
+    """The batch-of-one outcome read into an Equilibrium with the spend of its last
+    client's price missing (_equilibrium: what solve, posted_pricing and apply_pricing
+    return for one game)."""
+    _spend_missing_a_client(monkeypatch)
     for subject in ("cpl-bisection", "cpl-uniform"):
         assert _cpl(subject).verdict == "counterexample", subject
 
@@ -147,12 +146,6 @@ def _markets(k=3, mode=None):
     smp = ipfl_sampler("one_market")
     out = [c for d in smp.draw(np.random.default_rng(2), 4 * k) for c in smp.cases(d)]
     return [c for c in out if mode is None or c.thresholds == mode][:k]
-
-
-def test_every_ipfl_subject_declares_it_and_the_standard_run_budgets_it():
-    for name in IPFL_SUBJECTS:
-        assert SUBJECTS[name].declares["one_market"] is True, name
-        assert STANDARD.budget(name, "one_market") == 5_000
 
 
 @pytest.mark.parametrize("subject", ["local", "vcg"])
@@ -237,7 +230,8 @@ def test_a_one_market_exact_search_that_stops_early_is_caught(monkeypatch):
     assert _ipfl("exact", 300).verdict == "counterexample"
 
 
-def test_a_nan_in_one_market_s_outcome_is_a_failure(monkeypatch):
+def _nan_utilities(monkeypatch):
+    """ipfl.utilities with client 0's utility NaN."""
     real = ipfl.utilities
 
     def nan(market, A, p, **kw):
@@ -246,6 +240,10 @@ def test_a_nan_in_one_market_s_outcome_is_a_failure(monkeypatch):
         return U
 
     monkeypatch.setattr(ipfl, "utilities", nan)
+
+
+def test_a_nan_in_one_market_s_outcome_is_a_failure(monkeypatch):
+    _nan_utilities(monkeypatch)
     amount, _, _ = PROPERTIES["one_market"].violation(SUBJECTS["local"], _markets(1)[0])
     assert amount >= 1
 
@@ -298,28 +296,23 @@ def test_the_hypothesis_engine_checks_it_through_the_subject(subject, key):
 
 
 def test_the_hypothesis_engine_catches_a_one_game_fault(monkeypatch):
-    real = equilibrium._equilibrium
-
-    def wrong(game, method, status, out, t0, solver=None, info=None):
-        eq = real(game, method, status, out, t0, solver, info)
-        object.__setattr__(eq, "spent", float(np.sum(eq.payments[:-1])))
-        return eq
-
-    monkeypatch.setattr(equilibrium, "_equilibrium", wrong)
+    _spend_missing_a_client(monkeypatch)
     r = check(SUBJECTS["cpl-bisection"], PROPERTIES["cpl_one_game"], max_examples=15, seed=0,
               engine="hypothesis")
     assert r.verdict == "counterexample"
 
 
 def test_the_hypothesis_engine_catches_a_one_market_fault(monkeypatch):
-    real = ipfl.utilities
-
-    def nan(market, A, p, **kw):
-        U = np.array(real(market, A, p, **kw), dtype=float)
-        U[..., 0] = np.nan
-        return U
-
-    monkeypatch.setattr(ipfl, "utilities", nan)
+    _nan_utilities(monkeypatch)
     r = check(SUBJECTS["local"], PROPERTIES["one_market"], max_examples=15, seed=0,
               engine="hypothesis")
     assert r.verdict == "counterexample"
+
+
+@pytest.mark.parametrize("family, key", [("cpl", "cpl_one_game"), ("ipfl", "one_market")])
+def test_every_subject_of_the_family_declares_it_and_the_standard_run_budgets_it(family, key):
+    names = [s for s, subj in SUBJECTS.items() if subj.family == family]
+    assert names
+    for name in names:
+        assert SUBJECTS[name].declares[key] is True, name
+        assert STANDARD.budget(name, key) == 5_000
