@@ -25,6 +25,7 @@ integer (Hypothesis); no fault with probability about ATOM + 1 / (faults + 1).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from mechanisms import cpl, ipfl, lia
+from mechanisms.cpl.equilibrium import CVXPY_MAX_N
 from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
-from mechanisms.errors import FedmarketError
+from mechanisms.errors import FedmarketError, as_choice, as_real, as_seed
 from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
 
 from .batch import Draws, IpflSampler, IpflSpec, Sampler
@@ -149,6 +151,91 @@ def _asymmetric(D):
     return out
 
 
+def _mixed(a):
+    """``a`` as a list with its first entry replaced by text: numbers mixed with text."""
+    out = [float(x) for x in np.ravel(a)]
+    out[0] = "x"
+    return out
+
+
+def _arrays(case, **changes):
+    """The market as a batch of one built from arrays (``MarketArrays``), with changes."""
+    mk = case.market
+    fields = {"N": mk.N[None], "c": mk.c[None], "K": mk.K[None], "lam": [mk.lam],
+              "gain": mk.gain, **changes}
+    return ipfl.MarketArrays(**fields)
+
+
+def _pair_of(case):
+    """The market twice, as a batch of two (``MarketArrays.from_markets``)."""
+    return ipfl.MarketArrays.from_markets([case.market, case.market])
+
+
+def _batch_D(case, k=1, value=None, symmetric=True):
+    """The market's D for a batch of ``k``, entry (0, 1) (and (1, 0) when ``symmetric``)
+    of the first market set to ``value``; the diagonal's first entry for value "diagonal"."""
+    D = np.repeat(np.array(case.D, dtype=float)[None], k, axis=0)
+    D = 0.5 * (D + np.swapaxes(D, -1, -2))
+    if value == "diagonal":
+        D[0, 0, 0] = 0.5
+    elif value is not None:
+        D[0, 0, 1] = value
+        if symmetric:
+            D[0, 1, 0] = value
+    return D
+
+
+def _symmetric(D):
+    D = np.array(D, dtype=float)
+    return np.abs(0.5 * (D + D.T))
+
+
+def _sized(m, N=1e3, K=1e4):
+    """A market of ``m`` clients that all sell and buy (c 0.1, lam 0.1, D all 1 off the
+    diagonal), for the size guards."""
+    mk = ipfl.Market(N=np.broadcast_to(np.asarray(N, dtype=float), (m,)), c=np.full(m, 0.1),
+                     K=np.full(m, float(K)), lam=0.1)
+    return mk, 1.0 - np.eye(m)
+
+
+def _dp_too_large(subject, case):
+    """The exact rule's dynamic programme on three buyers of about 1e12 coprime data units
+    each, every other client a candidate: its table (candidates x total data / gcd, about
+    4e12 cells) is far over the memory guard."""
+    mk, D = _sized(3, 10.0**12 + np.array([1.0, 3.0, 7.0]), K=1e18)
+    return ipfl.clear(mk, D, "exact", exact_method="dp")
+
+
+def _not_zero_at_0(x, K, N):
+    return np.asarray(K) * (1.0 + np.sqrt(np.asarray(x) / np.asarray(N)))
+
+
+def _one_number(x, K, N):
+    return 1.0
+
+
+def _convex(x, K, N):
+    return np.asarray(K) * (np.asarray(x) / np.asarray(N)) ** 2
+
+
+def _eight_columns(x, K, N):
+    """Right on the 8-point core of Gain.check, of another shape on its longer grids."""
+    return np.asarray(K) * np.sqrt(np.asarray(x)[..., :8] / np.asarray(N))
+
+
+def _scalar_nan(x, K, N):
+    return np.array([np.nan])
+
+
+def _own_sqrt(x, K, N):
+    """A valid gain of your own (K sqrt(x / N)): it passes Gain.check."""
+    return np.asarray(K) * np.sqrt(np.asarray(x) / np.asarray(N))
+
+
+def _not_over_arrays(market, D, thresholds, prices):
+    return np.zeros(np.shape(thresholds), bool)
+
+
 def _theta(case):
     return np.array(case.D, dtype=float)  # m parameter vectors, finite
 
@@ -247,6 +334,69 @@ IPFL_FAULTS = (
     Fault("roles", "an unknown role",
           lambda s, c: draw_types(["trader", "thief"], K=1e3, C=1.0, rng=0)),
     Fault("attack", "an unknown attack", lambda s, c: attack("steal", _theta(c)[0], 0)),
+    # the validation of the rest of the public API (issue 34, part 2: each branch reached)
+    Fault("N", "numbers mixed with text", lambda s, c: _market(c, N=_mixed(c.market.N))),
+    Fault("c", "an entry negative, through Market.replace",
+          lambda s, c: c.market.replace(c=_put(c.market.c, -1.0))),
+    Fault("N", "a number, to MarketArrays", lambda s, c: _arrays(c, N=100.0)),
+    Fault("N", "no clients, to MarketArrays",
+          lambda s, c: _arrays(c, N=np.zeros((1, 0)), c=np.zeros((1, 0)), K=np.zeros((1, 0)))),
+    Fault("c", "an entry negative, to MarketArrays",
+          lambda s, c: _arrays(c, c=_put(c.market.c, -1.0)[None])),
+    Fault("lam", "NaN, to MarketArrays", lambda s, c: _arrays(c, lam=[NAN])),
+    Fault("gain", "a decreasing function, to MarketArrays",
+          lambda s, c: _arrays(c, gain=_decreasing)),
+    Fault("market", "a dict, to MarketArrays.of",
+          lambda s, c: ipfl.MarketArrays.of({"N": c.market.N})),
+    Fault("markets", "with different gains (a valid one of your own and a built-in one)",
+          lambda s, c: ipfl.MarketArrays.from_markets(
+              [_market(c, gain=_own_sqrt), _market(c, gain="log")])),
+    Fault("D", "an entry NaN, to clear_batch (two markets)",
+          lambda s, c: ipfl.clear_batch(_pair_of(c), _batch_D(c, 2, NAN))),
+    Fault("D", "a nonzero diagonal, to clear_batch",
+          lambda s, c: ipfl.clear_batch(_pair_of(c), _batch_D(c, 2, "diagonal"))),
+    Fault("D", "an entry negative, to clear_batch",
+          lambda s, c: ipfl.clear_batch(_pair_of(c), _batch_D(c, 2, -0.5))),
+    Fault("rule", "a function not marked over_arrays, to clear_batch",
+          lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market), _batch_D(c),
+                                        _not_over_arrays)),
+    Fault("time_limit", "negative, after a symmetric D passed the symmetry check",
+          lambda s, c: _clear(s, c, D=_symmetric(c.D), allow_asymmetric_distances=False,
+                              allow_negative_distances=False, time_limit=-1.0)),
+    Fault("gain", "a function not 0 at 0", lambda s, c: _market(c, gain=_not_zero_at_0)),
+    Fault("gain", "a function returning one number", lambda s, c: _market(c, gain=_one_number)),
+    Fault("gain", "a convex function", lambda s, c: _market(c, gain=_convex)),
+    Fault("gain", "a function of the wrong shape beyond 8 points",
+          lambda s, c: _market(c, gain=_eight_columns)),
+    Fault("gain", "a function returning one NaN", lambda s, c: _market(c, gain=_scalar_nan)),
+    Fault("thresholds", "an unknown mode, with cost-plus rules of a valid markup",
+          lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=ipfl.cost_plus(0.1)[1],
+                                  prices=ipfl.cost_plus(0.1)[0], thresholds="approx",
+                                  allow_asymmetric_distances=True)),
+    Fault("pivot", "enumeration past VCG_ENUMERATION_MAX clients",
+          lambda s, c: ipfl.rules.vcg_payments(
+              _sized(ipfl.VCG_ENUMERATION_MAX + 1)[0],
+              np.zeros((ipfl.VCG_ENUMERATION_MAX + 1,) * 2, bool),
+              _sized(ipfl.VCG_ENUMERATION_MAX + 1)[1], pivot="enumeration")),
+    Fault("payments", "a Shapley split over more than SHAPLEY_MAX_SELLERS sellers",
+          lambda s, c: ipfl.rules.shapley_remittances(
+              _sized(ipfl.rules.SHAPLEY_MAX_SELLERS + 2)[0],
+              ~np.eye(ipfl.rules.SHAPLEY_MAX_SELLERS + 2, dtype=bool),
+              _sized(ipfl.rules.SHAPLEY_MAX_SELLERS + 2)[1])),
+    Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard)",
+          _dp_too_large),
+    Fault("exact_method", "unknown, to selection.exact",
+          lambda s, c: ipfl.exact(c.market, c.market.prices(c.D),
+                                  ipfl.thresholds(c.market, c.D),
+                                  method="simplex")),
+    Fault("theta", "so large that the squared distances overflow",
+          lambda s, c: pairwise_distances(_theta(c) * 0.0 + np.arange(c.market.m)[:, None]
+                                          * 1e200)),
+    Fault("reference", "so far that theta - reference overflows",
+          lambda s, c: pairwise_distances(np.full((c.market.m, 2), 1e308), "cosine",
+                                          reference=np.full(2, -1e308))),
+    Fault("placement", "unknown", lambda s, c: market_roles(c.market.m, attackers=1,
+                                                            placement="middle")),
 )
 
 
@@ -283,6 +433,20 @@ def _aggregate(case, **bad):
             "a": g.a, "q": np.full(n, 0.5)}
     args.update(bad)
     return cpl.unbiased_aggregate(**args)
+
+
+@functools.cache
+def _huge_game():
+    """A valid game of CVXPY_MAX_N + 1 clients (made once: about 8 ms)."""
+    n = CVXPY_MAX_N + 1
+    return cpl.Game(a=np.ones(n), G=np.ones(n), c=np.ones(n), v=np.zeros(n), budget=1e9)
+
+
+def _wrong_shape_over_arrays(games):
+    return np.ones((games.size, games.n + 1))
+
+
+_wrong_shape_over_arrays.over_arrays = True
 
 
 def _batch_of(case, budget=None):
@@ -376,6 +540,17 @@ CPL_FAULTS = (
     Fault("participated", "of the wrong length",
           lambda s, c: _aggregate(c, participated=np.ones(c.game.n + 1, bool))),
     Fault("q", "an entry 0", lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), 0.0))),
+    # the validation of the rest of the public API (issue 34, part 2: each branch reached)
+    Fault("game", "over CVXPY_MAX_N clients, for a cvxpy method",
+          lambda s, c: cpl.check_solve(_huge_game(), "cvxpy")),
+    Fault("pricing", "a rule over arrays returning the wrong shape, in a batch",
+          lambda s, c: cpl.apply_pricing_batch(_batch_of(c), _wrong_shape_over_arrays)),
+    Fault("rounds", "above its upper bound, to the shared number check",
+          lambda s, c: as_real("rounds", 2.0 * c.game.n + 1.0, lo=0.0, hi=2.0 * c.game.n)),
+    Fault("method", "not one of the choices, to the shared choice check",
+          lambda s, c: as_choice("method", "newton", ("bisection", "cvxpy"))),
+    Fault("seed", "True, to the shared seed check", lambda s, c: as_seed("seed", True)),
+    Fault("seed", "2**63, to the shared seed check", lambda s, c: as_seed("seed", 2**63)),
 )
 
 
