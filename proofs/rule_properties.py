@@ -25,7 +25,29 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   rule: :func:`mechanisms.contain.can_interrupt`; elsewhere the instance is not checked);
 * ``from_data`` (a ``"module:function"`` named inside :func:`mechanisms.lookup.
   names_from_data`, its module not trusted): refused with an error naming the slot before
-  anything is imported.
+  anything is imported, and :func:`mechanisms.lookup.untrusted` lists it;
+  ``trusted_from_data`` (the same, its module trusted as a spec of your own trusts it:
+  :func:`mechanisms.lookup.named_modules`): imported and run, the subject's own outcome,
+  and ``untrusted`` lists nothing;
+* ``malformed_name`` (``"os:"``), ``not_callable`` (``"math:pi"``): refused before any call,
+  an error naming the slot;
+* ``zero_one`` (the selection slot only: the adjacency as floats 0.0 / 1.0): the subject's
+  own outcome; ``sells_pure_buyer`` (the selection slot, a market with a pure buyer
+  c_j = inf: someone buys from it): a RuleFailed naming the slot;
+* under a time limit, in a child process: ``raises_limited`` (the error comes back from the
+  child: a RuleFailed), ``ends_process_limited`` (``os._exit``: a RuleFailed, its process
+  ended without returning); ``nested_limited`` (the sleeping rule under the call's generous
+  limit inside an outer limit of :data:`LIMIT` s, :func:`mechanisms.contain.within`: the
+  outer one stops it, a RuleTimedOut naming the slot);
+* ``threaded`` (the call made from another thread, no limit: the subject's own outcome);
+  ``threaded_limited`` (the same with a time limit, which no signal can enforce there:
+  refused with an error naming ``time_limit``);
+* a SIGALRM timer of someone else's set before the call (a test runner's timeout):
+  ``foreign_timer_rings`` (0.02 s, the sleeping rule under the :data:`LIMIT` s limit: its
+  handler is called once, the rule stopped, a RuleTimedOut naming the slot) and
+  ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome);
+  either way the foreign handler is back in place after the call, and a timer that has
+  not rung still runs.
 
 In every case the caller's arrays (the market's or game's fields, D) are unchanged. A
 violation is 1 (0: contained as stated). Every instance discriminates.
@@ -33,7 +55,10 @@ violation is 1 (0: contained as stated). Every instance discriminates.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,9 +67,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from mechanisms import cpl, ipfl
-from mechanisms.contain import can_interrupt, must_pass
+from mechanisms.contain import can_interrupt, must_pass, within
 from mechanisms.errors import FedmarketError, RuleFailed, RuleTimedOut
-from mechanisms.lookup import names_from_data
+from mechanisms.lookup import named_modules, names_from_data, untrusted
 
 from .batch import Draws, Sampler
 from .core import Property, SubjectError
@@ -64,20 +89,43 @@ GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, n
 # a loaded machine and stop an honest rule before it started)
 
 
+FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0}  # s: someone else's timer
+_SLEEPING = ("sleeps", "foreign_timer_rings")  # under the call's LIMIT s limit
+_NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", *FOREIGN)
+
+
 def _limit(case) -> float | None:
     """The call's time limit: under one, a rule runs in a child process of its own
     (:func:`mechanisms.contain.call_rule`); without, in this process on handed copies."""
+    if case.behaviour == "threaded_limited":
+        return GENEROUS  # refused: no limit can be enforced outside the main thread
     if not can_interrupt():
         return None
-    if case.behaviour == "sleeps":
+    if case.behaviour in _SLEEPING:
         return LIMIT
-    return GENEROUS if case.behaviour.endswith("_limited") else None
+    return GENEROUS if case.behaviour.endswith("_limited") or case.behaviour in FOREIGN \
+        else None
 
 
 SLOTS = {"ipfl": ("rule", "payments", "prices"), "cpl": ("pricing",)}
 BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", "exits",
               "base_exception", "nan", "wrong_shape", "text", "none", "out_of_range",
-              "self_purchase", "not_a_rule", "not_importable", "sleeps", "from_data")
+              "self_purchase", "not_a_rule", "not_importable", "sleeps", "from_data",
+              "trusted_from_data", "malformed_name", "not_callable", "zero_one",
+              "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
+              "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept")
+_SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
+         "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
+_REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
+_SELECTION_ONLY = ("self_purchase", "zero_one", "sells_pure_buyer")
+_FROM_DATA_ANSWER: list = []  # the answer of the rule named by data (set for its one call)
+FROM_DATA_RULE = "proofs.rule_properties:answer_from_data"
+
+
+def answer_from_data(*args):
+    """The rule ``trusted_from_data`` names: it answers what the subject's own rule gave
+    (set for the one call it is named in)."""
+    return np.array(_FROM_DATA_ANSWER[-1])
 
 
 class _Own(BaseException):
@@ -119,13 +167,18 @@ def _writer(args):
 
 def _rule(behaviour: str, honest: np.ndarray, slot: str):
     """The rule of your own of ``behaviour`` (a callable or a name), ``honest`` its answer."""
-    if behaviour == "not_a_rule":
-        return "os:getcwd"
-    if behaviour in ("not_importable", "from_data"):
-        return "fedmarket_no_such_module.rules:rule" if behaviour == "not_importable" \
-            else "proofs.rule_properties:contained_violation"
+    names = {"not_a_rule": "os:getcwd", "not_importable": "fedmarket_no_such_module.rules:rule",
+             "from_data": "proofs.rule_properties:contained_violation",
+             "trusted_from_data": FROM_DATA_RULE, "malformed_name": "os:",
+             "not_callable": "math:pi"}
+    if behaviour in names:
+        return names[behaviour]
 
     behaviour = behaviour.removesuffix("_limited")
+    behaviour = {"nested": "sleeps", "foreign_timer_rings": "sleeps", "threaded": "honest",
+                 "foreign_timer_kept": "honest"}.get(behaviour, behaviour)
+
+    parent = os.getpid()
 
     def rule(*args):
         if behaviour == "writes":
@@ -138,6 +191,9 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
             raise _Own("its own")
         elif behaviour == "sleeps":
             time.sleep(20 * LIMIT)
+        elif behaviour == "ends_process" and os.getpid() != parent:
+            os._exit(3)  # under a limit: in a child process of its own (else it answers:
+            # not run in a child, it would have ended the checker; a violation)
         out = np.array(honest, dtype=float if behaviour == "nan" else honest.dtype)
         if behaviour == "nan":
             out.flat[1 if out.size > 1 else 0] = np.nan
@@ -154,6 +210,12 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
         elif behaviour == "self_purchase":
             out = out.copy()
             out[0, 0] = True
+        elif behaviour == "zero_one":
+            return out.astype(float)
+        elif behaviour == "sells_pure_buyer":
+            pure = np.flatnonzero(np.isinf(np.asarray(args[0].c)))
+            out = out.copy()
+            out[(pure[0] + 1) % out.shape[0], pure[0]] = True
         return out
 
     rule.__name__ = f"{behaviour}_{slot}"
@@ -163,15 +225,23 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
 # ---------------------------------------------------------------------------------- iPFL
 
 
+def _honest_answer(case: RuleCase, honest) -> np.ndarray:
+    """What the subject's own rule gave in the slot of ``case`` (``honest``: its outcome or
+    equilibrium)."""
+    if case.family == "cpl":
+        return np.asarray(honest.prices)
+    return np.asarray({"rule": lambda: honest.adjacency,
+                       "prices": lambda: np.array(honest.prices),
+                       "payments": lambda: (honest.remittances
+                                            if honest.remittances is not None
+                                            else honest.payments)}[case.slot]())
+
+
 def _ipfl_run(subject, case: RuleCase, honest_outcome):
     """``ipfl.clear`` with the rule of ``case`` in its slot, the subject's rules elsewhere."""
     base = case.base
-    honest = {"rule": honest_outcome.adjacency,
-              "prices": np.array(honest_outcome.prices),
-              "payments": (honest_outcome.remittances if honest_outcome.remittances is not None
-                           else honest_outcome.payments)}[case.slot]
     slots = {"rule": subject.rule, "payments": subject.money, "prices": subject.prices}
-    slots[case.slot] = _rule(case.behaviour, np.asarray(honest), case.slot)
+    slots[case.slot] = _rule(case.behaviour, _honest_answer(case, honest_outcome), case.slot)
     return ipfl.clear(base.market, base.D, slots["rule"], payments=slots["payments"],
                       prices=slots["prices"], thresholds=base.thresholds,
                       allow_asymmetric_distances=True, time_limit=_limit(case))
@@ -196,7 +266,7 @@ def _ipfl_fields(case):
 
 
 def _cpl_run(subject, case: RuleCase, honest_eq):
-    rule = _rule(case.behaviour, np.asarray(honest_eq.prices), case.slot)
+    rule = _rule(case.behaviour, _honest_answer(case, honest_eq), case.slot)
     return cpl.apply_pricing(case.base.game, rule,
                              time_limit=_limit(case))
 
@@ -222,14 +292,110 @@ def _cpl_fields(case):
 # ---------------------------------------------------------------------------- the check
 
 
+def _in_thread(call):
+    """``call()`` run in another thread: (its result, None) or (None, what it raised)."""
+    out: list = [None, None]
+
+    def target():
+        try:
+            out[0] = call()
+        except BaseException as exc:  # handed back to the caller's thread
+            out[1] = exc
+
+    worker = threading.Thread(target=target, name="fedmarket-rule-call")
+    worker.start()
+    worker.join()
+    if out[1] is not None:
+        raise out[1]
+    return out[0]
+
+
+def _under_foreign_timer(seconds: float, call, seen: dict):
+    """``call()`` with a SIGALRM timer of someone else's set ``seconds`` before it (a Python
+    handler that counts its calls). Records in ``seen``: how often the handler ran, whether
+    it is the SIGALRM handler again after the call, and the timer's time left then. The
+    handler and timer in force before are restored whatever happens."""
+    seen["rung"] = 0
+
+    def handler(signum, frame):
+        seen["rung"] += 1
+
+    old = signal.signal(signal.SIGALRM, handler)
+    t0 = time.monotonic()
+    old_left, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return call()
+    finally:
+        seen["left"] = signal.getitimer(signal.ITIMER_REAL)[0]
+        seen["restored"] = signal.getsignal(signal.SIGALRM) is handler
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if old_left:
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(old_left - (time.monotonic() - t0), 1e-3), old_interval)
+
+
+def _foreign_ok(case, seen: dict) -> bool:
+    """The foreign timer's handler is back after the call; the short one rang once, the
+    long one did not ring and still runs."""
+    if case.behaviour not in FOREIGN:
+        return True
+    if not seen.get("restored"):
+        return False
+    if case.behaviour == "foreign_timer_rings":  # rung once, or (a limit rang at the same
+        # moment first) put back to ring after the call: once either way, never lost
+        return seen["rung"] + (seen["left"] > 0) == 1
+    return seen["rung"] == 0 and 0 < seen["left"] <= FOREIGN[case.behaviour]
+
+
+def _names_listed(case) -> bool:
+    """:func:`mechanisms.lookup.untrusted` agrees with what the guard does: the name read
+    from data is listed when nothing trusts it, not when a spec naming it does."""
+    if case.behaviour == "from_data":
+        name = _rule("from_data", np.zeros(1), case.slot)
+        return untrusted(["local", f"local+{name}", name]) == [name]
+    if case.behaviour == "trusted_from_data":
+        return untrusted([f"local+{FROM_DATA_RULE}"], _trusted()) == []
+    return True
+
+
+def _trusted() -> list[str]:
+    """What a spec of your own naming the rule trusts (a sweep spec's rules: names, parts
+    joined by "+", callables)."""
+    return named_modules(["local", f"local+{FROM_DATA_RULE}+cost-plus", answer_from_data])
+
+
+def _expected(case) -> str:
+    """What the call must end in: "same" (the subject's own outcome), "timed out", "failed"
+    (a RuleFailed), "refused" (an error before any call), "time_limit" (the limit refused)."""
+    if case.behaviour == "threaded_limited":
+        return "time_limit"
+    b = case.behaviour.removesuffix("_limited")
+    if b in _SAME:
+        return "same"
+    if b in ("sleeps", "nested", "foreign_timer_rings"):
+        return "timed out"
+    if b in _REFUSED or b == "from_data":
+        return "refused"
+    return "failed"
+
+
+def _skip(case) -> bool:
+    """Not checked: a behaviour that needs a limit (or SIGALRM) where none can stop a rule;
+    a selection behaviour in another slot; a pure buyer's seller with no pure buyer."""
+    needs = case.behaviour.endswith("_limited") and case.behaviour != "threaded_limited"
+    if (needs or case.behaviour in _NEEDS_SIGNALS) and not can_interrupt():
+        return True
+    if case.behaviour in _SELECTION_ONLY and case.slot != "rule":
+        return True
+    return case.behaviour == "sells_pure_buyer" and not np.isinf(case.base.market.c).any()
+
+
 def contained_violation(subject, case: RuleCase):
     """0 when the rule of ``case`` was contained as the module doc states, else 1; None
-    (not checked) for a sleeping rule where no limit can stop it, or a slot the behaviour
-    has no meaning in."""
-    if (case.behaviour == "sleeps" or case.behaviour.endswith("_limited")) \
-            and not can_interrupt():
-        return None
-    if case.behaviour == "self_purchase" and case.slot != "rule":
+    (not checked) for a behaviour that needs a limit where no limit can stop a rule, or a
+    slot the behaviour has no meaning in."""
+    if _skip(case):
         return None
     ipfl_family = case.family == "ipfl"
     try:  # the subject's own answer (the honest rule's output)
@@ -241,13 +407,29 @@ def contained_violation(subject, case: RuleCase):
         raise
     before = _ipfl_fields(case) if ipfl_family else _cpl_fields(case)
     run = _ipfl_run if ipfl_family else _cpl_run
-    got = exc = None
-    try:
-        if case.behaviour == "from_data":
+    b = case.behaviour
+
+    def call():
+        if b == "nested_limited":  # an outer limit of LIMIT s around the call's own
+            return within(LIMIT, run, subject, case, honest)
+        if b.startswith("threaded"):
+            return _in_thread(lambda: run(subject, case, honest))
+        if b == "from_data":
             with names_from_data("a results store"):
-                got = run(subject, case, honest)
-        else:
-            got = run(subject, case, honest)
+                return run(subject, case, honest)
+        if b == "trusted_from_data":
+            with names_from_data("a results store", _trusted()):
+                _FROM_DATA_ANSWER.append(_honest_answer(case, honest))
+                try:
+                    return run(subject, case, honest)
+                finally:
+                    _FROM_DATA_ANSWER.pop()
+        return run(subject, case, honest)
+
+    got = exc = None
+    seen: dict = {}
+    try:
+        got = _under_foreign_timer(FOREIGN[b], call, seen) if b in FOREIGN else call()
     except BaseException as e:  # escaped containment: a violation (Ctrl-C, a limit: pass)
         if must_pass(e):
             raise
@@ -255,26 +437,25 @@ def contained_violation(subject, case: RuleCase):
     after = _ipfl_fields(case) if ipfl_family else _cpl_fields(case)
     unchanged = all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after,
                                                                           strict=True))
-    if not unchanged:
+    if not unchanged or not _foreign_ok(case, seen) or not _names_listed(case):
         return 1.0
     if exc is not None and not isinstance(exc, FedmarketError):
         return 1.0  # anything but the toolkit's own typed error escaped
-    if case.behaviour.removesuffix("_limited") in ("honest", "writes"):
+    want = _expected(case)
+    if want == "same":
         if exc is not None:
             return 1.0
         same = _same_outcome(got, honest) if ipfl_family else _cpl_same(subject, case, honest,
                                                                          got)
         return 0.0 if same else 1.0
-    if exc is None or exc.field != case.slot or "\n" in str(exc):
+    field = "time_limit" if want == "time_limit" else case.slot
+    if exc is None or exc.field != field or "\n" in str(exc):
         return 1.0
-    if case.behaviour == "sleeps":
+    if want == "timed out":
         return 0.0 if isinstance(exc, RuleTimedOut) else 1.0
-    if case.behaviour == "from_data":
-        return 0.0
-    # a name that does not import, or imports a function that cannot take the slot's
-    # arguments, is refused before any call (an error naming the slot); the rest RuleFailed
-    refused = case.behaviour in ("not_importable", "not_a_rule")
-    return 0.0 if isinstance(exc, RuleFailed) or refused else 1.0
+    if want in ("refused", "time_limit"):
+        return 0.0  # an error naming the slot (the limit) before any call
+    return 0.0 if isinstance(exc, RuleFailed) and not isinstance(exc, RuleTimedOut) else 1.0
 
 
 # ----------------------------------------------------------------------------- the draws

@@ -98,3 +98,78 @@ def test_an_ignored_time_limit_fails_the_sleeping_rule(monkeypatch):
 def test_an_ignored_time_limit_is_caught(monkeypatch):
     _no_limit(monkeypatch)
     assert _caught("contains_rules", "local").counterexample.instance.behaviour == "sleeps"
+
+
+# ------------------------------------------- the behaviours added for issue 34, part 2
+# each new behaviour against a planted fault of the containment it checks: the same check
+# that holds on the toolkit (test_every_slot_and_behaviour_is_contained) fails on the fault
+
+
+def _violation(behaviour, slot="payments", family="ipfl", subject="local", pure=False):
+    bases = _bases(family, 4)
+    if pure:  # a market with a pure buyer (c = inf)
+        bases = [b for b in bases if np.isinf(b.market.c).any()]
+    return rp.contained_violation(SUBJECTS[subject], rp.RuleCase(bases[0], slot, behaviour,
+                                                                 family))
+
+
+def test_a_guard_that_refuses_trusted_names_fails_trusted_from_data(monkeypatch):
+    import mechanisms.lookup as lookup
+
+    assert _violation("trusted_from_data") == 0.0
+    monkeypatch.setattr(lookup, "_module_names", lambda trusted: frozenset())
+    assert _violation("trusted_from_data") == 1.0
+
+
+def test_a_lost_foreign_timer_fails_both_foreign_behaviours(monkeypatch):
+    class Forgetful(dict):  # the limit forgets the handler and timer it found
+        def update(self, *a, **kw):
+            pass
+
+    assert _violation("foreign_timer_kept") == 0.0
+    assert _violation("foreign_timer_rings") == 0.0
+    monkeypatch.setattr(contain, "_foreign", Forgetful())
+    assert _violation("foreign_timer_kept") == 1.0
+    assert _violation("foreign_timer_rings", family="cpl", slot="pricing",
+                      subject="cpl-uniform") == 1.0
+
+
+def test_a_limit_taken_in_another_thread_fails_threaded_limited(monkeypatch):
+    assert _violation("threaded") == 0.0 and _violation("threaded_limited") == 0.0
+    monkeypatch.setattr(contain, "can_interrupt", lambda: True)  # signal.signal then raises
+    assert _violation("threaded_limited") == 1.0
+
+
+def test_an_outer_limit_ignored_fails_nested_limited(monkeypatch):
+    import signal
+    import time
+
+    def arm_innermost():  # only the innermost limit's deadline is set
+        lim = contain._limits[-1]
+        left = 0.05 if lim.expired else lim.deadline - time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
+
+    assert _violation("nested_limited", slot="prices") == 0.0
+    monkeypatch.setattr(contain, "_arm", arm_innermost)
+    assert _violation("nested_limited", slot="prices") == 1.0  # it slept 1 s, answered
+
+
+def test_a_rule_under_a_limit_run_in_this_process_fails_ends_process(monkeypatch):
+    assert _violation("ends_process_limited") == 0.0
+    assert _violation("raises_limited") == 0.0
+    monkeypatch.setattr(contain, "_in_child", lambda fn, args: fn(*args))
+    assert _violation("ends_process_limited") == 1.0  # not in a child: it answers instead
+
+
+def test_a_rule_buying_from_a_pure_buyer_let_through_is_caught(monkeypatch):
+    assert _violation("sells_pure_buyer", slot="rule", pure=True) == 0.0
+    assert _violation("zero_one", slot="rule") == 0.0
+    monkeypatch.setattr(ipfl_clear, "check_sellers", lambda *a, **kw: None)
+    assert _violation("sells_pure_buyer", slot="rule", pure=True) == 1.0
+
+
+def test_names_refused_before_a_call_and_untrusted_agree(monkeypatch):
+    for behaviour in ("malformed_name", "not_callable", "from_data"):
+        assert _violation(behaviour) == 0.0, behaviour
+    monkeypatch.setattr(rp, "untrusted", lambda specs, trusted=(): [])  # lists nothing
+    assert _violation("from_data") == 1.0
