@@ -159,6 +159,7 @@ _declare("local", budget_balance=True, no_deficit=True, individual_rationality=T
 
 VCG_ENUMERATION_MAX = 12  # vcg's pivot enumerates the 2^m subsets up to this many clients
 VCG_PIVOTS = ("auto", "enumeration", "search")
+VCG_ENUMERATION_BLOCK = 2**18  # subset x buyer entries the enumeration pivot evaluates at once
 
 
 def _best_without_search(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
@@ -191,9 +192,21 @@ def _best_without_enumeration(market, P: np.ndarray) -> np.ndarray:
     if m > VCG_ENUMERATION_MAX:
         raise MarketInputError("pivot", f"'enumeration' enumerates 2^m subsets; m is {m}, at "
                                         f"most {VCG_ENUMERATION_MAX} (use 'auto' or 'search')")
-    phi_all = selection.phi_subsets(market, P)
-    best = _min_without_each(phi_all, m)
-    return np.where(np.asarray(market.K)[..., :, None] > 0, -best, 0.0)  # K = 0 buys nothing
+    N = np.asarray(market.N, dtype=np.float64)
+    K = np.asarray(market.K, dtype=np.float64)
+    lead = N.shape[:-1]
+    Nf, Kf = N.reshape(-1, m), K.reshape(-1, m)
+    Pf = np.asarray(P, dtype=np.float64).reshape(-1, m, m)
+    best = np.empty((Nf.shape[0], m, m))
+    # a block of markets at a time: the (markets, m, 2^m) subsets stay near the cache (200
+    # markets of 12 clients at once took 1.8x the time of blocks of 5)
+    step = max(1, VCG_ENUMERATION_BLOCK // (m << m))
+    for lo in range(0, Nf.shape[0], step):
+        blk = slice(lo, lo + step)
+        phi_all = selection.phi_subsets_arrays(Nf[blk], Kf[blk], market.gain, Pf[blk])
+        best[blk] = _min_without_each(phi_all, m)
+    best = best.reshape(*lead, m, m)
+    return np.where(K[..., :, None] > 0, -best, 0.0)  # K = 0 buys nothing
 
 
 def _min_without_each(phi_all: np.ndarray, m: int) -> np.ndarray:

@@ -43,7 +43,9 @@ __all__ = [
     "local",
     "phi",
     "phi_subsets",
+    "phi_subsets_arrays",
     "subset_masks",
+    "subset_sums",
 ]
 
 RULES = ("box2", "local", "exact")
@@ -167,16 +169,38 @@ def phi_subsets(market: Market, P: np.ndarray) -> np.ndarray:
     holds client j when bit j of s is set): (..., m, 2^m), +inf where S holds a seller i
     cannot buy (an infinite price: a pure buyer, or i itself). Over arrays; for small m
     (global optimality checks and VCG in bulk)."""
-    N = np.asarray(market.N, dtype=np.float64)
-    m = N.shape[-1]
-    masks = subset_masks(m).astype(np.float64)
+    return phi_subsets_arrays(market.N, market.K, market.gain, P)
+
+
+def phi_subsets_arrays(N, K, gain, P) -> np.ndarray:
+    """:func:`phi_subsets` on the arrays ``N``, ``K`` (..., m) and ``P`` (..., m, m) of buyers
+    with the gain ``gain`` (what a caller evaluating a batch block by block passes)."""
+    N = np.asarray(N, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
     P = np.asarray(P, dtype=np.float64)
-    finite = np.isfinite(P)
-    cost = np.matmul(np.where(finite, P, 0.0), masks.T)
-    blocked = np.matmul((~finite).astype(np.float64), masks.T) > 0
-    gain = market.gain.value(np.matmul(N, masks.T)[..., None, :], market.K[..., :, None],
-                             N[..., :, None])
-    return np.where(blocked, np.inf, cost - gain)
+    # a seller with a price that is not finite blocks every subset holding it: +inf there
+    cost = subset_sums(np.where(np.isfinite(P), P, np.inf))
+    value = gain.value(subset_sums(N)[..., None, :], K[..., :, None], N[..., :, None])
+    return cost - value
+
+
+def subset_sums(x) -> np.ndarray:
+    """(..., k) -> (..., 2^k): entry s is the sum of ``x`` over the members of subset s (bit
+    j of s set = j in it), by doubling: the subsets holding j are those of the first j
+    members plus x_j (2^k additions in all, where a product with :func:`subset_masks` takes
+    k 2^k).
+
+    >>> subset_sums(np.array([1.0, 2.0, 4.0])).tolist()
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    k = x.shape[-1]
+    out = np.empty((*x.shape[:-1], 1 << k))
+    out[..., 0] = 0.0
+    for j in range(k):
+        h = 1 << j
+        np.add(out[..., :h], x[..., j, None], out=out[..., h:2 * h])
+    return out
 
 
 def eq11_margins(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
