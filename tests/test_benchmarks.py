@@ -60,6 +60,8 @@ RUNS = {
     "discriminating_shares.py": (lambda t: ["--markdown", _copy("docs/reference-proofs.md", t)],
                                  ["discriminating"]),
     "fedamp_pull.py": (lambda t: [], ["clients"]),
+    "standard_rows.py": (lambda t: ["--subject", "box2", "--json", str(t / "r.json")],
+                         ["projected CPU of the standard run"]),
     "cfl_norms.py": (lambda t: ["--partitions", "niid", "--seeds", "0", "--check"],
                      ["warm-up (seed 100", "thresholds: eps1", "-- seed 0", "-- at eps1"]),
     "truthful_bound.py": (lambda t: [], ["welfare"]),
