@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,7 +106,10 @@ def measure(examples: int | None, work: Path, log=sys.stderr) -> tuple[dict, flo
            "--markdown", str(work / "report.md")]
     print("running:", shlex.join(run), file=log, flush=True)
     t0 = time.perf_counter()
-    got = subprocess.run(run, cwd=ROOT, env=env)
+    # Ctrl-C as at a terminal: a shell starting this in the background ignores SIGINT, and
+    # the child would inherit that (prove --jobs then skips its Ctrl-C handling)
+    got = subprocess.run(run, cwd=ROOT, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seconds = time.perf_counter() - t0
     if got.returncode not in (0, 1):  # 1: some row not as declared (still measured)
         raise SystemExit(f"the measured run failed (exit {got.returncode})")

@@ -37,6 +37,7 @@ from mechanisms import cpl, ipfl, lia
 from mechanisms.cpl.equilibrium import CVXPY_MAX_N
 from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
 from mechanisms.errors import FedmarketError, as_choice, as_real, as_seed
+from mechanisms.lookup import untrusted
 from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
 
 from .batch import Draws, IpflSampler, IpflSpec, Sampler
@@ -397,6 +398,10 @@ IPFL_FAULTS = (
                                           reference=np.full(2, -1e308))),
     Fault("placement", "unknown", lambda s, c: market_roles(c.market.m, attackers=1,
                                                             placement="middle")),
+    Fault("rule", "None", lambda s, c: ipfl.clear(c.market, c.D, None)),
+    Fault("rules_from", "not a module name, as the modules trusted for names read from data",
+          lambda s, c: untrusted([s.rule if isinstance(s.rule, str) else "local"],
+                                 ["not a module"])),
 )
 
 
