@@ -47,7 +47,11 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   handler is called once, the rule stopped, a RuleTimedOut naming the slot) and
   ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome);
   either way the foreign handler is back in place after the call, and a timer that has
-  not rung still runs.
+  not rung still runs;
+* ``starts_program`` (under the :data:`LIMIT` s limit, the rule starts a program of its own,
+  ``sleep 30`` with :func:`mechanisms.processes.kill_with_parent`, then sleeps past the
+  limit): a RuleTimedOut naming the slot, and the program is gone within 2 s (killed with
+  the rule's process group);
 
 In every case the caller's arrays (the market's or game's fields, D) are unchanged. A
 violation is 1 (0: contained as stated). Every instance discriminates.
@@ -56,8 +60,11 @@ violation is 1 (0: contained as stated). Every instance discriminates.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -70,6 +77,7 @@ from mechanisms import cpl, ipfl
 from mechanisms.contain import can_interrupt, must_pass, within
 from mechanisms.errors import FedmarketError, RuleFailed, RuleTimedOut
 from mechanisms.lookup import named_modules, names_from_data, untrusted
+from mechanisms.processes import kill_with_parent
 
 from .batch import Draws, Sampler
 from .core import Property, SubjectError
@@ -90,8 +98,9 @@ GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, n
 
 
 FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0}  # s: someone else's timer
-_SLEEPING = ("sleeps", "foreign_timer_rings")  # under the call's LIMIT s limit
-_NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", *FOREIGN)
+_SLEEPING = ("sleeps", "foreign_timer_rings", "starts_program")  # under LIMIT s
+_NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
+                  *FOREIGN)
 
 
 def _limit(case) -> float | None:
@@ -113,12 +122,14 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "self_purchase", "not_a_rule", "not_importable", "sleeps", "from_data",
               "trusted_from_data", "malformed_name", "not_callable", "zero_one",
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
-              "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept")
+              "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
+              "starts_program")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
 _SELECTION_ONLY = ("self_purchase", "zero_one", "sells_pure_buyer")
 _FROM_DATA_ANSWER: list = []  # the answer of the rule named by data (set for its one call)
+_PROGRAM_PID: list = []  # the file the starts_program rule writes its program's pid to
 FROM_DATA_RULE = "proofs.rule_properties:answer_from_data"
 
 
@@ -190,6 +201,11 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
         elif behaviour == "base_exception":
             raise _Own("its own")
         elif behaviour == "sleeps":
+            time.sleep(20 * LIMIT)
+        elif behaviour == "starts_program":  # a program of its own, then past the limit
+            prog = subprocess.Popen([shutil.which("sleep"), "30"], preexec_fn=kill_with_parent())
+            with open(_PROGRAM_PID[-1], "w") as f:
+                f.write(str(prog.pid))
             time.sleep(20 * LIMIT)
         elif behaviour == "ends_process" and os.getpid() != parent:
             os._exit(3)  # under a limit: in a child process of its own (else it answers:
@@ -335,6 +351,39 @@ def _under_foreign_timer(seconds: float, call, seen: dict):
                              max(old_left - (time.monotonic() - t0), 1e-3), old_interval)
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc: it answered the signal
+
+
+def _program_gone(case, path) -> bool:
+    """The program a stopped rule started is gone within 2 s (killed with the rule's
+    process group; nothing written: the rule was stopped before it started one)."""
+    if case.behaviour != "starts_program":
+        return True
+    text = open(path).read().strip()
+    if not text:
+        return True
+    pid = int(text)
+    deadline = time.monotonic() + 2.0
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)  # the checker leaves nothing behind either way
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _foreign_ok(case, seen: dict) -> bool:
     """The foreign timer's handler is back after the call; the short one rang once, the
     long one did not ring and still runs."""
@@ -373,7 +422,7 @@ def _expected(case) -> str:
     b = case.behaviour.removesuffix("_limited")
     if b in _SAME:
         return "same"
-    if b in ("sleeps", "nested", "foreign_timer_rings"):
+    if b in ("sleeps", "nested", "foreign_timer_rings", "starts_program"):
         return "timed out"
     if b in _REFUSED or b == "from_data":
         return "refused"
@@ -387,6 +436,8 @@ def _skip(case) -> bool:
     if (needs or case.behaviour in _NEEDS_SIGNALS) and not can_interrupt():
         return True
     if case.behaviour in _SELECTION_ONLY and case.slot != "rule":
+        return True
+    if case.behaviour == "starts_program" and shutil.which("sleep") is None:
         return True
     return case.behaviour == "sells_pure_buyer" and not np.isinf(case.base.market.c).any()
 
@@ -428,12 +479,19 @@ def contained_violation(subject, case: RuleCase):
 
     got = exc = None
     seen: dict = {}
-    try:
-        got = _under_foreign_timer(FOREIGN[b], call, seen) if b in FOREIGN else call()
-    except BaseException as e:  # escaped containment: a violation (Ctrl-C, a limit: pass)
-        if must_pass(e):
-            raise
-        exc = e
+    with tempfile.NamedTemporaryFile("r", prefix="fedmarket-pid-") as pid_file:
+        _PROGRAM_PID.append(pid_file.name)
+        try:
+            got = _under_foreign_timer(FOREIGN[b], call, seen) if b in FOREIGN else call()
+        except BaseException as e:  # escaped containment: a violation (Ctrl-C, a limit: pass)
+            if must_pass(e):
+                raise
+            exc = e
+        finally:
+            _PROGRAM_PID.pop()
+        gone = _program_gone(case, pid_file.name)
+    if not gone:
+        return 1.0
     after = _ipfl_fields(case) if ipfl_family else _cpl_fields(case)
     unchanged = all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after,
                                                                           strict=True))

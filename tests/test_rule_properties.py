@@ -7,6 +7,7 @@ output checks skipped, time limits ignored."""
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import numpy as np
@@ -173,3 +174,18 @@ def test_names_refused_before_a_call_and_untrusted_agree(monkeypatch):
         assert _violation(behaviour) == 0.0, behaviour
     monkeypatch.setattr(rp, "untrusted", lambda specs, trusted=(): [])  # lists nothing
     assert _violation("from_data") == 1.0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal: prctl")
+def test_a_program_a_stopped_rule_started_left_running_is_caught(monkeypatch):
+    import os
+
+    assert _violation("starts_program") == 0.0
+
+    def no_group(pid, sig):
+        raise OSError("no process group")
+
+    monkeypatch.setattr(os, "killpg", no_group)  # only the rule's own process is killed
+    assert _violation("starts_program") == 0.0  # its program still dies with it (prctl)
+    monkeypatch.setattr(rp, "kill_with_parent", lambda: None)  # and no death signal either
+    assert _violation("starts_program") == 1.0
