@@ -528,3 +528,58 @@ def test_a_greedy_that_never_rescans_breaks_local_optimality_on_the_cheap_tier(m
     assert any(prop.amount(local, c) > 0 for c in cases)
     monkeypatch.setattr(selection, "_greedy_top", real)
     assert all(prop.amount(local, c) == 0 for c in cases)
+
+
+# ------------------------------------------------------------- strata (issue 34, part 3)
+
+
+def test_lemma1_draws_its_strata_and_keeps_the_plain_draw():
+    """lemma1's draws (proofs.batch._LEMMA1): 3 in 4 in the priced-liar stratum, where the
+    liar has a finite cost whenever a client of the market has one; the rest plain, where a
+    pure buyer (c = inf) is the liar as often as the plain law says; the sqrt gain half the
+    time, each generic gain a sixth. Fails if the stratum drew a pure buyer as the liar, or
+    dropped the plain draw or a gain kind."""
+    spec = IPFL_SPECS["lemma1"]
+    assert dict(spec.strata) == {"priced-liar": 0.75} and spec.gains == GAINS_ORDER
+    sampler = IpflSampler(spec)
+    counts = {"": 0, "priced-liar": 0}
+    gains = dict.fromkeys(GAINS_ORDER, 0)
+    unpriced = {"": 0, "priced-liar": 0}
+    for d in sampler.draw(np.random.default_rng(0), 8000):
+        a = sampler.arrays(d)
+        rows = np.arange(d.size)
+        liar_c = a["c"][rows, a["client"]]
+        some_priced = np.isfinite(a["c"]).any(axis=1)
+        counts[d.stratum] += d.size
+        gains[d.gain] += d.size
+        unpriced[d.stratum] += int((~np.isfinite(liar_c) & some_priced).sum())
+    assert unpriced["priced-liar"] == 0
+    assert unpriced[""] > 0.15 * counts[""]  # a pure buyer lies in the plain draw (1/4)
+    assert abs(counts["priced-liar"] / 8000 - 0.75) < 0.03
+    assert abs(gains["sqrt"] / 8000 - 0.5) < 0.03
+    assert all(abs(gains[g] / 8000 - 1 / 6) < 0.03 for g in GAINS_ORDER[1:])
+
+
+GAINS_ORDER = tuple(GAINS)
+
+
+@over_arrays
+def buys_dear_models(market, D, T, P):
+    """The local rule, plus every model priced above 20 (a fault: overstating c can then
+    win a buyer, against Lemma 1)."""
+    return ipfl.local(T, market.N) | (np.isfinite(P) & (P > 20.0))
+
+
+def test_lemma1_with_its_strata_still_finds_a_planted_fault():
+    r = check(IpflMechanism("dear", buys_dear_models), PROPERTIES["lemma1"],
+              max_examples=2000, seed=0, engine="batch")
+    assert r.verdict == "counterexample" and r.extra["mode"] == "batch (vectorised)"
+    assert r.counterexample.rerun() > 0
+    # and on the plain draw alone (the strata removed), as before
+    plain = IpflSampler(IpflSpec(liar="over", gains=GAINS_ORDER))
+    found = 0
+    for d in plain.draw(np.random.default_rng(0), 2000):
+        out = PROPERTIES["lemma1"].batch(IpflMechanism("dear", buys_dear_models))(
+            plain.bulk_input(d))
+        found += int((np.asarray(out[0]) > 0).sum())
+    assert found > 0
