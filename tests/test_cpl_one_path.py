@@ -68,6 +68,15 @@ def test_a_method_without_an_answer_is_caught(monkeypatch):
     assert not as_declared and report.verdict == "counterexample"
 
 
+def test_a_line_search_that_reports_no_progress_is_caught(monkeypatch):
+    """The line search's progress callback dropped: it answers as before, counts nothing."""
+    real = equilibrium._linesearch
+    monkeypatch.setattr(equilibrium, "_linesearch",
+                        lambda game, progress=None, **kw: real(game, **kw))
+    report, as_declared = _check(4)
+    assert not as_declared and report.verdict == "counterexample"
+
+
 def test_cvxpy_at_another_budget_is_caught(monkeypatch):
     _at_a_larger_budget(monkeypatch, linesearch=False)
     report, as_declared = _check()
