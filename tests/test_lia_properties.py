@@ -148,3 +148,16 @@ def test_the_bulk_clustering_is_the_clustering_of_each_matrix():
             np.testing.assert_array_equal(C[k], lia.beneficial_sets(I[k]))
             np.testing.assert_array_equal(labels[k], lia.cluster(I[k]))
             np.testing.assert_array_equal(p2p[k], lia.cluster(I[k], "p2p"))
+
+
+def test_a_rand_index_that_disagrees_with_the_pairs_is_caught(monkeypatch):
+    """lia_recovery (central) also asks the paper's measure: an adjusted Rand index below 1
+    where every pair agrees (here: a broken index, 1 only for all-singleton labelings)."""
+    subject = SUBJECTS["lia-central"]
+    assert check(subject, PROPERTIES["lia_recovery"], max_examples=100, seed=0,
+                 engine="batch").holds
+    real = lia.adjusted_rand_index
+    monkeypatch.setattr(lia, "adjusted_rand_index",
+                        lambda x, y: real(x, y) * (len(set(x.tolist())) == len(x)))
+    r = check(subject, PROPERTIES["lia_recovery"], max_examples=100, seed=0, engine="batch")
+    assert r.verdict == "counterexample"
