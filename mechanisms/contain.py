@@ -146,7 +146,13 @@ class contained:
             if _limits and any(lim.expired for lim in _limits):  # past a limit: not started
                 raise TimeUp(next(lim for lim in _limits if lim.expired),
                              (self.field, self.label), started=False)
-            _running.append((self.field, self.label))
+            entry = (self.field, self.label)
+            try:  # a limit's alarm may raise as the append returns, before the block starts
+                _running.append(entry)  # (its __exit__ then never runs): take it off again
+            except BaseException:
+                if _running and _running[-1] is entry:
+                    _running.pop()
+                raise
         return self
 
     def __exit__(self, kind, exc, tb):

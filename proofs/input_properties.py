@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import functools
 import math
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +38,8 @@ from hypothesis import strategies as st
 from mechanisms import cpl, ipfl, lia
 from mechanisms.cpl.equilibrium import CVXPY_MAX_N
 from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
-from mechanisms.errors import FedmarketError, as_choice, as_real, as_seed
+from mechanisms.errors import FedmarketError, MarketInputError, as_choice, as_real, as_seed
+from mechanisms.files import read_arrays
 from mechanisms.lookup import untrusted
 from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
 
@@ -205,6 +208,15 @@ def _dp_too_large(subject, case):
     4e12 cells) is far over the memory guard."""
     mk, D = _sized(3, 10.0**12 + np.array([1.0, 3.0, 7.0]), K=1e18)
     return ipfl.clear(mk, D, "exact", exact_method="dp")
+
+
+def _read_objects_npz(case):
+    """mechanisms.files.read_arrays on an .npz file whose second array holds Python objects
+    (a crafted file could run code when unpickled): refused, naming ``arrays``."""
+    with tempfile.TemporaryDirectory(prefix="fedmarket-npz-") as folder:
+        path = Path(folder) / "market.npz"
+        np.savez(path, N=case.market.N, objects=np.array([None, "x"], dtype=object))
+        return read_arrays(path, lambda message: MarketInputError("arrays", message))
 
 
 def _not_zero_at_0(x, K, N):
@@ -399,6 +411,8 @@ IPFL_FAULTS = (
     Fault("placement", "unknown", lambda s, c: market_roles(c.market.m, attackers=1,
                                                             placement="middle")),
     Fault("rule", "None", lambda s, c: ipfl.clear(c.market, c.D, None)),
+    Fault("arrays", "an .npz file holding an array of objects (never unpickled)",
+          lambda s, c: _read_objects_npz(c)),
     Fault("rules_from", "not a module name, as the modules trusted for names read from data",
           lambda s, c: untrusted([s.rule if isinstance(s.rule, str) else "local"],
                                  ["not a module"])),

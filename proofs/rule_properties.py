@@ -48,6 +48,10 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome);
   either way the foreign handler is back in place after the call, and a timer that has
   not rung still runs;
+* ``late`` (an honest rule under a limit of 1e-9 s, whose timer rings 1 ms on: mostly in
+  the toolkit's own steps, which are not interrupted, so the rule is then not started):
+  a RuleTimedOut naming the slot, or (the rule answered within that 1 ms) the subject's
+  own outcome;
 * ``starts_program`` (under the :data:`LIMIT` s limit, the rule starts a program of its own,
   ``sleep 30`` with :func:`mechanisms.processes.kill_with_parent`, then sleeps past the
   limit): a RuleTimedOut naming the slot, and the program is gone within 2 s (killed with
@@ -100,7 +104,8 @@ GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, n
 FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0}  # s: someone else's timer
 _SLEEPING = ("sleeps", "foreign_timer_rings", "starts_program")  # under LIMIT s
 _NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
-                  *FOREIGN)
+                  "late", *FOREIGN)
+LATE = 1e-9  # s: the "late" behaviour's limit, passed before the toolkit reaches the rule
 
 
 def _limit(case) -> float | None:
@@ -110,6 +115,8 @@ def _limit(case) -> float | None:
         return GENEROUS  # refused: no limit can be enforced outside the main thread
     if not can_interrupt():
         return None
+    if case.behaviour == "late":
+        return LATE
     if case.behaviour in _SLEEPING:
         return LIMIT
     return GENEROUS if case.behaviour.endswith("_limited") or case.behaviour in FOREIGN \
@@ -123,7 +130,7 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "trusted_from_data", "malformed_name", "not_callable", "zero_one",
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
-              "starts_program")
+              "starts_program", "late")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
@@ -187,7 +194,7 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
 
     behaviour = behaviour.removesuffix("_limited")
     behaviour = {"nested": "sleeps", "foreign_timer_rings": "sleeps", "threaded": "honest",
-                 "foreign_timer_kept": "honest"}.get(behaviour, behaviour)
+                 "foreign_timer_kept": "honest", "late": "honest"}.get(behaviour, behaviour)
 
     parent = os.getpid()
 
@@ -415,8 +422,9 @@ def _trusted() -> list[str]:
 
 
 def _expected(case) -> str:
-    """What the call must end in: "same" (the subject's own outcome), "timed out", "failed"
-    (a RuleFailed), "refused" (an error before any call), "time_limit" (the limit refused)."""
+    """What the call must end in: "same" (the subject's own outcome), "timed out", either
+    ("same or timed out"), "failed" (a RuleFailed), "refused" (an error before any call),
+    "time_limit" (the limit refused)."""
     if case.behaviour == "threaded_limited":
         return "time_limit"
     b = case.behaviour.removesuffix("_limited")
@@ -424,6 +432,8 @@ def _expected(case) -> str:
         return "same"
     if b in ("sleeps", "nested", "foreign_timer_rings", "starts_program"):
         return "timed out"
+    if b == "late":
+        return "same or timed out"
     if b in _REFUSED or b == "from_data":
         return "refused"
     return "failed"
@@ -500,6 +510,8 @@ def contained_violation(subject, case: RuleCase):
     if exc is not None and not isinstance(exc, FedmarketError):
         return 1.0  # anything but the toolkit's own typed error escaped
     want = _expected(case)
+    if want == "same or timed out":  # a race the rule may win (it answers within 1 ms)
+        want = "same" if exc is None else "timed out"
     if want == "same":
         if exc is not None:
             return 1.0

@@ -731,3 +731,24 @@ def test_a_limit_ends_when_another_thread_takes_its_held_back_alarm():
     except subprocess.TimeoutExpired:
         pytest.fail("the limit's end waited for an alarm that another thread had taken")
     assert out.returncode == 0 and out.stdout == "ended\n", out.stderr
+
+
+def test_a_stop_as_a_rule_is_entered_leaves_no_rule_running(monkeypatch):
+    """A limit's alarm can raise as contained.__enter__'s append returns, before the with
+    block starts (so its __exit__ never runs): the rule must not stay on the running stack,
+    where every later ring would take the toolkit's own steps for that rule's (the
+    contains_rules 'late' behaviour met it: a stop in the toolkit's steps named the prices
+    slot)."""
+    import mechanisms.contain as contain
+
+    class RingsAtAppend(list):
+        def append(self, item):
+            super().append(item)
+            raise contain.TimeUp(None, item)
+
+    running = RingsAtAppend()
+    monkeypatch.setattr(contain, "_running", running)
+    with pytest.raises(contain.TimeUp):
+        with contain.contained("prices", "a rule"):
+            pass
+    assert list(running) == []

@@ -74,6 +74,7 @@ def test_a_rule_handed_the_caller_s_game_is_caught(monkeypatch):
 
 def test_errors_let_through_are_caught(monkeypatch):
     monkeypatch.setattr(contain.contained, "__exit__", lambda self, *exc: False)
+    monkeypatch.setattr(contain, "_running", [])  # never popped here: a list of its own
     behaviour = _caught("contains_rules", "local").counterexample.instance.behaviour
     assert behaviour in ("raises", "exits", "base_exception")
 
@@ -189,3 +190,18 @@ def test_a_program_a_stopped_rule_started_left_running_is_caught(monkeypatch):
     assert _violation("starts_program") == 0.0  # its program still dies with it (prctl)
     monkeypatch.setattr(rp, "kill_with_parent", lambda: None)  # and no death signal either
     assert _violation("starts_program") == 1.0
+
+
+def test_a_limit_that_stops_the_toolkit_s_own_steps_fails_late(monkeypatch):
+    class Anywhere(contain.Limit):  # every limit stops whatever runs (a sweep cell's kind)
+        def __init__(self, seconds, *, anywhere=False):
+            super().__init__(seconds, anywhere=True)
+
+    def violations():
+        return [rp.contained_violation(SUBJECTS["exact"], rp.RuleCase(b, "payments", "late",
+                                                                      "ipfl"))
+                for b in _bases("ipfl", 12)]
+
+    assert set(violations()) <= {0.0, None}
+    monkeypatch.setattr(contain, "Limit", Anywhere)
+    assert 1.0 in violations()  # stopped in the toolkit's steps: an error naming time_limit
