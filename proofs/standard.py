@@ -95,5 +95,20 @@ STANDARD = StandardRun(budgets={
     # one market at a time: ipfl.clear and each built-in rule function on one Market,
     # 5-50 ms a market
     "*/one_market": 5_000,
+    # the reference oracle (proofs/oracle: a literal transcription in plain Python, slow by
+    # design), market by market, the truthful market and its lying twin: 0.6-1.5 CPU ms a
+    # market (iPFL), 0.2-0.3 (CPL), 0.4 (pFedLIA) on this 2-core host
+    # (benchmarks/standard_rows.py --scale 40): at 100,000 a row the 13 oracle rows took
+    # 875 CPU s, 73 % of the 1,200 CPU s the whole run may take (10 minutes on 2 cores);
+    # 20,000 each: about 175 s
+    "*/conforms": 20_000,
+    "*/cpl_conforms": 20_000,
+    "*/lia_conforms": 20_000,
+    # every algorithm of the exact selection buyer by buyer in Python (the dynamic programme
+    # and branch-and-bound for every buyer with a candidate, twice more stopped, once with a
+    # progress callback): 1.4 CPU ms a market at 2-12 clients, about 1 s for each market of
+    # the 100-client tier; 100,000 took 464 CPU s projected (--scale 20), 366 s of the
+    # standard run's wall time at load 10
+    "exact/one_path": 20_000,
 })
 """The standard run (``fedmarket prove --standard``)."""

@@ -12,6 +12,7 @@ import pytest
 from mechanisms import cpl, ipfl
 from mechanisms.ipfl import rules, selection
 from proofs import PROPERTIES, SUBJECTS, check
+from proofs.standard import STANDARD
 
 # half of the drawn markets have an asymmetric D on purpose (proofs.typespace): the
 # tests clear them as the checker does, with the opt-in (tests/test_input_shapes.py checks
@@ -133,8 +134,12 @@ def _pivot_off(real):
 def test_one_path_rejects_a_broken_alternative(subject, target, make, engine, monkeypatch):
     module = rules if target == "_best_without_search" else selection
     monkeypatch.setattr(module, target, make(getattr(module, target)))
-    r = check(SUBJECTS[subject], PROPERTIES["one_path"], max_examples=300, engine=engine)
+    # the batch engine at the row's budget in the standard run (exact's: 20,000): the
+    # search stops at the first failure, found within 300 draws
+    budget = STANDARD.budget(subject, "one_path") if engine == "batch" else 300
+    r = check(SUBJECTS[subject], PROPERTIES["one_path"], max_examples=budget, engine=engine)
     assert r.verdict == "counterexample", r.row()
+    assert r.first_failure <= 300
 
 
 @pytest.mark.parametrize("subject", ["local", "exact", "vcg"])
