@@ -45,7 +45,9 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
 * a SIGALRM timer of someone else's set before the call (a test runner's timeout):
   ``foreign_timer_rings`` (0.02 s, the sleeping rule under the :data:`LIMIT` s limit: its
   handler is called once, the rule stopped, a RuleTimedOut naming the slot) and
-  ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome);
+  ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome),
+  ``foreign_timer_ignored`` (0.02 s with SIG_IGN as its handler, the sleeping rule: a
+  RuleTimedOut naming the slot, nothing else happening when it rings);
   either way the foreign handler is back in place after the call, and a timer that has
   not rung still runs;
 * ``late`` (an honest rule under a limit of 1e-9 s, whose timer rings 1 ms on: mostly in
@@ -101,8 +103,9 @@ GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, n
 # a loaded machine and stop an honest rule before it started)
 
 
-FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0}  # s: someone else's timer
-_SLEEPING = ("sleeps", "foreign_timer_rings", "starts_program")  # under LIMIT s
+FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0,  # s: someone else's timer
+           "foreign_timer_ignored": 0.02}
+_SLEEPING = ("sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program")
 _NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
                   "late", *FOREIGN)
 LATE = 1e-9  # s: the "late" behaviour's limit, passed before the toolkit reaches the rule
@@ -130,7 +133,7 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "trusted_from_data", "malformed_name", "not_callable", "zero_one",
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
-              "starts_program", "late")
+              "starts_program", "late", "foreign_timer_ignored")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
@@ -194,6 +197,7 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
 
     behaviour = behaviour.removesuffix("_limited")
     behaviour = {"nested": "sleeps", "foreign_timer_rings": "sleeps", "threaded": "honest",
+                 "foreign_timer_ignored": "sleeps",
                  "foreign_timer_kept": "honest", "late": "honest"}.get(behaviour, behaviour)
 
     parent = os.getpid()
@@ -333,16 +337,17 @@ def _in_thread(call):
     return out[0]
 
 
-def _under_foreign_timer(seconds: float, call, seen: dict):
+def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False):
     """``call()`` with a SIGALRM timer of someone else's set ``seconds`` before it (a Python
-    handler that counts its calls). Records in ``seen``: how often the handler ran, whether
-    it is the SIGALRM handler again after the call, and the timer's time left then. The
-    handler and timer in force before are restored whatever happens."""
+    handler that counts its calls; ``ignored``: SIG_IGN). Records in ``seen``: how often the
+    handler ran, whether it is the SIGALRM handler again after the call, and the timer's
+    time left then. The handler and timer in force before are restored whatever happens."""
     seen["rung"] = 0
 
-    def handler(signum, frame):
+    def counting(signum, frame):
         seen["rung"] += 1
 
+    handler = signal.SIG_IGN if ignored else counting
     old = signal.signal(signal.SIGALRM, handler)
     t0 = time.monotonic()
     old_left, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -398,6 +403,8 @@ def _foreign_ok(case, seen: dict) -> bool:
         return True
     if not seen.get("restored"):
         return False
+    if case.behaviour == "foreign_timer_ignored":  # ignored: nothing to count
+        return True
     if case.behaviour == "foreign_timer_rings":  # rung once, or (a limit rang at the same
         # moment first) put back to ring after the call: once either way, never lost
         return seen["rung"] + (seen["left"] > 0) == 1
@@ -430,7 +437,8 @@ def _expected(case) -> str:
     b = case.behaviour.removesuffix("_limited")
     if b in _SAME:
         return "same"
-    if b in ("sleeps", "nested", "foreign_timer_rings", "starts_program"):
+    if b in ("sleeps", "nested", "foreign_timer_rings", "foreign_timer_ignored",
+             "starts_program"):
         return "timed out"
     if b == "late":
         return "same or timed out"
@@ -492,7 +500,8 @@ def contained_violation(subject, case: RuleCase):
     with tempfile.NamedTemporaryFile("r", prefix="fedmarket-pid-") as pid_file:
         _PROGRAM_PID.append(pid_file.name)
         try:
-            got = _under_foreign_timer(FOREIGN[b], call, seen) if b in FOREIGN else call()
+            got = _under_foreign_timer(FOREIGN[b], call, seen, b == "foreign_timer_ignored") \
+            if b in FOREIGN else call()
         except BaseException as e:  # escaped containment: a violation (Ctrl-C, a limit: pass)
             if must_pass(e):
                 raise

@@ -85,7 +85,7 @@ STANDARD = StandardRun(budgets={
     "*/cpl_refuses_bad_input": 5_000,
     "*/lia_refuses_bad_input": 5_000,
     # one instance at a time: the subject's own answer, then a clearing with a rule of your
-    # own (4 in 31 sleep to a 0.05 s limit, 8 in 31 run in a child process under a limit)
+    # own (5 in 32 sleep to a 0.05 s limit, 9 in 32 run in a child process under a limit)
     "*/contains_rules": 3_000,
     "*/cpl_contains_rules": 3_000,
     # one game at a time through every one-game entry point (cpl.solve; for a posted price

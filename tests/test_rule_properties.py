@@ -130,8 +130,10 @@ def test_a_lost_foreign_timer_fails_both_foreign_behaviours(monkeypatch):
 
     assert _violation("foreign_timer_kept") == 0.0
     assert _violation("foreign_timer_rings") == 0.0
+    assert _violation("foreign_timer_ignored") == 0.0
     monkeypatch.setattr(contain, "_foreign", Forgetful())
     assert _violation("foreign_timer_kept") == 1.0
+    assert _violation("foreign_timer_ignored") == 1.0  # SIG_DFL after the call, not SIG_IGN
     assert _violation("foreign_timer_rings", family="cpl", slot="pricing",
                       subject="cpl-uniform") == 1.0
 
