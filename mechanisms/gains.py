@@ -111,15 +111,26 @@ class Gain:
         # each root is halved until its own bracket is narrow, never further: a root does
         # not depend on which other pairs (of this market, of the other markets of a batch)
         # are solved beside it, so one market is the batch of one (issue 34)
+        # the brackets still wide, compacted (idx: their places), halved together; a bracket
+        # leaves once narrow and is written back (the same halvings as halving every wide
+        # bracket of the whole array in place, without gathering them again each step)
+        idx = np.flatnonzero(hi_f - lo_f > _BISECT_RTOL * hi_f)
+        l, h = lo_f[idx], hi_f[idx]
+        p_a, nj_a, k_a, n_a = p_f[idx], nj_f[idx], k_f[idx], n_f[idx]
         for _ in range(200):
-            todo = np.flatnonzero(hi_f - lo_f > _BISECT_RTOL * hi_f)
-            if not todo.size:
+            if not idx.size:
                 break
-            l, h = lo_f[todo], hi_f[todo]
             mid = 0.5 * (l + h)
-            above = marginal(mid, nj_f[todo], k_f[todo], n_f[todo]) > p_f[todo]
-            lo_f[todo] = np.where(above, mid, l)
-            hi_f[todo] = np.where(above, h, mid)
+            above = marginal(mid, nj_a, k_a, n_a) > p_a
+            l = np.where(above, mid, l)
+            h = np.where(above, h, mid)
+            wide = h - l > _BISECT_RTOL * h
+            if not wide.all():
+                done = ~wide
+                lo_f[idx[done]], hi_f[idx[done]] = l[done], h[done]
+                idx, l, h = idx[wide], l[wide], h[wide]
+                p_a, nj_a, k_a, n_a = p_a[wide], nj_a[wide], k_a[wide], n_a[wide]
+        lo_f[idx], hi_f[idx] = l, h  # brackets still wide after 200 halvings (none seen)
         out[finite] = 0.5 * (lo_f + hi_f)
         return out
 
