@@ -836,7 +836,6 @@ def misreports_batch(settle, a: dict, dimension: str, direction: str,
     :func:`settle_batch`-like function): :func:`proofs.regret.regret_arrays` over B x
     (grid + refinement) markets per call."""
     i = a["client"]
-    B = a["N"].shape[0]
     truth_all = a[dimension]
     truth = _rows(truth_all, i)
     ok = np.isfinite(truth_all) & (truth_all > 0)
@@ -844,19 +843,29 @@ def misreports_batch(settle, a: dict, dimension: str, direction: str,
     reference = np.where(count > 0, np.where(ok, truth_all, 0.0).sum(axis=1)
                          / np.maximum(count, 1), 1.0)
     honest = _truthful(settle, a)
+    honest_u = _rows(honest["U"], i)
 
     def utilities(values):
+        # a market whose every report is the truth (a type the search cannot move: c = inf,
+        # K = 0, a zero it cannot understate) is the truthful market: its utilities are the
+        # truthful clearing's, not cleared again (the search reads none of them)
         k = values.shape[1]
-        rep = {d: np.repeat(a[d], k, axis=0) for d in ("N", "c", "K")}
+        out = np.repeat(honest_u[:, None], k, axis=1)
+        moved = np.flatnonzero(~(values == truth[:, None]).all(axis=1))
+        if not moved.size:
+            return out
+        sub = {d: a[d][moved] for d in ("N", "c", "K", "lam", "D")}
+        who = np.repeat(i[moved], k)
+        rep = {d: np.repeat(sub[d], k, axis=0) for d in ("N", "c", "K")}
         truth_rep = dict(rep)
-        rep[dimension] = _with(rep[dimension], np.repeat(i, k), values.ravel())
-        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(a["lam"], k),
-                   np.repeat(a["D"], k, axis=0), true_N=truth_rep["N"],
+        rep[dimension] = _with(rep[dimension], who, values[moved].ravel())
+        s = settle(rep["N"], rep["c"], rep["K"], np.repeat(sub["lam"], k),
+                   np.repeat(sub["D"], k, axis=0), true_N=truth_rep["N"],
                    true_c=truth_rep["c"], true_K=truth_rep["K"])
-        return _rows(s["U"], np.repeat(i, k)).reshape(B, k)
+        out[moved] = _rows(s["U"], who).reshape(moved.size, k)
+        return out
 
-    found = regret_arrays(utilities, truth, reference, _rows(honest["U"], i), direction,
-                          **search)
+    found = regret_arrays(utilities, truth, reference, honest_u, direction, **search)
     return found, honest
 
 
