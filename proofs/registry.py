@@ -13,6 +13,7 @@ from .cpl_properties import CPL_PROPERTIES
 from .input_properties import INPUT_PROPERTIES
 from .ipfl_properties import IPFL_PROPERTIES
 from .lia_properties import LIA_PROPERTIES
+from .process_properties import PROCESS_PROPERTIES
 from .rule_properties import RULE_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering
 
@@ -22,7 +23,8 @@ __all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
 # there without importing this module (which imports every property module)
 PROPERTIES = CATALOGUE["property"]
 PROPERTIES.update({**IPFL_PROPERTIES, **CPL_PROPERTIES, **CONFORMANCE_PROPERTIES,
-                   **LIA_PROPERTIES, **INPUT_PROPERTIES, **RULE_PROPERTIES})
+                   **LIA_PROPERTIES, **INPUT_PROPERTIES, **RULE_PROPERTIES,
+                   **PROCESS_PROPERTIES})
 
 _IPFL_COMMON = {
     **ipfl.PAYMENT_RULES["paper"].claims,
@@ -104,7 +106,9 @@ SUBJECTS.update({
         "greedy_tie_rule": True, "box2_prefix": True}),
     "local": IpflMechanism("local", "local", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": False, "thm2": True,
-        "greedy_tie_rule": True, "box2_prefix": False}),
+        "greedy_tie_rule": True, "box2_prefix": False,
+        # the toolkit's pool handling, the same for every subject: checked through one
+        "runs_in_a_worker": True}),
     "exact": IpflMechanism("exact", "exact", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True,
         "box2_prefix": False}),

@@ -110,5 +110,10 @@ STANDARD = StandardRun(budgets={
     # the 100-client tier; 100,000 took 464 CPU s projected (--scale 20), 366 s of the
     # standard run's wall time at load 10
     "exact/one_path": 20_000,
+    # one market at a time through a pool worker (a task's round trip, ~2-5 ms) and 1 in 10
+    # stopping the pool (a worker's end and a new fork, ~20-50 ms): 2,000 draws took 21 s
+    # wall, 8 CPU s at a load of ~14 (fedmarket prove --engine batch --examples 2000
+    # --subject local --property runs_in_a_worker)
+    "local/runs_in_a_worker": 2_000,
 })
 """The standard run (``fedmarket prove --standard``)."""
