@@ -47,3 +47,17 @@ def test_the_cli_refuses_what_the_standard_run_fixes_in_one_line():
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--standard fixes --examples" in lines[0], out.stderr
+
+
+def test_the_page_lists_every_row_with_its_own_budget():
+    """docs/reference-proofs.md ("The standard run") lists the rows with a budget of their
+    own and the budget, between its standard-budgets markers: exactly STANDARD.budgets."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference-proofs.md").read_text()
+    block = text.split("<!-- standard-budgets:start -->")[1].split(
+        "<!-- standard-budgets:end -->")[0]
+    rows = [line.split("|")[1:3] for line in block.strip().splitlines()[2:]]
+    listed = {key.strip().strip("`"): int(budget.strip().replace(",", ""))
+              for key, budget in rows}
+    assert listed == dict(STANDARD.budgets)
