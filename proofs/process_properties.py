@@ -26,6 +26,7 @@ instance discriminates (the worker could answer otherwise, a stop leave it runni
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import time
@@ -51,6 +52,7 @@ BUSY = 60.0  # s: the busy task's sleep (far past GRACE: only a stop ends it in 
 GRACE = 2.0  # s: how long a stopped worker may take to be gone
 
 _POOL: list = []  # the pool kept between instances in this process (at most one)
+_FINALIZER: list = []  # its exit finalizer, registered once per process
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,12 +70,26 @@ class WorkerCase:
         return self.code()
 
 
+def _drop_pool() -> None:
+    """Stop the kept pool (at this process's exit: see :func:`_pool`)."""
+    if _POOL:
+        stop_pool(_POOL.pop())
+
+
 def _pool() -> ProcessPoolExecutor:
+    """The kept pool, started when there is none. Stopped at this process's exit by a
+    multiprocessing finalizer: in a pool worker of the checker (``prove --jobs``) that exits,
+    multiprocessing joins the worker's own children before Python's exit handlers run, and
+    the kept pool's worker, waiting for a task, would never end (the checker's worker hung
+    there, the run with it)."""
     if not _POOL:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         _POOL.append(ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context(method),
             initializer=pool_worker, initargs=(os.getpid(), None)))
+        if not _FINALIZER:
+            _FINALIZER.append(multiprocessing.util.Finalize(None, _drop_pool,
+                                                            exitpriority=100))
     return _POOL[0]
 
 
