@@ -251,9 +251,9 @@ def _one_path(g, answer):
     where the budget binds, a positive finite multiplier lambda*
     (its value is the conic solver's dual: 2.4e-4 relative from the exact one was seen, on
     a game with a client pinned in a box q_min = q_max; no tolerance is documented for it).
-    ``"cvxpy-linesearch"`` (:data:`LINESEARCH_POINTS` points, with a progress callback,
-    which must count the grid from (0, points) to (points, points), and not be called for
-    a slack budget): spends at most B +
+    ``"cvxpy-linesearch"`` (:data:`LINESEARCH_POINTS` points; on every other game with a
+    progress callback, which must count the grid from (0, points) to (points, points), and
+    not be called for a slack budget): spends at most B +
     LINESEARCH_BUDGET_RTOL x the spend's scale (recomputed from its q), and the exact
     optimum (the bisection solver) at the budget it spent is never above its bound (1e-12
     relative, plus lambda* x (n + 4) eps x the spend's scale: the exact optimum meets its
@@ -289,15 +289,17 @@ def _one_path(g, answer):
             if not eq.slack[k]:  # a binding budget has a positive, finite multiplier
                 gaps.append(0.0 if 0 < c.multiplier < np.inf else np.inf)
         calls: list = []
+        counting = k % 2 == 0  # every other game with a progress callback, the rest without
         try:
             ls = cpl.solve(game, "cvxpy-linesearch", points=LINESEARCH_POINTS,
-                           progress=lambda done, total, seen=calls: seen.append((done, total)))
+                           progress=(lambda done, total, seen=calls: seen.append((done, total)))
+                           if counting else None)
         except cpl.SolverFailed:
             gaps.append(np.inf)  # no answer on a drawn game (see the docstring)
         else:
             # its progress: (0, points), (1, points), ..., (points, points) over the grid,
             # nothing for a slack budget (no grid is searched)
-            counted = [] if ls.status == "slack" else \
+            counted = [] if ls.status == "slack" or not counting else \
                 [(i, LINESEARCH_POINTS) for i in range(LINESEARCH_POINTS + 1)]
             gaps.append(0.0 if calls == counted else np.inf)
             spent[k] = cpl.spend(game, ls.q)

@@ -201,6 +201,9 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
                  "foreign_timer_kept": "honest", "late": "honest"}.get(behaviour, behaviour)
 
     parent = os.getpid()
+    # made here, in the caller's main thread, as documented (it loads the C library here):
+    # the program the rule starts in its child gets SIGKILL when that child dies
+    preexec = kill_with_parent() if behaviour == "starts_program" else None
 
     def rule(*args):
         if behaviour == "writes":
@@ -214,7 +217,7 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
         elif behaviour == "sleeps":
             time.sleep(20 * LIMIT)
         elif behaviour == "starts_program":  # a program of its own, then past the limit
-            prog = subprocess.Popen([shutil.which("sleep"), "30"], preexec_fn=kill_with_parent())
+            prog = subprocess.Popen([shutil.which("sleep"), "30"], preexec_fn=preexec)
             with open(_PROGRAM_PID[-1], "w") as f:
                 f.write(str(prog.pid))
             time.sleep(20 * LIMIT)
