@@ -91,3 +91,12 @@ def test_bad_metric_and_reference():
         ipfl.pairwise_distances(np.zeros((2, 2)), "l1")
     with pytest.raises(ipfl.MarketInputError, match="reference"):
         ipfl.pairwise_distances(np.zeros((2, 2)), "cosine", reference=np.zeros(3))
+
+
+@pytest.mark.parametrize("metric", ["angle", "l1", "Cosine"])
+def test_distance_gradients_refuse_an_unknown_metric_naming_it(metric):
+    """Names on either side of "cosine" in string order are refused (a generated mutant that
+    compared metric > "cosine" accepted every name before it as cosine)."""
+    X = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ipfl.MarketInputError, match="metric"):
+        distance_gradients(X, [[0, 1]], metric=metric)

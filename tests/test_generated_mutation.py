@@ -257,3 +257,22 @@ def test_the_page_shows_the_committed_results(gm):
     assert set(summary["equivalents"]) <= survivors
     assert {k for k in argued if k in {r["key"] for r in rows}} & survivors \
         <= set(summary["equivalents"])
+
+
+def test_a_test_module_the_mutant_breaks_at_import_counts_as_killed(gm, money, tmp_path):
+    """A mutant that makes a test module fail to import (a seed check raising at module
+    level) kills: pytest reports the collection error and then, for the node ids asked for,
+    "found no collectors" (exit 4), which is the mutant's doing, not the harness's."""
+    copy = tmp_path / "copy"
+    (copy / "tests").mkdir(parents=True)
+    (copy / "tests" / "test_broken.py").write_text(
+        "raise RuntimeError('the mutant broke this import')\n\n\ndef test_x():\n    pass\n")
+    (copy / "tests" / "test_fine.py").write_text("def test_y():\n    pass\n")
+    m = money[0]
+    base = {"tests": ["tests/test_broken.py::test_x"], "seconds": [0.1], "passes": [True],
+            "lines": {m.path: {str(m.span[0]): [0]}}}
+    got = gm.score_tests(copy, base, m)
+    assert got["status"] == "killed" and got["rc"] == 4, got
+    assert got["by"].startswith("tests/test_broken.py"), got
+    base["tests"] = ["tests/test_fine.py::test_y"]  # a module that imports: it survives
+    assert gm.score_tests(copy, base, m)["status"] == "survived"

@@ -258,3 +258,9 @@ def test_a_market_as_a_batch_of_one_equals_the_validated_batch():
         assert not got.flags.writeable, name
     with pytest.raises(ipfl.MarketInputError, match="market"):
         ipfl.MarketArrays.of(ref)
+    # stacking one market is the batch of one too (a generated mutant reading markets[1]'s
+    # gain survived the tests: no test stacked a single market)
+    stacked = ipfl.MarketArrays.from_markets([mk])
+    assert stacked.shape == (1,) and stacked.gain == mk.gain
+    for name in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"):
+        np.testing.assert_array_equal(getattr(stacked, name), getattr(ref, name))
