@@ -614,8 +614,11 @@ def score_checker(copy: Path, base: dict, m: Generated) -> dict:
         tri = run_rows(copy, base["triage"], names, stop=False,
                        limits={n: ROW_TIME[0] * base["seconds"][i] + ROW_TIME[1]
                                for n, i in zip(names, order, strict=True)})
-        flagged = [x["row"] for x in tri if x["rc"] != 0
-                   and base["triage_passes"][base["rows"].index(x["row"])]]
+        at = {n: i for i, n in enumerate(base["rows"])}
+        # a mutant that breaks an import fails the whole triage run ("<import>", no row of
+        # the baseline): nothing to reorder; the checker's own run then fails the same way
+        flagged = [x["row"] for x in tri if x["rc"] != 0 and x["row"] in at
+                   and base["triage_passes"][at[x["row"]]]]
     names = flagged + [n for n in names if n not in flagged]
     limits = {n: ROW_TIME[0] * base["seconds"][base["rows"].index(n)] + ROW_TIME[1]
               for n in names}
@@ -901,6 +904,19 @@ def write_page(page: Path, block: str) -> None:
     page.write_text(text)
 
 
+def to_score(held: dict, engines, retry=()) -> tuple[str, ...]:
+    """The engines of ``engines`` a mutant still needs, given its results so far (``held``:
+    engine -> result): those without a result, and those whose result's status is in
+    ``retry`` (``--retry error``: a result the harness, not the mutant, made).
+
+    >>> to_score({"checker": {"status": "killed"}, "tests": {"status": "error"}},
+    ...          ("checker", "tests"), ("error",))
+    ('tests',)
+    """
+    return tuple(e for e in engines
+                 if e not in held or held[e].get("status") in tuple(retry))
+
+
 def load(out: Path, code: str, commands: dict) -> tuple[dict[str, dict], dict]:
     """(id -> merged result, population) of ``out``'s lines made from code version ``code``
     (:func:`code_version`; lines without one: their commit) with these commands (an engine's
@@ -959,6 +975,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--only", nargs="*", default=None, help="these mutant ids only")
     p.add_argument("--jobs", type=int, default=1, help="mutants scored at a time")
+    p.add_argument("--retry", nargs="*", default=(), metavar="STATUS",
+                   help="score again the engines whose result has one of these statuses "
+                        "(e.g. error: a result the harness, not the mutant, made)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--count", action="store_true", help="print the population and stop")
     p.add_argument("--no-run", action="store_true", help="score nothing: page from --out")
@@ -1001,7 +1020,7 @@ def main(argv=None) -> int:
     # scored in rank order: the mutants scored so far are (up to the few in flight) the
     # sample of that size, so a run cut short leaves a uniform sample (--sample k shows it)
     todo = sorted((m for m in chosen if "incompetent" not in done.get(m.id, {})
-                   and not all(e in done.get(m.id, {}) for e in args.engines)),
+                   and to_score(done.get(m.id, {}), args.engines, args.retry)),
                   key=lambda m: rank(m, args.seed))
     if todo and not args.no_run:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -1019,7 +1038,7 @@ def main(argv=None) -> int:
             if "tests" in args.engines:
                 bases["tests"] = baseline("tests", code, args.tests,
                                           lambda: tests_baseline(copy, args.tests, work))
-            tasks = [(m, tuple(e for e in args.engines if e not in done.get(m.id, {})), bases,
+            tasks = [(m, to_score(done.get(m.id, {}), args.engines, args.retry), bases,
                       parent) for m in todo]
 
             def record(i, r):

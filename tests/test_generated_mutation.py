@@ -276,3 +276,32 @@ def test_a_test_module_the_mutant_breaks_at_import_counts_as_killed(gm, money, t
     assert got["by"].startswith("tests/test_broken.py"), got
     base["tests"] = ["tests/test_fine.py::test_y"]  # a module that imports: it survives
     assert gm.score_tests(copy, base, m)["status"] == "survived"
+
+
+def test_a_mutant_that_breaks_an_import_is_killed_by_the_checker(gm, money, monkeypatch):
+    """The triage run of a mutant that breaks an import ends before any row ("<import>", no
+    row of the baseline): the harness neither reorders by it nor crashes (it raised
+    ValueError and stopped the whole run), and the checker's run, failing the same way,
+    kills the mutant."""
+    m = money[0]
+    base = {"command": "fedmarket prove --engine batch", "rows": ["a/x", "b/y"],
+            "seconds": [1.0, 2.0], "passes": [True, True], "triage": "triage",
+            "triage_passes": [True, True], "lines": {m.path: {str(m.span[0]): [0, 1]}}}
+    calls = []
+
+    def broken_import(copy, command, rows, limits=None, **kw):
+        calls.append((command, list(rows)))
+        return [{"row": "<import>", "rc": "exit 1", "error": ["ImportError: mutated"]}]
+
+    monkeypatch.setattr(gm, "run_rows", broken_import)
+    got = gm.score_checker(Path("."), base, m)
+    assert got["status"] == "killed" and got["by"] == "<import>", got
+    assert got["flagged"] == 0 and calls[1] == (base["command"], ["a/x", "b/y"])
+
+
+def test_retry_scores_again_only_the_statuses_named(gm):
+    held = {"checker": {"status": "killed"}, "tests": {"status": "error"}}
+    assert gm.to_score(held, ("checker", "tests")) == ()
+    assert gm.to_score(held, ("checker", "tests"), ("error",)) == ("tests",)
+    assert gm.to_score({"checker": {"status": "survived"}}, ("checker", "tests"),
+                       ("error",)) == ("tests",)
