@@ -219,8 +219,10 @@ def _read_objects_npz(case):
         return read_arrays(path, lambda message: MarketInputError("arrays", message))
 
 
+# The gains of these faults are faults whatever the market's K, also where every K is 0 (a
+# gain scaled by K alone is 0 everywhere there: valid; fault 80 and 82 passed then).
 def _not_zero_at_0(x, K, N):
-    return np.asarray(K) * (1.0 + np.sqrt(np.asarray(x) / np.asarray(N)))
+    return (1.0 + np.asarray(K)) * (1.0 + np.sqrt(np.asarray(x) / np.asarray(N)))
 
 
 def _one_number(x, K, N):
@@ -228,7 +230,7 @@ def _one_number(x, K, N):
 
 
 def _convex(x, K, N):
-    return np.asarray(K) * (np.asarray(x) / np.asarray(N)) ** 2
+    return (1.0 + np.asarray(K)) * (np.asarray(x) / np.asarray(N)) ** 2
 
 
 def _eight_columns(x, K, N):

@@ -41,6 +41,23 @@ def test_every_fault_of_the_table_is_refused_naming_its_field(family, subject):
             assert PROPERTIES[prop].amount(subj, case) == 0, case.describe()
 
 
+@pytest.mark.parametrize("change", [{"K": 0.0}, {"c": np.inf}, {"N": 1.0}, {"lam": 0.0}])
+def test_every_ipfl_fault_is_a_fault_on_markets_at_the_edges_too(change):
+    """Every fault is refused also where every client has the same edge value (K = 0: no
+    gain; c = inf: a pure buyer; N = 1; lam = 0): a fault that is valid input there (a gain
+    scaled by K alone: 0 everywhere when every K is 0) made the standard run's
+    refuses_bad_input fail on every iPFL subject."""
+    subj = SUBJECTS["local"]
+    for base in _cases("ipfl", k=1):
+        mk = base.market
+        fields = {"N": mk.N, "c": mk.c, "K": mk.K, "lam": mk.lam, "gain": mk.gain}
+        fields.update({k: v if k == "lam" else np.full(mk.m, v) for k, v in change.items()})
+        edge = dataclasses.replace(base, market=ipfl.Market(**fields))
+        for k in range(1, len(ip.FAULTS["ipfl"]) + 1):
+            case = ip.FaultCase(edge, k, "ipfl")
+            assert PROPERTIES["refuses_bad_input"].amount(subj, case) == 0, case.describe()
+
+
 def test_every_subject_declares_its_family_s_property():
     for subject in SUBJECTS.values():
         key = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input",
