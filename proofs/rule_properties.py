@@ -201,9 +201,6 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
                  "foreign_timer_kept": "honest", "late": "honest"}.get(behaviour, behaviour)
 
     parent = os.getpid()
-    # made here, in the caller's main thread, as documented (it loads the C library here):
-    # the program the rule starts in its child gets SIGKILL when that child dies
-    preexec = kill_with_parent() if behaviour == "starts_program" else None
 
     def rule(*args):
         if behaviour == "writes":
@@ -217,9 +214,13 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
         elif behaviour == "sleeps":
             time.sleep(20 * LIMIT)
         elif behaviour == "starts_program":  # a program of its own, then past the limit
-            prog = subprocess.Popen([shutil.which("sleep"), "30"], preexec_fn=preexec)
-            with open(_PROGRAM_PID[-1], "w") as f:
-                f.write(str(prog.pid))
+            # kill_with_parent is made in the process that starts the program (the rule's
+            # child): the program gets SIGKILL when that process dies
+            prog = subprocess.Popen([shutil.which("sleep"), "30"],
+                                    preexec_fn=kill_with_parent())
+            time.sleep(0.005)
+            with open(_PROGRAM_PID[-1], "w") as f:  # its pid; and whether it runs at all
+                f.write(f"{prog.pid} {int(prog.poll() is None)}")
             time.sleep(20 * LIMIT)
         elif behaviour == "ends_process" and os.getpid() != parent:
             os._exit(3)  # under a limit: in a child process of its own (else it answers:
@@ -386,10 +387,12 @@ def _program_gone(case, path) -> bool:
     process group; nothing written: the rule was stopped before it started one)."""
     if case.behaviour != "starts_program":
         return True
-    text = open(path).read().strip()
+    text = open(path).read().split()
     if not text:
         return True
-    pid = int(text)
+    pid, running = int(text[0]), text[1:] == ["1"]
+    if not running:  # it ended at once: nothing was left to contain (a check that saw
+        return False  # nothing would pass on any toolkit)
     deadline = time.monotonic() + 2.0
     while _alive(pid):
         if time.monotonic() > deadline:

@@ -192,6 +192,10 @@ def test_a_program_a_stopped_rule_started_left_running_is_caught(monkeypatch):
     assert _violation("starts_program") == 0.0  # its program still dies with it (prctl)
     monkeypatch.setattr(rp, "kill_with_parent", lambda: None)  # and no death signal either
     assert _violation("starts_program") == 1.0
+    # a program that never runs (its preexec ends it: kill_with_parent made in another
+    # process than the one starting the program does so) leaves nothing to see: a violation
+    monkeypatch.setattr(rp, "kill_with_parent", lambda: lambda: os._exit(1))
+    assert _violation("starts_program") == 1.0
 
 
 def test_a_limit_that_stops_the_toolkit_s_own_steps_fails_late(monkeypatch):
