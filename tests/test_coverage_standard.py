@@ -127,6 +127,10 @@ def test_the_figures_before_the_draws_are_the_recorded_ones(cs):
     ("coverage_standard_before_one_game.json",
      ("mechanisms/cpl/equilibrium.py", "mechanisms/cpl/response.py",
       "mechanisms/ipfl/selection.py")),
+    # before the faults, behaviours and properties of 6f7a4fe..e33bb40 (41ba63c)
+    ("coverage_standard_before_faults.json",
+     ("mechanisms/contain.py", "mechanisms/lookup.py", "mechanisms/ipfl/market.py",
+      "mechanisms/gains.py", "mechanisms/errors.py", "mechanisms/processes.py")),
 ])
 def test_the_earlier_figures_the_page_quotes_are_the_recorded_ones(cs, name, files):
     """The page quotes docs/<name>, the reduced variant measured before a step: its totals,
