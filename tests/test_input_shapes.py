@@ -198,3 +198,14 @@ def test_the_one_check_of_D_refuses_the_same_for_library_and_command(D, field_te
     assert main(["clear", _market_file(tmp_path, D), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fedmarket: error: D: ") and field_text in err[0]
+
+
+def test_a_convex_gain_s_refusal_names_the_first_point_where_the_slope_rises():
+    """Of every point where the slope rises, the message names the smallest data amount of the
+    first buyer (x^2: the grid's first interior point, 2^-16 N), not the last one (a
+    generated mutant reading np.argwhere(bad)[-1] named 2^48 N and survived every test)."""
+    from mechanisms.gains import CHECK_RELATIVE
+
+    with pytest.raises(MarketInputError, match="must be concave") as err:
+        _check(lambda x, K, N: K * (np.asarray(x) / N) ** 2, 1.0, K=(1.0, 2.0))
+    assert f"x = {CHECK_RELATIVE[1]:.6g} " in str(err.value), str(err.value)
