@@ -44,8 +44,8 @@ from .batch import Draws, Sampler
 from .core import Property
 from .input_properties import FaultSampler, ipfl_base_sampler, ipfl_cases
 
-__all__ = ["BUSY", "GRACE", "PROCESS_PROPERTIES", "STOP_SHARE", "WorkerCase", "clear_in_worker",
-           "in_a_worker"]
+__all__ = ["BUSY", "GRACE", "PROCESS_PROPERTIES", "STOP_SHARE", "WorkerCase", "alive",
+           "clear_in_worker", "in_a_worker"]
 
 STOP_SHARE = 0.1  # the share of instances that stop the pool (each starts a new one after)
 BUSY = 60.0  # s: the busy task's sleep (far past GRACE: only a stop ends it in time)
@@ -109,8 +109,9 @@ def clear_in_worker(rules, market, D, thresholds):
     return os.getpid(), _clear(rules, market, D, thresholds)
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, ended and not yet reaped, does not)."""
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended and not yet reaped, does not); also
+    :mod:`proofs.rule_properties`' check that a stopped rule's program is gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -154,7 +155,7 @@ def in_a_worker(subject, case: WorkerCase) -> float:
     busy = pool.submit(time.sleep, BUSY)
     _within(GRACE, busy.running)  # handed to the worker (or about to be)
     stop_pool(pool)
-    gone = _within(GRACE, lambda: not _alive(pid))
+    gone = _within(GRACE, lambda: not alive(pid))
     done = _within(GRACE, busy.done)
     if not gone:  # the check leaves nothing behind
         os.kill(pid, signal.SIGKILL)

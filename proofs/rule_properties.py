@@ -94,6 +94,7 @@ from .input_properties import (
     ipfl_base_sampler,
     ipfl_cases,
 )
+from .process_properties import alive
 
 __all__ = ["BEHAVIOURS", "LIMIT", "RULE_PROPERTIES", "RuleCase", "contained_violation"]
 
@@ -367,21 +368,6 @@ def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False
                              max(old_left - (time.monotonic() - t0), 1e-3), old_interval)
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, killed and not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True  # no /proc: it answered the signal
-
-
 def _program_gone(case, path) -> bool:
     """The program a stopped rule started is gone within 2 s (killed with the rule's
     process group; nothing written: the rule was stopped before it started one)."""
@@ -394,7 +380,7 @@ def _program_gone(case, path) -> bool:
     if not running:  # it ended at once: nothing was left to contain (a check that saw
         return False  # nothing would pass on any toolkit)
     deadline = time.monotonic() + 2.0
-    while _alive(pid):
+    while alive(pid):
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)  # the checker leaves nothing behind either way
             return False
