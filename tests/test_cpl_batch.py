@@ -104,3 +104,12 @@ def test_the_cpl_precondition_counterexamples_are_found_in_bulk():
               engine="batch")
     assert r.verdict == "holds" and r.extra["mode"] == "batch (vectorised)"
     assert r.effective < r.examples  # slack games are drawn, and not counted as checked
+
+
+def test_a_posted_price_refuses_a_batch_naming_the_game_without_a_budget():
+    """The refusal names the first game with B <= 0, not an earlier game with a small budget
+    (a generated mutant that looked for B <= 1 named game 0 here and survived every test)."""
+    g = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 2, 3], c=[5, 5, 5], v=[1, 0, 3], budget=0.5)
+    batch = cpl.GameBatch.from_games([g, g.replace(budget=2.0), g.replace(budget=0.0)])
+    with pytest.raises(MarketInputError, match=r"^budget: game 2: 0\.0; a posted price"):
+        cpl.posted_pricing_batch(batch, np.ones_like(batch.a))
