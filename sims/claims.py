@@ -36,7 +36,7 @@ import pandas as pd
 
 from .comparison import cpl_per_seed, roles_per_seed
 from .results import write_atomic
-from .sequential import CONFIRM, LOOKS, Decision, confirm, decide
+from .sequential import CONFIRM, CONFIRM_CPU_HOURS, LOOKS, Decision, confirm, decide
 from .stats import ACC, DACC, ci95, t_half_width
 
 __all__ = [
@@ -113,6 +113,19 @@ MARGINS = {
 }
 
 
+def _priced(df) -> dict:
+    """``confirmable`` for the tests of a learning claim read from ``df``: True when its cells
+    for :data:`~sims.sequential.CONFIRM` fresh seeds cost at most
+    :data:`~sims.sequential.CONFIRM_CPU_HOURS` by their own CPU clocks
+    (:func:`sims.costs.cpu_per_seed`); cells without a CPU clock cannot be priced and get no
+    confirmation run. The price depends on the cells' timings only, never on their values."""
+    from .costs import cpu_per_seed
+
+    per_seed = cpu_per_seed(df)
+    return {"confirmable": per_seed is not None
+            and per_seed * CONFIRM <= CONFIRM_CPU_HOURS * 3600.0}
+
+
 def _m(key: str) -> tuple[str, float]:
     """(side, margin) of a stated test (:data:`MARGINS`)."""
     return MARGINS[key][2], MARGINS[key][3]
@@ -130,11 +143,16 @@ RULE = ("Each claim is a set of tests, each a per-seed quantity, the side of a m
         "are, not reproduced when all are not, partly when some are and some are not, and "
         "inconclusive otherwise; its seeds stop once its verdict can no longer change. A "
         "claim whose cells need no training (the mechanism-level markets: Table 2's liars, "
-        "Fig. 5's market, CPL) and that is still inconclusive at the cap gets a confirmation "
+        "Fig. 5's market, CPL), or whose learning cells for 50 fresh seeds cost at most "
+        f"{CONFIRM_CPU_HOURS:g} CPU-hours by their own CPU clocks (the median over seeds of a "
+        "seed's cells' CPU seconds, times 50; cells without a CPU clock cannot be priced), "
+        "and that is still inconclusive at the cap gets a confirmation "
         "run: a separate experiment on 50 fresh seeds (10-59), one fixed 95 % interval, whose "
         "verdict its undecided tests then take, the first run's shown beside it (each run errs "
         "at most 5 %, so such a test had two chances: at most 10 %; this stage was added after "
-        "the first run left Table 2's size x 10 test inconclusive at the cap). A test "
+        "the first run left Table 2's size x 10 test inconclusive at the cap, and extended to "
+        "learning claims by their price after the first run left six of them inconclusive "
+        "at the cap: the price is of the cells, not of their values). A test "
         "whose quantity is fixed by construction (it cannot fail, e.g. '0 by construction') is "
         "shown but is not evidence: only the tests that could fail count.")
 
@@ -672,10 +690,11 @@ def _fig2_claim(g: pd.DataFrame, cfgs: dict, name: str, part: str, lam=None) -> 
     dacc = _paired(runs, "acc_best")
     dutil = _paired(runs, "utility")
     used = sorted(runs.seed.unique())
+    cheap = _priced(g)
     tests = [Test("iPFL minus the best baseline, best accuracy", dacc, *_m("fig2 accuracy"),
-                  bounds=DACC),
+                  bounds=DACC, **cheap),
              Test("iPFL minus the best baseline, utility per client (money units)", dutil,
-                  *_m("fig2 utility"), 1)]
+                  *_m("fig2 utility"), 1, **cheap)]
     return Claim(
         name, FIG2, f"iPFL minus best baseline (every seed run): best accuracy "
         f"{fmt(dacc, bounds=DACC)}, utility per client {fmt(dutil, 1)} money units (seeds with "
@@ -867,7 +886,7 @@ def _liars_learning_claim(df, cfgs, name, paper, part) -> Claim:
                              fmt(truth.reindex(gain.index), 1),
                          "gain from lying (money units)": fmt(gain, 1)})
             tests.append(Test(f"liar's gain, {kind} x {factor:g} (money units)", gain,
-                              *_m("liar gain"), 1))
+                              *_m("liar gain"), 1, **_priced(df)))
     good = sum(x.verdict == "reproduced" for x in tests)
     return Claim(name, paper, f"lying did not pay in {good} of {len(tests)} misreports (the "
                  "interval at the deciding look at or below 0)", setup_of(df, cfgs), tests,
@@ -901,16 +920,16 @@ def _fig4_claim(df, cfgs, name, paper, part) -> Claim:
                                      r[r.mechanism == m].attacker_utility)
              for m, g in df.groupby("mechanism")}
     before = r[r.attack == "none"].set_index(["mechanism", "seed"])
-    table, tests = [], []
+    table, tests, cheap = [], [], _priced(df)
     for (mech, attack), g in r[r.attack != "none"].groupby(["mechanism", "attack"]):
         g = g.set_index(["mechanism", "seed"])
         d_acc = (g.benign_acc - before.benign_acc.reindex(g.index)).dropna()
         d_util = (g.attacker_utility - before.attacker_utility.reindex(g.index)).dropna()
         if mech == "ipfl":
             tests += [Test(f"{attack}: iPFL's change of attacker utility (money units)",
-                           d_util, *_m("fig4 ipfl utility"), 1),
+                           d_util, *_m("fig4 ipfl utility"), 1, **cheap),
                       Test(f"{attack}: iPFL's change of benign best accuracy", d_acc,
-                           *_m("fig4 ipfl accuracy"), bounds=DACC)]
+                           *_m("fig4 ipfl accuracy"), bounds=DACC, **cheap)]
         else:
             tests.append(Test(f"{attack}: {mech}'s change of attacker utility (money units)",
                               d_util, *_m("fig4 baseline utility"), 1,
@@ -1000,10 +1019,13 @@ def _fig5(frames, cfgs) -> list[Claim]:
         r = roles_per_seed(g, keys=()).set_index("seed")  # every cell of the data set
         att_sold, hmin = r.attacker_models_sold, r.min_honest_utility
         buy, sell = r.buyer_net_payment, r.seller_net_income
-        tests = [Test("models sold by the attacker", att_sold, *_m("fig5 attacker"), 1),
-                 Test("smallest honest utility (money units)", hmin, *_m("fig5 honest"), 2),
-                 Test("buyers' payment (money units)", buy, *_m("fig5 buyers"), 2),
-                 Test("sellers' income (money units)", sell, *_m("fig5 sellers"), 2)]
+        cheap = _priced(g)
+        tests = [Test("models sold by the attacker", att_sold, *_m("fig5 attacker"), 1,
+                      **cheap),
+                 Test("smallest honest utility (money units)", hmin, *_m("fig5 honest"), 2,
+                      **cheap),
+                 Test("buyers' payment (money units)", buy, *_m("fig5 buyers"), 2, **cheap),
+                 Test("sellers' income (money units)", sell, *_m("fig5 sellers"), 2, **cheap)]
         claim = Claim(
             f"Fig. 5, inclusive market with training ({_SHORT.get(d, d)})", paper,
             f"models sold by the attacker {fmt(att_sold, 1)}; min honest utility "
@@ -1089,13 +1111,14 @@ def _lia(frames, cfgs) -> list[Claim]:
     ari = df[df.mechanism == "lia"].groupby("seed").ari.first() if "ari" in df else []
     d = {o: (wide["lia"] - wide[o]).dropna() for o in ("oracle", "fedavg", "local")
          if "lia" in wide and o in wide}
-    tests = [Test("ARI to the true groups", ari, *_m("lia ari"), bounds=DACC),
+    cheap = _priced(df)
+    tests = [Test("ARI to the true groups", ari, *_m("lia ari"), bounds=DACC, **cheap),
              Test("best accuracy minus Oracle", d.get("oracle", []), *_m("lia oracle"),
-                  bounds=DACC),
+                  bounds=DACC, **cheap),
              Test("best accuracy minus FedAvg", d.get("fedavg", []), *_m("lia fedavg"),
-                  bounds=DACC),
+                  bounds=DACC, **cheap),
              Test("best accuracy minus Local", d.get("local", []), *_m("lia local"),
-                  bounds=DACC)]
+                  bounds=DACC, **cheap)]
     return [Claim(name, paper,
                   f"ARI to the true groups {fmt(ari, bounds=DACC)}; best accuracy minus "
                   f"Oracle {fmt(d.get('oracle', []), bounds=DACC)}, minus FedAvg "

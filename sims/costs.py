@@ -17,6 +17,9 @@ the wall seconds its training and its evaluation took (``seconds_training``,
   image evaluated by one client's model (its evaluation share, over evaluations x clients x
   test images), on the CPU clock (the cell's CPU seconds times its wall training share) or on
   the wall clock (its wall training seconds);
+* :func:`cpu_per_seed`: what one seed of a claim's cells cost on the CPU clock (the median
+  over its seeds whose every cell carries one of the sum of their CPU seconds), the price of
+  a confirmation run (:data:`sims.sequential.CONFIRM_CPU_HOURS`);
 * :func:`estimate`: a setting's cells (:func:`sims.settings.spec`, one seed) priced at those
   rates: rounds x clients x steps x the step rate + evaluations x clients x test images x the
   evaluation rate; a cell whose (data set, algorithm) was not measured is priced at the
@@ -31,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["CLOCKS", "TEST_IMAGES", "clock_of", "estimate", "measured", "rates"]
+__all__ = ["CLOCKS", "TEST_IMAGES", "clock_of", "cpu_per_seed", "estimate", "measured", "rates"]
 
 CLOCKS = ("cpu", "wall")
 
@@ -71,6 +74,25 @@ def measured(frames: dict) -> pd.DataFrame:
                      "cells with a CPU clock": int(cpu.notna().sum()),
                      "CPU-hours": float(cpu.sum()) / 3600.0})
     return pd.DataFrame(rows)
+
+
+def cpu_per_seed(df: pd.DataFrame) -> float | None:
+    """The CPU seconds one seed of ``df``'s cells took: per seed, the sum of its cells' CPU
+    clocks (``seconds_cpu``), over the seeds whose every cell carries one; the median of
+    those sums. None where no seed has every cell on the CPU clock (cells of before the
+    clock was recorded, or mechanism-level cells, which carry none).
+
+    >>> cpu_per_seed(pd.DataFrame({"cell": ["a", "a", "b", "c"], "seed": [0, 0, 0, 1],
+    ...                            "seconds_cpu": [2.0, 2.0, 3.0, 7.0]}))
+    6.0
+    """
+    if df is None or df.empty or not {"cell", "seed", "seconds_cpu"} <= set(df.columns):
+        return None
+    cells = df.groupby("cell")[["seed", "seconds_cpu"]].first()
+    by_seed = cells.groupby("seed").seconds_cpu
+    whole = by_seed.apply(lambda x: bool(x.notna().all()))
+    sums = by_seed.sum()[whole]
+    return float(sums.median()) if len(sums) else None
 
 
 def clock_of(frames: dict) -> str | None:

@@ -303,3 +303,58 @@ def test_a_cheap_test_inconclusive_at_the_cap_is_decided_by_a_confirmation_run_o
     # a first run that decided needs no confirmation, whatever later seeds say
     early = Test("x", [-5.0, -6.0, -5.5, *([100.0] * 57)], "<=", 0.0, confirmable=True)
     assert early.verdict == "reproduced" and early.decision.stage == "sequential"
+
+
+def _lia_rows(cpu: float | None, gain: float = 0.001) -> pd.DataFrame:
+    """pFedLIA cells, 10 seeds, 2 clients: pFedLIA above Local by ``gain`` +- 0.004 (spanning
+    0 at the cap), each cell's CPU clock ``cpu`` seconds (None: no clock, as older cells)."""
+    rows = []
+    for seed in range(10):
+        wobble = 0.004 * (-1) ** seed
+        for mech, acc in (("lia", 0.9 + gain + wobble), ("oracle", 0.9), ("fedavg", 0.5),
+                          ("local", 0.9)):
+            for client in range(2):
+                rows.append({"scenario": "lia-vs-oracle", "cell": f"{mech}{seed}",
+                             "mechanism": mech, "seed": seed, "client": client, "round": 4,
+                             "acc_personalised_best": acc, "acc_personalised": acc,
+                             "utility": 0.0, "ari": 1.0,
+                             "seconds_cpu": np.nan if cpu is None else cpu})
+    return pd.DataFrame(rows)
+
+
+def test_a_learning_claim_priced_within_the_budget_gets_a_confirmation_run_and_others_do_not():
+    """The confirmation run is given by the price of a claim's cells (their CPU clocks: 50
+    fresh seeds within CONFIRM_CPU_HOURS), never by their values: the same values at 4 cells
+    x 30 CPU s a seed (1.7 CPU-hours for 50) ask for 60 seeds; at 40 CPU s a cell (2.2
+    CPU-hours) or without a CPU clock they are final at the cap."""
+    from sims.costs import cpu_per_seed
+
+    assert seq.CONFIRM_CPU_HOURS == 2.0
+    assert cpu_per_seed(_lia_rows(30.0)) == pytest.approx(120.0)
+    assert cpu_per_seed(_lia_rows(None)) is None
+    partly = _lia_rows(30.0)
+    partly.loc[(partly.seed == 0) & (partly.mechanism == "lia"), "seconds_cpu"] = np.nan
+    assert cpu_per_seed(partly) == pytest.approx(120.0)  # seed 0 lacks a clock: left out
+    partly["seconds_cpu"] = partly.seconds_cpu.where(partly.seed < 9, 1.0)
+    assert cpu_per_seed(partly) == pytest.approx(120.0)  # the median, not the mean
+
+    def local_test(frame):
+        (c,) = [c for c in claims({"lia-vs-oracle": frame}) if c.name.startswith("pFedLIA")]
+        return c, next(t for t in c.tests if t.label == "best accuracy minus Local")
+
+    c, t = local_test(_lia_rows(30.0))
+    assert t.first_run.verdict == "inconclusive" and t.first_run.final
+    assert t.confirmable and t.next_look == 60 and c.next_look == 60
+    assert t.row()["more seeds"].endswith("confirmation run: 50 fresh seeds (60 in all)")
+    for frame in (_lia_rows(40.0), _lia_rows(None)):
+        c, t = local_test(frame)
+        assert not t.confirmable and t.next_look is None and c.next_look is None
+        assert "at the cap (10 seeds)" in t.row()["more seeds"]
+    # the run's 50 fresh seeds decide it: pFedLIA 0.003 above Local on seeds 10-59
+    fresh = _lia_rows(30.0, gain=0.003)
+    fresh = pd.concat([_lia_rows(30.0)] + [
+        fresh[fresh.seed == s % 10].assign(seed=s, cell=lambda f, s=s: f.cell + f"-{s}")
+        for s in range(10, 60)], ignore_index=True)
+    c, t = local_test(fresh)
+    assert t.decision.stage == "confirmation" and t.verdict == "reproduced"
+    assert t.row()["seeds used"] == "50 (10-59); confirmation run"
