@@ -54,13 +54,15 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   the toolkit's own steps, which are not interrupted, so the rule is then not started):
   a RuleTimedOut naming the slot, or (the rule answered within that 1 ms) the subject's
   own outcome;
-* ``starts_program`` (under the :data:`LIMIT` s limit, the rule starts a program of its own,
-  ``sleep 30`` with :func:`mechanisms.processes.kill_with_parent`, then sleeps past the
-  limit): a RuleTimedOut naming the slot, and the program is gone within 2 s (killed with
-  the rule's process group);
+* ``starts_program`` (under the :data:`PROGRAM_LIMIT` s limit, the rule starts a program of
+  its own, ``sleep 30`` with :func:`mechanisms.processes.kill_with_parent`, then sleeps past
+  the limit): a RuleTimedOut naming the slot, and the program is gone within 2 s (killed
+  with the rule's process group); a draw whose limit passed before the rule's child had
+  started its program (nothing to contain: a loaded host) is not checked (None), never
+  counted as holding;
 
 In every case the caller's arrays (the market's or game's fields, D) are unchanged. A
-violation is 1 (0: contained as stated). Every instance discriminates.
+violation is 1 (0: contained as stated). Every instance checked (not None) discriminates.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ from .process_properties import alive
 __all__ = ["BEHAVIOURS", "LIMIT", "RULE_PROPERTIES", "RuleCase", "contained_violation"]
 
 LIMIT = 0.05  # s: the time limit of a call with a sleeping rule (which sleeps 20 x as long)
+PROGRAM_LIMIT = 0.5  # s: starts_program's limit: its child forks, then starts a program, which
+# took more than 0.05 s on a loaded host (the draw then saw nothing to contain)
 GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, never reached:
 # the limit counts from the call's start, so 0.05 s could pass in the toolkit's own steps on
 # a loaded machine and stop an honest rule before it started)
@@ -121,6 +125,8 @@ def _limit(case) -> float | None:
         return None
     if case.behaviour == "late":
         return LATE
+    if case.behaviour == "starts_program":
+        return PROGRAM_LIMIT
     if case.behaviour in _SLEEPING:
         return LIMIT
     return GENEROUS if case.behaviour.endswith("_limited") or case.behaviour in FOREIGN \
@@ -222,7 +228,7 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
             time.sleep(0.005)
             with open(_PROGRAM_PID[-1], "w") as f:  # its pid; and whether it runs at all
                 f.write(f"{prog.pid} {int(prog.poll() is None)}")
-            time.sleep(20 * LIMIT)
+            time.sleep(20 * PROGRAM_LIMIT)
         elif behaviour == "ends_process" and os.getpid() != parent:
             os._exit(3)  # under a limit: in a child process of its own (else it answers:
             # not run in a child, it would have ended the checker; a violation)
@@ -368,14 +374,16 @@ def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False
                              max(old_left - (time.monotonic() - t0), 1e-3), old_interval)
 
 
-def _program_gone(case, path) -> bool:
+def _program_gone(case, path) -> bool | None:
     """The program a stopped rule started is gone within 2 s (killed with the rule's
-    process group; nothing written: the rule was stopped before it started one)."""
+    process group); None when nothing was written: the rule was stopped before it had
+    started one, so this draw could not tell a toolkit that leaves programs running from
+    one that does not (not checked)."""
     if case.behaviour != "starts_program":
         return True
     text = open(path).read().split()
     if not text:
-        return True
+        return None
     pid, running = int(text[0]), text[1:] == ["1"]
     if not running:  # it ended at once: nothing was left to contain (a check that saw
         return False  # nothing would pass on any toolkit)
@@ -501,6 +509,8 @@ def contained_violation(subject, case: RuleCase):
         finally:
             _PROGRAM_PID.pop()
         gone = _program_gone(case, pid_file.name)
+    if gone is None:
+        return None  # stopped before its program started: nothing was contained or not
     if not gone:
         return 1.0
     after = _ipfl_fields(case) if ipfl_family else _cpl_fields(case)
