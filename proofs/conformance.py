@@ -654,10 +654,14 @@ def _cpl_kind(subject) -> tuple[str, str | None]:
     return "pricing", None
 
 
-def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None) -> Gaps:
+def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
+             v0: list | None = None) -> Gaps:
     """Compare one game's answer ``view`` with the oracle (``kind`` from
     :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
-    :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1)."""
+    :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1);
+    ``v0``: what :func:`mechanisms.cpl.best_response_v0` (the authors' responses as if
+    v = 0) returned for the view's prices). :func:`mechanisms.cpl.spend_scale` of the view's
+    q is compared with the oracle's sum of the spend's terms' sizes."""
     gaps = Gaps()
     a = np.asarray(game.a, float).tolist()
     G, c, v = (np.asarray(x, float).tolist() for x in (game.G, game.c, game.v))
@@ -675,6 +679,14 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None) -
     for k in range(n):
         want = ocpl.best_response(c[k], v[k], K[k], P[k], q_min, q_max[k])
         _close(gaps, "best_response", q[k], want, CPL_RTOL * want, k)
+    if v0 is not None:
+        for k in range(n):
+            want = ocpl.best_response_v0(c[k], P[k], q_min, q_max[k])
+            _close(gaps, "best_response_v0", v0[k], want, 1e-15 * want, k)
+    if all(x > 0 for x in q):
+        want = ocpl.spend_scale(q, c, v, K)
+        _close(gaps, "spend_scale", cpl.spend_scale(game, np.asarray(q, float)), want,
+               CPL_RTOL * want)
     terms = math.fsum(abs(P[k] * q[k]) for k in range(n))
     _close(gaps, "objective", view.objective, ocpl.bound(K, q),
            CPL_RTOL * (1 + ocpl.bound(K, q)))
@@ -746,7 +758,17 @@ def cpl_conforms(subject, case) -> float:
     game = case.game
     eq = subject.solve(game)
     view = _view_of_equilibrium(eq)
-    return cpl_gaps(game, view, _cpl_kind(subject), _aggregated(game, view.q)).violation
+    return cpl_gaps(game, view, _cpl_kind(subject), _aggregated(game, view.q),
+                    _v0(game, view.prices)).violation
+
+
+def _v0(game, prices) -> list | None:
+    """:func:`mechanisms.cpl.best_response_v0` of the prices (one game, or (B, n) of a
+    GameBatch), as a list; None where a price is not finite (refused: nothing to compare)."""
+    P = np.asarray(prices, float)
+    if not np.isfinite(P).all():
+        return None
+    return np.asarray(cpl.best_response_v0(game, P), float).tolist()
 
 
 def _cpl_hook(subject):
@@ -767,11 +789,15 @@ def _cpl_hook(subject):
         return None
 
     def evaluate(games):
-        views = _views_of_batch_eq(answer(games))
+        eq = answer(games)
+        views = _views_of_batch_eq(eq)
+        finite = np.isfinite(eq.prices).all(axis=1)
+        v0 = np.asarray(cpl.best_response_v0(games, np.where(finite[:, None], eq.prices, 0.0)))
         viol = np.empty(games.size)
         for k in range(games.size):
             game = _game_of(games, k)
-            viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q)).violation
+            viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
+                               v0[k].tolist() if finite[k] else None).violation
         return viol
 
     return evaluate

@@ -13,7 +13,13 @@ validates it (a Market, a Game, ``ipfl.clear`` with the subject's rules, the dis
 posted prices, the aggregation). The property:
 
 * a fault must raise a :class:`mechanisms.errors.FedmarketError` (a ``ValueError`` for bad
-  input) whose ``field`` is the fault's field and whose text is one line;
+  input) whose ``field`` is the fault's field and whose text is one line, and which says
+  what the fault's ``says`` requires where it has one (the offending game of a batch, the
+  first point where a gain's slope rises, the size of the memory guard);
+* a fault given several ways (:func:`each`: an unknown name sorting before every choice and
+  one sorting after, a length one short and one long) must be refused every way, naming
+  the same field (a check comparing with ``<`` or ``>`` where it means ``!=`` lets one
+  side through);
 * the subject's entry point must answer the well-formed instance, checked on every
   instance before its fault (a fedmarket error there refuses good input: a violation).
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +45,14 @@ from hypothesis import strategies as st
 from mechanisms import cpl, ipfl, lia
 from mechanisms.cpl.equilibrium import CVXPY_MAX_N
 from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
-from mechanisms.errors import FedmarketError, MarketInputError, as_choice, as_real, as_seed
+from mechanisms.errors import (
+    MAX_BYTES,
+    FedmarketError,
+    MarketInputError,
+    as_choice,
+    as_real,
+    as_seed,
+)
 from mechanisms.files import read_arrays
 from mechanisms.lookup import untrusted
 from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
@@ -57,6 +71,7 @@ __all__ = [
     "FaultSampler",
     "cpl_base_sampler",
     "cpl_cases",
+    "each",
     "ipfl_base_sampler",
     "ipfl_cases",
     "lia_base_sampler",
@@ -70,11 +85,14 @@ NAN, INF = math.nan, math.inf
 @dataclass(frozen=True)
 class Fault:
     """One malformed input: ``call(subject, case)`` gives it to the public API; it must be
-    refused with an error naming ``field``."""
+    refused with an error naming ``field``, whose message ``says(case, message)`` accepts
+    where ``says`` is given (what the message claims beyond the field, computed from the
+    case, not from the code that refuses)."""
 
     field: str
     what: str
     call: Any
+    says: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +120,45 @@ class FaultCase:
         return self.code()
 
 
+UNKNOWN_NAMES = ("Aunknown", "zzunknown")
+"""Two names no choice of the toolkit has: one sorting before every choice (an upper-case
+letter sorts before the lower-case names), one after."""
+
+
+def each(values, call):
+    """A fault made ``call(subject, case, value)`` for each of ``values(case)``: refused every
+    way, naming one field (a way that passes makes the fault pass: a violation; the first
+    error naming another field than the first way's is the one reported)."""
+
+    def fault(subject, case):
+        errors = []
+        for value in values(case):
+            try:
+                call(subject, case, value)
+            except FedmarketError as exc:
+                errors.append(exc)
+            else:
+                return None  # this way passed unrefused
+        raise next((e for e in errors if e.field != errors[0].field), errors[0])
+
+    return fault
+
+
+def _names(case):
+    return UNKNOWN_NAMES
+
+
+def _lengths(n):
+    """One more and one fewer than ``n`` entries."""
+    return n + 1, n - 1
+
+
+def _named_x(message: str) -> float:
+    """The data amount a gain's concavity refusal names ("below x = ..."), else NaN."""
+    got = re.search(r"x = ([-+0-9.einf]+)", message)
+    return float(got.group(1)) if got else math.nan
+
+
 def _put(a, value, k=0):
     """A copy of ``a`` (float) with entry ``k`` set to ``value``."""
     out = np.array(a, dtype=float)
@@ -125,8 +182,10 @@ def _market(case, **changes):
 def _clear(subject, case, market=None, D=None, **options):
     """``ipfl.clear`` with the subject's rules (the options ``settle`` does not take)."""
     options.setdefault("allow_asymmetric_distances", True)  # the draws' D may be asymmetric
-    return ipfl.clear(case.market if market is None else market,
-                      case.D if D is None else D, subject.rule, payments=subject.money,
+    # every argument by keyword, as the documented signature allows (market, D, rule are
+    # positional-or-keyword; the rest keyword-only)
+    return ipfl.clear(market=case.market if market is None else market,
+                      D=case.D if D is None else D, rule=subject.rule, payments=subject.money,
                       prices=subject.prices, thresholds=case.thresholds, **options)
 
 
@@ -233,6 +292,10 @@ def _convex(x, K, N):
     return (1.0 + np.asarray(K)) * (np.asarray(x) / np.asarray(N)) ** 2
 
 
+def _barely_convex(x, K, N):
+    return (1.0 + np.asarray(K)) * (np.asarray(x) / np.asarray(N)) ** 1.01
+
+
 def _eight_columns(x, K, N):
     """Right on the 8-point core of Gain.check, of another shape on its longer grids."""
     return np.asarray(K) * np.sqrt(np.asarray(x)[..., :8] / np.asarray(N))
@@ -263,7 +326,9 @@ IPFL_FAULTS = (
     Fault("N", "a 2-D array", lambda s, c: _market(c, N=c.market.N[None, :])),
     Fault("N", "empty", lambda s, c: _market(c, N=[], c=[], K=[])),
     Fault("c", "an entry negative", lambda s, c: _market(c, c=_put(c.market.c, -1.0))),
-    Fault("c", "one entry more", lambda s, c: _market(c, c=np.append(c.market.c, 1.0))),
+    Fault("c", "one entry more, one fewer",
+          each(lambda c: _lengths(c.market.m),
+               lambda s, c, n: _market(c, c=np.resize(np.asarray(c.market.c), n)))),
     Fault("c", "complex", lambda s, c: _market(c, c=np.asarray(c.market.c) + 1j)),
     Fault("K", "an entry inf", lambda s, c: _market(c, K=_put(c.market.K, INF))),
     Fault("K", "an entry negative", lambda s, c: _market(c, K=_put(c.market.K, -1.0))),
@@ -274,7 +339,8 @@ IPFL_FAULTS = (
     Fault("lam", "text", lambda s, c: _market(c, lam="1")),
     Fault("lam", "True", lambda s, c: _market(c, lam=True)),
     Fault("true_N", "an entry 0", lambda s, c: _market(c, true_N=_put(c.market.N, 0.0))),
-    Fault("gain", "an unknown name", lambda s, c: _market(c, gain="cubic")),
+    Fault("gain", "an unknown name (before and after every name)",
+          each(_names, lambda s, c, v: _market(c, gain=v))),
     Fault("gain", "a number", lambda s, c: _market(c, gain=2.0)),
     Fault("gain", "a decreasing function", lambda s, c: _market(c, gain=_decreasing)),
     Fault("gain", "a function returning NaN", lambda s, c: _market(c, gain=_nan_gain)),
@@ -293,12 +359,14 @@ IPFL_FAULTS = (
                                         _asymmetric(c.D)[None])),
     Fault("allow_asymmetric_distances", "the text 'yes'",
           lambda s, c: _clear(s, c, allow_asymmetric_distances="yes")),
-    Fault("thresholds", "an unknown mode", lambda s, c: _settle(s, c, thresholds="approx")),
+    Fault("thresholds", "an unknown mode (before and after every mode)",
+          each(_names, lambda s, c, v: _settle(s, c, thresholds=v))),
     Fault("allow_negative_distances", "the text 'no'",
           lambda s, c: _settle(s, c, allow_negative="no")),
     Fault("market", "a dict, not a Market",
           lambda s, c: _clear(s, c, market={"N": c.market.N})),
-    Fault("exact_method", "an unknown method", lambda s, c: _clear(s, c, exact_method="simplex")),
+    Fault("exact_method", "an unknown method (before and after every method)",
+          each(_names, lambda s, c, v: _clear(s, c, exact_method=v))),
     Fault("exact_method", "'dp' on fractional data amounts",
           lambda s, c: ipfl.clear(_market(c, N=np.asarray(c.market.N) + 0.5), c.D, "exact",
                                   exact_method="dp", allow_negative_distances=True,
@@ -307,38 +375,41 @@ IPFL_FAULTS = (
     Fault("exact_time_limit", "negative", lambda s, c: _clear(s, c, exact_time_limit=-1.0)),
     Fault("progress", "not a function", lambda s, c: _clear(s, c, progress=5)),
     Fault("time_limit", "negative", lambda s, c: _clear(s, c, time_limit=-1.0)),
-    Fault("rule", "an unknown rule", lambda s, c: ipfl.clear(c.market, c.D, "greedy")),
-    Fault("payments", "an unknown rule",
-          lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments="auction")),
-    Fault("prices", "an unknown rule",
-          lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=s.money, prices="market")),
+    Fault("rule", "an unknown rule (before and after every rule)",
+          each(_names, lambda s, c, v: ipfl.clear(c.market, c.D, v))),
+    Fault("payments", "an unknown rule (before and after every rule)",
+          each(_names, lambda s, c, v: ipfl.clear(c.market, c.D, s.rule, payments=v))),
+    Fault("prices", "an unknown rule (before and after every rule)",
+          each(_names, lambda s, c, v: ipfl.clear(c.market, c.D, s.rule, payments=s.money,
+                                                  prices=v))),
     Fault("markets", "none", lambda s, c: ipfl.MarketArrays.from_markets([])),
     Fault("markets", "of different sizes",
           lambda s, c: ipfl.MarketArrays.from_markets([c.market, _smaller(c)])),
     Fault("market", "a Market, not MarketArrays, to clear_batch",
           lambda s, c: ipfl.clear_batch(c.market, np.asarray(c.D)[None])),
-    Fault("thresholds", "an unknown mode to clear_batch",
-          lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market), np.asarray(c.D)[None],
-                                        thresholds="approx")),
+    Fault("thresholds", "an unknown mode to clear_batch (before and after every mode)",
+          each(_names, lambda s, c, v: ipfl.clear_batch(ipfl.MarketArrays.of(c.market),
+                                                         np.asarray(c.D)[None], thresholds=v))),
     Fault("D", "one row short to clear_batch",
           lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market),
                                         np.asarray(c.D)[None, :-1])),
-    Fault("thresholds", "an unknown mode to ipfl.thresholds",
-          lambda s, c: ipfl.thresholds(c.market, c.D, mode="approx")),
+    Fault("thresholds", "an unknown mode to ipfl.thresholds (before and after every mode)",
+          each(_names, lambda s, c, v: ipfl.thresholds(c.market, c.D, mode=v))),
     Fault("markup", "negative", lambda s, c: ipfl.cost_plus(-0.1)),
-    Fault("pivot", "unknown",
-          lambda s, c: ipfl.rules.vcg_payments(c.market, np.zeros((c.market.m,) * 2, bool), c.D,
-                                               pivot="median")),
+    Fault("pivot", "unknown (before and after every pivot)",
+          each(_names, lambda s, c, v: ipfl.rules.vcg_payments(
+              c.market, np.zeros((c.market.m,) * 2, bool), c.D, pivot=v))),
     Fault("theta", "an entry NaN", lambda s, c: pairwise_distances(_put(_theta(c), NAN))),
     Fault("theta", "one vector", lambda s, c: pairwise_distances(_theta(c)[0])),
-    Fault("metric", "unknown", lambda s, c: pairwise_distances(_theta(c), metric="l1")),
+    Fault("metric", "unknown (before and after every metric)",
+          each(_names, lambda s, c, v: pairwise_distances(_theta(c), metric=v))),
     Fault("reference", "of the wrong length",
           lambda s, c: pairwise_distances(_theta(c), "cosine", reference=np.ones(1 + c.market.m))),
     Fault("reference", "NaN",
           lambda s, c: pairwise_distances(_theta(c), "cosine",
                                           reference=np.full(c.market.m, NAN))),
-    Fault("metric", "unknown, for the gradients",
-          lambda s, c: distance_gradients(_theta(c), [[0, 1]], "l1")),
+    Fault("metric", "unknown, for the gradients (before and after every metric)",
+          each(_names, lambda s, c, v: distance_gradients(_theta(c), [[0, 1]], v))),
     Fault("adjacency", "of the wrong shape",
           lambda s, c: prox_centres(_theta(c), np.ones((1, 1), bool), c.market.N, 0.1)),
     Fault("eta", "0", lambda s, c: prox_centres(_theta(c), np.eye(c.market.m, dtype=bool),
@@ -346,9 +417,10 @@ IPFL_FAULTS = (
     Fault("attackers", "as many as the clients",
           lambda s, c: market_roles(c.market.m, attackers=c.market.m)),
     Fault("traders", "negative", lambda s, c: inclusive_roles(traders=-1)),
-    Fault("roles", "an unknown role",
-          lambda s, c: draw_types(["trader", "thief"], K=1e3, C=1.0, rng=0)),
-    Fault("attack", "an unknown attack", lambda s, c: attack("steal", _theta(c)[0], 0)),
+    Fault("roles", "an unknown role (before and after every role)",
+          each(_names, lambda s, c, v: draw_types(["trader", v], K=1e3, C=1.0, rng=0))),
+    Fault("attack", "an unknown attack (before and after every attack)",
+          each(_names, lambda s, c, v: attack(v, _theta(c)[0], 0))),
     # the validation of the rest of the public API (issue 34, part 2: each branch reached)
     Fault("N", "numbers mixed with text", lambda s, c: _market(c, N=_mixed(c.market.N))),
     Fault("c", "an entry negative, through Market.replace",
@@ -380,7 +452,12 @@ IPFL_FAULTS = (
                               allow_negative_distances=False, time_limit=-1.0)),
     Fault("gain", "a function not 0 at 0", lambda s, c: _market(c, gain=_not_zero_at_0)),
     Fault("gain", "a function returning one number", lambda s, c: _market(c, gain=_one_number)),
-    Fault("gain", "a convex function", lambda s, c: _market(c, gain=_convex)),
+    Fault("gain", "a convex function (the refusal names a point below the largest N: the "
+                  "first where the slope rises, not the last, about 2^50 N)",
+          lambda s, c: _market(c, gain=_convex),
+          says=lambda c, msg: _named_x(msg) <= float(np.max(c.market.N))),
+    Fault("gain", "a function barely convex (x^1.01, slopes rising 0.7 % a doubling)",
+          lambda s, c: _market(c, gain=_barely_convex)),
     Fault("gain", "a function of the wrong shape beyond 8 points",
           lambda s, c: _market(c, gain=_eight_columns)),
     Fault("gain", "a function returning one NaN", lambda s, c: _market(c, gain=_scalar_nan)),
@@ -398,20 +475,20 @@ IPFL_FAULTS = (
               _sized(ipfl.rules.SHAPLEY_MAX_SELLERS + 2)[0],
               ~np.eye(ipfl.rules.SHAPLEY_MAX_SELLERS + 2, dtype=bool),
               _sized(ipfl.rules.SHAPLEY_MAX_SELLERS + 2)[1])),
-    Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard)",
-          _dp_too_large),
-    Fault("exact_method", "unknown, to selection.exact",
-          lambda s, c: ipfl.exact(c.market, c.market.prices(c.D),
-                                  ipfl.thresholds(c.market, c.D),
-                                  method="simplex")),
+    Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard, "
+                          "named in GiB)",
+          _dp_too_large, says=lambda c, msg: f"{MAX_BYTES // 2**30} GiB guard" in msg),
+    Fault("exact_method", "unknown, to selection.exact (before and after every method)",
+          each(_names, lambda s, c, v: ipfl.exact(c.market, c.market.prices(c.D),
+                                                  ipfl.thresholds(c.market, c.D), method=v))),
     Fault("theta", "so large that the squared distances overflow",
           lambda s, c: pairwise_distances(_theta(c) * 0.0 + np.arange(c.market.m)[:, None]
                                           * 1e200)),
     Fault("reference", "so far that theta - reference overflows",
           lambda s, c: pairwise_distances(np.full((c.market.m, 2), 1e308), "cosine",
                                           reference=np.full(2, -1e308))),
-    Fault("placement", "unknown", lambda s, c: market_roles(c.market.m, attackers=1,
-                                                            placement="middle")),
+    Fault("placement", "unknown (before and after every placement)",
+          each(_names, lambda s, c, v: market_roles(c.market.m, attackers=1, placement=v))),
     Fault("rule", "None", lambda s, c: ipfl.clear(c.market, c.D, None)),
     Fault("arrays", "an .npz file holding an array of objects (never unpickled)",
           lambda s, c: _read_objects_npz(c)),
@@ -479,9 +556,10 @@ def _wrong_shape_over_arrays(games):
 _wrong_shape_over_arrays.over_arrays = True
 
 
-def _batch_of(case, budget=None):
-    g = case.game if budget is None else case.game.replace(budget=budget)
-    return cpl.GameBatch.from_games([g])
+def _batch_of(case, *budgets):
+    """The game as a batch, one game per budget given (none: the game itself, once)."""
+    games = [case.game.replace(budget=b) for b in budgets] if budgets else [case.game]
+    return cpl.GameBatch.from_games(games)
 
 
 CPL_FAULTS = (
@@ -491,7 +569,9 @@ CPL_FAULTS = (
     Fault("G", "an entry negative", lambda s, c: _game(c, G=_put(c.game.G, -1.0))),
     Fault("G", "an entry inf", lambda s, c: _game(c, G=_put(c.game.G, INF))),
     Fault("G", "so large that K overflows", lambda s, c: _game(c, G=_put(c.game.G, 1e300))),
-    Fault("G", "one entry more", lambda s, c: _game(c, G=np.append(c.game.G, 1.0))),
+    Fault("G", "one entry more, one fewer",
+          each(lambda c: _lengths(c.game.n),
+               lambda s, c, n: _game(c, G=np.resize(np.asarray(c.game.G), n)))),
     Fault("c", "an entry 0", lambda s, c: _game(c, c=_put(c.game.c, 0.0))),
     Fault("c", "complex", lambda s, c: _game(c, c=np.asarray(c.game.c) + 1j)),
     Fault("v", "an entry negative", lambda s, c: _game(c, v=_put(c.game.v, -1.0))),
@@ -507,13 +587,16 @@ CPL_FAULTS = (
     Fault("q_min", "above 1", lambda s, c: _game(c, q_min=1.5)),
     Fault("q_max", "above 1", lambda s, c: _game(c, q_max=1.5)),
     Fault("q_max", "below q_min", lambda s, c: _game(c, q_max=c.game.q_min / 2)),
-    Fault("q_max", "of the wrong length",
-          lambda s, c: _game(c, q_max=np.ones(_wrong_n(c.game)))),
+    Fault("q_max", "of the wrong length (one more; one fewer, none where that is one: a "
+                   "number for every client)",
+          each(lambda c: (c.game.n + 1, c.game.n - 1 if c.game.n != 2 else 0),
+               lambda s, c, n: _game(c, q_max=np.ones(n)))),
     Fault("q_max", "text", lambda s, c: _game(c, q_max="all")),
     Fault("budget", "below the spend at q_min, to the subject",
           lambda s, c: s.solve(_infeasible(c))),
     Fault("game", "not a Game", lambda s, c: cpl.solve({"budget": 1.0})),
-    Fault("method", "unknown", lambda s, c: cpl.solve(c.game, "newton")),
+    Fault("method", "unknown (before and after every method)",
+          each(_names, lambda s, c, v: cpl.solve(c.game, v))),
     Fault("options", "an option the method does not take",
           lambda s, c: cpl.solve(c.game, "bisection", points=3)),
     Fault("solver", "not installed", lambda s, c: cpl.solve(c.game, "cvxpy", solver="NOPE")),
@@ -524,18 +607,21 @@ CPL_FAULTS = (
     Fault("eps0", "0", lambda s, c: cpl.solve(c.game, "cvxpy-linesearch", eps0=0.0)),
     Fault("points", "over the work guard",
           lambda s, c: cpl.check_solve(c.game, "cvxpy-linesearch", points=10**9)),
-    Fault("responses", "unknown",
-          lambda s, c: cpl.posted_pricing(c.game, np.ones(c.game.n), responses="v1")),
+    Fault("responses", "unknown (before and after every name)",
+          each(_names, lambda s, c, v: cpl.posted_pricing(c.game, np.ones(c.game.n),
+                                                          responses=v))),
     Fault("shape", "an entry negative",
           lambda s, c: cpl.posted_pricing(c.game, _put(np.ones(c.game.n), -1.0))),
     Fault("shape", "all zero", lambda s, c: cpl.posted_pricing(c.game, np.zeros(c.game.n))),
-    Fault("shape", "of the wrong length",
-          lambda s, c: cpl.posted_pricing(c.game, np.ones(_wrong_n(c.game)))),
+    Fault("shape", "of the wrong length (one more, one fewer)",
+          each(lambda c: _lengths(c.game.n),
+               lambda s, c, n: cpl.posted_pricing(c.game, np.ones(n)))),
     Fault("budget", "not positive, for a posted price",
           lambda s, c: cpl.posted_pricing(_game(c, budget=min(0.0, c.game.budget)),
                                           np.ones(c.game.n))),
-    Fault("prices", "of the wrong length",
-          lambda s, c: cpl.best_response(c.game, np.ones(_wrong_n(c.game)))),
+    Fault("prices", "of the wrong length (one more, one fewer)",
+          each(lambda c: _lengths(c.game.n),
+               lambda s, c, n: cpl.best_response(c.game, np.ones(n)))),
     Fault("prices", "an entry NaN",
           lambda s, c: cpl.best_response(c.game, _put(np.ones(c.game.n), NAN))),
     Fault("game", "not a Game, to the best response",
@@ -545,7 +631,8 @@ CPL_FAULTS = (
                                             _put(np.full(c.game.n, 0.5), 0.0))),
     Fault("game", "not a Game, to apply_pricing",
           lambda s, c: cpl.apply_pricing("game", "uniform")),
-    Fault("pricing", "an unknown rule", lambda s, c: cpl.apply_pricing(c.game, "auction")),
+    Fault("pricing", "an unknown rule (before and after every rule)",
+          each(_names, lambda s, c, v: cpl.apply_pricing(c.game, v))),
     Fault("time_limit", "0", lambda s, c: cpl.apply_pricing(c.game, "uniform", time_limit=0.0)),
     Fault("games", "none", lambda s, c: cpl.GameBatch.from_games([])),
     Fault("games", "of different sizes",
@@ -553,22 +640,28 @@ CPL_FAULTS = (
               [c.game, cpl.Game(a=[1.0] * _wrong_n(c.game), G=[1.0] * _wrong_n(c.game),
                                 c=[1.0] * _wrong_n(c.game), v=[0.0] * _wrong_n(c.game),
                                 budget=1.0)])),
-    Fault("budget", "below the spend at q_min, in a batch",
-          lambda s, c: cpl.solve_batch(_batch_of(c, _infeasible(c).budget))),
-    Fault("budget", "not positive, for posted prices in a batch",
-          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, min(0.0, c.game.budget)),
-                                                np.ones((1, c.game.n)))),
+    Fault("budget", "below the spend at q_min, in a batch, after a feasible game (the "
+                    "refusal names game 1)",
+          lambda s, c: cpl.solve_batch(_batch_of(c, c.game.budget, _infeasible(c).budget)),
+          says=lambda c, msg: "game 1" in msg),
+    Fault("budget", "not positive, for posted prices in a batch, after a game of budget 0.5 "
+                    "(the refusal names game 1)",
+          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, 0.5, min(0.0, c.game.budget)),
+                                                np.ones((2, c.game.n))),
+          says=lambda c, msg: "game 1" in msg),
     Fault("shape", "NaN, for posted prices in a batch",
           lambda s, c: cpl.posted_pricing_batch(_batch_of(c, abs(c.game.budget) + 1.0),
                                                 np.full((1, c.game.n), NAN))),
-    Fault("responses", "unknown, in a batch",
-          lambda s, c: cpl.priced(_batch_of(c), np.ones((1, c.game.n)), responses="v1")),
+    Fault("responses", "unknown, in a batch (before and after every name)",
+          each(_names, lambda s, c, v: cpl.priced(_batch_of(c), np.ones((1, c.game.n)),
+                                                  responses=v))),
     Fault("pricing", "a rule not written over arrays, in a batch",
           lambda s, c: cpl.apply_pricing_batch(_batch_of(c), lambda g: np.ones(g.n))),
     Fault("updates", "of the wrong shape",
           lambda s, c: _aggregate(c, updates=np.ones((c.game.n + 1, 2)))),
-    Fault("participated", "of the wrong length",
-          lambda s, c: _aggregate(c, participated=np.ones(c.game.n + 1, bool))),
+    Fault("participated", "of the wrong length (one more, one fewer)",
+          each(lambda c: _lengths(c.game.n),
+               lambda s, c, n: _aggregate(c, participated=np.ones(n, bool)))),
     Fault("q", "an entry 0", lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), 0.0))),
     # the validation of the rest of the public API (issue 34, part 2: each branch reached)
     Fault("game", "over CVXPY_MAX_N clients, for a cvxpy method",
@@ -577,8 +670,9 @@ CPL_FAULTS = (
           lambda s, c: cpl.apply_pricing_batch(_batch_of(c), _wrong_shape_over_arrays)),
     Fault("rounds", "above its upper bound, to the shared number check",
           lambda s, c: as_real("rounds", 2.0 * c.game.n + 1.0, lo=0.0, hi=2.0 * c.game.n)),
-    Fault("method", "not one of the choices, to the shared choice check (a choice passes)",
-          lambda s, c: _choice("newton")),
+    Fault("method", "not one of the choices, to the shared choice check (a choice passes; "
+                    "before and after every choice)",
+          each(_names, lambda s, c, v: _choice(v))),
     Fault("seed", "True, to the shared seed check", lambda s, c: as_seed("seed", True)),
     Fault("seed", "2**63, to the shared seed check", lambda s, c: as_seed("seed", 2**63)),
 )
@@ -617,7 +711,8 @@ LIA_FAULTS = (
     Fault("I", "an entry inf", lambda s, c: s.sets(_put(_I(c), INF))),
     Fault("I", "text", lambda s, c: s.cluster(_text(_I(c)))),
     Fault("I", "an entry NaN, to the clustering", lambda s, c: s.cluster(_put(_I(c), NAN))),
-    Fault("mode", "unknown", lambda s, c: lia.cluster(_I(c), mode="ring")),
+    Fault("mode", "unknown (before and after every mode)",
+          each(_names, lambda s, c, v: lia.cluster(_I(c), mode=v))),
     Fault("rtol", "negative", lambda s, c: lia.beneficial_sets(_I(c), rtol=-1.0)),
     Fault("model_losses", "text", lambda s, c: _scores(s, c, losses=_text(c.losses))),
     Fault("labels", "of another length",
@@ -662,7 +757,8 @@ def refusal(subject, case: FaultCase):
     fault = FAULTS[case.family][case.fault - 1]
     exc = _raised(fault.call, subject, case.base)
     ok = (isinstance(exc, FedmarketError) and isinstance(exc, ValueError)
-          and exc.field == fault.field and "\n" not in str(exc))
+          and exc.field == fault.field and "\n" not in str(exc)
+          and (fault.says is None or bool(fault.says(case.base, str(exc)))))
     return 0.0 if ok else 1.0
 
 

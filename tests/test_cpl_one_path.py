@@ -206,3 +206,20 @@ def test_the_exact_optimum_is_compared_to_the_rounding_of_its_spend():
     scale = cpl.spend_scale(game, at.q)
     assert 0 < gap <= at.multiplier * (game.n + 4) * np.finfo(float).eps * scale
     assert PROPERTIES["cpl_one_path"].amount(SUBJECTS["cpl-bisection"], CplCase(game)) == 0
+
+
+def test_the_line_search_counts_the_grid_points_it_finds_over_budget(monkeypatch):
+    """info["statuses"]["over_budget"] counts the grid points the solver answered
+    (optimal) whose spend exceeds B beyond the tolerance: with a tolerance of -inf every
+    optimal point is over, so the count is the optimal count and the search fails, naming
+    them (generated mutant 2407025262, + 0 for + 1, counted none and survived every test and
+    row)."""
+    import ast
+
+    monkeypatch.setattr(equilibrium, "LINESEARCH_BUDGET_RTOL", -np.inf)
+    game = cpl.Game(a=[0.2, 0.3, 0.5], G=[1, 1, 1], c=[5, 5, 5], v=[1, 0, 3], budget=1.0)
+    with pytest.raises(cpl.SolverFailed) as err:
+        cpl.solve(game, "cvxpy-linesearch", points=6)
+    statuses = ast.literal_eval(str(err.value).split("budget (", 1)[1].split(");", 1)[0])
+    assert statuses.get("optimal", 0) > 0
+    assert statuses.get("over_budget") == statuses["optimal"], statuses

@@ -464,7 +464,11 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     with the gap proven by the relaxation bound of its whole sub-problem (method
     "time-limit"). Enumeration and the dynamic programme are not interrupted (each is
     bounded by its size guard). A time limit makes the result depend on the machine's speed;
-    the node limit does not. ``progress(done, total)`` counts the buyers (K_i > 0) done.
+    the node limit does not. ``progress(done, total)`` counts the buyers (K_i > 0) done:
+    (0, total) first; then at once the buyers settled without a search of their own (nothing
+    to search, or enumerated), if any; then one more per buyer searched on its own (the
+    dynamic programme, branch-and-bound, or out of time: ``methods`` says which), so that
+    the last report is (total, total), made once.
     """
     if method not in EXACT_METHODS:
         raise MarketInputError("exact_method", f"unknown {method!r}; choose one of "
@@ -519,8 +523,9 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         _enumerate_rows(r, int(kk), Pf, size, n0, Kf, Nf, market.gain, A, order[r, :kk])
         methods[r] = "enumeration"
     enum = methods == "enumeration"
-    if progress is not None and enum.any():
-        done = int((enum | ((k == 0) & (Kf > 0))).sum())
+    # the buyers settled without a search of their own: nothing to search, or enumerated
+    done = int(((enum | (k == 0)) & (Kf > 0)).sum())
+    if progress is not None and done:
         progress(done, buyers)
     stopped = ""
     fallback = None
@@ -559,8 +564,6 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         done += 1
         if progress is not None:
             progress(done, buyers)
-    if progress is not None and done < buyers:
-        progress(buyers, buyers)
     return ExactSelection(A.reshape(shape), methods.reshape(shape[:-1]),
                           gaps.reshape(shape[:-1]), stopped)
 

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 __all__ = [
     "CPL_SETTINGS",
     "best_response",
+    "best_response_v0",
     "bound",
     "bound_coefficients",
     "client_utilities",
     "equilibrium",
     "inverse_price",
     "spend",
+    "spend_scale",
     "unbiased_aggregate",
     "weights",
 ]
@@ -96,6 +98,20 @@ def best_response(c: float, v: float, K: float, P: float, q_min: float,
             lo = mid
         else:
             hi = mid
+
+
+def best_response_v0(c: float, P: float, q_min: float, q_max: float) -> float:
+    """The authors' shortcut (spec cpl.md, "Baselines": the response as if v_n = 0):
+    q_n = P_n / (2 c_n), clipped to [q_min, q_max_n]."""
+    return min(max(P / (2.0 * c), q_min), q_max)
+
+
+def spend_scale(q, c, v, K) -> float:
+    """The size of the terms the spend sums at the inverse prices of q (the scale a solver's
+    relative budget tolerance refers to): sum_n [|2 c_n q_n^2| + |v_n K_n / q_n|], the two
+    terms of P_n q_n = 2 c_n q_n^2 - v_n K_n / q_n."""
+    return math.fsum(abs(2.0 * c[n] * q[n] * q[n]) + abs(v[n] * K[n] / q[n])
+                     for n in range(len(q)))
 
 
 def client_utilities(P, q, c, v, K) -> list[float]:

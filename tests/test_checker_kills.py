@@ -1,0 +1,185 @@
+"""The checker kills generated mutants that had survived it (issue 34, part 5;
+docs/reference-proofs.md, "Killed by the checker on main since"). Each mutant is planted by
+recompiling the one function it changes with its mutated line (monkeypatched: nothing on
+disk changes) and the checker's row that now catches it is run with the batch engine at a
+small budget: it must find a counterexample. Each check is general (an unknown name on both
+sides of string order, a length one short and one long, what a refusal's message names, a
+public function's value pinned to the oracle, a progress report as documented), so these
+are its planted-fault tests; the unmutated rows hold in tests/test_contract.py."""
+
+from __future__ import annotations
+import __future__
+
+import inspect
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import mechanisms.cpl as mcpl
+import mechanisms.cpl.batch as cbatch
+import mechanisms.cpl.equilibrium as cequilibrium
+import mechanisms.cpl.response as cresponse
+import mechanisms.distances as distances
+import mechanisms.gains as gains
+import mechanisms.ipfl as mipfl
+import mechanisms.ipfl.selection as selection
+from proofs import PROPERTIES, SUBJECTS, check
+from proofs import input_properties as ip
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def plant(monkeypatch, owner, name: str, before: str, after: str, *aliases) -> None:
+    """Replace ``owner.name`` (a module's function, or a class's method or classmethod) by
+    its source with ``before`` (once) made ``after``, compiled in the owner's module; the
+    same object is also set on each ``(namespace, name)`` of ``aliases``."""
+    raw = inspect.getattr_static(owner, name)
+    fn = raw.__func__ if isinstance(raw, classmethod | staticmethod) else raw
+    source = textwrap.dedent(inspect.getsource(fn))
+    assert source.count(before) == 1, (name, before)
+    module = sys.modules[fn.__module__]
+    code = compile(source.replace(before, after), inspect.getsourcefile(fn), "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    made: dict = {}
+    exec(code, module.__dict__, made)
+    new = made[fn.__name__]
+    new = type(raw)(new) if isinstance(raw, classmethod | staticmethod) else new
+    monkeypatch.setattr(owner, name, new)
+    for namespace in aliases:
+        monkeypatch.setattr(namespace, name, new)
+
+
+def _caught(subject: str, key: str, examples: int = 200) -> bool:
+    r = check(SUBJECTS[subject], PROPERTIES[key], max_examples=examples, seed=0,
+              engine="batch")
+    return r.verdict in ("counterexample", "error")  # error: the row raised (not as declared)
+
+
+def _fault(family: str, what: str, field: str | None = None) -> int:
+    """The 1-based index of the fault of ``family`` (and ``field``) whose description starts
+    with ``what``."""
+    found = [k for k, f in enumerate(ip.FAULTS[family], 1)
+             if f.what.startswith(what) and field in (None, f.field)]
+    assert len(found) == 1, what
+    return found[0]
+
+
+def _refused_on_every_draw(family: str, subject: str, what: str, field: str | None = None,
+                           k: int = 3) -> list:
+    """The fault's violation on ``k`` drawn well-formed instances of the family."""
+    smp = {"ipfl": ip.ipfl_base_sampler, "cpl": ip.cpl_base_sampler}[family]()
+    prop = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input"}[family]
+    index = _fault(family, what, field)
+    bases = [c for d in smp.draw(np.random.default_rng(0), k) for c in smp.cases(d)]
+    return [PROPERTIES[prop].amount(SUBJECTS[subject], ip.FaultCase(b, index, family))
+            for b in bases]
+
+
+# ------------------------------------------------- bad input: the refusals, both ways
+
+
+def test_a_metric_check_comparing_in_string_order_is_caught(monkeypatch):
+    """d4fd92269e: metric > "cosine" took "angle" (before "cosine") for cosine."""
+    what = "unknown, for the gradients"
+    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
+    plant(monkeypatch, distances, "distance_gradients", 'if metric != "cosine":',
+          'if metric > "cosine":', ip)
+    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
+
+
+def test_a_price_shape_check_letting_a_short_vector_through_is_caught(monkeypatch):
+    """5d30c4a4a9: P.shape > (n,) let prices one entry short through."""
+    what = "of the wrong length (one more, one fewer)"
+    assert _refused_on_every_draw("cpl", "cpl-bisection", what, "prices") == [0.0] * 3
+    plant(monkeypatch, cresponse, "_prices", "if P.shape != (game.n,):",
+          "if P.shape > (game.n,):")
+    assert all(v > 0 for v in _refused_on_every_draw("cpl", "cpl-bisection", what, "prices"))
+
+
+def test_a_batch_refusal_naming_another_game_is_caught(monkeypatch):
+    """298c167090: budget <= 1 named an earlier game (B = 0.5) as the one without a budget."""
+    what = "not positive, for posted prices in a batch"
+    assert _refused_on_every_draw("cpl", "cpl-uniform", what) == [0.0] * 3
+    plant(monkeypatch, cbatch, "posted_pricing_batch",
+          "k = int(np.flatnonzero(games.budget <= 0)[0])",
+          "k = int(np.flatnonzero(games.budget <= 1)[0])", mcpl)
+    assert all(v > 0 for v in _refused_on_every_draw("cpl", "cpl-uniform", what))
+
+
+def test_a_convex_gain_refusal_naming_the_last_point_is_caught(monkeypatch):
+    """851534fef0: np.argwhere(bad)[-1] named 2^50 N, not the first point where the slope
+    rises."""
+    what = "a convex function"
+    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
+    plant(monkeypatch, gains, "_check_shape", "r, k = np.argwhere(bad)[0]",
+          "r, k = np.argwhere(bad)[-1]")
+    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
+
+
+def test_a_concavity_check_blind_to_a_barely_convex_gain_is_caught(monkeypatch):
+    """3c0bba9503: the slope tolerance divided by the rounding slack (instead of adding it)
+    passed x^1.01 on every market (and x^2 on some)."""
+    what = "a function barely convex"
+    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
+    plant(monkeypatch, gains, "_check_shape", "+ slack[:, :-1] + slack[:, 1:]",
+          "/ slack[:, :-1] + slack[:, 1:]")
+    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
+
+
+def test_clear_taking_its_arguments_positionally_only_is_caught(monkeypatch):
+    """7c186f92d9: `def clear(market, D, rule="local", /, ...)` refuses market=, D=, rule=
+    by keyword (a TypeError), which the documented signature allows."""
+    module = sys.modules["mechanisms.ipfl.clear"]
+    plant(monkeypatch, module, "clear", 'rule: str | Callable = "local",\n    *,',
+          'rule: str | Callable = "local",\n    /,', mipfl)
+    assert _caught("local", "refuses_bad_input", 200)
+
+
+# ------------------------------------------------------ values and reports as documented
+
+
+def test_from_markets_of_one_market_is_checked(monkeypatch):
+    """c79a67ca5f: markets[1].gain fails on the batch of one market (an IndexError)."""
+    plant(monkeypatch, mipfl.MarketArrays, "from_markets", "gain = markets[0].gain",
+          "gain = markets[1].gain")
+    assert _caught("local", "one_market", 50)
+
+
+def test_eq11_violations_default_tolerance_is_checked(monkeypatch):
+    """a0df2e2557: eq11_violations' default rtol -0.999999999 lists nearly every pair."""
+    plant(monkeypatch, selection, "eq11_violations", "rtol: float = 1e-9",
+          "rtol: float = -0.999999999", mipfl)
+    assert _caught("local", "local_optimality", 200)
+
+
+def test_the_exact_selection_s_progress_is_checked_as_documented(monkeypatch):
+    """ec41353da8: the buyers with nothing to search left out of the report after the
+    enumerations (counted only at the end, in one jump)."""
+    plant(monkeypatch, selection, "exact", "done = int(((enum | (k == 0)) & (Kf > 0)).sum())",
+          "done = int(((enum | (k == -1)) & (Kf > 0)).sum())", mipfl)
+    assert _caught("exact", "one_path", 200)
+
+
+def test_a_repeated_last_progress_report_is_caught(monkeypatch):
+    """The last report (buyers, buyers) made twice (as generated mutant 5bdecb5039 did:
+    `done <= buyers` before the final report of the former code)."""
+    plant(monkeypatch, selection, "exact", "    return ExactSelection(",
+          "    if progress is not None:\n        progress(done, buyers)\n"
+          "    return ExactSelection(", mipfl)
+    assert _caught("exact", "one_path", 200)
+
+
+def test_the_authors_v0_responses_are_pinned_to_the_oracle(monkeypatch):
+    """7225646110: P - 2c instead of P / 2c in cpl.best_response_v0."""
+    plant(monkeypatch, cresponse, "best_response_v0", "P / (2.0 * game.c)",
+          "P - (2.0 * game.c)", mcpl)
+    assert _caught("cpl-uniform", "cpl_conforms", 100)
+
+
+def test_the_spend_scale_is_pinned_to_the_oracle(monkeypatch):
+    """824e555671: 2 c % q^2 instead of 2 c q^2 in cpl.spend_scale."""
+    plant(monkeypatch, cequilibrium, "spend_scale", "2.0 * game.c * q**2",
+          "2.0 * game.c % q**2", mcpl)
+    assert _caught("cpl-bisection", "cpl_conforms", 100)
