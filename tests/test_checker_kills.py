@@ -80,52 +80,44 @@ def _refused_on_every_draw(family: str, subject: str, what: str, field: str | No
 # ------------------------------------------------- bad input: the refusals, both ways
 
 
-def test_a_metric_check_comparing_in_string_order_is_caught(monkeypatch):
-    """d4fd92269e: metric > "cosine" took "angle" (before "cosine") for cosine."""
-    what = "unknown, for the gradients"
-    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
-    plant(monkeypatch, distances, "distance_gradients", 'if metric != "cosine":',
-          'if metric > "cosine":', ip)
-    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
+# (family, subject, the fault's description and field, owner, function, before, after,
+# aliases)
+_REFUSED = [
+    # metric > "cosine" took "angle" (before "cosine") for cosine
+    pytest.param("ipfl", "local", "unknown, for the gradients", None, distances,
+                 "distance_gradients", 'if metric != "cosine":', 'if metric > "cosine":', (ip,),
+                 id="d4fd92269e"),
+    # P.shape > (n,) let prices one entry short through
+    pytest.param("cpl", "cpl-bisection", "of the wrong length (one more, one fewer)", "prices",
+                 cresponse, "_prices", "if P.shape != (game.n,):", "if P.shape > (game.n,):",
+                 (), id="5d30c4a4a9"),
+    # budget <= 1 named an earlier game (B = 0.5) as the one without a budget
+    pytest.param("cpl", "cpl-uniform", "not positive, for posted prices in a batch", None,
+                 cbatch, "posted_pricing_batch",
+                 "k = int(np.flatnonzero(games.budget <= 0)[0])",
+                 "k = int(np.flatnonzero(games.budget <= 1)[0])", (mcpl,), id="298c167090"),
+    # np.argwhere(bad)[-1] named 2^50 N, not the first point where the slope rises
+    pytest.param("ipfl", "local", "a convex function", None, gains, "_check_shape",
+                 "r, k = np.argwhere(bad)[0]", "r, k = np.argwhere(bad)[-1]", (),
+                 id="851534fef0"),
+    # the slope tolerance divided by the rounding slack (instead of adding it) passed x^1.01
+    # on every market (and x^2 on some)
+    pytest.param("ipfl", "local", "a function barely convex", None, gains, "_check_shape",
+                 "+ slack[:, :-1] + slack[:, 1:]", "/ slack[:, :-1] + slack[:, 1:]", (),
+                 id="3c0bba9503"),
+]
 
 
-def test_a_price_shape_check_letting_a_short_vector_through_is_caught(monkeypatch):
-    """5d30c4a4a9: P.shape > (n,) let prices one entry short through."""
-    what = "of the wrong length (one more, one fewer)"
-    assert _refused_on_every_draw("cpl", "cpl-bisection", what, "prices") == [0.0] * 3
-    plant(monkeypatch, cresponse, "_prices", "if P.shape != (game.n,):",
-          "if P.shape > (game.n,):")
-    assert all(v > 0 for v in _refused_on_every_draw("cpl", "cpl-bisection", what, "prices"))
-
-
-def test_a_batch_refusal_naming_another_game_is_caught(monkeypatch):
-    """298c167090: budget <= 1 named an earlier game (B = 0.5) as the one without a budget."""
-    what = "not positive, for posted prices in a batch"
-    assert _refused_on_every_draw("cpl", "cpl-uniform", what) == [0.0] * 3
-    plant(monkeypatch, cbatch, "posted_pricing_batch",
-          "k = int(np.flatnonzero(games.budget <= 0)[0])",
-          "k = int(np.flatnonzero(games.budget <= 1)[0])", mcpl)
-    assert all(v > 0 for v in _refused_on_every_draw("cpl", "cpl-uniform", what))
-
-
-def test_a_convex_gain_refusal_naming_the_last_point_is_caught(monkeypatch):
-    """851534fef0: np.argwhere(bad)[-1] named 2^50 N, not the first point where the slope
-    rises."""
-    what = "a convex function"
-    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
-    plant(monkeypatch, gains, "_check_shape", "r, k = np.argwhere(bad)[0]",
-          "r, k = np.argwhere(bad)[-1]")
-    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
-
-
-def test_a_concavity_check_blind_to_a_barely_convex_gain_is_caught(monkeypatch):
-    """3c0bba9503: the slope tolerance divided by the rounding slack (instead of adding it)
-    passed x^1.01 on every market (and x^2 on some)."""
-    what = "a function barely convex"
-    assert _refused_on_every_draw("ipfl", "local", what) == [0.0] * 3
-    plant(monkeypatch, gains, "_check_shape", "+ slack[:, :-1] + slack[:, 1:]",
-          "/ slack[:, :-1] + slack[:, 1:]")
-    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what))
+@pytest.mark.parametrize("family, subject, what, field, owner, name, before, after, aliases",
+                         _REFUSED)
+def test_a_refusal_off_its_documentation_is_caught(monkeypatch, family, subject, what, field,
+                                                   owner, name, before, after, aliases):
+    """An unknown name on either side of string order, a length one short, the game a
+    batch's refusal names, the point a convex gain's refusal names, a barely convex gain:
+    refused on every draw unmutated, let through (or misnamed) on every draw mutated."""
+    assert _refused_on_every_draw(family, subject, what, field) == [0.0] * 3
+    plant(monkeypatch, owner, name, before, after, *aliases)
+    assert all(v > 0 for v in _refused_on_every_draw(family, subject, what, field))
 
 
 def test_clear_taking_its_arguments_positionally_only_is_caught(monkeypatch):
@@ -139,47 +131,42 @@ def test_clear_taking_its_arguments_positionally_only_is_caught(monkeypatch):
 
 # ------------------------------------------------------ values and reports as documented
 
-
-def test_from_markets_of_one_market_is_checked(monkeypatch):
-    """c79a67ca5f: markets[1].gain fails on the batch of one market (an IndexError)."""
-    plant(monkeypatch, mipfl.MarketArrays, "from_markets", "gain = markets[0].gain",
-          "gain = markets[1].gain")
-    assert _caught("local", "one_market", 50)
-
-
-def test_eq11_violations_default_tolerance_is_checked(monkeypatch):
-    """a0df2e2557: eq11_violations' default rtol -0.999999999 lists nearly every pair."""
-    plant(monkeypatch, selection, "eq11_violations", "rtol: float = 1e-9",
-          "rtol: float = -0.999999999", mipfl)
-    assert _caught("local", "local_optimality", 200)
-
-
-def test_the_exact_selection_s_progress_is_checked_as_documented(monkeypatch):
-    """ec41353da8: the buyers with nothing to search left out of the report after the
-    enumerations (counted only at the end, in one jump)."""
-    plant(monkeypatch, selection, "exact", "done = int(((enum | (k == 0)) & (Kf > 0)).sum())",
-          "done = int(((enum | (k == -1)) & (Kf > 0)).sum())", mipfl)
-    assert _caught("exact", "one_path", 200)
-
-
-def test_a_repeated_last_progress_report_is_caught(monkeypatch):
-    """The last report (buyers, buyers) made twice (as generated mutant 5bdecb5039 did:
-    `done <= buyers` before the final report of the former code)."""
-    plant(monkeypatch, selection, "exact", "    return ExactSelection(",
-          "    if progress is not None:\n        progress(done, buyers)\n"
-          "    return ExactSelection(", mipfl)
-    assert _caught("exact", "one_path", 200)
+# (mutant or fault, owner, function, before, after, aliases, subject, property, examples)
+_CAUGHT = [
+    # markets[1].gain fails on the batch of one market (an IndexError)
+    pytest.param(mipfl.MarketArrays, "from_markets", "gain = markets[0].gain",
+                 "gain = markets[1].gain", (), "local", "one_market", 50, id="c79a67ca5f"),
+    # eq11_violations' default rtol -0.999999999 lists nearly every pair
+    pytest.param(selection, "eq11_violations", "rtol: float = 1e-9",
+                 "rtol: float = -0.999999999", (mipfl,), "local", "local_optimality", 200,
+                 id="a0df2e2557"),
+    # the buyers with nothing to search left out of the report after the enumerations
+    # (counted only at the end, in one jump)
+    pytest.param(selection, "exact", "done = int(((enum | (k == 0)) & (Kf > 0)).sum())",
+                 "done = int(((enum | (k == -1)) & (Kf > 0)).sum())", (mipfl,), "exact",
+                 "one_path", 200, id="ec41353da8"),
+    # the last report (buyers, buyers) made twice (as 5bdecb5039 did, `done <= buyers`
+    # before the final report of the former code)
+    pytest.param(selection, "exact", "    return ExactSelection(",
+                 "    if progress is not None:\n        progress(done, buyers)\n"
+                 "    return ExactSelection(", (mipfl,), "exact", "one_path", 200,
+                 id="last-report-twice"),
+    # P - 2c instead of P / 2c in cpl.best_response_v0
+    pytest.param(cresponse, "best_response_v0", "P / (2.0 * game.c)", "P - (2.0 * game.c)",
+                 (mcpl,), "cpl-uniform", "cpl_conforms", 100, id="7225646110"),
+    # 2 c % q^2 instead of 2 c q^2 in cpl.spend_scale
+    pytest.param(cequilibrium, "spend_scale", "2.0 * game.c * q**2", "2.0 * game.c % q**2",
+                 (mcpl,), "cpl-bisection", "cpl_conforms", 100, id="824e555671"),
+]
 
 
-def test_the_authors_v0_responses_are_pinned_to_the_oracle(monkeypatch):
-    """7225646110: P - 2c instead of P / 2c in cpl.best_response_v0."""
-    plant(monkeypatch, cresponse, "best_response_v0", "P / (2.0 * game.c)",
-          "P - (2.0 * game.c)", mcpl)
-    assert _caught("cpl-uniform", "cpl_conforms", 100)
-
-
-def test_the_spend_scale_is_pinned_to_the_oracle(monkeypatch):
-    """824e555671: 2 c % q^2 instead of 2 c q^2 in cpl.spend_scale."""
-    plant(monkeypatch, cequilibrium, "spend_scale", "2.0 * game.c * q**2",
-          "2.0 * game.c % q**2", mcpl)
-    assert _caught("cpl-bisection", "cpl_conforms", 100)
+@pytest.mark.parametrize("owner, name, before, after, aliases, subject, key, examples",
+                         _CAUGHT)
+def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, name, before,
+                                                           after, aliases, subject, key,
+                                                           examples):
+    """from_markets of one market, eq11_violations' default, the exact selection's progress
+    reports, the v0 responses and the spend scale pinned to the oracle."""
+    assert not _caught(subject, key, examples)
+    plant(monkeypatch, owner, name, before, after, *aliases)
+    assert _caught(subject, key, examples)
