@@ -81,12 +81,27 @@ def test_local_satisfies_eq11_and_never_beats_exact(inst):
                   [.5, .4, .35, 0, .45], [.2, .15, .3, .45, 0]]),
     )
 )
+@example(  # a near-tie Hypothesis found: lam = 2.2e-16 makes seller 1's price 2 ulps below
+    # seller 0's twin; the bulk thresholds round equal (the lower index wins), the scalar
+    # reference tells them apart: either purchase gives buyer 2 the same phi to rounding
+    (
+        ipfl.Market(N=[86, 86, 20], c=[2, 2, 0], K=[1e3, 1e3, 1e3], lam=2.220446049250313e-16),
+        np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]),
+    )
+)
 def test_greedy_rules_match_scalar_reference(inst):
+    """The bulk greedy buys what the scalar reference buys; where they differ, only between
+    options whose phi (Eq. 10) is equal to rounding (thresholds a few ulps apart ordered
+    either way), never a purchase that changes any buyer's objective."""
     market, D = inst
     for rule in ("box2", "local"):
-        np.testing.assert_array_equal(
-            _clear(market, D, rule=rule).adjacency, np.array(market_greedy(market, D, rule))
-        )
+        got = _clear(market, D, rule=rule)
+        want = np.array(market_greedy(market, D, rule), dtype=bool)
+        if np.array_equal(got.adjacency, want):
+            continue
+        mine, theirs = (ipfl.phi(market, got.prices, a) for a in (got.adjacency, want))
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-9, err_msg=rule)
+        assert (got.adjacency.sum(axis=1) == want.sum(axis=1)).all(), rule
 
 
 def test_exact_beats_greedy_somewhere():
