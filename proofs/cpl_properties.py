@@ -317,7 +317,7 @@ def _one_path(g, answer):
             # the exact optimum meets its budget to the rounding of the spend, a sum of n
             # terms of its scale: (n + 4) eps x spend scale, which moves the bound by lambda*
             # per unit of budget
-            scale = np.sum(2.0 * at.c * exact.q**2 + at.v * at.K / exact.q, axis=1)
+            scale = cpl.spend_scale(at, exact.q)
             rounding = exact.multiplier * (g.n + 4) * np.finfo(float).eps * scale
             below = _excess_b((exact.objective - ls_bound * (1 + 1e-12) - rounding) / den, 0.0)
         worst = np.where(tried, np.maximum(worst, below), worst)

@@ -106,6 +106,14 @@ def test_the_spend_scale_is_the_size_of_the_terms_the_spend_sums():
     q = np.array([0.3, 0.5, 0.7])
     terms = [2.0 * c * x * x + v * k / x for c, v, k, x in zip(g.c, g.v, g.K, q, strict=True)]
     assert cpl.spend_scale(g, q) == pytest.approx(sum(terms), rel=1e-14)
+    # over a batch: each game's row, bit for bit the one game's (one path)
+    h = cpl.Game(a=[0.5, 0.25, 0.25], G=[2.0, 1.0, 1.0], c=[0.5, 1.0, 3.0], v=[0.0, 0.4, 0.1],
+                 budget=2.0, alpha=1.0, R=10, q_min=0.01, q_max=[1.0, 1.0, 1.0])
+    both = cpl.GameBatch.from_games([g, h])
+    qs = np.array([q, [0.9, 0.2, 0.4]])
+    got = cpl.spend_scale(both, qs)
+    assert got.shape == (2,)
+    assert got.tolist() == [cpl.spend_scale(g, q), cpl.spend_scale(h, qs[1])]
 
 
 def test_the_eps0_grid_reaches_the_top_of_the_line_search_range():

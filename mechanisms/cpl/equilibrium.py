@@ -177,11 +177,14 @@ LINESEARCH_MAX_WORK = 500_000
 LINESEARCH_BUDGET_RTOL = 1e-7
 
 
-def spend_scale(game: Game, q) -> float:
+def spend_scale(game: Game, q):
     """sum_n (2 c_n q_n^2 + v_n K_n / q_n): the size of the terms :func:`spend` sums, the
-    scale a solver's relative feasibility tolerance on the budget refers to."""
+    scale a solver's relative feasibility tolerance on the budget refers to. A float for a
+    :class:`Game`; over arrays too: a :class:`~mechanisms.cpl.GameBatch` and q (B, n) give
+    (B,) (the one game is the batch of one)."""
     q = np.asarray(q, dtype=np.float64)
-    return float(np.sum(2.0 * game.c * q**2 + game.v * game.K / q))
+    s = np.sum(2.0 * game.c * q**2 + game.v * game.K / q, axis=-1)
+    return float(s) if np.ndim(s) == 0 else s
 
 
 def _bisection(game: Game, xtol: float = 0.0, method: str = "bisection"):
