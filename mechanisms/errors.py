@@ -217,8 +217,11 @@ def as_matrix(field: str, values, m: int, *, allow_negative: bool = False) -> np
     arr = as_floats(field, values)
     if arr.shape != (m, m):
         raise MarketInputError(field, f"has shape {arr.shape}, expected ({m}, {m}) for {m} clients")
-    # a finite sum proves every entry finite: one pass, no (m, m) mask unless it fails
-    if not np.isfinite(arr.sum()):
+    # a finite sum proves every entry finite: one pass, no (m, m) mask unless it fails (a
+    # sum past the float range, of finite entries, is no fault: no overflow warning)
+    with np.errstate(over="ignore"):
+        total = arr.sum()
+    if not np.isfinite(total):
         bad = ~np.isfinite(arr)
         if bad.any():
             raise MarketInputError(field, f"{_describe(arr, bad)}; must be finite (no NaN or "

@@ -21,7 +21,9 @@ posted prices, the aggregation). The property:
   the same field (a check comparing with ``<`` or ``>`` where it means ``!=`` lets one
   side through);
 * the subject's entry point must answer the well-formed instance, checked on every
-  instance before its fault (a fedmarket error there refuses good input: a violation).
+  instance before its fault (a fedmarket error there refuses good input: a violation);
+  an iPFL instance drawn without a fault is also answered with its distances scaled until
+  their sum overflows float64 (every entry finite: well-formed; :data:`EDGE_ANSWER`).
 
 Anything else raised (a TypeError, an IndexError, a NaN let through) is a violation of size
 1. Every instance discriminates: any fault could pass unrefused, any well-formed instance be
@@ -36,6 +38,7 @@ import math
 import re
 import tempfile
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +221,14 @@ def _mixed(a):
     """``a`` as a list with its first entry replaced by text: numbers mixed with text."""
     out = [float(x) for x in np.ravel(a)]
     out[0] = "x"
+    return out
+
+
+def _fractions_with_true(a):
+    """``a`` as exact fractions (numbers numpy keeps as objects) with its first entry True:
+    an object array whose float conversion would read True as 1.0, unrefused."""
+    out: list = [Fraction(float(x)) for x in np.ravel(a)]
+    out[0] = True
     return out
 
 
@@ -495,11 +506,28 @@ IPFL_FAULTS = (
     Fault("rules_from", "not a module name, as the modules trusted for names read from data",
           lambda s, c: untrusted([s.rule if isinstance(s.rule, str) else "local"],
                                  ["not a module"])),
+    Fault("N", "exact fractions with True among them (an array of objects)",
+          lambda s, c: _market(c, N=_fractions_with_true(c.market.N))),
 )
 
 
 def _ipfl_answer(subject, case):
     subject.settle(case.market, case.D, thresholds=case.thresholds)
+
+
+OVERFLOWING = 1.7e308  # the largest distance of the well-formed D whose sum overflows
+
+
+def _ipfl_answer_overflowing(subject, case):
+    """The subject answers the instance with its distances scaled so that the largest is
+    :data:`OVERFLOWING`: every entry finite (well-formed), their sum past the float range."""
+    D = np.asarray(case.D, dtype=float)
+    if D.max(initial=0.0) > 0:
+        subject.settle(case.market, D / D.max() * OVERFLOWING, thresholds=case.thresholds)
+
+
+# the well-formed edge each family's instances without a fault are also answered at
+EDGE_ANSWER = {"ipfl": _ipfl_answer_overflowing}
 
 
 # ----------------------------------------------------------------------------------- CPL
@@ -746,14 +774,21 @@ def _raised(call, subject, case):
 
 def refusal(subject, case: FaultCase):
     """The violation: 0 when the subject answered the well-formed instance and the fault
-    (if any) was refused with an error naming its field on one line; 1 otherwise."""
+    (if any) was refused with an error naming its field on one line, or (none: iPFL) the
+    instance at the edge of :data:`EDGE_ANSWER` was answered too; 1 otherwise."""
     exc = _raised(ANSWER[case.family], subject, case.base)
     if exc is not None:
         if isinstance(exc, FedmarketError):
             return 1.0  # good input refused
         raise exc
     if case.fault == 0:
-        return 0.0
+        edge = EDGE_ANSWER.get(case.family)
+        exc = None if edge is None else _raised(edge, subject, case.base)
+        if exc is None:
+            return 0.0
+        if isinstance(exc, FedmarketError):
+            return 1.0  # good input refused
+        raise exc
     fault = FAULTS[case.family][case.fault - 1]
     exc = _raised(fault.call, subject, case.base)
     ok = (isinstance(exc, FedmarketError) and isinstance(exc, ValueError)

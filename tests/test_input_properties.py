@@ -154,6 +154,57 @@ def test_validation_that_reads_text_as_numbers_is_caught(monkeypatch):
     assert r.counterexample.instance.describe() in ("I: text", "model_losses: text")
 
 
+def test_numbers_held_as_objects_read_without_their_scan_are_caught(monkeypatch):
+    """as_floats scans an array of objects for text, booleans and complex numbers: without
+    the scan, exact fractions with True among them pass as numbers (True read as 1.0)."""
+    import mechanisms.errors as me
+
+    real = me.as_floats
+
+    def no_scan(field, values):
+        raw = np.asarray(values)
+        return np.asarray(raw, dtype=np.float64) if raw.dtype.kind == "O" else \
+            real(field, values)
+
+    k = next(i for i, f in enumerate(ip.IPFL_FAULTS, 1) if "fractions" in f.what)
+    base = _cases("ipfl", k=1)[0]
+    case = ip.FaultCase(base, k, "ipfl")
+    assert PROPERTIES["refuses_bad_input"].amount(SUBJECTS["local"], case) == 0
+    monkeypatch.setattr(me, "as_floats", no_scan)
+    assert PROPERTIES["refuses_bad_input"].amount(SUBJECTS["local"], case) == 1
+
+
+@pytest.mark.parametrize("subject", ["local", "vcg", "exact"])
+def test_distances_whose_sum_overflows_are_answered_without_a_warning(subject):
+    """Found by the edge answer of refuses_bad_input: D's validation (its sum) and VCG's
+    subset sums of prices near 1e308 overflowed with a RuntimeWarning (an error under this
+    suite's settings); a sum past the float range is inf by design there."""
+    for base in _cases("ipfl", k=4, seed=1):
+        case = ip.FaultCase(base, 0, "ipfl")
+        assert PROPERTIES["refuses_bad_input"].amount(SUBJECTS[subject], case) == 0
+
+
+def test_distances_refused_for_their_sum_alone_are_caught(monkeypatch):
+    """A D of finite entries whose sum overflows float64 is well-formed: refuses_bad_input
+    has the subject answer it on the instances drawn without a fault. Validation that
+    refuses it for its sum (the entries never looked at) is caught."""
+    import mechanisms.ipfl.market as market_module
+
+    real = market_module.as_matrix
+
+    def sum_only(field, values, m, **kw):
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.asarray(values, dtype=float).sum()):
+                raise MarketInputError(field, "must be finite")
+        return real(field, values, m, **kw)
+
+    base = _cases("ipfl", k=1)[0]
+    case = ip.FaultCase(base, 0, "ipfl")
+    assert PROPERTIES["refuses_bad_input"].amount(SUBJECTS["local"], case) == 0
+    monkeypatch.setattr(market_module, "as_matrix", sum_only)
+    assert PROPERTIES["refuses_bad_input"].amount(SUBJECTS["local"], case) == 1
+
+
 # ------------------------------------------------- what the properties found (regressions)
 
 

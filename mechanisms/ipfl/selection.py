@@ -197,9 +197,10 @@ def subset_sums(x) -> np.ndarray:
     k = x.shape[-1]
     out = np.empty((*x.shape[:-1], 1 << k))
     out[..., 0] = 0.0
-    for j in range(k):
-        h = 1 << j
-        np.add(out[..., :h], x[..., j, None], out=out[..., h:2 * h])
+    with np.errstate(over="ignore"):  # a sum past the float range is inf (prices of 1e308)
+        for j in range(k):
+            h = 1 << j
+            np.add(out[..., :h], x[..., j, None], out=out[..., h:2 * h])
     return out
 
 
