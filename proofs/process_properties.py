@@ -15,7 +15,15 @@ probability :data:`STOP_SHARE`):
   ``stop_pool`` ends the pool: the worker's process is gone within :data:`GRACE` s, the busy
   task's future is done (not left pending) within the same, and a second ``stop_pool`` on
   the stopped pool is harmless (no error). A worker left running is killed by the check
-  itself (nothing is left behind either way).
+  itself (nothing is left behind either way);
+* with ``stop`` too, off the main thread and where SIGINT is ignored, as documented
+  (:func:`on_threads`):
+  :func:`mechanisms.processes.kill_with_parent` gives a ``preexec_fn`` on the main thread
+  and None on another (the kernel would signal the program when that thread ends);
+  :func:`mechanisms.processes.ctrl_c_between_steps` on another thread, or on the main thread
+  with SIGINT ignored (a background job), leaves SIGINT's handler as it was and its
+  ``interrupted()`` False, and on the main thread with a handler in force it puts its own
+  in for the block and the old one back after.
 
 The pool (one worker; forked where the platform forks) is kept between instances in a
 process and started again after each stop, so an instance costs a task's round trip
@@ -29,6 +37,7 @@ import multiprocessing
 import multiprocessing.util
 import os
 import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +46,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from mechanisms import ipfl
+from mechanisms import ipfl, processes
 from mechanisms.processes import pool_worker, stop_pool
 
 from .batch import Draws, Sampler
@@ -45,7 +54,7 @@ from .core import Property
 from .input_properties import FaultSampler, ipfl_base_sampler, ipfl_cases
 
 __all__ = ["BUSY", "GRACE", "PROCESS_PROPERTIES", "STOP_SHARE", "WorkerCase", "alive",
-           "clear_in_worker", "in_a_worker"]
+           "clear_in_worker", "in_a_worker", "on_threads"]
 
 STOP_SHARE = 0.1  # the share of instances that stop the pool (each starts a new one after)
 BUSY = 60.0  # s: the busy task's sleep (far past GRACE: only a stop ends it in time)
@@ -134,9 +143,66 @@ def _within(grace: float, ok) -> bool:
     return True
 
 
+def _ctrl_c_block() -> dict:
+    """What :func:`mechanisms.processes.ctrl_c_between_steps` does here: SIGINT's handler
+    before, inside and after the block, and ``interrupted()`` inside (or what it raised)."""
+    seen: dict = {"before": signal.getsignal(signal.SIGINT)}
+    try:
+        with processes.ctrl_c_between_steps() as interrupted:
+            seen["inside"] = signal.getsignal(signal.SIGINT)
+            seen["flag"] = interrupted()
+    except Exception as exc:  # e.g. a handler set off the main thread (ValueError)
+        seen["raised"] = exc
+    seen["after"] = signal.getsignal(signal.SIGINT)
+    return seen
+
+
+def _unchanged(seen: dict) -> bool:
+    """The block left SIGINT's handler alone and never read as interrupted."""
+    return ("raised" not in seen and seen["flag"] is False
+            and seen["inside"] == seen["before"] == seen["after"])
+
+
+def on_threads() -> bool:
+    """:func:`mechanisms.processes.kill_with_parent` and :func:`mechanisms.processes.
+    ctrl_c_between_steps` as documented off the main thread and with SIGINT ignored (see
+    the module doc); True when every part holds. The main-thread parts are checked only when
+    this runs on the main thread (a pool worker's task does). SIGINT is ignored for the
+    length of one block (microseconds: a Ctrl-C then is lost), its handler put back after."""
+    off: dict = {}
+
+    def elsewhere():
+        try:
+            off["preexec"] = processes.kill_with_parent()
+            off["block"] = _ctrl_c_block()
+        except Exception as exc:  # anything raised there is a violation
+            off["raised"] = exc
+
+    worker = threading.Thread(target=elsewhere, name="fedmarket-off-main")
+    worker.start()
+    worker.join()
+    ok = "raised" not in off and off["preexec"] is None and _unchanged(off["block"])
+    if threading.current_thread() is not threading.main_thread():
+        return ok
+    ok = ok and callable(processes.kill_with_parent())
+    old = signal.getsignal(signal.SIGINT)
+    if old is None:  # a handler not set from Python: it could not be put back
+        return ok
+    if old != signal.SIG_IGN:  # a handler in force: the block puts its own in
+        here = _ctrl_c_block()
+        ok = ok and ("raised" not in here and here["flag"] is False
+                     and here["inside"] != old and here["after"] == old)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ignored = _ctrl_c_block()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    return ok and _unchanged(ignored) and ignored["inside"] == signal.SIG_IGN
+
+
 def in_a_worker(subject, case: WorkerCase) -> float:
     """0 when the worker's clearing equals this process's and (``stop``) stop_pool ended
-    the busy pool as stated; 1 otherwise."""
+    the busy pool as stated and :func:`on_threads` holds; 1 otherwise."""
     base = case.base
     rules = (subject.rule, subject.money, subject.prices)
     here = _outcome(subject.settle(base.market, base.D, thresholds=base.thresholds))
@@ -151,6 +217,7 @@ def in_a_worker(subject, case: WorkerCase) -> float:
                                                                             strict=True))
     if not case.stop:
         return 0.0 if same else 1.0
+    same = same and on_threads()  # with the stops: a thread's start, ~2 ms wall
     _POOL.clear()
     busy = pool.submit(time.sleep, BUSY)
     _within(GRACE, busy.running)  # handed to the worker (or about to be)
@@ -199,7 +266,8 @@ PROCESS_PROPERTIES = {p.key: p for p in [Property(
     "ipfl.clear with the subject's rules run in a process pool worker (started with "
     "mechanisms.processes.pool_worker) equals the subject's clearing here; stop_pool ends a "
     "pool whose worker is busy: the worker gone within 2 s, the busy task done, a second "
-    "stop harmless",
+    "stop harmless; off the main thread kill_with_parent gives None and "
+    "ctrl_c_between_steps leaves SIGINT alone, as it does where SIGINT is ignored",
     "mechanisms.processes (sweeps, reproduce, prove --jobs); conventions: every process "
     "started dies with its parent",
     f"a drawn instance; the pool stopped with probability {STOP_SHARE:g} (batch engine)",

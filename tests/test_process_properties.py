@@ -1,12 +1,16 @@
 """The checker's ``runs_in_a_worker`` (issue 34, part 2: proofs.process_properties): the
 toolkit's pool handling (mechanisms.processes) checked through the ``local`` subject. It
-holds, and it rejects a stop that leaves the busy worker running and a worker that clears
-otherwise."""
+holds, and it rejects a stop that leaves the busy worker running, a worker that clears
+otherwise, and kill_with_parent / ctrl_c_between_steps without their guards (another thread,
+SIGINT ignored)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -50,3 +54,57 @@ def test_a_worker_that_clears_otherwise_is_caught(monkeypatch):
     if pp._POOL:  # a new worker: forked with the fault
         pp.stop_pool(pp._POOL.pop())
     assert any(pp.in_a_worker(SUBJECTS["local"], c) == 1.0 for c in _cases(stop=False))
+
+
+# kill_with_parent and ctrl_c_between_steps off the main thread and with SIGINT ignored
+# (pp.on_threads, checked on the draws that stop the pool): each fault is a copy of the
+# function in mechanisms.processes with one of its guards dropped
+
+
+def _preexec_everywhere(sig=signal.SIGKILL):
+    """kill_with_parent without its main-thread guard: a preexec_fn on any thread."""
+    return lambda: None
+
+
+@contextlib.contextmanager
+def _ctrl_c_on_any_thread():
+    """ctrl_c_between_steps without its main-thread guard (signal.signal raises there)."""
+    got = []
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield lambda: bool(got)
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextlib.contextmanager
+def _ctrl_c_over_ignored():
+    """ctrl_c_between_steps without its SIG_IGN guard: a background job's ignored SIGINT
+    would be caught."""
+    got = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield lambda: bool(got)
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@pytest.mark.parametrize("name, fault", [("kill_with_parent", _preexec_everywhere),
+                                         ("ctrl_c_between_steps", _ctrl_c_on_any_thread),
+                                         ("ctrl_c_between_steps", _ctrl_c_over_ignored)])
+def test_process_helpers_without_their_thread_or_sigint_guard_are_caught(monkeypatch, name,
+                                                                          fault):
+    from mechanisms import processes
+
+    case = _cases(stop=True, k=1)[0]
+    before = signal.getsignal(signal.SIGINT)
+    assert pp.on_threads() is True
+    monkeypatch.setattr(processes, name, fault)
+    assert pp.on_threads() is False
+    assert pp.in_a_worker(SUBJECTS["local"], case) == 1.0
+    assert signal.getsignal(signal.SIGINT) == before  # the check puts SIGINT back
