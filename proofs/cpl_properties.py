@@ -11,6 +11,7 @@ from mechanisms import cpl
 from mechanisms.errors import FedmarketError
 
 from .core import Property, SubjectError
+from .oracle import cpl as ocpl
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
 from .subjects import CplPricingRule, CplSolver
 
@@ -251,9 +252,9 @@ def _one_path(g, answer):
     where the budget binds, a positive finite multiplier lambda*
     (its value is the conic solver's dual: 2.4e-4 relative from the exact one was seen, on
     a game with a client pinned in a box q_min = q_max; no tolerance is documented for it).
-    ``"cvxpy-linesearch"`` (:data:`LINESEARCH_POINTS` points; on every other game with a
-    progress callback, which must count the grid from (0, points) to (points, points), and
-    not be called for a slack budget): spends at most B +
+    ``"cvxpy-linesearch"`` (:data:`LINESEARCH_POINTS` points; on the games of an even
+    number of clients with a progress callback, which must count the grid from (0, points)
+    to (points, points), and not be called for a slack budget): spends at most B +
     LINESEARCH_BUDGET_RTOL x the spend's scale (recomputed from its q), and the exact
     optimum (the bisection solver) at the budget it spent is never above its bound (1e-12
     relative, plus lambda* x (n + 4) eps x the spend's scale: the exact optimum meets its
@@ -266,7 +267,14 @@ def _one_path(g, answer):
     clients paying left 2 of 30 points feasible, none within B: tests/test_cpl_one_path.py,
     issue 34). A negative budget is a valid game (prices of any sign, spec cpl.md); one
     below the spend at q_min is refused by every method (BudgetInfeasible naming budget) and
-    not drawn. The conic solvers take one game at a
+    not drawn. On the games of an odd number of clients (no progress callback) the "cvxpy"
+    method also runs with :data:`SECOND_SOLVER` (its own default tolerances, where it is
+    installed): the same status, the answer naming that solver (a slack budget is answered
+    without one), and the exact optimum at the budget it spent never above its bound (as
+    for the line search); on the others the game's degenerate copy (every
+    G_n = 0) is solved by every method as the oracle solves it (:func:`_degenerate_gap`).
+    The conic
+    solvers take one game at a
     time; every game discriminates. Bounds are relative to at least BOUND_FLOOR x sum_n K_n."""
     eq = answer(g)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -275,8 +283,15 @@ def _one_path(g, answer):
     worst = np.where(_finite(eq.q) & np.isfinite(mine), 0.0, np.inf)
     spent = np.full(g.size, -np.inf)
     ls_bound = np.full(g.size, np.nan)
+    spent2 = np.full(g.size, -np.inf)
+    bound2 = np.full(g.size, np.nan)
     for k in np.flatnonzero(np.isfinite(worst)):
         game = g.game(int(k))
+        # every other game with a progress callback (the even sizes n: the batch engine
+        # hands this property one game at a time, so a game's place in its batch would
+        # always be 0), the rest without and through a second conic solver too
+        counting = game.n % 2 == 0
+        second = not counting and _second_solver()
         c = cpl.solve(game, "cvxpy")
         q = eq.q[k]
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -288,8 +303,20 @@ def _one_path(g, answer):
                     if abs(c.objective - mine[k]) > CONIC_RTOL * den[k] else 0.0]
             if not eq.slack[k]:  # a binding budget has a positive, finite multiplier
                 gaps.append(0.0 if 0 < c.multiplier < np.inf else np.inf)
+        if counting:  # the other games: their degenerate copy
+            worst[k] = max(worst[k], _degenerate_gap(game))
+        if second:  # on the games without a progress callback: a second conic solver
+            try:
+                other = cpl.solve(game, "cvxpy", solver=SECOND_SOLVER)
+            except cpl.SolverFailed:
+                gaps.append(np.inf)
+            else:
+                gaps.append(np.inf if (other.status == "slack") != bool(eq.slack[k])
+                            or (other.status != "slack" and other.solver != SECOND_SOLVER)
+                            else 0.0)
+                spent2[k] = cpl.spend(game, other.q)
+                bound2[k] = cpl.bound(game, other.q)
         calls: list = []
-        counting = k % 2 == 0  # every other game with a progress callback, the rest without
         try:
             ls = cpl.solve(game, "cvxpy-linesearch", points=LINESEARCH_POINTS,
                            progress=(lambda done, total, seen=calls: seen.append((done, total)))
@@ -307,10 +334,13 @@ def _one_path(g, answer):
             over = (spent[k] - game.budget) / (cpl.LINESEARCH_BUDGET_RTOL
                                                * cpl.spend_scale(game, ls.q))
             gaps.append(_excess_b(over, 1.0))
-        worst[k] = max(float(np.nan_to_num(x, nan=np.inf)) for x in gaps)
-    tried = np.isfinite(ls_bound)
-    if tried.any():  # the exact optimum at the budget each line search spent
-        at = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.maximum(g.budget, spent),
+        worst[k] = max(worst[k], *(float(np.nan_to_num(x, nan=np.inf)) for x in gaps))
+    for got_spent, got_bound in ((spent, ls_bound), (spent2, bound2)):
+        tried = np.isfinite(got_bound)
+        if not tried.any():
+            continue
+        # the exact optimum at the budget each line search (each second solver) spent
+        at = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.maximum(g.budget, got_spent),
                            g.alpha, g.R, g.q_min)
         exact = cpl.solve_batch(at)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -319,9 +349,58 @@ def _one_path(g, answer):
             # per unit of budget
             scale = cpl.spend_scale(at, exact.q)
             rounding = exact.multiplier * (g.n + 4) * np.finfo(float).eps * scale
-            below = _excess_b((exact.objective - ls_bound * (1 + 1e-12) - rounding) / den, 0.0)
+            below = _excess_b((exact.objective - got_bound * (1 + 1e-12) - rounding) / den,
+                              0.0)
         worst = np.where(tried, np.maximum(worst, below), worst)
     return worst, np.ones(g.size, bool)
+
+
+SECOND_SOLVER = "SCS"
+"""The second conic solver ``cpl_one_path`` runs the "cvxpy" method with (a solver without
+tight tolerances: its defaults, about 1e-4 relative; where it is not installed, none)."""
+
+
+def _second_solver() -> bool:
+    """Whether :data:`SECOND_SOLVER` is installed (asked once)."""
+    if not _SECOND:
+        import cvxpy
+
+        _SECOND.append(SECOND_SOLVER in cvxpy.installed_solvers())
+    return _SECOND[0]
+
+
+_SECOND: list = []
+
+
+def _degenerate_gap(game) -> float:
+    """The game's degenerate copy (every G_n = 0, so every K_n = 0; the budget raised to the
+    copy's spend at q_min where below it), solved by every method of
+    :func:`mechanisms.cpl.solve`: each must answer as the oracle's equilibrium does
+    (:func:`proofs.oracle.cpl.equilibrium`: the floor q_min bought, status "degenerate",
+    its inverse prices, to 1e-12 relative) and the clients' best responses to those prices
+    must be the floor. 0 when all hold, else inf."""
+    n = game.n
+    flat = game.replace(G=np.zeros(n))
+    floor = cpl.spend(flat, np.full(n, flat.q_min))
+    flat = flat.replace(budget=max(float(flat.budget), floor))
+    want = ocpl.equilibrium(flat.c.tolist(), flat.v.tolist(), flat.K.tolist(),
+                            float(flat.q_min), np.broadcast_to(flat.q_max, (n,)).tolist(),
+                            float(flat.budget))
+    if want["status"] != "degenerate":
+        return np.inf
+    q, P = np.array(want["q"]), np.array(want["prices"])
+    for method, options in (("bisection", {}), ("cvxpy", {}),
+                            ("cvxpy-linesearch", {"points": LINESEARCH_POINTS})):
+        try:
+            eq = cpl.solve(flat, method, **options)
+        except FedmarketError:
+            return np.inf
+        if (eq.status != "degenerate"
+                or not np.allclose(eq.q, q, rtol=1e-12, atol=0)
+                or not np.allclose(eq.prices, P, rtol=1e-12, atol=1e-300)
+                or not np.allclose(cpl.best_response(flat, eq.prices), q, rtol=1e-12, atol=0)):
+            return np.inf
+    return 0.0
 
 
 def _same(x, y) -> bool:
@@ -567,7 +646,10 @@ CPL_PROPERTIES = {
         Property("cpl_one_path", "Every solve method agrees",
                  "cvxpy: the same status, bound and responses, lambda* > 0 where the "
                  "budget binds; the line search: "
-                 "within its budget tolerance, never better than the optimum at its spend",
+                 "within its budget tolerance, never better than the optimum at its spend; "
+                 "cvxpy with a second solver (SCS): the same status, never better than the "
+                 "optimum at its spend; every method on a degenerate copy (every G_n = 0): "
+                 "the oracle's floor",
                  "one implementation (issue 34); Solvers", "feasible budget", "cpl",
                  _games(budget="any"), one_path, needs="solver",
                  note="game by game through the conic solvers (about 0.06 CPU s a game; no "

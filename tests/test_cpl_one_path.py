@@ -2,6 +2,7 @@
 with the solver subject's equilibrium, checked in the standard run on the cpl-bisection
 subject; the paths it guards are the conic solvers', which no other checker row runs."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from mechanisms import cpl
 from mechanisms.cpl import equilibrium
-from proofs import PROPERTIES, SUBJECTS, check_declared
+from proofs import PROPERTIES, SUBJECTS, check_declared, cpl_properties
 from proofs.standard import STANDARD
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # cvxpy's "may be inaccurate"
@@ -75,6 +76,51 @@ def test_a_line_search_that_reports_no_progress_is_caught(monkeypatch):
                         lambda game, progress=None, **kw: real(game, **kw))
     report, as_declared = _check(4)
     assert not as_declared and report.verdict == "counterexample"
+
+
+def test_a_line_search_that_fails_without_a_progress_callback_is_caught(monkeypatch):
+    """The games of an odd number of clients run the line search without a progress
+    callback (chosen by the game's place in its batch, every game had one: the batch engine
+    hands the property one game at a time): a line search failing only then is caught."""
+    real = equilibrium._linesearch
+
+    def fails_unwatched(game, progress=None, **kw):
+        if progress is None:
+            raise cpl.SolverFailed("cvxpy-linesearch", "no grid point solved within the budget")
+        return real(game, progress=progress, **kw)
+
+    monkeypatch.setattr(equilibrium, "_linesearch", fails_unwatched)
+    report, as_declared = _check(6)
+    assert not as_declared and report.verdict == "counterexample"
+    assert report.counterexample.instance.game.n % 2 == 1
+
+
+@pytest.mark.skipif(not cpl_properties._second_solver(), reason="SCS is not installed")
+def test_a_solver_option_dropped_is_caught(monkeypatch):
+    """cvxpy's solver option dropped for a solver without tight tolerances (SCS): the
+    default solver answers in its place, and the answer names it."""
+    real = equilibrium._solve_tight
+    monkeypatch.setattr(equilibrium, "_solve_tight", lambda prob, solver: real(
+        prob, solver if solver in equilibrium._TIGHT else None))
+    report, as_declared = _check(6)
+    assert not as_declared and report.verdict == "counterexample"
+
+
+def test_a_degenerate_game_not_bought_at_the_floor_is_caught(monkeypatch):
+    """A degenerate game (every G_n = 0) answered with q_max instead of the floor q_min: the
+    bound is 0 either way, but the spec (and the oracle) buy the least spend."""
+    real = equilibrium._bisection
+
+    def ceiling(game, xtol=0.0, method="bisection"):
+        eq = real(game, xtol=xtol, method=method)
+        if eq.status != "degenerate":
+            return eq
+        return dataclasses.replace(eq, q=np.broadcast_to(game.q_max, (game.n,)).copy())
+
+    monkeypatch.setattr(equilibrium, "_bisection", ceiling)
+    report, as_declared = _check(6)
+    assert not as_declared and report.verdict == "counterexample"
+    assert report.counterexample.instance.game.n % 2 == 0
 
 
 def test_cvxpy_at_another_budget_is_caught(monkeypatch):
