@@ -61,8 +61,8 @@ from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances, misrepo
 from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["CONFORMANCE_PROPERTIES", "CplView", "Gaps", "IpflView", "baseline_ledgers",
-           "cpl_gaps", "ipfl_gaps", "lied", "model_gaps", "models", "outcome_view",
-           "scenario_gaps", "subject_rules"]
+           "cpl_gaps", "gradient_gaps", "ipfl_gaps", "lied", "model_gaps", "models",
+           "outcome_view", "scenario_gaps", "subject_rules"]
 
 INF = math.inf
 EPS = 2.220446049250313e-16
@@ -429,6 +429,34 @@ def model_gaps(gaps: Gaps, theta, reference, eta, N, A, D_got: dict, P_got: dict
         _close_all(gaps, f"prox_{metric}", P_got[metric], want, psize)
 
 
+def gradient_gaps(gaps: Gaps, theta, reference) -> None:
+    """mechanisms.distances.distance_gradients against the oracle's gradients
+    (:func:`proofs.oracle.ipfl.distance_gradient`) for every ordered pair of the models
+    ``theta`` (their rows), both metrics: l2sq to 1e-12 of 1 + its largest entry, cosine to
+    1e-12 (1 + 2 / |theta_i - theta_0|) (its bracket's terms are at most 1 each, divided by
+    |theta_i - theta_0|)."""
+    X = np.asarray(theta, float)
+    m = len(X)
+    pairs = [(i, j) for i in range(m) for j in range(m) if i != j]
+    if not pairs:
+        return
+    rows, ref = X.tolist(), np.asarray(reference, float).tolist()
+    for metric in ("l2sq", "cosine"):
+        got = distances.distance_gradients(X, pairs, metric, reference=reference).tolist()
+        want, tol = [], []
+        for i, j in pairs:
+            w = oipfl.distance_gradient(metric, rows[i], rows[j], ref)
+            if metric == "l2sq":
+                size = 1.0 + max(abs(x) for x in w)
+            else:
+                u = [a - b for a, b in zip(rows[i], ref, strict=True)]
+                nu = math.sqrt(math.fsum(x * x for x in u))
+                size = 1.0 + (2.0 / nu if nu > 0 else 0.0)
+            want.append(w)
+            tol.append([1e-12 * size] * len(w))
+        _close_all(gaps, f"gradients_{metric}", got, want, tol)
+
+
 def _model_outputs(market, A) -> tuple:
     """(theta, reference, eta, distances by metric, prox-centres by metric) of ``market``'s
     derived models (:func:`models`) on the graph ``A``, by mechanisms.distances."""
@@ -495,6 +523,7 @@ def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float
         theta, reference, eta, Dm, Pm = _model_outputs(market, np.asarray(view.A))
         model_gaps(gaps, theta, reference, eta, np.asarray(market.N, float).tolist(), view.A,
                    Dm, Pm)
+        gradient_gaps(gaps, theta, reference)
         scenario_gaps(gaps, market)
     # the one-market outcome's accessors
     m = market.m
@@ -564,6 +593,7 @@ def _ipfl_hook(subject):
                            views[k].A, {x: Dm[x][k] for x in Dm}, {x: Pm[x][k] for x in Pm})
                 if k == 0:  # the market-independent part: once a batch (~1 ms a market)
                     scenario_gaps(gaps, markets.market(k))
+                    gradient_gaps(gaps, theta[k], reference[k])  # ~1-3 ms a market
             viol[k] = gaps.violation
         return viol
 
@@ -672,6 +702,12 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
     for k, (got, want) in enumerate(zip(np.asarray(game.K, float).tolist(), K, strict=True)):
         _close(gaps, "bound_coefficients", got, want, 1e-12 * abs(want), k)
     _close(gaps, "weights", math.fsum(a), 1.0, 1e-12)
+    # the same weights given at a scale where their sum overflows float64 (the largest put
+    # in [2^1022, 2^1023) by a power of two): normalised to the oracle's weights all the same
+    scaled = np.ldexp(np.asarray(a), 1023 - math.frexp(max(a))[1])
+    for k, (got, want) in enumerate(zip(cpl.normalised_weights(scaled).tolist(),
+                                        ocpl.weights(a), strict=True)):
+        _close(gaps, "weights_at_scale", got, want, 1e-12 * want, k)
     gaps.add("settings", float(any(getattr(paper, k) != v
                                    for k, v in ocpl.CPL_SETTINGS.items())))
     q, P = view.q, view.prices

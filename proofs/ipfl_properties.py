@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 from mechanisms.errors import FedmarketError
+from mechanisms.ipfl import selection
 
 from .core import Property
 from .regret import (
@@ -633,6 +634,35 @@ def _stopped_searches(market, P, T, A, phi, scale) -> np.ndarray:
     return amount
 
 
+PADDING_MAX = 8  # candidates per buyer in _padding_gap's sub-problems (2^8 subsets each)
+
+
+def _padding_gap(market, P, k: int) -> float:
+    """:func:`mechanisms.ipfl.selection.best_subsets` with padded candidate lists (its
+    ``valid`` mask), on market ``k`` of the batch: every buyer's sub-problem (its first
+    :data:`PADDING_MAX` sellers j != i at a finite price, bought on top of its own data
+    N_i), all buyers at once padded to one width plus a column of an irresistible fake
+    seller (price -1e9, 1e6 data) marked invalid, chooses what each buyer's sub-problem
+    alone chooses, and never the padding. Returns the number of buyers that differ."""
+    N, K = np.asarray(market.N, float)[k], np.asarray(market.K, float)[k]
+    P = np.asarray(P, float)[k]
+    m = len(N)
+    lists = [[j for j in range(m) if j != i and np.isfinite(P[i, j])][:PADDING_MAX]
+             for i in range(m)]
+    width = 1 + max(len(x) for x in lists)
+    cost, size = np.full((m, width), -1e9), np.full((m, width), 1e6)
+    valid = np.zeros((m, width), bool)
+    for i, js in enumerate(lists):
+        cost[i, :len(js)], size[i, :len(js)], valid[i, :len(js)] = P[i, js], N[js], True
+    padded = selection.best_subsets(cost, size, N, K, N, market.gain, valid)
+    wrong = 0
+    for i, js in enumerate(lists):
+        alone = selection.best_subsets(P[i, js], N[js], N[i], K[i], N[i], market.gain)
+        wrong += bool(padded[i, len(js):].any() or not np.array_equal(padded[i, :len(js)],
+                                                                      alone))
+    return float(wrong)
+
+
 def _one_path(settle, a, subject=None):
     """Every algorithm the subject's built-in rules may pick for a market gives its outcome
     (mechanisms/ runs one implementation; where it keeps more than one algorithm, this is
@@ -643,7 +673,8 @@ def _one_path(settle, a, subject=None):
     and by search give the default's payments; the exact selection's options hold to what
     they document (:func:`_stopped_searches`: a search stopped at a node limit or a time
     limit answers within its proven gap, a progress callback counts the buyers and changes
-    nothing). The
+    nothing; the enumeration of padded candidate lists chooses what each list alone
+    chooses, :func:`_padding_gap`, once a batch). The
     violation: edges bought differently plus the phi and payment gaps beyond 1e-9
     (relative), plus 1 per broken report. Discriminating when an alternative had
     work to do: a buyer with two or more sellers it could buy (0 < T_ij), a buyer with a
@@ -670,6 +701,7 @@ def _one_path(settle, a, subject=None):
             gap = np.abs(ipfl.phi(market, P, other) - phi) / scale
             amount += _excess(gap.max(axis=1), _TOL)
         amount += _stopped_searches(market, P, T, A, phi, scale)
+        amount[0] += _padding_gap(market, P, 0)  # once a batch, on its first market
         disc |= ((T > 0) & np.isfinite(T)).any(axis=(1, 2))
     if money == "vcg":
         scale = _scale_b(s)

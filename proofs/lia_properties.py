@@ -263,11 +263,33 @@ def _rows_ok(I, C, rtol, atol) -> np.ndarray:
                          for i in range(len(I[k]))) for k in range(len(I))], dtype=float)
 
 
+def _one_row_gap(row: list) -> float:
+    """:func:`mechanisms.lia.two_means_1d` on one row given as a 1-D array: the same split
+    and centres as the row in a batch of rows (bit for bit), and a split the oracle allows
+    (:func:`proofs.oracle.lia.two_means`: everyone high when the row has fewer than two
+    distinct values, else the values above a cut high, the higher centre theirs, and the
+    split's objective the least to SCORE_RTOL of the row's squares). 0 when it holds, else
+    1."""
+    high, lo, hi = lia.two_means_1d(np.array(row))
+    rows = lia.two_means_1d(np.array([row, row]))
+    if not (np.array_equal(high, rows[0][0]) and lo == rows[1][0] and hi == rows[2][0]):
+        return 1.0
+    if len(set(row)) < 2:
+        return 0.0 if high.all() else 1.0
+    splits = olia.two_means(row)
+    tol = SCORE_RTOL * (1.0 + math.fsum(v * v for v in row))
+    cost = olia.split_cost(row, high.tolist())
+    v = np.array(row)
+    ordered = 0 < high.sum() < len(row) and v[~high].max() <= v[high].min() and lo < hi
+    return 0.0 if ordered and cost <= splits[0][0] + tol else 1.0
+
+
 def _conforms(answer, a):
     """(amount, effective) per instance: the scores against the oracle's mean-loss
     differences (1e-12 of the largest), each set against the spec's 2-means rule (the
     subject's own rtol, atol), the clusters against the components of the subject's own
-    sets' mutual edges numbered by first client (p2p: the sets themselves)."""
+    sets' mutual edges numbered by first client (p2p: the sets themselves); once a batch,
+    the 2-means of one row given alone (:func:`_one_row_gap`)."""
     got = answer(a["base"], a["losses"])
     I, C = got["I"], got["C"]
     B, m = I.shape[:2]
@@ -285,6 +307,7 @@ def _conforms(answer, a):
             out[k] = max(out[k], float(sum(int(x) != y for x, y in
                                            zip(got["labels"][k].tolist(), labels,
                                                strict=True))))
+    out[0] = max(out[0], _one_row_gap(I[0][0].tolist()))  # once a batch: client 0's row
     return np.maximum(out, _rows_ok(I.tolist(), C.tolist(), a["rtol"], a["atol"]))
 
 

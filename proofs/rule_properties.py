@@ -31,6 +31,12 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   and ``untrusted`` lists nothing;
 * ``malformed_name`` (``"os:"``), ``not_callable`` (``"math:pi"``): refused before any call,
   an error naming the slot;
+* ``import_raises`` (a ``"module:function"`` whose module raises ValueError while it is
+  imported): a RuleFailed naming the slot; ``import_interrupted`` (the module raises
+  KeyboardInterrupt while it is imported, as Ctrl-C during the import would): the
+  KeyboardInterrupt passes through, never turned into an error of the rule's (the two
+  modules are written to a folder of this process's own, on ``sys.path`` for the call only;
+  the check lets through a KeyboardInterrupt that is not the module's, a real Ctrl-C);
 * ``zero_one`` (the selection slot only: the adjacency as floats 0.0 / 1.0): the subject's
   own outcome; ``sells_pure_buyer`` (the selection slot, a market with a pure buyer
   c_j = inf: someone buys from it): a RuleFailed naming the slot;
@@ -141,7 +147,8 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "trusted_from_data", "malformed_name", "not_callable", "zero_one",
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
-              "starts_program", "late", "foreign_timer_ignored")
+              "starts_program", "late", "foreign_timer_ignored", "import_raises",
+              "import_interrupted")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
@@ -149,6 +156,39 @@ _SELECTION_ONLY = ("self_purchase", "zero_one", "sells_pure_buyer")
 _FROM_DATA_ANSWER: list = []  # the answer of the rule named by data (set for its one call)
 _PROGRAM_PID: list = []  # the file the starts_program rule writes its program's pid to
 FROM_DATA_RULE = "proofs.rule_properties:answer_from_data"
+RAISING_MODULES = {"import_raises": ("fedmarket_import_raises", "ValueError"),
+                   "import_interrupted": ("fedmarket_import_interrupted", "KeyboardInterrupt")}
+IMPORT_MARK = "fedmarket: raised while the module is imported"
+_FOLDER: list = []  # the folder the raising modules are written to (one per process)
+_PASSED = object()  # the call let the module's KeyboardInterrupt through
+
+
+def _raising_modules() -> str:
+    """The folder holding the modules of :data:`RAISING_MODULES` (each raises its
+    exception, marked :data:`IMPORT_MARK`, while it is imported), written once a process;
+    removed at its exit."""
+    if not _FOLDER:
+        folder = tempfile.TemporaryDirectory(prefix="fedmarket-modules-")
+        for module, exc in RAISING_MODULES.values():
+            with open(os.path.join(folder.name, f"{module}.py"), "w") as f:
+                f.write(f"raise {exc}({IMPORT_MARK!r})\n\n\ndef rule(*args):\n    return None\n")
+        _FOLDER.append(folder)
+    return _FOLDER[0].name
+
+
+def _with_modules(call):
+    """``call()`` with the raising modules' folder first on ``sys.path`` (taken off after);
+    the module's own KeyboardInterrupt answered :data:`_PASSED`."""
+    folder = _raising_modules()
+    sys.path.insert(0, folder)
+    try:
+        return call()
+    except KeyboardInterrupt as exc:
+        if exc.args == (IMPORT_MARK,):
+            return _PASSED
+        raise  # a real Ctrl-C
+    finally:
+        sys.path.remove(folder)
 
 
 def answer_from_data(*args):
@@ -199,7 +239,8 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
     names = {"not_a_rule": "os:getcwd", "not_importable": "fedmarket_no_such_module.rules:rule",
              "from_data": "proofs.rule_properties:contained_violation",
              "trusted_from_data": FROM_DATA_RULE, "malformed_name": "os:",
-             "not_callable": "math:pi"}
+             "not_callable": "math:pi",
+             **{b: f"{module}:rule" for b, (module, _) in RAISING_MODULES.items()}}
     if behaviour in names:
         return names[behaviour]
 
@@ -432,7 +473,8 @@ def _trusted() -> list[str]:
 def _expected(case) -> str:
     """What the call must end in: "same" (the subject's own outcome), "timed out", either
     ("same or timed out"), "failed" (a RuleFailed), "refused" (an error before any call),
-    "time_limit" (the limit refused)."""
+    "time_limit" (the limit refused), "passed" (the module's KeyboardInterrupt let
+    through)."""
     if case.behaviour == "threaded_limited":
         return "time_limit"
     b = case.behaviour.removesuffix("_limited")
@@ -445,6 +487,8 @@ def _expected(case) -> str:
         return "same or timed out"
     if b in _REFUSED or b == "from_data":
         return "refused"
+    if b == "import_interrupted":
+        return "passed"
     return "failed"
 
 
@@ -494,6 +538,8 @@ def contained_violation(subject, case: RuleCase):
                     return run(subject, case, honest)
                 finally:
                     _FROM_DATA_ANSWER.pop()
+        if b in RAISING_MODULES:
+            return _with_modules(lambda: run(subject, case, honest))
         return run(subject, case, honest)
 
     got = exc = None
@@ -522,6 +568,8 @@ def contained_violation(subject, case: RuleCase):
     if exc is not None and not isinstance(exc, FedmarketError):
         return 1.0  # anything but the toolkit's own typed error escaped
     want = _expected(case)
+    if want == "passed":
+        return 0.0 if exc is None and got is _PASSED else 1.0
     if want == "same or timed out":  # a race the rule may win (it answers within 1 ms)
         want = "same" if exc is None else "timed out"
     if want == "same":
@@ -569,8 +617,9 @@ def _strategy(family, base):
 
 _STATEMENT = ("a rule of your own in any slot: an honest one (or one writing into the arrays "
               "it is handed) gives the subject's own outcome; one that raises, exits, returns "
-              "NaN, the wrong shape, text, None or an out-of-range entry, is not a rule or not "
-              "importable is a RuleFailed naming the slot; one running past the time limit a "
+              "NaN, the wrong shape, text, None or an out-of-range entry, is not a rule, not "
+              "importable or whose module raises on import is a RuleFailed naming the slot "
+              "(Ctrl-C during the import passes through); one running past the time limit a "
               "RuleTimedOut; a name read from data is refused; the caller's arrays unchanged")
 _DISCRIMINATES = ("every effective example (no discriminating flag: any rule of your own "
                   "could escape, change the caller's arrays or the outcome)")

@@ -13,9 +13,10 @@ must reject the built-in subject with them:
 * a pure buyer's baseline utility of -inf (its model counted as sold in the ledger);
 
 and more of the stages the property reaches beside the clearing: cosine distances without
-the reference model, Eq. 8's prox step doubled, a liar's realised gain at its reported K (the
-lying market each instance clears beside the truthful one), buyers on sale in the role table,
-a paper setting changed.
+the reference model, Eq. 8's prox step doubled, the l2sq gradient halved, weights whose sum
+overflows normalised to 0, a liar's realised gain at its reported K (the lying market each
+instance clears beside the truthful one), buyers on sale in the role table, a paper setting
+changed.
 """
 
 from __future__ import annotations
@@ -110,6 +111,23 @@ def prox_step_doubled(original, theta, adjacency, N, eta, metric="l2sq", referen
     return original(theta, adjacency, N, 2.0 * eta, metric, reference=reference)
 
 
+def l2sq_gradient_halved(original, theta, neighbours, metric="l2sq", reference=None):
+    """The l2sq gradient theta_i - theta_j, without its factor 2 (the cosine one kept; Eq. 8
+    computes its l2sq step without this function: only the gradients' check sees it)."""
+    grad = original(theta, neighbours, metric, reference)
+    return grad / 2.0 if metric == "l2sq" else grad
+
+
+def weights_summed_unscaled(original, a):
+    """The weights divided by their sum as it comes: weights whose sum overflows float64
+    normalise to 0 (the drawn games' weights do not overflow: only the check of the same
+    weights at a large scale sees it)."""
+    a = np.asarray(a, dtype=float)
+    with np.errstate(over="ignore"):
+        total = a.sum(axis=-1, keepdims=True)
+    return np.where(np.isclose(total, 1.0, rtol=1e-12, atol=0), a, a / total)
+
+
 def gain_at_the_reported_K(original, market, A):
     """Realised gains with the reported gain scale (a liar's lie enters its own gain)."""
     return market.gain.value(money.bought(A, market.true_N), market.K, market.true_N)
@@ -145,6 +163,10 @@ FAULTS = [
                  id="cosine-without-reference"),
     pytest.param(distances.prox_centres, prox_step_doubled, "exact", None,
                  id="prox-step-doubled"),
+    pytest.param(distances.distance_gradients, l2sq_gradient_halved, "box2", None,
+                 id="l2sq-gradient-halved"),
+    pytest.param(cpl_game.normalised_weights, weights_summed_unscaled, "cpl-bisection", None,
+                 id="weights-overflowing-unscaled"),
     pytest.param(money.gains, gain_at_the_reported_K, "local", None,
                  id="gain-at-the-reported-K"),
     pytest.param(roles.draw_types, buyers_sell_at_C, "share-all", None,

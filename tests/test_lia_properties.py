@@ -161,3 +161,20 @@ def test_a_rand_index_that_disagrees_with_the_pairs_is_caught(monkeypatch):
                         lambda x, y: real(x, y) * (len(set(x.tolist())) == len(x)))
     r = check(subject, PROPERTIES["lia_recovery"], max_examples=100, seed=0, engine="batch")
     assert r.verdict == "counterexample"
+
+
+def test_the_2_means_of_one_row_given_alone_is_checked(monkeypatch):
+    """lia_conforms runs two_means_1d on one row given as a 1-D array (the clustering only
+    passes batches): a 1-D path answering the lower group as the high one is caught."""
+    subject = SUBJECTS["lia-central"]
+    assert check(subject, PROPERTIES["lia_conforms"], max_examples=100, seed=0,
+                 engine="batch").holds
+    real = lia.two_means_1d
+
+    def lower_when_alone(values):
+        high, lo, hi = real(values)
+        return (~high, hi, lo) if np.ndim(values) == 1 else (high, lo, hi)
+
+    monkeypatch.setattr(lia, "two_means_1d", lower_when_alone)
+    r = check(subject, PROPERTIES["lia_conforms"], max_examples=100, seed=0, engine="batch")
+    assert r.verdict == "counterexample"

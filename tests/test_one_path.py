@@ -124,10 +124,17 @@ def _pivot_off(real):
     return broken
 
 
+def _padding_chosen(real):
+    def broken(cost, size, n0, K, N, gain, valid=None):  # the valid mask ignored
+        return real(cost, size, n0, K, N, gain)
+    return broken
+
+
 @pytest.mark.parametrize("subject,target,make", [
     ("local", "_greedy_top", _claims_final),
     ("box2", "_greedy_top", _claims_final),
     ("exact", "_dp", lambda real: _empty_dp),
+    ("exact", "best_subsets", _padding_chosen),
     ("vcg", "_best_without_search", _pivot_off),
 ])
 @pytest.mark.parametrize("engine", ENGINES)

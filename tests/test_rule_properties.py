@@ -232,3 +232,25 @@ def test_a_rule_stopped_before_it_started_its_program_is_not_checked(monkeypatch
     t0 = time.monotonic()
     assert _violation("starts_program") is None
     assert time.monotonic() - t0 < 5  # stopped at its limit, not after the program's start
+
+
+@pytest.mark.parametrize("behaviour, fault", [
+    ("import_raises", "escapes"),  # the module's ValueError escapes as it is
+    ("import_interrupted", "converted"),  # Ctrl-C during the import turned into RuleFailed
+])
+def test_a_module_raising_on_import_is_contained_as_stated(monkeypatch, behaviour, fault):
+    from mechanisms import lookup
+
+    subj = SUBJECTS["local"]
+    base = _bases("ipfl", k=1)[0]
+    cases = [rp.RuleCase(base, slot, behaviour, "ipfl") for slot in rp.SLOTS["ipfl"]]
+    assert all(rp.contained_violation(subj, case) == 0.0 for case in cases)
+    if fault == "escapes":
+        def load(spec, field="rule"):
+            name = spec.partition(":")[2]
+            return getattr(lookup.import_named(spec, field), name)
+
+        monkeypatch.setattr(lookup, "load_callable", load)
+    else:
+        monkeypatch.setattr(lookup, "must_pass", lambda exc: False)
+    assert all(rp.contained_violation(subj, case) == 1.0 for case in cases)
