@@ -66,37 +66,29 @@ def _preexec_everywhere(sig=signal.SIGKILL):
     return lambda: None
 
 
-@contextlib.contextmanager
-def _ctrl_c_on_any_thread():
-    """ctrl_c_between_steps without its main-thread guard (signal.signal raises there)."""
-    got = []
-    old = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
-    try:
-        yield lambda: bool(got)
-    finally:
-        signal.signal(signal.SIGINT, old)
+def _ctrl_c_without(guard: str):
+    """ctrl_c_between_steps with guards dropped: "thread" both (signal.signal then raises
+    off the main thread), "ignored" the SIG_IGN one only (a background job's ignored SIGINT
+    would be caught)."""
+    @contextlib.contextmanager
+    def faulty():
+        got = []
+        if guard != "thread" and threading.current_thread() is not threading.main_thread():
+            yield lambda: False
+            return
+        old = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+        try:
+            yield lambda: bool(got)
+        finally:
+            signal.signal(signal.SIGINT, old)
 
-
-@contextlib.contextmanager
-def _ctrl_c_over_ignored():
-    """ctrl_c_between_steps without its SIG_IGN guard: a background job's ignored SIGINT
-    would be caught."""
-    got = []
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    old = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
-    try:
-        yield lambda: bool(got)
-    finally:
-        signal.signal(signal.SIGINT, old)
+    return faulty
 
 
 @pytest.mark.parametrize("name, fault", [("kill_with_parent", _preexec_everywhere),
-                                         ("ctrl_c_between_steps", _ctrl_c_on_any_thread),
-                                         ("ctrl_c_between_steps", _ctrl_c_over_ignored)])
+                                         ("ctrl_c_between_steps", _ctrl_c_without("thread")),
+                                         ("ctrl_c_between_steps", _ctrl_c_without("ignored"))])
 def test_process_helpers_without_their_thread_or_sigint_guard_are_caught(monkeypatch, name,
                                                                           fault):
     from mechanisms import processes
