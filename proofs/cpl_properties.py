@@ -4,6 +4,7 @@ built into the instance strategies, and the variants with a precondition dropped
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -307,7 +308,9 @@ def _one_path(g, answer):
             worst[k] = max(worst[k], _degenerate_gap(game))
         if second:  # on the games without a progress callback: a second conic solver
             try:
-                other = cpl.solve(game, "cvxpy", solver=SECOND_SOLVER)
+                with warnings.catch_warnings():  # its "may be inaccurate": checked below
+                    warnings.simplefilter("ignore", UserWarning)
+                    other = cpl.solve(game, "cvxpy", solver=SECOND_SOLVER)
             except cpl.SolverFailed:
                 gaps.append(np.inf)
             else:
