@@ -131,6 +131,11 @@ def test_the_figures_before_the_draws_are_the_recorded_ones(cs):
     ("coverage_standard_before_faults.json",
      ("mechanisms/contain.py", "mechanisms/lookup.py", "mechanisms/ipfl/market.py",
       "mechanisms/gains.py", "mechanisms/errors.py", "mechanisms/processes.py")),
+    # before the checks on the last reachable branches (3bf0a7d, mechanisms/ of 702ddc0)
+    ("coverage_standard_before_branches.json",
+     ("mechanisms/processes.py", "mechanisms/cpl/equilibrium.py", "mechanisms/cpl/game.py",
+      "mechanisms/distances.py", "mechanisms/errors.py", "mechanisms/ipfl/market.py",
+      "mechanisms/ipfl/selection.py", "mechanisms/lia.py", "mechanisms/lookup.py")),
 ])
 def test_the_earlier_figures_the_page_quotes_are_the_recorded_ones(cs, name, files):
     """The page quotes docs/<name>, the reduced variant measured before a step: its totals,
