@@ -875,7 +875,7 @@ def _liars_learning_claim(df, cfgs, name, paper, part) -> Claim:
         return g[g.client == liar].groupby("seed").utility.sum()
 
     truth = util(df[df.param_liar_c == 1.0])  # the other entry's cells have NaN there
-    rows, tests = [], []
+    rows, tests, cheap = [], [], _priced(df)
     for col, kind in (("param_liar_c", "cost"), ("param_liar_N", "size")):
         if col not in df:
             continue
@@ -886,7 +886,7 @@ def _liars_learning_claim(df, cfgs, name, paper, part) -> Claim:
                              fmt(truth.reindex(gain.index), 1),
                          "gain from lying (money units)": fmt(gain, 1)})
             tests.append(Test(f"liar's gain, {kind} x {factor:g} (money units)", gain,
-                              *_m("liar gain"), 1, **_priced(df)))
+                              *_m("liar gain"), 1, **cheap))
     good = sum(x.verdict == "reproduced" for x in tests)
     return Claim(name, paper, f"lying did not pay in {good} of {len(tests)} misreports (the "
                  "interval at the deciding look at or below 0)", setup_of(df, cfgs), tests,
