@@ -88,6 +88,22 @@ API = [
     ("market-N-nan", lambda: market(N=[100, NAN, 3]), MarketInputError, "N"),
     ("market-N-inf", lambda: market(N=[100, INF, 3]), MarketInputError, "N"),
     ("market-N-zero", lambda: market(N=[100, 0, 3]), MarketInputError, "N"),
+    # numbers each finite whose gain overflows: refused naming the field, never NaN utilities
+    # or a payment rule blamed for them (found by a fuzz of magnitudes 1e-310..1e308)
+    ("market-N-subnormal", lambda: market(N=[1e-310, 200, 3]), MarketInputError, "N"),
+    ("market-K-over-N-overflows", lambda: market(N=[1e-10, 200, 3], K=[1e300, 1e3, 1e3]),
+     MarketInputError, "K"),
+    ("market-N-sums-to-inf", lambda: market(N=[1e308, 1e308, 3]), MarketInputError, "N"),
+    ("market-log-gain-data-ratio-overflows",
+     lambda: market(N=[1e-300, 1e10, 3], K=[0.0, 1e3, 1e3], gain="log"), MarketInputError, "N"),
+    ("market-true_N-subnormal", lambda: market(true_N=[1e-310, 200, 3]), MarketInputError,
+     "true_N"),
+    ("arrays-N-subnormal", lambda: ipfl.MarketArrays(N=[[1e-310, 200.0]], c=[[0.1, 0.2]],
+                                                      K=[[1e3, 1e3]], lam=[0.1]),
+     MarketInputError, "N"),
+    ("arrays-true_K-over-N-overflows",
+     lambda: ipfl.MarketArrays(N=[[1e-10, 200.0]], c=[[0.1, 0.2]], K=[[1e3, 1e3]], lam=[0.1],
+                               true_K=[[1e300, 1e3]]), MarketInputError, "true_K"),
     ("market-N-string", lambda: market(N=["a", "b", "c"]), MarketInputError, "N"),
     ("market-N-2d", lambda: market(N=[[1, 2, 3]]), MarketInputError, "N"),
     ("market-N-numeric-strings", lambda: market(N=["100", "200", "300"]), MarketInputError,
@@ -184,6 +200,7 @@ API = [
     ("game-R-half", lambda: game(R=0.5), MarketInputError, "R"),
     ("game-q_min-zero", lambda: game(q_min=0.0), MarketInputError, "q_min"),
     ("game-q_max-length", lambda: game(q_max=[1.0, 1.0, 1.0]), MarketInputError, "q_max"),
+    ("game-q_max-one-for-two", lambda: game(q_max=[1.0]), MarketInputError, "q_max"),
     ("game-q_max-above-1", lambda: game(q_max=2.0), MarketInputError, "q_max"),
     ("game-length-mismatch", lambda: game(G=[1.0, 1.0, 1.0]), MarketInputError, "G"),
     # ---- CPL solve and responses
@@ -2152,3 +2169,16 @@ def test_battery_cli(name, argv, battery_sandbox, capsys):
 def test_battery_lists_agree():
     assert {n for n, _ in BATTERY_API} == set(BATTERY_FIELDS)
     assert {n for n, _ in BATTERY_CLI} == set(BATTERY_CLI_FIELDS)
+
+
+def test_markets_near_the_float64_edge_clear_to_finite_money_or_are_refused():
+    """The scale check lets through every market whose gain at the most data a buyer can buy
+    is finite, and what it lets through clears to finite utilities and payments under every
+    built-in rule (a pure seller with a subnormal N included)."""
+    mk = market(N=[1e-310, 200, 3], K=[0.0, 1e3, 1e3])  # K = 0: no gain to overflow
+    near = market(N=[1e-300, 200, 3], K=[1e4, 1e3, 1e3])  # K/N = 1e304: finite
+    for m in (mk, near):
+        for rule, pay in (("local", "paper"), ("exact", "vcg"), ("exact", "shapley"),
+                          ("box2", "paper")):
+            out = ipfl.clear(m, D3, rule=rule, payments=pay)
+            assert np.isfinite(out.utilities).all() and np.isfinite(out.payments).all()

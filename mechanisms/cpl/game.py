@@ -111,7 +111,10 @@ class Game:
         if not 0 < self.q_min <= 1:
             raise MarketInputError("q_min", f"is {self.q_min!r}; must lie in (0, 1]")
         try:
-            q_max = np.broadcast_to(as_floats("q_max", self.q_max), (n,))
+            q_max = as_floats("q_max", self.q_max)
+            if q_max.ndim and q_max.shape != (n,):  # a length-1 list for 2 clients: a slip
+                raise ValueError(q_max.shape)
+            q_max = np.broadcast_to(q_max, (n,))
         except (TypeError, ValueError) as exc:
             raise MarketInputError("q_max", f"must be a number or one per client ({n}), got "
                                             f"{self.q_max!r}") from exc

@@ -26,6 +26,41 @@ __all__ = ["Market", "MarketArrays", "model_difference", "over_arrays", "paper_p
 _PROVEN = (SqrtGain, LogGain, PowerGain)
 
 
+def _check_scale(N: np.ndarray, K: np.ndarray, gain: Gain, which: str = "") -> None:
+    """Refuse a market whose numbers overflow float64 where the mechanism needs them: the
+    data of every market summed over its clients (the most a buyer can buy, N_-i = sum_j N_j
+    - N_i), and each buyer's gain at that most, g_i(N_-i) (the sqrt gain's sqrt(K/N), the
+    power gain's (N_-i/N_i)^alpha). Both finite, every gain, price and payment of the market
+    is a finite number (a subnormal N or K/N past 1.8e308 made NaN utilities or a payment
+    rule blamed for them). ``which`` is "" for the reports, "true_" for the true values.
+    ``N``, ``K``: (..., m), already validated one by one."""
+    with np.errstate(all="ignore"):
+        total = N.sum(axis=-1, keepdims=True)
+        if not np.isfinite(total).all():
+            k = tuple(int(x) for x in np.argwhere(~np.isfinite(total))[0][:-1])
+            raise MarketInputError(which + "N", f"sums to inf over the clients of market {k}: "
+                                   "the total data must be finite in float64; scale N down")
+        if gain.__class__ not in _PROVEN:
+            return  # a gain of your own: its values are checked where they are computed
+        most = np.maximum(total - N, 0.0)
+        g = np.asarray(gain.value(most, K, N), dtype=np.float64)
+    bad = ~np.isfinite(g)
+    if bad.any():
+        k = tuple(int(x) for x in np.argwhere(bad)[0])
+        n, kk = float(N[k]), float(K[k])
+        x = float(most[k])
+        with np.errstate(all="ignore"):
+            ratio = np.isfinite(x / n)
+        if not ratio:  # the others' data over its own: past float64 whatever K is
+            raise MarketInputError(which + "N", f"client {k[-1]}: the others' data ({x!r}) over "
+                                   f"its own (N={n!r}) overflows float64; the gain of data it "
+                                   "can buy cannot be computed; scale N")
+        name = which + ("K" if abs(np.log10(max(kk, 1e-300))) > abs(np.log10(n)) else "N")
+        raise MarketInputError(name, f"client {k[-1]} (N={n!r}, K={kk!r}): the {gain!r} gain "
+                               "overflows float64 at the data it can buy (K/N too large); "
+                               "scale N and K so that K/N stays below about 1e300")
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=np.float64)
     a.setflags(write=False)
@@ -153,6 +188,9 @@ class Market:
         gain = as_gain(self.gain)
         if type(gain) not in _PROVEN:  # the built-in gains are increasing and concave
             gain.check(K, N)
+        _check_scale(N, K, gain)
+        if true_N is not N or true_K is not K:
+            _check_scale(true_N, true_K, gain, "true_")
         for name, value in (("N", N), ("c", c), ("K", K), ("true_N", true_N), ("true_c", true_c),
                             ("true_K", true_K)):
             object.__setattr__(self, name, _frozen(value))
@@ -272,11 +310,15 @@ class MarketArrays:
                   "true_N": field_("true_N", self.true_N, N, lo_open=True),
                   "true_c": field_("true_c", self.true_c, c, allow_inf=True),
                   "true_K": field_("true_K", self.true_K, K)}
+        truthful = values["true_N"] is N and values["true_K"] is K  # the defaults
         for name, value in values.items():
             object.__setattr__(self, name, _frozen(value))
         gain = as_gain(self.gain)
         if type(gain) not in _PROVEN:  # the built-in gains are increasing and concave
             gain.check(self.K.ravel(), self.N.ravel())
+        _check_scale(self.N, self.K, gain)
+        if not truthful:
+            _check_scale(self.true_N, self.true_K, gain, "true_")
         object.__setattr__(self, "gain", gain)
 
     @classmethod
