@@ -55,6 +55,7 @@ from mechanisms import cpl, distances, ipfl, paper, roles
 from .batch import CplSampler, IpflSampler, IpflSpec
 from .core import Property
 from .ipfl_properties import EVERY_GAIN, EVERY_MODE, GAINS, IpflCase, batch_rule
+from .names import fresh
 from .oracle import cpl as ocpl
 from .oracle import ipfl as oipfl
 from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances, misreports
@@ -442,7 +443,8 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
         return
     rows, ref = X.tolist(), np.asarray(reference, float).tolist()
     for metric in ("l2sq", "cosine"):
-        got = distances.distance_gradients(X, pairs, metric, reference=reference).tolist()
+        got = distances.distance_gradients(X, pairs, fresh(metric),
+                                           reference=reference).tolist()
         want, tol = [], []
         for i, j in pairs:
             w = oipfl.distance_gradient(metric, rows[i], rows[j], ref)
@@ -461,9 +463,9 @@ def _model_outputs(market, A) -> tuple:
     """(theta, reference, eta, distances by metric, prox-centres by metric) of ``market``'s
     derived models (:func:`models`) on the graph ``A``, by mechanisms.distances."""
     theta, reference, eta = models(market)
-    D = {metric: distances.pairwise_distances(theta, metric, reference=reference)
+    D = {metric: distances.pairwise_distances(theta, fresh(metric), reference=reference)
          for metric in ("l2sq", "cosine")}
-    P = {metric: distances.prox_centres(theta, A, market.N, float(eta), metric,
+    P = {metric: distances.prox_centres(theta, A, market.N, float(eta), fresh(metric),
                                         reference=reference) for metric in ("l2sq", "cosine")}
     return theta, reference, eta, D, P
 
@@ -494,13 +496,13 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     wrong += sum((float(K2[j]), float(c2[j])) != (float(Kd[j]), float(cd[j]))
                  for j in range(1, m))
     honest = np.asarray(models(market)[0][0], float)
-    kind = roles.ATTACKS[seed % len(roles.ATTACKS)]
+    kind = fresh(roles.ATTACKS[seed % len(roles.ATTACKS)])
     attacked = np.asarray(roles.attack(kind, honest, rng=seed), float)
     wrong += not oipfl.attack_conforms(kind, honest.tolist(), attacked.ravel().tolist())
     a = seed % m
-    wrong += list(roles.market_roles(m, attackers=a, placement="last")) != \
+    wrong += list(roles.market_roles(m, attackers=a, placement=fresh("last"))) != \
         ["trader"] * (m - a) + ["attacker"] * a
-    placed = list(roles.market_roles(m, attackers=a, placement="random", rng=seed))
+    placed = list(roles.market_roles(m, attackers=a, placement=fresh("random"), rng=seed))
     wrong += placed.count("attacker") != a or placed.count("trader") != m - a
     blocks = (seed % 4, seed % 3, seed % 5, seed % 2)
     wrong += list(roles.inclusive_roles(*blocks)) != oipfl.inclusive_roles(*blocks)
@@ -516,7 +518,7 @@ def _mode(case) -> str:
 
 
 def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float:
-    out = subject.settle(market, D, allow_negative=True, thresholds=mode)
+    out = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
     view = outcome_view(out)
     gaps = ipfl_gaps(market, D, view, names, mode, baseline_ledgers(market, view))
     if with_models:
@@ -564,7 +566,7 @@ def _ipfl_hook(subject):
 
     def check(markets, D, mode, with_models):
         out = ipfl.clear_batch(markets, D, subject.rule, payments=subject.money,
-                               prices=subject.prices, thresholds=mode,
+                               prices=subject.prices, thresholds=fresh(mode),
                                allow_negative_distances=True,
                                allow_asymmetric_distances=True)
         views = _views_of_batch(out)
@@ -574,7 +576,7 @@ def _ipfl_hook(subject):
         own = np.asarray(ipfl.baseline_utilities(markets, out.adjacency), float).tolist()
         if with_models:
             theta, reference, eta = models(markets)
-            metrics = ("l2sq", "cosine")
+            metrics = tuple(map(fresh, ("l2sq", "cosine")))  # proofs.names
             Dm = {x: [distances.pairwise_distances(theta[k], x, reference=reference[k])
                       for k in range(B)] for x in metrics}
             Pm = {x: [distances.prox_centres(theta[k], out.adjacency[k], markets.N[k],

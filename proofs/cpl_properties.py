@@ -12,6 +12,7 @@ from mechanisms import cpl
 from mechanisms.errors import FedmarketError
 
 from .core import Property, SubjectError
+from .names import fresh
 from .oracle import cpl as ocpl
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
 from .subjects import CplPricingRule, CplSolver
@@ -293,7 +294,7 @@ def _one_path(g, answer):
         # always be 0), the rest without and through a second conic solver too
         counting = game.n % 2 == 0
         second = not counting and _second_solver()
-        c = cpl.solve(game, "cvxpy")
+        c = cpl.solve(game, fresh("cvxpy"))
         q = eq.q[k]
         with np.errstate(invalid="ignore", divide="ignore"):
             gaps = [np.inf if (c.status == "slack") != bool(eq.slack[k]) else 0.0,
@@ -310,7 +311,7 @@ def _one_path(g, answer):
             try:
                 with warnings.catch_warnings():  # its "may be inaccurate": checked below
                     warnings.simplefilter("ignore", UserWarning)
-                    other = cpl.solve(game, "cvxpy", solver=SECOND_SOLVER)
+                    other = cpl.solve(game, fresh("cvxpy"), solver=SECOND_SOLVER)
             except cpl.SolverFailed:
                 gaps.append(np.inf)
             else:
@@ -321,7 +322,7 @@ def _one_path(g, answer):
                 bound2[k] = cpl.bound(game, other.q)
         calls: list = []
         try:
-            ls = cpl.solve(game, "cvxpy-linesearch", points=LINESEARCH_POINTS,
+            ls = cpl.solve(game, fresh("cvxpy-linesearch"), points=LINESEARCH_POINTS,
                            progress=(lambda done, total, seen=calls: seen.append((done, total)))
                            if counting else None)
         except cpl.SolverFailed:
@@ -395,7 +396,7 @@ def _degenerate_gap(game) -> float:
     for method, options in (("bisection", {}), ("cvxpy", {}),
                             ("cvxpy-linesearch", {"points": LINESEARCH_POINTS})):
         try:
-            eq = cpl.solve(flat, method, **options)
+            eq = cpl.solve(flat, fresh(method), **options)
         except FedmarketError:
             return np.inf
         if (eq.status != "degenerate"
@@ -496,7 +497,7 @@ def _one_game_paths(subject, one_game=None):
                     n_gaps += _equilibrium_gaps(game, eq, calibrated, j, "optimal", False)
                     n_gaps += not _same(eq.info["p"], calibrated.scale[j])
                     v0 = cpl.posted_pricing(game, cpl.POSTED_SHAPES[posted](game),
-                                            responses="v0")
+                                            responses=fresh("v0"))
                     n_gaps += _equilibrium_gaps(game, v0, authors, j, "optimal", False)
                     n_gaps += not _same(v0.info["p"], authors.scale[j])
                     n_gaps += not _same(cpl.PRICING_RULES[posted](game), calibrated.prices[j])

@@ -15,6 +15,7 @@ from mechanisms.errors import FedmarketError
 from mechanisms.ipfl import selection
 
 from .core import Property
+from .names import fresh
 from .regret import (
     JointMisreportBatch,
     Misreport,
@@ -86,6 +87,9 @@ class IpflCase:
     perm: np.ndarray | None = None
     search: dict | None = None
     thresholds: str = "exact"
+
+    def __post_init__(self):  # the mode as a user's program passes it (proofs.names)
+        object.__setattr__(self, "thresholds", fresh(self.thresholds))
 
     def code(self) -> str:
         mk = self.market
@@ -187,6 +191,7 @@ def settle_batch(rule, N, c, K, lam, D, true_N=None, true_c=None, money="paper",
     remittances "R" and the "market" (what the checks read). Negative and asymmetric
     distances are accepted (the properties about them, and the type space, draw them on
     purpose)."""
+    rule, money, prices, gain, thresholds = map(fresh, (rule, money, prices, gain, thresholds))
     out = ipfl.clear_batch(ipfl.MarketArrays(N, c, K, lam, true_N, true_c, true_K, gain=gain),
                            D, rule, payments=money, prices=prices, thresholds=thresholds,
                            allow_negative_distances=True, allow_asymmetric_distances=True)
@@ -279,7 +284,7 @@ def settle_one(subject, case, a=None):
                              true_K=_first(true_K), gain=market.gain)
             D1 = np.asarray(D)[0]
         s = subject.settle(mk, D1, allow_negative=True,
-                           thresholds=getattr(case, "thresholds", "exact"))
+                           thresholds=fresh(getattr(case, "thresholds", "exact")))
         R = s.remittances
         return _OneOutcome({"A": np.asarray(s.adjacency, dtype=bool)[None],
                             "p": np.asarray(s.payments, dtype=float)[None],
@@ -697,7 +702,7 @@ def _one_path(settle, a, subject=None):
         scale = 1.0 + np.abs(phi)
         integer = np.all(a["N"] == np.round(a["N"]))
         for method in ("dp", "branch-and-bound") if integer else ("branch-and-bound",):
-            other = ipfl.exact(market, P, T, method).adjacency
+            other = ipfl.exact(market, P, T, fresh(method)).adjacency
             gap = np.abs(ipfl.phi(market, P, other) - phi) / scale
             amount += _excess(gap.max(axis=1), _TOL)
         amount += _stopped_searches(market, P, T, A, phi, scale)
@@ -708,7 +713,7 @@ def _one_path(settle, a, subject=None):
         pivots = ("enumeration", "search") if a["N"].shape[1] <= ipfl.VCG_ENUMERATION_MAX \
             else ("search",)
         for pivot in pivots:
-            p = ipfl.vcg_payments(market, A, a["D"], pivot=pivot)
+            p = ipfl.vcg_payments(market, A, a["D"], pivot=fresh(pivot))
             amount += _excess(np.abs(p - s["p"]).max(axis=1), _TOL * scale)
         disc |= A.any(axis=(1, 2))
     return amount, np.ones(B, bool), disc
@@ -759,7 +764,7 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
                                               bulk.payments))
     R = None if bulk.remittances is None else np.asarray(bulk.remittances)[k]
     scale = 1.0 + np.abs(np.asarray(bulk.utilities)[k]).max() + np.abs(p).max()
-    one = subject.settle(market, D, allow_negative=True, thresholds=mode)
+    one = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
     gaps = _gap_count(one.adjacency, A) + _gap_count(one.prices, P) \
         + _gap_count(one.thresholds, T)
     for got, want in ((one.payments, p), (one.gains, bulk.gains[k]),
@@ -775,7 +780,7 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     own_P = np.array(price_fn(market, D), dtype=float)
     np.fill_diagonal(own_P, np.inf)  # the clearing's convention (the diagonal is ignored)
     gaps += _gap_count(own_P, P)
-    gaps += _gap_count(ipfl.thresholds(market, D, mode, prices=P), T)
+    gaps += _gap_count(ipfl.thresholds(market, D, fresh(mode), prices=P), T)
     label, rule_fn = ipfl.resolve("rule", subject.rule)
     if rule_fn is not None:
         own_A = rule_fn(market, D, T, P)

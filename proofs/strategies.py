@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from mechanisms import cpl, ipfl
 
+from .names import fresh
+
 __all__ = [
     "CPL_FLOOR_RTOL",
     "MAX_CLIENTS",
@@ -88,7 +90,7 @@ def ipfl_markets(
     c = [np.inf if r[3] == "buyer" else r[1] for r in clients]
     K = [0.0 if r[3] == "seller" else r[2] for r in clients]
     lam = draw(st.floats(0.0, 5.0, **_finite))
-    return ipfl.Market(N=N, c=c, K=K, lam=lam, gain=gain)
+    return ipfl.Market(N=N, c=c, K=K, lam=lam, gain=fresh(gain))  # proofs.names
 
 
 @st.composite

@@ -15,6 +15,7 @@ from mechanisms.errors import MarketInputError, as_real
 from mechanisms.lookup import rule_name
 
 from .core import is_builtin, registered
+from .names import fresh
 
 __all__ = ["CplPricingRule", "CplSolver", "IpflMechanism", "LiaClustering", "Settlement",
            "subject_from"]
@@ -66,6 +67,8 @@ class IpflMechanism(_Registered):
     declares: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):  # resolve names now: a typo fails here, not mid-search
+        for key in ("rule", "remittances", "payments", "prices"):  # as a user's program
+            object.__setattr__(self, key, fresh(getattr(self, key)))  # would (proofs.names)
         ipfl.resolve("rule", self.rule)
         ipfl.resolve("payments", self.money)
         ipfl.resolve("prices", self.prices)
@@ -99,7 +102,7 @@ class IpflMechanism(_Registered):
         buyer i's own distance) for half their markets on purpose (:mod:`proofs.typespace`),
         so the properties are claimed for them too."""
         return ipfl.clear(market, D, self.rule, payments=self.money, prices=self.prices,
-                          thresholds=thresholds, allow_negative_distances=allow_negative,
+                          thresholds=fresh(thresholds), allow_negative_distances=allow_negative,
                           allow_asymmetric_distances=allow_asymmetric)
 
 
@@ -114,6 +117,9 @@ class CplSolver(_Registered):
     method: str = "bisection"
     options: Mapping = field(default_factory=dict)
     declares: Mapping[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "method", fresh(self.method))  # proofs.names
 
     def solve(self, game: cpl.Game) -> cpl.Equilibrium:
         return cpl.solve(game, self.method, **dict(self.options))
@@ -134,6 +140,7 @@ class CplPricingRule(_Registered):
     declares: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):
+        object.__setattr__(self, "rule", fresh(self.rule))  # proofs.names
         _ = self.function  # resolve now: a typo fails here, not mid-search
 
     @property
@@ -177,6 +184,7 @@ class LiaClustering(_Registered):
     declares: Mapping[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):
+        object.__setattr__(self, "mode", fresh(self.mode))  # proofs.names
         if self.mode not in ("central", "p2p"):
             raise MarketInputError("mode", f"unknown {self.mode!r}; choose 'central' or 'p2p'")
         for name in ("rtol", "atol"):

@@ -170,3 +170,46 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
     assert not _caught(subject, key, examples)
     plant(monkeypatch, owner, name, before, after, *aliases)
     assert _caught(subject, key, examples)
+
+
+# ------------------------------------------- names compared by identity (proofs.names)
+
+# (mutant or fault, owner, function, before, after, aliases, subject, property, examples):
+# each compares a user-facing name with ``is``, true only of the interned literal; the
+# checker passes every name as a fresh string (proofs.names.fresh), as a program reading it
+# from a file would
+_IDENTITY = [
+    pytest.param(distances, "distance_gradients", 'reference if metric == "cosine" else None',
+                 'reference if metric is "cosine" else None', (), "local", "conforms", 50,
+                 id="8fa8484558"),
+    pytest.param(sys.modules["mechanisms.ipfl.thresholds"], "thresholds",
+                 'if mode == "published":', 'if mode is "published":', (mipfl,), "local",
+                 "conforms", 50, id="thresholds-mode-is"),
+    pytest.param(sys.modules["mechanisms.lia"], "cluster", 'if mode == "p2p":',
+                 'if mode is "p2p":', (), "lia-p2p", "lia_conforms", 50, id="lia-mode-is"),
+    pytest.param(cequilibrium, "solve", 'if method == "cvxpy":', 'if method is "cvxpy":',
+                 (mcpl,), "cpl-bisection", "cpl_one_path", 20, id="solve-method-is"),
+]
+
+
+@pytest.mark.parametrize("owner, name, before, after, aliases, subject, key, examples",
+                         _IDENTITY)
+def test_a_name_compared_by_identity_is_caught(monkeypatch, owner, name, before, after,
+                                               aliases, subject, key, examples):
+    """A metric, threshold mode, clustering mode or solver method compared with ``is``:
+    every name the checker passes is a fresh string equal to the literal, so the comparison
+    fails where the name is used (each survived on main before proofs.names)."""
+    import warnings
+
+    from proofs.names import fresh
+
+    literal = "cosine"
+    assert fresh(literal) == literal and fresh(literal) is not literal
+    assert not _caught(subject, key, examples)
+    with warnings.catch_warnings():  # compiling `x is "literal"` warns
+        warnings.simplefilter("ignore", SyntaxWarning)
+        plant(monkeypatch, owner, name, before, after, *aliases)
+    if name == "thresholds":  # clear imports it under another name
+        monkeypatch.setattr(sys.modules["mechanisms.ipfl.clear"], "solve_thresholds",
+                            getattr(owner, name))
+    assert _caught(subject, key, examples)
