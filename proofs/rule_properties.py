@@ -24,8 +24,13 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   :class:`~mechanisms.errors.RuleTimedOut` naming the slot (only where a limit can stop a
   rule: :func:`mechanisms.contain.can_interrupt`; elsewhere the instance is not checked);
 * ``from_data`` (a ``"module:function"`` named inside :func:`mechanisms.lookup.
-  names_from_data`, its module not trusted): refused with an error naming the slot before
-  anything is imported, and :func:`mechanisms.lookup.untrusted` lists it;
+  names_from_data`, its module not trusted: the block trusts nothing, or, on the draws of
+  an odd number of clients, only :data:`NEIGHBOURS`, modules sorting before and after it, a
+  sibling sharing its prefix without a dot and a submodule of it): refused with an error
+  naming the slot before anything is imported (the guard's
+  :class:`~mechanisms.lookup.UntrustedName`: the rule, were it imported, would be refused
+  for its arity instead), and :func:`mechanisms.lookup.untrusted` lists it (given the same
+  trusted modules);
   ``trusted_from_data`` (the same, its module trusted as a spec of your own trusts it:
   :func:`mechanisms.lookup.named_modules`): imported and run, the subject's own outcome,
   and ``untrusted`` lists nothing;
@@ -90,7 +95,7 @@ from hypothesis import strategies as st
 from mechanisms import cpl, ipfl
 from mechanisms.contain import can_interrupt, must_pass, within
 from mechanisms.errors import FedmarketError, RuleFailed, RuleTimedOut
-from mechanisms.lookup import named_modules, names_from_data, untrusted
+from mechanisms.lookup import UntrustedName, named_modules, names_from_data, untrusted
 from mechanisms.processes import kill_with_parent
 
 from .batch import Draws, Sampler
@@ -156,6 +161,13 @@ _SELECTION_ONLY = ("self_purchase", "zero_one", "sells_pure_buyer")
 _FROM_DATA_ANSWER: list = []  # the answer of the rule named by data (set for its one call)
 _PROGRAM_PID: list = []  # the file the starts_program rule writes its program's pid to
 FROM_DATA_RULE = "proofs.rule_properties:answer_from_data"
+NEIGHBOURS = ("mechanisms.lookup", "proofs.rule_prop", "proofs.rule_properties_x",
+              "proofs.rule_properties.inner", "proofs.strategies")
+"""What the ``from_data`` block trusts on the draws of an odd number of clients (nothing on
+the others): modules that do not cover the refused rule's module ``proofs.rule_properties``,
+sorting before and after it, one sharing its prefix without a dot (a sibling), one below it
+(a submodule does not vouch for its package). A guard comparing module names by order or by
+bare prefix lets the rule through (issue 34: ``module == t`` -> ``module <= t`` survived)."""
 RAISING_MODULES = {"import_raises": ("fedmarket_import_raises", "ValueError"),
                    "import_interrupted": ("fedmarket_import_interrupted", "KeyboardInterrupt")}
 IMPORT_MARK = "fedmarket: raised while the module is imported"
@@ -458,10 +470,17 @@ def _names_listed(case) -> bool:
     from data is listed when nothing trusts it, not when a spec naming it does."""
     if case.behaviour == "from_data":
         name = _rule("from_data", np.zeros(1), case.slot)
-        return untrusted(["local", f"local+{name}", name]) == [name]
+        return untrusted(["local", f"local+{name}", name], _neighbours(case)) == [name]
     if case.behaviour == "trusted_from_data":
         return untrusted([f"local+{FROM_DATA_RULE}"], _trusted()) == []
     return True
+
+
+def _neighbours(case) -> tuple:
+    """:data:`NEIGHBOURS` on the draws of an odd number of clients, else nothing."""
+    base = case.base
+    size = base.market.m if hasattr(base, "market") else base.game.n
+    return NEIGHBOURS if size % 2 else ()
 
 
 def _trusted() -> list[str]:
@@ -529,7 +548,7 @@ def contained_violation(subject, case: RuleCase):
         if b.startswith("threaded"):
             return _in_thread(lambda: run(subject, case, honest))
         if b == "from_data":
-            with names_from_data("a results store"):
+            with names_from_data("a results store", _neighbours(case)):
                 return run(subject, case, honest)
         if b == "trusted_from_data":
             with names_from_data("a results store", _trusted()):
@@ -583,6 +602,8 @@ def contained_violation(subject, case: RuleCase):
         return 1.0
     if want == "timed out":
         return 0.0 if isinstance(exc, RuleTimedOut) else 1.0
+    if b == "from_data" and not isinstance(exc, UntrustedName):
+        return 1.0  # refused, but not by the guard (imported: its arity failed instead)
     if want in ("refused", "time_limit"):
         return 0.0  # an error naming the slot (the limit) before any call
     return 0.0 if isinstance(exc, RuleFailed) and not isinstance(exc, RuleTimedOut) else 1.0

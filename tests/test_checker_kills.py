@@ -213,3 +213,36 @@ def test_a_name_compared_by_identity_is_caught(monkeypatch, owner, name, before,
         monkeypatch.setattr(sys.modules["mechanisms.ipfl.clear"], "solve_thresholds",
                             getattr(owner, name))
     assert _caught(subject, key, examples)
+
+
+# ------------------------------------------------ the data-named-rule guard (lookup)
+
+_GUARD = "module == t or module.startswith(t + \".\")"
+_WEAKER = [("module <= t", "4ae5332a6d"), ("module >= t", "module-ge"),
+           ("module.startswith(t)", "bare-prefix"), ("t.startswith(module)", "descendant")]
+
+
+@pytest.mark.parametrize("where", ["_refuse_untrusted", "untrusted"])
+@pytest.mark.parametrize("weaker", [pytest.param(w, id=i) for w, i in _WEAKER])
+def test_a_weakened_trust_guard_is_caught(monkeypatch, where, weaker):
+    """A guard (or its listing, ``untrusted``) that compares module names by order, by a
+    bare prefix or the wrong way round trusts ``proofs.rule_properties`` when a block trusts
+    only modules around it (proofs.rule_properties.NEIGHBOURS, drawn on the markets of an odd
+    number of clients): contains_rules' ``from_data`` behaviour then fails."""
+    import mechanisms.lookup as lookup
+    from proofs import rule_properties as rp
+
+    smp = ip.ipfl_base_sampler()
+    bases = [c for d in smp.draw(np.random.default_rng(0), 8) for c in smp.cases(d)]
+    odd = next(b for b in bases if b.market.m % 2)
+    even = next(b for b in bases if b.market.m % 2 == 0)
+
+    def violation(base):
+        return rp.contained_violation(SUBJECTS["local"],
+                                      rp.RuleCase(base, "payments", "from_data", "ipfl"))
+
+    assert violation(odd) == 0.0 and violation(even) == 0.0
+    after = f"module == t or {weaker}" if "startswith" in weaker \
+        else _GUARD.replace("module == t", weaker)
+    plant(monkeypatch, lookup, where, _GUARD, after, *((rp,) if where == "untrusted" else ()))
+    assert violation(odd) == 1.0
