@@ -836,6 +836,10 @@ def _cpl_hook(subject):
             game = _game_of(games, k)
             viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
                                v0[k].tolist() if finite[k] else None).violation
+        # the first game of each batch through the subject's own one-game solve too: the
+        # fields only a one-game answer reports (its KKT residual) against the equations
+        one = _view_of_equilibrium(subject.solve(games.game(0)))
+        viol[0] = max(viol[0], cpl_gaps(_game_of(games, 0), one, kind).violation)
         return viol
 
     return evaluate

@@ -157,6 +157,28 @@ _CAUGHT = [
     # 2 c % q^2 instead of 2 c q^2 in cpl.spend_scale
     pytest.param(cequilibrium, "spend_scale", "2.0 * game.c * q**2", "2.0 * game.c % q**2",
                  (mcpl,), "cpl-bisection", "cpl_conforms", 100, id="824e555671"),
+    # the KKT residual of a one-game answer off its formula (4 c - q^3 / K for 4 c q^3 / K):
+    # the first game of each batch is also solved on the one-game path
+    pytest.param(cequilibrium, "_kkt_residual",
+                 "4.0 * game.c[interior] * q[interior] ** 3 / game.K[interior]",
+                 "4.0 * game.c[interior] - q[interior] ** 3 / game.K[interior]", (),
+                 "cpl-bisection", "cpl_conforms", 20, id="59aa552bb7"),
+    # cvxpy's multiplier scaled the wrong way (its value against the bisection's lambda*)
+    pytest.param(cequilibrium, "_cvxpy", "lam = float(budget.dual_value) * _scale(game)",
+                 "lam = float(budget.dual_value) / _scale(game)", (), "cpl-bisection",
+                 "cpl_one_path", 30, id="52ae2f0bbf", marks=pytest.mark.slow),
+    # the line search answering q_min, keeping the last grid point instead of the best, its
+    # eps0 grid stopping short of the top: each worse than the exact optimum at B - 2 h
+    pytest.param(cequilibrium, "_linesearch",
+                 "q = np.clip(1.0 / best[1], game.q_min, game.q_max)",
+                 "q = np.clip(0.0 / best[1], game.q_min, game.q_max)", (), "cpl-bisection",
+                 "cpl_one_path", 30, id="4fa250dc55", marks=pytest.mark.slow),
+    pytest.param(cequilibrium, "_linesearch", "prob.value >= best[0]:",
+                 "prob.value == best[0]:", (), "cpl-bisection", "cpl_one_path", 30,
+                 id="dfde7073fc", marks=pytest.mark.slow),
+    pytest.param(cequilibrium, "_linesearch_grid", "np.arange(lo, hi + eps0, eps0)",
+                 "np.arange(lo, hi - eps0, eps0)", (), "cpl-bisection", "cpl_one_path", 30,
+                 id="001d665096", marks=pytest.mark.slow),
 ]
 
 
@@ -166,7 +188,9 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
                                                            after, aliases, subject, key,
                                                            examples):
     """from_markets of one market, eq11_violations' default, the exact selection's progress
-    reports, the v0 responses and the spend scale pinned to the oracle."""
+    reports, the v0 responses and the spend scale pinned to the oracle, a one-game KKT
+    residual against its equations, cvxpy's multiplier against lambda*, the line search
+    against the exact optimum a grid step's budget lower."""
     assert not _caught(subject, key, examples)
     plant(monkeypatch, owner, name, before, after, *aliases)
     assert _caught(subject, key, examples)
