@@ -87,6 +87,7 @@ __all__ = [
     "batch_rule",
     "check_batch",
     "cpl_sampler",
+    "evaluate_in_bulk",
     "ipfl_sampler",
     "misreports_batch",
     "misreports_joint_batch",
@@ -641,6 +642,54 @@ def vectorised(prop, subject, sampler: Sampler | None = None) -> Callable | None
     if sampler is None:
         return None
     return lambda d: bulk(sampler.bulk_input(d))
+
+
+def evaluate_in_bulk(subject, prop, cases: list) -> tuple | None:
+    """(violations, effective, discriminating) arrays of the iPFL instances ``cases``,
+    evaluated at once by the property's ``batch`` hook (what the batch engine runs on its
+    draws: the same check, the subject cleared by :func:`mechanisms.ipfl.clear_batch`, of
+    which one market is the batch of one), in their order, with the engine's conventions
+    (an instance not effective has violation 0; a failing one discriminates). None when the
+    pair has no bulk path or the cases are not one batch of truthful markets (sizes, gains
+    or threshold modes differ, or a case has a liar, a factor, a permutation or a search of
+    its own), or when the hook raised: the caller then evaluates them one by one."""
+    if not cases or not is_builtin(prop) or prop.batch is None \
+            or not all(type(c) is IpflCase for c in cases):
+        return None
+    bulk = prop.batch(subject)
+    if bulk is None:
+        return None
+    first = cases[0].market
+    for c in cases:
+        mk = c.market
+        if mk.m != first.m or mk.gain != first.gain or c.thresholds != cases[0].thresholds \
+                or c.client is not None or c.factor is not None or c.perm is not None \
+                or c.search is not None or not mk.truthful:
+            return None
+    out_v, out_e, out_d = [], [], []
+    for lo in range(0, len(cases), CHUNK):
+        part = cases[lo:lo + CHUNK]
+        a = {"N": np.stack([c.market.N for c in part]).astype(float),
+             "c": np.stack([c.market.c for c in part]).astype(float),
+             "K": np.stack([c.market.K for c in part]).astype(float),
+             "lam": np.array([float(c.market.lam) for c in part]),
+             "D": np.stack([np.asarray(c.D, dtype=float) for c in part]),
+             "client": None, "factor": None, "perm": None, "search": None,
+             "gain": first.gain, "thresholds": cases[0].thresholds}
+        try:
+            out = bulk(a)
+        except Exception:  # a rule raised: the caller finds the instance one by one
+            return None
+        if not isinstance(out, tuple):
+            out = (out,)
+        viol = np.asarray(out[0], dtype=float)
+        eff = np.asarray(out[1], dtype=bool) if len(out) > 1 else np.ones(len(part), bool)
+        disc = np.asarray(out[2], dtype=bool) if len(out) > 2 else np.ones(len(part), bool)
+        viol = np.where(eff, viol, 0.0)
+        out_v.append(viol)
+        out_e.append(eff)
+        out_d.append(eff & (disc | ~(viol <= 0)))
+    return np.concatenate(out_v), np.concatenate(out_e), np.concatenate(out_d)
 
 
 # ------------------------------------------------------------------------ shrinking

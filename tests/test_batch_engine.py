@@ -654,3 +654,80 @@ def test_lemma1_on_the_plain_draw_measures_what_the_page_says(monkeypatch):
     shares = {g: round(100 * disc[g] / drawn[g], 1) for g in GAINS_ORDER}
     assert shares == {"sqrt": 24.7, "log": 0.7, "power": 0.9, "linear": 0.4}
     assert round(100 * pure / 40_000) == 22 and pure_disc == 0
+
+
+# -------------------------------------------------- the exhaustive grid in bulk (issue 34)
+
+SMALL_GRID = {"m": 3, "N": (100.0, 400.0), "c": (0.5, float("inf")), "K": (0.0, 5e4),
+              "lam": (2.0,), "d": (0.1, 1.0)}  # 4,096 markets, the standard grid's lam 2
+
+
+def _fields(r):
+    return (r.verdict, r.examples, r.effective, r.discriminating, r.largest_violation,
+            r.first_failure, r.error, r.counterexample is None)
+
+
+@over_arrays
+def never_buys_from_client_0(market, D, T, P):
+    """The local rule without any purchase from client 0: a fault of local optimality on
+    the grid (a buyer skips a model worth buying)."""
+    A = np.array(ipfl.local(T, market.N))
+    A[..., :, 0] = False
+    return A
+
+
+@pytest.mark.parametrize("subject, key", [
+    ("box2", "budget_balance"), ("exact", "local_optimality"),
+    ("vcg", "budget_balance"),  # declared to fail: found on the grid, then the loop's
+    ("share-all", "individual_rationality"),
+])
+def test_exhaustive_grid_in_bulk_reports_what_the_loop_reports(subject, key):
+    """check_exhaustive evaluates a grid of a built-in pair at once (proofs.batch.
+    evaluate_in_bulk); its report (verdict, counts, largest violation, first failure,
+    counterexample) is the instance-by-instance loop's (bulk=False), holding or failing."""
+    from proofs.checker import check_exhaustive
+    from proofs.ipfl_properties import tiny_markets
+
+    got = check_exhaustive(SUBJECTS[subject], PROPERTIES[key], tiny_markets(**SMALL_GRID))
+    loop = check_exhaustive(SUBJECTS[subject], PROPERTIES[key], tiny_markets(**SMALL_GRID),
+                            bulk=False)
+    assert _fields(got) == _fields(loop)
+
+
+def test_exhaustive_grid_in_bulk_finds_a_planted_fault_and_agrees_instance_by_instance():
+    """The bulk evaluation's violations are each instance's own (proofs.core.
+    evaluate_instance through the subject), a planted fault's included; the grid's report
+    then names the loop's counterexample."""
+    from proofs.batch import evaluate_in_bulk
+    from proofs.checker import check_exhaustive
+    from proofs.core import evaluate_instance
+    from proofs.ipfl_properties import tiny_markets
+
+    bad = IpflMechanism("skips 0", never_buys_from_client_0)
+    prop = PROPERTIES["local_optimality"]
+    cases = list(tiny_markets(**SMALL_GRID))[::16]
+    viol, eff, disc = evaluate_in_bulk(bad, prop, cases)
+    one = [evaluate_instance(bad, prop, c) for c in cases]
+    assert np.array_equal(viol, [o[0] for o in one]) and (viol > 0).any()
+    assert np.array_equal(eff, [o[2] for o in one]) and np.array_equal(disc, [o[3] for o in one])
+    r = check_exhaustive(bad, prop, tiny_markets(**SMALL_GRID))
+    assert r.verdict == "counterexample" and r.counterexample.rerun() > 0
+    assert _fields(r) == _fields(check_exhaustive(bad, prop, tiny_markets(**SMALL_GRID),
+                                                  bulk=False))
+
+
+def test_evaluate_in_bulk_refuses_cases_that_are_not_one_batch():
+    """Markets of different sizes, a liar, or a market that is not truthful: None (the
+    grid is then evaluated one by one)."""
+    from proofs.batch import evaluate_in_bulk
+    from proofs.ipfl_properties import IpflCase, tiny_markets
+
+    prop = PROPERTIES["budget_balance"]
+    three = list(tiny_markets(**SMALL_GRID))[:4]
+    two = list(tiny_markets(**{**SMALL_GRID, "m": 2}))[:4]
+    assert evaluate_in_bulk(SUBJECTS["box2"], prop, three) is not None
+    assert evaluate_in_bulk(SUBJECTS["box2"], prop, three + two) is None
+    liar = IpflCase(three[0].market, three[0].D, client=0, factor=2.0)
+    assert evaluate_in_bulk(SUBJECTS["box2"], prop, [*three, liar]) is None
+    lying = three[0].market.replace(c=three[0].market.c * 2, true_c=three[0].market.c)
+    assert evaluate_in_bulk(SUBJECTS["box2"], prop, [IpflCase(lying, three[0].D)]) is None
