@@ -68,15 +68,23 @@ def positive_root(P, c, vK) -> np.ndarray:
         x = np.maximum(b, 0.0) + 1.0  # g(x) >= 0 here; g increasing and convex on [root, x]
         x[huge] = 0.0
         x[deep] = 1.0 / np.sqrt(-b[deep])
-        todo = ~(huge | deep)
+        # the iterates still moving, compacted (idx: their places in x), stepped together;
+        # one leaves once its step is within 4e-16 of it and is written back (the same
+        # steps as stepping every moving root of the whole array, without gathering them
+        # again each step)
+        idx = np.flatnonzero(~(huge | deep))
+        xl, bl = x[idx], b[idx]
         for _ in range(200):
-            if not todo.any():
+            if not idx.size:
                 break
-            xl, bl = x[todo], b[todo]
-            step = (xl**3 - bl * xl**2 - 1.0) / (3.0 * xl**2 - 2.0 * bl * xl)
-            x[todo] = xl - step
-            idx = np.flatnonzero(todo)
-            todo[idx[np.abs(step) <= 4e-16 * x[todo]]] = False
+            x2 = xl**2
+            step = (xl**3 - bl * x2 - 1.0) / (3.0 * x2 - 2.0 * bl * xl)
+            xl = xl - step
+            moving = ~(np.abs(step) <= 4e-16 * xl)
+            if not moving.all():
+                x[idx[~moving]] = xl[~moving]
+                idx, xl, bl = idx[moving], xl[moving], bl[moving]
+        x[idx] = xl  # roots still moving after 200 steps (none seen)
         q[live] = np.where(huge, q[live], s * x)
     return q
 
