@@ -285,9 +285,10 @@ def _dp(cost, size, n0, gfun):
     took = np.zeros((cost.size, total + 1), dtype=bool)
     for idx, (s, p) in enumerate(zip(steps, cost, strict=True)):
         cand = best[:-s] + p
-        better = cand < best[s:]
-        took[idx, s:] = better
-        best[s:] = np.where(better, cand, best[s:])
+        np.less(cand, best[s:], out=took[idx, s:])
+        # in place: where cand < best take cand (prices of candidates are > 0, so no NaN
+        # and no -0.0 tells the minimum from that choice)
+        np.minimum(best[s:], cand, out=best[s:])
     amounts = np.arange(total + 1) * float(unit)
     obj = best - gfun(n0 + amounts)
     n = int(np.argmin(obj))
