@@ -77,8 +77,7 @@ def positive_root(P, c, vK) -> np.ndarray:
         for _ in range(200):
             if not idx.size:
                 break
-            x2 = xl**2
-            step = (xl**3 - bl * x2 - 1.0) / (3.0 * x2 - 2.0 * bl * xl)
+            step = (xl**3 - bl * xl**2 - 1.0) / (3.0 * xl**2 - 2.0 * bl * xl)
             xl = xl - step
             moving = ~(np.abs(step) <= 4e-16 * xl)
             if not moving.all():
