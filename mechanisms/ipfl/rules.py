@@ -203,8 +203,13 @@ def _best_without_enumeration(market, P: np.ndarray) -> np.ndarray:
     step = max(1, VCG_ENUMERATION_BLOCK // (m << m))
     for lo in range(0, Nf.shape[0], step):
         blk = slice(lo, lo + step)
-        phi_all = selection.phi_subsets_arrays(Nf[blk], Kf[blk], market.gain, Pf[blk])
-        best[blk] = _min_without_each(phi_all, m)
+        # only the buyers (K > 0): a pure seller's row is 0 below, whatever it would hold
+        buyers = Kf[blk] > 0
+        phi = selection.phi_subsets_arrays(Nf[blk], Kf[blk], market.gain, Pf[blk],
+                                           buyers=buyers)
+        part = np.zeros((buyers.shape[0], m, m))
+        part[buyers] = _min_without_each(phi, m)
+        best[blk] = part
     best = best.reshape(*lead, m, m)
     return np.where(K[..., :, None] > 0, -best, 0.0)  # K = 0 buys nothing
 

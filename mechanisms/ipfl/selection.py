@@ -172,15 +172,23 @@ def phi_subsets(market: Market, P: np.ndarray) -> np.ndarray:
     return phi_subsets_arrays(market.N, market.K, market.gain, P)
 
 
-def phi_subsets_arrays(N, K, gain, P) -> np.ndarray:
+def phi_subsets_arrays(N, K, gain, P, buyers=None) -> np.ndarray:
     """:func:`phi_subsets` on the arrays ``N``, ``K`` (..., m) and ``P`` (..., m, m) of buyers
-    with the gain ``gain`` (what a caller evaluating a batch block by block passes)."""
+    with the gain ``gain`` (what a caller evaluating a batch block by block passes).
+    ``buyers`` (..., m) bool: only those buyers' rows, (r, 2^m) in C order of ``buyers``
+    (each entry what the full (..., m, 2^m) array holds there, computed alone)."""
     N = np.asarray(N, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
     P = np.asarray(P, dtype=np.float64)
     # a seller with a price that is not finite blocks every subset holding it: +inf there
-    cost = subset_sums(np.where(np.isfinite(P), P, np.inf))
-    value = gain.value(subset_sums(N)[..., None, :], K[..., :, None], N[..., :, None])
+    price = np.where(np.isfinite(P), P, np.inf)
+    if buyers is None:
+        cost = subset_sums(price)
+        value = gain.value(subset_sums(N)[..., None, :], K[..., :, None], N[..., :, None])
+        return cost - value
+    at = np.nonzero(np.broadcast_to(np.asarray(buyers, dtype=bool), K.shape))
+    cost = subset_sums(price[at])
+    value = gain.value(subset_sums(N)[at[:-1]], K[at][:, None], N[at][:, None])
     return cost - value
 
 
