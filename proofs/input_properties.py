@@ -514,6 +514,33 @@ IPFL_FAULTS = (
                                  ["not a module"])),
     Fault("N", "exact fractions with True among them (an array of objects)",
           lambda s, c: _market(c, N=_fractions_with_true(c.market.N))),
+    # each validator's boundary from just outside on both sides (issue 34: `arr <= 0` ->
+    # `arr == 0` in MarketArrays let a negative N through, a theta of no parameters passed)
+    Fault("N", "an entry negative", lambda s, c: _market(c, N=_put(c.market.N, -1.0))),
+    Fault("N", "an entry 0, to MarketArrays",
+          lambda s, c: _arrays(c, N=_put(c.market.N, 0.0)[None])),
+    Fault("N", "an entry negative, to MarketArrays",
+          lambda s, c: _arrays(c, N=_put(c.market.N, -1.0)[None])),
+    Fault("true_N", "an entry 0, to MarketArrays",
+          lambda s, c: _arrays(c, true_N=_put(c.market.N, 0.0)[None])),
+    Fault("true_N", "an entry negative, to MarketArrays",
+          lambda s, c: _arrays(c, true_N=_put(c.market.N, -1.0)[None])),
+    Fault("lam", "negative, to MarketArrays", lambda s, c: _arrays(c, lam=[-0.5])),
+    Fault("theta", "no parameters (m x 0), to the distances",
+          lambda s, c: pairwise_distances(np.zeros((c.market.m, 0)))),
+    Fault("theta", "no parameters (m x 0), for the gradients",
+          lambda s, c: distance_gradients(np.zeros((c.market.m, 0)), [[0, 1]])),
+    Fault("theta", "no clients (0 x 2)", lambda s, c: pairwise_distances(np.zeros((0, 2)))),
+    Fault("eta", "negative", lambda s, c: prox_centres(_theta(c), np.eye(c.market.m, dtype=bool),
+                                                       c.market.N, -0.1)),
+    Fault("exact_node_limit", "0, to selection.exact",
+          lambda s, c: ipfl.exact(c.market, c.market.prices(c.D),
+                                  ipfl.thresholds(c.market, c.D), node_limit=0)),
+    Fault("exact_time_limit", "negative, to selection.exact",
+          lambda s, c: ipfl.exact(c.market, c.market.prices(c.D),
+                                  ipfl.thresholds(c.market, c.D), time_limit=-1.0)),
+    Fault("top", "0, to the greedy scan",
+          lambda s, c: ipfl.local(ipfl.thresholds(c.market, c.D), c.market.N, top=0)),
 )
 
 
@@ -709,6 +736,12 @@ CPL_FAULTS = (
           each(_names, lambda s, c, v: _choice(v))),
     Fault("seed", "True, to the shared seed check", lambda s, c: as_seed("seed", True)),
     Fault("seed", "2**63, to the shared seed check", lambda s, c: as_seed("seed", 2**63)),
+    # each boundary from just outside on both sides
+    Fault("a", "an entry negative", lambda s, c: _game(c, a=_put(c.game.a, -0.5))),
+    Fault("c", "an entry negative", lambda s, c: _game(c, c=_put(c.game.c, -1.0))),
+    Fault("alpha", "negative", lambda s, c: _game(c, alpha=-1.0)),
+    Fault("q_min", "negative", lambda s, c: _game(c, q_min=-0.1)),
+    Fault("xtol", "negative", lambda s, c: cpl.solve(c.game, "bisection", xtol=-1.0)),
 )
 
 
@@ -751,6 +784,7 @@ LIA_FAULTS = (
     Fault("model_losses", "text", lambda s, c: _scores(s, c, losses=_text(c.losses))),
     Fault("labels", "of another length",
           lambda s, c: lia.adjusted_rand_index(c.groups, np.append(c.groups, 0))),
+    Fault("atol", "negative", lambda s, c: lia.beneficial_sets(_I(c), atol=-1.0)),
 )
 
 

@@ -105,6 +105,19 @@ _REFUSED = [
     pytest.param("ipfl", "local", "a function barely convex", None, gains, "_check_shape",
                  "+ slack[:, :-1] + slack[:, 1:]", "/ slack[:, :-1] + slack[:, 1:]", (),
                  id="3c0bba9503"),
+    # each validator's boundary from just outside on both sides: MarketArrays' N > 0 as
+    # N != 0 let a negative N through; a theta of no parameters, or of no clients, passed
+    pytest.param("ipfl", "local", "an entry negative, to MarketArrays", "N", mipfl.MarketArrays,
+                 "__post_init__", "(arr <= 0 if lo_open else arr < 0)",
+                 "(arr == 0 if lo_open else arr < 0)", (), id="98eb4abf11"),
+    pytest.param("ipfl", "local", "no parameters (m x 0), to the", "theta", distances, "_params",
+                 "X.shape[1] < 1", "X.shape[1] < 0", (), id="dfd745ac1a"),
+    pytest.param("ipfl", "local", "no clients (0 x 2)", "theta", distances, "_params",
+                 "X.shape[0] < 1", "X.shape[-1] < 1", (), id="12723c2401"),
+    pytest.param("ipfl", "exact", "0, to selection.exact", "exact_node_limit", selection,
+                 "exact", 'node_limit = as_int("exact_node_limit", node_limit, lo=1)',
+                 'node_limit = as_int("exact_node_limit", node_limit, lo=0)', (mipfl,),
+                 id="e90099d5b1"),
 ]
 
 
@@ -113,7 +126,8 @@ _REFUSED = [
 def test_a_refusal_off_its_documentation_is_caught(monkeypatch, family, subject, what, field,
                                                    owner, name, before, after, aliases):
     """An unknown name on either side of string order, a length one short, the game a
-    batch's refusal names, the point a convex gain's refusal names, a barely convex gain:
+    batch's refusal names, the point a convex gain's refusal names, a barely convex gain,
+    a boundary crossed from the other side:
     refused on every draw unmutated, let through (or misnamed) on every draw mutated."""
     assert _refused_on_every_draw(family, subject, what, field) == [0.0] * 3
     plant(monkeypatch, owner, name, before, after, *aliases)
