@@ -13,6 +13,8 @@ import pytest
 from mechanisms import ipfl
 from proofs import PROPERTIES, SUBJECTS, IpflMechanism, check
 from proofs.batch import (
+    CHEAP_DATA,
+    CHEAP_DATA_STRATUM,
     GAINS,
     IPFL_SPECS,
     LARGE_LIE,
@@ -731,3 +733,83 @@ def test_evaluate_in_bulk_refuses_cases_that_are_not_one_batch():
     assert evaluate_in_bulk(SUBJECTS["box2"], prop, [*three, liar]) is None
     lying = three[0].market.replace(c=three[0].market.c * 2, true_c=three[0].market.c)
     assert evaluate_in_bulk(SUBJECTS["box2"], prop, [IpflCase(lying, three[0].D)]) is None
+
+# ----------------------------------------------------- the cheap-data stratum (issue 34)
+
+
+def _big_branch(a) -> int:
+    """Seller-buyer pairs of the drawn sqrt-gain markets ``a`` (IpflSampler.arrays) whose
+    closed form takes the large-q branch (mechanisms.gains._P_BIG: q/4 = sqrt(K_i) /
+    (D_ij sqrt(N_j)) > 2.5e8, finite)."""
+    P = ipfl.paper_prices_arrays(a["N"], a["c"], a["lam"], a["D"])
+    with np.errstate(all="ignore"):
+        p = np.sqrt(a["K"])[:, :, None] / (P * np.sqrt(a["N"])[:, None, :])
+    return int((np.isfinite(p) & (p > 2.5e8)).sum())
+
+
+def test_the_cheap_data_stratum_scales_the_sqrt_markets_prices_within_the_type_space():
+    """CHEAP_DATA_STRATUM (5 % of the draws of the rows that declare it): a sqrt-gain market
+    has c and lam x 10^u, u uniform on [-12, 0], so its prices reach the closed form's
+    large-q branch the plain draw never reaches; a generic gain's market in the stratum is
+    the plain one; every c stays in the type space's [0, 5]. Fails if the stratum is
+    dropped, scales a generic gain's market, or leaves the large-q branch unreached."""
+    assert CHEAP_DATA_STRATUM == ("cheap-data", 0.05) and CHEAP_DATA == (-12.0, 0.0)
+    for key in ("individual_rationality", "local_optimality", "one_market", "one_path"):
+        assert CHEAP_DATA_STRATUM in IPFL_SPECS[key].strata, key
+    spec = IpflSpec(gains=GAINS_ORDER, strata=(("cheap-data", 0.5),))
+    sampler, plain = IpflSampler(spec), IpflSampler(IpflSpec(gains=GAINS_ORDER))
+    n = {"": 0, "cheap-data": 0}
+    big = {"": 0, "cheap-data": 0}
+    ratios = []
+    for d in sampler.draw(np.random.default_rng(0), 4000):
+        a = sampler.arrays(d)
+        n[d.stratum] += d.size
+        c = a["c"][np.isfinite(a["c"])]
+        assert ((c >= 0) & (c <= 5)).all()
+        if d.gain == "sqrt":
+            big[d.stratum] += _big_branch(a)
+        if d.stratum == "cheap-data":
+            same = d.part(np.arange(d.size))
+            same.stratum = ""
+            base = plain.arrays(same)  # the same uniforms without the stratum's scaling
+            lam0 = base["lam"] > 0
+            ratio = a["lam"][lam0] / base["lam"][lam0]
+            if d.gain == "sqrt":
+                ratios.extend(np.log10(ratio).tolist())
+            else:
+                assert np.array_equal(ratio, np.ones_like(ratio))
+    assert abs(n["cheap-data"] / 4000 - 0.5) < 0.03
+    assert big[""] == 0 and big["cheap-data"] > 100
+    assert min(ratios) >= -12 and max(ratios) <= 0 and np.ptp(ratios) > 10
+
+
+def _big_fault(monkeypatch):
+    """A fault only in the sqrt closed form's large-q branch: its thresholds 1e-6 too high."""
+    from mechanisms import gains
+
+    real = gains._sqrt_roots
+
+    def faulty(price, Nj, K, N, x):
+        real(price, Nj, K, N, x)
+        with np.errstate(all="ignore"):
+            p = np.sqrt(K) / (price * np.sqrt(Nj))
+        x[np.isfinite(p) & (p > gains._P_BIG)] *= 1 + 1e-6
+
+    monkeypatch.setattr(gains, "_sqrt_roots", faulty)
+
+
+@pytest.mark.slow
+def test_conforms_finds_a_fault_of_the_large_q_branch_only_with_the_cheap_data_stratum(
+        monkeypatch):
+    """Generated mutants 0384171072 and 203e0b0528 (the branch's v0 + 1/(3 v0^3) miswritten)
+    survived every row: the plain draw never reaches the branch. With the stratum, conforms
+    finds a fault planted there (local, seed 0, 20,000 markets); on the plain draw alone it
+    does not."""
+    _big_fault(monkeypatch)
+    r = check(SUBJECTS["local"], PROPERTIES["conforms"], max_examples=20_000, seed=0,
+              engine="batch")
+    assert r.verdict == "counterexample" and r.counterexample.rerun() > 0
+    sampler = IpflSampler(IpflSpec(liar="any", gains=GAINS_ORDER, modes=ipfl.MODES))
+    hook = PROPERTIES["conforms"].batch(SUBJECTS["local"])
+    for d in sampler.draw(np.random.default_rng(0), 4000):
+        assert (np.asarray(hook(sampler.bulk_input(d))[0]) <= 0).all()
