@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import MarketInputError
+from .errors import MarketInputError, as_vector
 
 __all__ = ["METRICS", "distance_gradients", "pairwise_distances", "prox_centres"]
 
@@ -94,6 +94,27 @@ def pairwise_distances(theta, metric: str = "l2sq", reference=None) -> np.ndarra
     return D
 
 
+def _pairs(neighbours, m: int) -> np.ndarray:
+    """``neighbours`` as (k, 2) client indices in [0, m): integers (not booleans, not
+    fractions), else a MarketInputError naming ``neighbours``."""
+    raw = np.asarray(neighbours)
+    if raw.size == 0:
+        return np.zeros((0, 2), dtype=np.intp)
+    if raw.dtype.kind not in "iu":
+        raise MarketInputError("neighbours", f"must be integer client indices, got dtype "
+                                             f"{raw.dtype}")
+    if raw.shape[-1] != 2 or raw.ndim > 2:
+        raise MarketInputError("neighbours", f"must be (k, 2) pairs (i, j), got shape "
+                                             f"{raw.shape}")
+    pairs = raw.reshape(-1, 2).astype(np.intp)
+    bad = (pairs < 0) | (pairs >= m)
+    if bad.any():
+        k = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise MarketInputError("neighbours", f"pair {k} is {tuple(pairs[k].tolist())}; "
+                                             f"indices must lie in [0, {m})")
+    return pairs
+
+
 def distance_gradients(theta, neighbours, metric: str = "l2sq", reference=None) -> np.ndarray:
     """grad_{theta_i} d(theta_i, theta_j) for the pairs (i, j) of ``neighbours`` (k x 2 ints).
 
@@ -101,7 +122,7 @@ def distance_gradients(theta, neighbours, metric: str = "l2sq", reference=None) 
     -(v/|v| - cos(u, v) u/|u|)/|u| (zero where u or v vanishes).
     """
     X = _params(theta, reference if metric == "cosine" else None)
-    pairs = np.asarray(neighbours, dtype=np.intp).reshape(-1, 2)
+    pairs = _pairs(neighbours, X.shape[0])
     u, v = X[pairs[:, 0]], X[pairs[:, 1]]
     if metric == "l2sq":
         return 2.0 * (u - v)
@@ -121,11 +142,11 @@ def prox_centres(theta, adjacency, N, eta: float, metric: str = "l2sq", referenc
 
     A client with no neighbour keeps theta_bar_i = theta_i.
     """
-    X = np.asarray(theta, dtype=np.float64)
+    X = _params(theta)
     A = np.asarray(adjacency, dtype=bool)
-    N = np.asarray(N, dtype=np.float64)
     if A.shape != (X.shape[0], X.shape[0]):
         raise MarketInputError("adjacency", f"has shape {A.shape}, expected {(X.shape[0],) * 2}")
+    N = as_vector("N", N, m=X.shape[0], positive=True)
     if not (np.isfinite(eta) and eta > 0):
         raise MarketInputError("eta", f"is {eta!r}; must be finite and > 0")
     if metric == "l2sq":  # sum_j a_ij N_j 2 (theta_i - theta_j) as two matrix products

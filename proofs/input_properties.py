@@ -541,6 +541,16 @@ IPFL_FAULTS = (
                                   ipfl.thresholds(c.market, c.D), time_limit=-1.0)),
     Fault("top", "0, to the greedy scan",
           lambda s, c: ipfl.local(ipfl.thresholds(c.market, c.D), c.market.N, top=0)),
+    Fault("neighbours", "a client index out of range (m), for the gradients",
+          lambda s, c: distance_gradients(_theta(c), [[0, c.market.m]])),
+    Fault("neighbours", "fractional indices, for the gradients",
+          lambda s, c: distance_gradients(_theta(c), [[0.5, 1.0]])),
+    Fault("N", "an entry 0, to prox_centres",
+          lambda s, c: prox_centres(_theta(c), np.eye(c.market.m, dtype=bool),
+                                    _put(c.market.N, 0.0), 0.1)),
+    Fault("theta", "an entry NaN, to prox_centres",
+          lambda s, c: prox_centres(_put(_theta(c), NAN), np.eye(c.market.m, dtype=bool),
+                                    c.market.N, 0.1)),
 )
 
 

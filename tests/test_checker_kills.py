@@ -118,6 +118,15 @@ _REFUSED = [
                  "exact", 'node_limit = as_int("exact_node_limit", node_limit, lo=1)',
                  'node_limit = as_int("exact_node_limit", node_limit, lo=0)', (mipfl,),
                  id="e90099d5b1"),
+    # the validation these faults found missing (the pairs were cast to int, out of range an
+    # IndexError; prox_centres' N unchecked: 0 gave inf), taken out again
+    pytest.param("ipfl", "local", "fractional indices, for the gradients", "neighbours",
+                 distances, "distance_gradients", "pairs = _pairs(neighbours, X.shape[0])",
+                 "pairs = np.asarray(neighbours, dtype=np.intp).reshape(-1, 2)", (ip,),
+                 id="unchecked-pairs"),
+    pytest.param("ipfl", "local", "an entry 0, to prox_centres", "N", distances,
+                 "prox_centres", 'N = as_vector("N", N, m=X.shape[0], positive=True)',
+                 "N = np.asarray(N, dtype=np.float64)", (mipfl, ip), id="unchecked-prox-N"),
 ]
 
 
