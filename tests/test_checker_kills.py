@@ -127,6 +127,9 @@ _REFUSED = [
     pytest.param("ipfl", "local", "an entry 0, to prox_centres", "N", distances,
                  "prox_centres", 'N = as_vector("N", N, m=X.shape[0], positive=True)',
                  "N = np.asarray(N, dtype=np.float64)", (mipfl, ip), id="unchecked-prox-N"),
+    pytest.param("ipfl", "local", "not square (one column short)", "T", selection, "_greedy",
+                 "if T.ndim < 2 or T.shape[-1] != T.shape[-2]:", "if T.ndim < 2:", (),
+                 id="unchecked-T"),
 ]
 
 

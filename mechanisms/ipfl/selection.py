@@ -73,7 +73,12 @@ def _greedy(T: np.ndarray, N: np.ndarray, stop_at_first_failure: bool,
     ``top``: L (default :data:`GREEDY_TOP`); any L >= 1 buys the same.
     """
     T = np.asarray(T, dtype=np.float64)
+    if T.ndim < 2 or T.shape[-1] != T.shape[-2]:
+        raise MarketInputError("T", f"has shape {T.shape}; thresholds are (..., m, m)")
     m = T.shape[-1]
+    if np.ndim(N) < 1 or np.shape(N)[-1] != m:
+        raise MarketInputError("N", f"has shape {np.shape(N)}; expected (..., {m}), one per "
+                                    "client of T")
     top = min(m, GREEDY_TOP if top is None else as_int("top", top, lo=1))
     while True:
         A, final = _greedy_top(T, N, stop_at_first_failure, top)
