@@ -472,7 +472,8 @@ def _equilibrium_gaps(game, one, bulk, k: int, status: str, equilibrium: bool) -
     Equilibrium`) differ from game ``k`` of the bulk outcome ``bulk`` (a
     :class:`mechanisms.cpl.BatchEquilibrium`): q, prices, payments P q, the clients'
     utilities at those prices and responses, objective, spend, budget residual, status,
-    and for an equilibrium the multiplier and the threshold (None otherwise)."""
+    and for an equilibrium the multiplier and the threshold (None otherwise); and whether
+    ``one`` is frozen (a result object, as documented)."""
     q, P = bulk.q[k], bulk.prices[k]
     pairs = [(one.q, q), (one.prices, P), (one.payments, P * q),
              (one.utilities, cpl.client_utilities(game, P, q)),
@@ -481,10 +482,21 @@ def _equilibrium_gaps(game, one, bulk, k: int, status: str, equilibrium: bool) -
     if equilibrium:
         pairs += [(_num(one.multiplier), bulk.multiplier[k:k + 1]),
                   (_num(one.v_threshold), bulk.v_threshold[k:k + 1])]
-    gaps = sum(not _same(x, y) for x, y in pairs)
+    gaps = sum(not _same(x, y) for x, y in pairs) + (not _frozen(one))
     if not equilibrium and (one.multiplier is not None or one.v_threshold is not None):
         gaps += 1  # prices that are not an equilibrium have no multiplier
     return gaps + (one.status != status)
+
+
+def _frozen(answer) -> bool:
+    """Whether a result object is frozen, as documented (assigning a field raises
+    :class:`dataclasses.FrozenInstanceError`; the value assigned is its own)."""
+    name = dataclasses.fields(answer)[0].name
+    try:
+        setattr(answer, name, getattr(answer, name))
+    except dataclasses.FrozenInstanceError:
+        return True
+    return False
 
 
 def _posted_name(subject) -> str | None:

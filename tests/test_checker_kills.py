@@ -196,6 +196,10 @@ _CAUGHT = [
     pytest.param(sys.modules["mechanisms.cpl.game"], "client_utilities",
                  "return P * q - game.c", "return P * q % game.c", (mcpl, cequilibrium),
                  "cpl-uniform", "cpl_conforms", 50, id="526b240d69"),
+    # a one-game answer that can be changed after the fact (frozen=False)
+    pytest.param(cequilibrium, "Equilibrium", "@dataclass(frozen=True, eq=False)",
+                 "@dataclass(frozen=False, eq=False)", (mcpl,), "cpl-uniform", "cpl_one_game",
+                 20, id="419d3259ad"),
     # cvxpy's multiplier scaled the wrong way (its value against the bisection's lambda*)
     pytest.param(cequilibrium, "_cvxpy", "lam = float(budget.dual_value) * _scale(game)",
                  "lam = float(budget.dual_value) / _scale(game)", (), "cpl-bisection",
