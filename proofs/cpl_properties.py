@@ -14,6 +14,7 @@ from mechanisms.errors import FedmarketError
 from .core import Property, SubjectError
 from .names import fresh
 from .oracle import cpl as ocpl
+from .seal import handed_back, unsealed
 from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, cpl_games
 from .subjects import CplPricingRule, CplSolver
 
@@ -538,10 +539,12 @@ def _one_game_paths(subject, one_game=None):
         else:
             bulk, over = cpl.apply_pricing_batch(games, subject.function)
         respond = cpl.best_response(games, bulk.prices)
+        gaps[rows] += unsealed(bulk)  # the bulk answer sealed (proofs.seal)
         if posted is not None:
             shapes = cpl.POSTED_SHAPES[posted](games)
             calibrated = cpl.posted_pricing_batch(games, shapes)
             authors = cpl.posted_pricing_batch(games, shapes, responses="v0")
+            gaps[rows] += unsealed(calibrated) + unsealed(authors)
         for j, k in enumerate(rows.tolist()):
             game = games.game(j)
             try:
@@ -552,14 +555,20 @@ def _one_game_paths(subject, one_game=None):
                 else:
                     status = "over-budget" if over[j] else "optimal"
                 n_gaps = _equilibrium_gaps(game, one, bulk, j, status, kind == "solver")
-                # the clients' best responses to one game's prices (a Game's prices checked)
-                n_gaps += not _same(cpl.best_response(game, one.prices), respond[j])
+                # the clients' best responses to one game's prices (a Game's prices checked),
+                # the prices handed in as the caller's own array: still the same values and
+                # writeable after (proofs.seal); the game and the answer sealed
+                mine = {"prices": np.array(one.prices)}
+                kept = {"prices": mine["prices"].copy()}
+                n_gaps += not _same(cpl.best_response(game, mine["prices"]), respond[j])
+                n_gaps += handed_back(kept, mine) + unsealed(game) + unsealed(one)
                 if posted is not None:
                     # the named baseline (cpl.uniform_pricing & co.: cpl.posted_pricing of
                     # its shape), the authors' v0 responses, and the built-in rule called on
                     # a Game (cpl.PRICING_RULES[name](game)) against the bulk calibration
                     eq = getattr(cpl, f"{posted}_pricing")(game)
                     n_gaps += _equilibrium_gaps(game, eq, calibrated, j, "optimal", False)
+                    n_gaps += unsealed(eq)
                     n_gaps += not _same(eq.info["p"], calibrated.scale[j])
                     v0 = cpl.posted_pricing(game, cpl.POSTED_SHAPES[posted](game),
                                             responses=fresh("v0"))
@@ -568,7 +577,7 @@ def _one_game_paths(subject, one_game=None):
                     n_gaps += not _same(cpl.PRICING_RULES[posted](game), calibrated.prices[j])
             except FedmarketError:
                 n_gaps = np.inf  # the one-game path refused a game the bulk code answered
-            gaps[k] = n_gaps
+            gaps[k] += n_gaps
         return gaps, use, use
 
     return paths
@@ -733,7 +742,9 @@ CPL_PROPERTIES = {
                  "the Game; for a built-in posted price the named baseline (cpl.uniform_pricing "
                  "& co., i.e. cpl.posted_pricing of its shape), cpl.posted_pricing with the "
                  "authors' v0 responses and the rule called on a Game "
-                 "(cpl.PRICING_RULES[name](game)) against cpl.posted_pricing_batch",
+                 "(cpl.PRICING_RULES[name](game)) against cpl.posted_pricing_batch; every "
+                 "answer and game sealed (a frozen dataclass, read-only arrays) and the "
+                 "prices handed to cpl.best_response unchanged and writeable (proofs.seal)",
                  "one implementation (issue 34)",
                  "B > 0", "cpl",
                  _games(large_v=True, budget="any", positive_budget=True),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 from mechanisms.errors import FedmarketError
+from mechanisms.gains import as_gain
 from mechanisms.ipfl import selection
 
 from .core import Property
@@ -24,6 +25,7 @@ from .regret import (
     regret_arrays,
     regret_search,
 )
+from .seal import handed_back, unsealed
 from .strategies import MAX_CLIENTS, ipfl_instances, misreports
 
 __all__ = [
@@ -766,7 +768,7 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     scale = 1.0 + np.abs(np.asarray(bulk.utilities)[k]).max() + np.abs(p).max()
     one = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
     gaps = _gap_count(one.adjacency, A) + _gap_count(one.prices, P) \
-        + _gap_count(one.thresholds, T)
+        + _gap_count(one.thresholds, T) + unsealed(one)  # the outcome sealed (proofs.seal)
     for got, want in ((one.payments, p), (one.gains, bulk.gains[k]),
                       (one.sharing_costs, bulk.sharing_costs[k]),
                       (one.utilities, bulk.utilities[k]), (one.welfare, bulk.welfare[k])):
@@ -802,6 +804,11 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     return gaps
 
 
+def _own_log_gain(x, K, N):
+    """A gain of your own (K log(1 + x/N) as a plain function)."""
+    return K * np.log1p(x / N)
+
+
 def _one_market_check(settle, a, subject=None):
     """One market is the batch of one (issue 34, one implementation): on every market of
     the batch, :func:`mechanisms.ipfl.clear` (the subject's own ``settle``) and the
@@ -829,8 +836,15 @@ def _one_market_check(settle, a, subject=None):
     scale = 1.0 + np.abs(bulk.utilities).max(axis=-1) + np.abs(bulk.payments).max(axis=-1)
     for got, want in ((own["p"], bulk.payments), (own["U"], bulk.utilities)):
         gaps += _gap_count_b(got, want, scale)
+    gaps += unsealed(bulk)  # the batch's outcome sealed (proofs.seal), its market too
+    # a gain of your own becomes a CallableGain a Market holds: sealed as the built-in ones
+    gaps += unsealed(as_gain(_own_log_gain))
     for k in range(B):
-        market = ipfl.Market(N=a["N"][k], c=a["c"][k], K=a["K"][k], lam=float(a["lam"][k]),
+        # the caller's own arrays (writeable copies): after every one-market path they hold
+        # the same values and are still writeable (proofs.seal.handed_back)
+        mine = {f: np.array(a[f][k]) for f in ("N", "c", "K", "D")}
+        kept = {f: v.copy() for f, v in mine.items()}
+        market = ipfl.Market(N=mine["N"], c=mine["c"], K=mine["K"], lam=float(a["lam"][k]),
                              gain=bulk.market.gain)
         try:
             # the market stacked alone (MarketArrays.from_markets of one) is row k of the batch
@@ -838,7 +852,8 @@ def _one_market_check(settle, a, subject=None):
             gaps[k] += sum(_gap_count(getattr(alone, f)[0], getattr(bulk.market, f)[k])
                            for f in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"))
             gaps[k] += alone.gain != bulk.market.gain
-            gaps[k] += _one_market_gaps(subject, market, a["D"][k], mode, bulk, k)
+            gaps[k] += _one_market_gaps(subject, market, mine["D"], mode, bulk, k)
+            gaps[k] += unsealed(market) + unsealed(alone) + handed_back(kept, mine)
         except FedmarketError:
             gaps[k] = np.inf  # the one-market path refused a market the bulk code cleared
     return gaps, np.ones(B, bool)
@@ -1228,7 +1243,10 @@ IPFL_PROPERTIES = {
                  "ipfl.clear on one market and the subject's built-in rule functions called "
                  "on one Market (prices, thresholds, selection, payments, settlement) give "
                  "what ipfl.clear_batch gives that market in a batch: adjacency, prices and "
-                 "thresholds exactly, money to 1e-12 of the market's scale",
+                 "thresholds exactly, money to 1e-12 of the market's scale; every result "
+                 "sealed (a frozen dataclass, read-only arrays: the outcomes, the markets, "
+                 "a gain of your own) and the caller's N, c, K and D handed back unchanged "
+                 "and writeable (proofs.seal)",
                  "one implementation (issue 34)", _BASE, "ipfl", _cases(**_ALL),
                  one_market,
                  note="a NaN is a failure; a one-market path refusing a market the bulk "

@@ -314,3 +314,85 @@ def test_a_weakened_trust_guard_is_caught(monkeypatch, where, weaker):
     except TypeError:
         got = 1.0
     assert got == 1.0
+
+
+# ------------------------------------------------------------------ sealed results (seal)
+
+
+def _unfreeze(monkeypatch, cls) -> None:
+    """``cls`` (a frozen dataclass) made assignable, as ``frozen=False`` would."""
+    monkeypatch.setattr(cls, "__setattr__", object.__setattr__)
+    monkeypatch.setattr(cls, "__delattr__", object.__delattr__)
+
+
+def test_an_assignable_cpl_answer_is_caught(monkeypatch):
+    """Generated mutant 419d3259ad (cpl.Equilibrium with frozen=False) survived every row:
+    cpl_one_game now finds the one-game answer assignable."""
+    _unfreeze(monkeypatch, cequilibrium.Equilibrium)
+    assert _caught("cpl-bisection", "cpl_one_game", 50)
+
+
+def test_an_assignable_gain_of_your_own_is_caught(monkeypatch):
+    """Generated mutant f198a01557 (CallableGain with frozen=False) survived every row:
+    one_market now finds a gain of your own assignable."""
+    _unfreeze(monkeypatch, gains.CallableGain)
+    assert _caught("local", "one_market", 50)
+
+
+def test_a_writeable_bulk_answer_is_caught(monkeypatch):
+    """cpl.solve_batch's answer was the one result of the toolkit with writeable arrays
+    (now sealed in BatchEquilibrium.__post_init__): without the seal, cpl_one_game fails."""
+    monkeypatch.setattr(cbatch.BatchEquilibrium, "__post_init__", lambda self: None)
+    assert _caught("cpl-bisection", "cpl_one_game", 50)
+
+
+def test_freezing_the_callers_array_is_caught(monkeypatch):
+    """Generated mutant 885bbdec59 (read_only's ``copy or None`` -> ``copy and None``: the
+    caller's D frozen in place instead of a copy) survived every row: one_market now hands
+    ipfl.clear a writeable D of the caller's and finds it made read-only."""
+    iclear = sys.modules["mechanisms.ipfl.clear"]  # the module (ipfl.clear: the function)
+    imarket = sys.modules["mechanisms.ipfl.market"]
+    plant(monkeypatch, imarket, "read_only", "copy=copy or None", "copy=copy and None",
+          iclear)
+    assert _caught("local", "one_market", 50)
+
+
+def test_the_seal_helpers_count_what_they_say():
+    from dataclasses import dataclass
+
+    from proofs.seal import handed_back, unsealed
+
+    @dataclass
+    class Open:
+        x: np.ndarray
+
+    @dataclass(frozen=True)
+    class Shut:
+        x: np.ndarray
+        inner: object = None
+
+    ro = np.zeros(2)
+    ro.setflags(write=False)
+    assert unsealed(Open(ro)) == 1 and unsealed(Shut(np.zeros(2))) == 1
+    assert unsealed(Shut(ro)) == 0 and unsealed(Shut(ro, Open(ro))) == 1
+    assert unsealed(object()) == 1
+    mine = {"D": np.ones(2)}
+    assert handed_back({"D": np.ones(2)}, mine) == 0
+    mine["D"][0] = 2.0
+    assert handed_back({"D": np.ones(2)}, mine) == 1
+    mine = {"D": np.ones(2)}
+    mine["D"].setflags(write=False)
+    assert handed_back({"D": np.ones(2)}, mine) == 1
+
+
+def test_every_batch_result_is_sealed():
+    """OutcomeBatch.exact_methods was a writeable array (the docstring: arrays read-only);
+    cpl.solve_batch's BatchEquilibrium had writeable arrays."""
+    from proofs.seal import unsealed
+
+    m = mipfl.Market(N=[20.0, 30.0, 40.0], c=[0.0, 1.0, 2.0], K=[1e3, 1e3, 1e4], lam=0.5)
+    D = np.ones((3, 3)) - np.eye(3)
+    out = mipfl.clear_batch(mipfl.MarketArrays.of(m), D[None], "exact")
+    assert out.exact_methods is not None and unsealed(out) == 0
+    g = mcpl.Game(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
+    assert unsealed(mcpl.solve_batch(mcpl.GameBatch.from_games([g]))) == 0

@@ -23,7 +23,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 
 import numpy as np
@@ -86,6 +86,16 @@ class BatchEquilibrium:
     budget_residual: np.ndarray
     degenerate: np.ndarray
     scale: np.ndarray | None = None
+
+    def __post_init__(self):
+        # sealed as every result of the toolkit (Outcome, OutcomeBatch, Equilibrium): each
+        # array a read-only copy, never an array the caller still holds made read-only
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value = np.array(value)
+                value.setflags(write=False)
+                object.__setattr__(self, f.name, value)
 
 
 def v_threshold(multiplier):
