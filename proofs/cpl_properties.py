@@ -473,8 +473,8 @@ def _equilibrium_gaps(game, one, bulk, k: int, status: str, equilibrium: bool) -
     Equilibrium`) differ from game ``k`` of the bulk outcome ``bulk`` (a
     :class:`mechanisms.cpl.BatchEquilibrium`): q, prices, payments P q, the clients'
     utilities at those prices and responses, objective, spend, budget residual, status,
-    and for an equilibrium the multiplier and the threshold (None otherwise); and whether
-    ``one`` is frozen (a result object, as documented)."""
+    and for an equilibrium the multiplier and the threshold (None otherwise); and ``one``'s
+    seal (frozen, read-only arrays: :func:`proofs.seal.unsealed`)."""
     q, P = bulk.q[k], bulk.prices[k]
     pairs = [(one.q, q), (one.prices, P), (one.payments, P * q),
              (one.utilities, cpl.client_utilities(game, P, q)),
@@ -483,21 +483,10 @@ def _equilibrium_gaps(game, one, bulk, k: int, status: str, equilibrium: bool) -
     if equilibrium:
         pairs += [(_num(one.multiplier), bulk.multiplier[k:k + 1]),
                   (_num(one.v_threshold), bulk.v_threshold[k:k + 1])]
-    gaps = sum(not _same(x, y) for x, y in pairs) + (not _frozen(one))
+    gaps = sum(not _same(x, y) for x, y in pairs) + unsealed(one)
     if not equilibrium and (one.multiplier is not None or one.v_threshold is not None):
         gaps += 1  # prices that are not an equilibrium have no multiplier
     return gaps + (one.status != status)
-
-
-def _frozen(answer) -> bool:
-    """Whether a result object is frozen, as documented (assigning a field raises
-    :class:`dataclasses.FrozenInstanceError`; the value assigned is its own)."""
-    name = dataclasses.fields(answer)[0].name
-    try:
-        setattr(answer, name, getattr(answer, name))
-    except dataclasses.FrozenInstanceError:
-        return True
-    return False
 
 
 def _posted_name(subject) -> str | None:
@@ -561,14 +550,13 @@ def _one_game_paths(subject, one_game=None):
                 mine = {"prices": np.array(one.prices)}
                 kept = {"prices": mine["prices"].copy()}
                 n_gaps += not _same(cpl.best_response(game, mine["prices"]), respond[j])
-                n_gaps += handed_back(kept, mine) + unsealed(game) + unsealed(one)
+                n_gaps += handed_back(kept, mine) + unsealed(game)
                 if posted is not None:
                     # the named baseline (cpl.uniform_pricing & co.: cpl.posted_pricing of
                     # its shape), the authors' v0 responses, and the built-in rule called on
                     # a Game (cpl.PRICING_RULES[name](game)) against the bulk calibration
                     eq = getattr(cpl, f"{posted}_pricing")(game)
                     n_gaps += _equilibrium_gaps(game, eq, calibrated, j, "optimal", False)
-                    n_gaps += unsealed(eq)
                     n_gaps += not _same(eq.info["p"], calibrated.scale[j])
                     v0 = cpl.posted_pricing(game, cpl.POSTED_SHAPES[posted](game),
                                             responses=fresh("v0"))
