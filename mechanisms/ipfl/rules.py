@@ -284,17 +284,13 @@ def _shapley_values(size, valid, K, N, gain) -> np.ndarray:
     invalid are padding (value 0). Weight of a coalition T of a game with k_r players
     (j not in T): |T|! (k_r - |T| - 1)! / k_r! = 1 / (k_r C(k_r - 1, |T|)).
 
-    Where every row's players come first (as :func:`shapley_remittances` lays them out),
-    the rows are evaluated in groups of the same player count k_r, over their first k_r
-    columns and 2^k_r coalitions: the coalitions left out are those holding padding, which
-    come after the others in subset order and add 0 (:func:`_shapley_block` over the
-    padded width sums the same terms in the same order); a row without players is 0. The
-    work of a row then follows its own game, not the batch's largest (2^k_r k_r, not
-    2^k k)."""
+    Each row's players come first (as :func:`shapley_remittances` lays them out): the rows
+    are evaluated in groups of the same player count k_r, over their first k_r columns and
+    2^k_r coalitions (the coalitions left out are those holding padding, which add 0); a
+    row without players is 0. The work of a row then follows its own game, not the batch's
+    largest (2^k_r k_r, not 2^k k)."""
     rows, k = size.shape
     counts = valid.sum(axis=1)
-    if not (valid == (np.arange(k)[None, :] < counts[:, None])).all():
-        return _shapley_block(size, valid, K, N, gain)
     out = np.zeros((rows, k))
     for kr in np.unique(counts[counts > 0]).tolist():
         r = np.flatnonzero(counts == kr)
@@ -303,8 +299,8 @@ def _shapley_values(size, valid, K, N, gain) -> np.ndarray:
 
 
 def _shapley_block(size, valid, K, N, gain) -> np.ndarray:
-    """:func:`_shapley_values` over the whole width of ``size`` (every coalition of the k
-    columns, the padding's excluded by ``valid``)."""
+    """:func:`_shapley_values` of one group, over the whole width of ``size`` (every
+    coalition of its k columns, those holding padding excluded by ``valid``)."""
     rows, k = size.shape
     masks = selection.subset_masks(k)
     mf = masks.astype(np.float64)
