@@ -23,7 +23,9 @@ posted prices, the aggregation). The property:
 * the subject's entry point must answer the well-formed instance, checked on every
   instance before its fault (a fedmarket error there refuses good input: a violation);
   an iPFL instance drawn without a fault is also answered with its distances scaled until
-  their sum overflows float64 (every entry finite: well-formed; :data:`EDGE_ANSWER`).
+  their sum overflows float64 (every entry finite: well-formed; :data:`EDGE_ANSWER`), and
+  every family's validators take their bounds from inside (a cost-plus markup of 0, lam 0,
+  the greedy's top of 1; R = 1, q_min = q_max = 1; rtol = atol = 0).
 
 Anything else raised (a TypeError, an IndexError, a NaN let through) is a violation of size
 1. Every instance discriminates: any fault could pass unrefused, any well-formed instance be
@@ -573,8 +575,18 @@ def _ipfl_answer_overflowing(subject, case):
         subject.settle(case.market, D / D.max() * OVERFLOWING, thresholds=case.thresholds)
 
 
-# the well-formed edge each family's instances without a fault are also answered at
-EDGE_ANSWER = {"ipfl": _ipfl_answer_overflowing}
+def _ipfl_edges(subject, case):
+    """The overflowing distances (:func:`_ipfl_answer_overflowing`), and each validator's
+    bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1."""
+    _ipfl_answer_overflowing(subject, case)
+    ipfl.cost_plus(0.0)
+    _market(case, lam=0.0)
+    ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
+
+
+# the well-formed edge each family's instances without a fault are also answered at (the
+# CPL and pFedLIA ones are defined below)
+EDGE_ANSWER = {"ipfl": _ipfl_edges}
 
 
 # ----------------------------------------------------------------------------------- CPL
@@ -763,6 +775,15 @@ def _cpl_answer(subject, case):
     subject.solve(case.game)
 
 
+def _cpl_edges(subject, case):
+    """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1."""
+    _game(case, R=1.0)
+    _game(case, q_min=1.0, q_max=1.0)
+
+
+EDGE_ANSWER["cpl"] = _cpl_edges
+
+
 # ----------------------------------------------------------------------------------- LIA
 
 
@@ -806,6 +827,14 @@ def _lia_answer(subject, case):
     I = subject.scores(case.base, case.losses, case.owner)
     subject.sets(I)
     subject.cluster(I)
+
+
+def _lia_edges(subject, case):
+    """The no-split tolerances' bound from inside, accepted: rtol = atol = 0."""
+    lia.beneficial_sets(_I(case), rtol=0.0, atol=0.0)
+
+
+EDGE_ANSWER["lia"] = _lia_edges
 
 
 FAULTS = {"ipfl": IPFL_FAULTS, "cpl": CPL_FAULTS, "lia": LIA_FAULTS}

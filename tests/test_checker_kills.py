@@ -396,3 +396,34 @@ def test_every_batch_result_is_sealed():
     assert out.exact_methods is not None and unsealed(out) == 0
     g = mcpl.Game(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
     assert unsealed(mcpl.solve_batch(mcpl.GameBatch.from_games([g]))) == 0
+
+
+# -------------------------------------------- the validators' bounds from inside, accepted
+
+@pytest.mark.parametrize("family, subject, owner, name, before, after, aliases", [
+    pytest.param("ipfl", "local", mipfl.rules, "cost_plus", "markup < 0", "markup <= 0",
+                 (mipfl,), id="9ad8eecdd4"),
+    pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"].Game,
+                 "__post_init__", "if self.R < 1:", "if self.R <= 1:", (),
+                 id="R-at-1-refused"),
+    pytest.param("lia", "lia-central", sys.modules["mechanisms.lia"], "beneficial_sets",
+                 'rtol = as_real("rtol", rtol, lo=0)',
+                 'rtol = as_real("rtol", rtol, lo=0, lo_open=True)', (), id="rtol-0-refused"),
+])
+def test_a_bound_refused_from_inside_is_caught(monkeypatch, family, subject, owner, name,
+                                               before, after, aliases):
+    """A validator refusing its own bound (a markup of 0, R = 1, rtol = 0: valid, as
+    documented) fails the family's refuses_bad_input on the draws without a fault, which
+    also answer each bound from inside (proofs.input_properties.EDGE_ANSWER)."""
+    smp = {"ipfl": ip.ipfl_base_sampler, "cpl": ip.cpl_base_sampler,
+           "lia": ip.lia_base_sampler}[family]()
+    prop = PROPERTIES[{"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input",
+                       "lia": "lia_refuses_bad_input"}[family]]
+    bases = [c for d in smp.draw(np.random.default_rng(0), 3) for c in smp.cases(d)]
+
+    def violations():
+        return [prop.amount(SUBJECTS[subject], ip.FaultCase(b, 0, family)) for b in bases]
+
+    assert violations() == [0.0] * len(bases)
+    plant(monkeypatch, owner, name, before, after, *aliases)
+    assert all(v > 0 for v in violations())
