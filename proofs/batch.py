@@ -79,7 +79,7 @@ __all__ = [
     "BULK_PRICES",
     "BULK_RULES",
     "CHEAP_DATA",
-    "CHEAP_DATA_STRATUM",
+    "CHEAP_DATA_SHARE",
     "GAINS",
     "IPFL_SPECS",
     "LARGE_LIE",
@@ -225,6 +225,7 @@ class IpflSpec:
     cheap: tuple = ()  # sizes (of the tiers) whose markets are drawn with data nearly free
     gain_weights: tuple = ()  # the probability of each of ``gains`` (default: equal)
     strata: tuple = ()  # ((name, probability), ...): strata of STRATA; the rest: plain
+    cheap_data: float = 0.0  # the probability of a cheap-data market (CHEAP_DATA; sqrt gain)
 
 
 # client fields: N, c, K, role, liar key, perm key; globals: lam, symmetric, factor kind, factor
@@ -319,9 +320,14 @@ class IpflSampler(Sampler):
         if m in sp.cheap and ts == DEFAULT_SPACE:  # the cheap tier: c and lam x CHEAP
             c = c * CHEAP
         cheap = None
-        if d.stratum == "cheap-data" and d.gain == "sqrt":  # STRATA: c, lam x 10^u
+        if sp.cheap_data > 0 and d.gain == "sqrt":  # CHEAP_DATA: c and lam x 10^u
+            # w: the symmetry uniform's second bit onward (2 u_sym mod 1, uniform, independent
+            # of u_sym < 1/2); w >= 1 - p picks the market (never the simplest draw, w = 0),
+            # (w - 1 + p) / p (uniform) its exponent
+            w = (2.0 * g[:, _SYM]) % 1.0
             lo_e, hi_e = CHEAP_DATA
-            cheap = 10.0 ** (lo_e + ((2.0 * g[:, _SYM]) % 1.0) * (hi_e - lo_e))
+            at = (w - (1.0 - sp.cheap_data)) / sp.cheap_data
+            cheap = np.where(at >= 0, 10.0 ** (lo_e + at * (hi_e - lo_e)), 1.0)
             c = c * cheap[:, None]
         c = np.where(role == 1, np.inf, c)  # pure buyer
         K = np.where(role == 2, 0.0, K)  # pure seller
@@ -403,23 +409,26 @@ _TIER = ((24, 0.002),)
 # so a buyer with a large K has far more than GREEDY_TOP = 64 sellers worth buying and the
 # greedy scans its rows again with 8 x 64 sellers; measured in tests/test_batch_engine.py)
 CHEAP = 1e-3
-CHEAP_DATA = (-12.0, 0.0)  # the cheap-data stratum: c and lam x 10^u, u uniform on this range
-CHEAP_DATA_STRATUM = ("cheap-data", 0.05)
+# The cheap-data markets (IpflSpec.cheap_data: the probability of one; CHEAP_DATA_SHARE for
+# every iPFL row whose statement holds on any market): a sqrt-gain market's prices made
+# cheap, c and lam x 10^u, u uniform on CHEAP_DATA = [-12, 0] (every c still in the type
+# space's [0, 5]): prices far below the gains, where the sqrt closed form takes its large-q
+# branch (q = 4 sqrt(K)/(D sqrt(N_j)) > 1e9, mechanisms.gains._sqrt_roots) and thresholds
+# are huge; the plain draw reaches neither. Drawn instance by instance from a uniform the
+# plain draw already has (its symmetry uniform's second bit onward), not as a stratum of
+# STRATA: a stratum is a group of its own, and the batch engine's cost grows with the
+# groups (docs/reference-proofs.md). The sqrt gain's markets only: its thresholds have a
+# closed form at every scale, while a generic gain's are resolved to 2^50 N_j
+# (Gain.thresholds: the marginal g(T) - g(T - N_j) drowns in rounding beyond), so its
+# markets stay plain.
+CHEAP_DATA = (-12.0, 0.0)
+CHEAP_DATA_SHARE = 0.05
 _CHEAP_TIER = {"tiers": ((24, 0.002), (100, 0.0005)), "cheap": (100,)}
 
 # The strata a property's draws may hold (IpflSpec.strata: each with its probability; the
 # rest of the draws are the plain ones, so every instance of the plain distribution can still
 # be drawn). A stratum changes how the draws map onto instances, never the preconditions.
 STRATA = {
-    "cheap-data": "every price of the market made cheap: c and lam x 10^u, u uniform on "
-                  "[-12, 0] (a uniform of the plain draw's own, its symmetry uniform's "
-                  "second bit onward: 2 u_sym mod 1); prices far below the gains, where the "
-                  "sqrt gain's closed form takes its large-q branch (q = 4 sqrt(K)/(D "
-                  "sqrt(N_j)) > 1e9) and thresholds are huge; the plain draw reaches neither. "
-                  "The sqrt gain's markets only: its thresholds have a closed form at every "
-                  "scale, while a generic gain's are resolved to 2^50 N_j (Gain.thresholds: "
-                  "the marginal g(T) - g(T - N_j) drowns in rounding beyond), so its "
-                  "markets in this stratum are the plain ones",
     "priced-liar": "the liar is drawn among the clients with a finite cost c (the largest "
                    "of their liar-choice uniforms; in a market without one, among all): a "
                    "pure buyer's c = inf is still inf when overstated, so its lie changes "
@@ -445,31 +454,31 @@ _LEMMA1 = {"gain_weights": (0.7, 0.1, 0.1, 0.1),
            "strata": (("priced-liar", 0.45), ("large-lie", 0.4))}
 
 IPFL_SPECS: dict[str, IpflSpec] = {
-    "budget_balance": IpflSpec(**_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "no_deficit": IpflSpec(**_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "individual_rationality": IpflSpec(**_GAINS, strata=(CHEAP_DATA_STRATUM,)),
-    "ir_negative_distances": IpflSpec(negative=True, strata=(CHEAP_DATA_STRATUM,)),
-    "local_optimality": IpflSpec(**_CHEAP_TIER, **_GAINS, strata=(CHEAP_DATA_STRATUM,)),
+    "budget_balance": IpflSpec(**_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "no_deficit": IpflSpec(**_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "individual_rationality": IpflSpec(**_GAINS, cheap_data=CHEAP_DATA_SHARE),
+    "ir_negative_distances": IpflSpec(negative=True, cheap_data=CHEAP_DATA_SHARE),
+    "local_optimality": IpflSpec(**_CHEAP_TIER, **_GAINS, cheap_data=CHEAP_DATA_SHARE),
     "global_optimality": IpflSpec(max_m=P.GLOBAL_MAX_CLIENTS, **_GAINS,
-                                  strata=(CHEAP_DATA_STRATUM,)),
+                                  cheap_data=CHEAP_DATA_SHARE),
     "lemma1": IpflSpec(liar="over", **_GAINS, **_LEMMA1),
     "thm2": _REGRET,
     "thm3": IpflSpec(positive=True, lam_min=0.01, liar="who"),
     "thm3_lam0": IpflSpec(positive=True, liar="who"),
-    "permutation": IpflSpec(perm=True, **_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "permutation_ties": IpflSpec(perm=True, ties=True, strata=(CHEAP_DATA_STRATUM,)),
+    "permutation": IpflSpec(perm=True, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "permutation_ties": IpflSpec(perm=True, ties=True, cheap_data=CHEAP_DATA_SHARE),
     **{f"truthful_{key}": _REGRET for key in ("N_over", "N_under", "c_under", "K_over",
                                               "K_under")},
-    "budget_identity": IpflSpec(**_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "shapley_efficiency": IpflSpec(**_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "shapley_symmetry": IpflSpec(ties=True, min_m=3, **_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "greedy_tie_rule": IpflSpec(ties=True, min_m=3, strata=(CHEAP_DATA_STRATUM,)),
-    "pure_sellers_never_buy": IpflSpec(**_EVERY, strata=(CHEAP_DATA_STRATUM,)),
+    "budget_identity": IpflSpec(**_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "shapley_efficiency": IpflSpec(**_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "shapley_symmetry": IpflSpec(ties=True, min_m=3, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "greedy_tie_rule": IpflSpec(ties=True, min_m=3, cheap_data=CHEAP_DATA_SHARE),
+    "pure_sellers_never_buy": IpflSpec(**_EVERY, cheap_data=CHEAP_DATA_SHARE),
     # uniform sizes: a prefix breaks (the local rule) in 0 % of 3-client markets, ~5 % of
     # 6-client and ~25 % of 12-client ones (box2 vs local on 5,000 draws each, seed 0)
-    "box2_prefix": IpflSpec(min_m=3, size_power=0.0, strata=(CHEAP_DATA_STRATUM,)),
-    "one_path": IpflSpec(**_CHEAP_TIER, **_EVERY, strata=(CHEAP_DATA_STRATUM,)),
-    "one_market": IpflSpec(**_CHEAP_TIER, **_EVERY, strata=(CHEAP_DATA_STRATUM,)),
+    "box2_prefix": IpflSpec(min_m=3, size_power=0.0, cheap_data=CHEAP_DATA_SHARE),
+    "one_path": IpflSpec(**_CHEAP_TIER, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    "one_market": IpflSpec(**_CHEAP_TIER, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
 }
 
 

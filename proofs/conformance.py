@@ -52,7 +52,7 @@ from hypothesis import strategies as st
 
 from mechanisms import cpl, distances, ipfl, paper, roles
 
-from .batch import CHEAP_DATA_STRATUM, CplSampler, IpflSampler, IpflSpec
+from .batch import CHEAP_DATA_SHARE, CplSampler, IpflSampler, IpflSpec
 from .core import Property
 from .ipfl_properties import EVERY_GAIN, EVERY_MODE, GAINS, IpflCase, batch_rule
 from .names import fresh
@@ -874,7 +874,7 @@ CONFORMANCE_PROPERTIES = {
         ipfl_conforms, sample=lambda: IpflSampler(IpflSpec(liar="any", gains=EVERY_GAIN,
                                                             modes=EVERY_MODE,
                                                             tiers=((24, 0.0005),),
-                                                            strata=(CHEAP_DATA_STRATUM,))),
+                                                            cheap_data=CHEAP_DATA_SHARE)),
         batch=_ipfl_hook,
         clients=_ipfl_instances.clients,
         note="the oracle (proofs.oracle.ipfl) is written from the paper and the spec; "

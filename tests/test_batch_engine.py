@@ -14,7 +14,7 @@ from mechanisms import ipfl
 from proofs import PROPERTIES, SUBJECTS, IpflMechanism, check
 from proofs.batch import (
     CHEAP_DATA,
-    CHEAP_DATA_STRATUM,
+    CHEAP_DATA_SHARE,
     GAINS,
     IPFL_SPECS,
     LARGE_LIE,
@@ -734,7 +734,7 @@ def test_evaluate_in_bulk_refuses_cases_that_are_not_one_batch():
     lying = three[0].market.replace(c=three[0].market.c * 2, true_c=three[0].market.c)
     assert evaluate_in_bulk(SUBJECTS["box2"], prop, [IpflCase(lying, three[0].D)]) is None
 
-# ----------------------------------------------------- the cheap-data stratum (issue 34)
+# ----------------------------------------------------- the cheap-data markets (issue 34)
 
 
 def _big_branch(a) -> int:
@@ -747,39 +747,43 @@ def _big_branch(a) -> int:
     return int((np.isfinite(p) & (p > 2.5e8)).sum())
 
 
-def test_the_cheap_data_stratum_scales_the_sqrt_markets_prices_within_the_type_space():
-    """CHEAP_DATA_STRATUM (5 % of the draws of the rows that declare it): a sqrt-gain market
-    has c and lam x 10^u, u uniform on [-12, 0], so its prices reach the closed form's
-    large-q branch the plain draw never reaches; a generic gain's market in the stratum is
-    the plain one; every c stays in the type space's [0, 5]. Fails if the stratum is
-    dropped, scales a generic gain's market, or leaves the large-q branch unreached."""
-    assert CHEAP_DATA_STRATUM == ("cheap-data", 0.05) and CHEAP_DATA == (-12.0, 0.0)
+def test_the_cheap_data_markets_scale_the_sqrt_markets_prices_within_the_type_space():
+    """IpflSpec.cheap_data (CHEAP_DATA_SHARE = 5 % of the draws of the rows that declare it):
+    a sqrt-gain market has c and lam x 10^u, u uniform on [-12, 0], so its prices reach the
+    closed form's large-q branch the plain draw never reaches; a generic gain's market is
+    the plain one; every c stays in the type space's [0, 5]; no group of its own (the draws
+    split as without it). Fails if the markets are dropped, a generic gain's market scaled,
+    or the large-q branch unreached."""
+    assert CHEAP_DATA_SHARE == 0.05 and CHEAP_DATA == (-12.0, 0.0)
     for key in ("individual_rationality", "local_optimality", "one_market", "one_path"):
-        assert CHEAP_DATA_STRATUM in IPFL_SPECS[key].strata, key
-    spec = IpflSpec(gains=GAINS_ORDER, strata=(("cheap-data", 0.5),))
-    sampler, plain = IpflSampler(spec), IpflSampler(IpflSpec(gains=GAINS_ORDER))
-    n = {"": 0, "cheap-data": 0}
-    big = {"": 0, "cheap-data": 0}
+        assert IPFL_SPECS[key].cheap_data == CHEAP_DATA_SHARE, key
+    sampler = IpflSampler(IpflSpec(gains=GAINS_ORDER, cheap_data=0.5))
+    plain = IpflSampler(IpflSpec(gains=GAINS_ORDER))
+    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+    drawn = scaled = big_plain = big_cheap = 0
     ratios = []
-    for d in sampler.draw(np.random.default_rng(0), 4000):
-        a = sampler.arrays(d)
-        n[d.stratum] += d.size
+    for d, e in zip(sampler.draw(rng_a, 4000), plain.draw(rng_b, 4000), strict=True):
+        assert d.size == e.size and d.gain == e.gain  # the same groups, the same draws
+        a, base = sampler.arrays(d), plain.arrays(e)
         c = a["c"][np.isfinite(a["c"])]
         assert ((c >= 0) & (c <= 5)).all()
-        if d.gain == "sqrt":
-            big[d.stratum] += _big_branch(a)
-        if d.stratum == "cheap-data":
-            same = d.part(np.arange(d.size))
-            same.stratum = ""
-            base = plain.arrays(same)  # the same uniforms without the stratum's scaling
-            lam0 = base["lam"] > 0
-            ratio = a["lam"][lam0] / base["lam"][lam0]
-            if d.gain == "sqrt":
-                ratios.extend(np.log10(ratio).tolist())
-            else:
-                assert np.array_equal(ratio, np.ones_like(ratio))
-    assert abs(n["cheap-data"] / 4000 - 0.5) < 0.03
-    assert big[""] == 0 and big["cheap-data"] > 100
+        lam0 = base["lam"] > 0
+        ratio = np.ones_like(base["lam"])
+        ratio[lam0] = a["lam"][lam0] / base["lam"][lam0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c_ratio = np.where(np.isfinite(base["c"]) & (base["c"] > 0), a["c"] / base["c"], 1.0)
+        cheap = (ratio < 1) | (c_ratio < 1).any(axis=1)  # lam = 0 or c = 0: seen in the other
+        if d.gain != "sqrt":
+            assert not cheap.any()
+            continue
+        drawn += int(lam0.sum())  # lam = 0 (an atom) shows no scaling: the share over lam > 0
+        scaled += int((cheap & lam0).sum())
+        ratios.extend(np.log10(ratio[cheap & lam0]).tolist())
+        keep = ~cheap
+        big_plain += _big_branch({k: a[k][keep] for k in ("N", "c", "K", "lam", "D")})
+        big_cheap += _big_branch({k: a[k][cheap] for k in ("N", "c", "K", "lam", "D")})
+    assert abs(scaled / drawn - 0.5) < 0.05
+    assert big_plain == 0 and big_cheap > 100
     assert min(ratios) >= -12 and max(ratios) <= 0 and np.ptp(ratios) > 10
 
 
@@ -799,10 +803,10 @@ def _big_fault(monkeypatch):
 
 
 @pytest.mark.slow
-def test_conforms_finds_a_fault_of_the_large_q_branch_only_with_the_cheap_data_stratum(
+def test_conforms_finds_a_fault_of_the_large_q_branch_only_with_the_cheap_data_markets(
         monkeypatch):
     """Generated mutants 0384171072 and 203e0b0528 (the branch's v0 + 1/(3 v0^3) miswritten)
-    survived every row: the plain draw never reaches the branch. With the stratum, conforms
+    survived every row: the plain draw never reaches the branch. With the markets, conforms
     finds a fault planted there (local, seed 0, 20,000 markets); on the plain draw alone it
     does not."""
     _big_fault(monkeypatch)
