@@ -29,6 +29,7 @@ SAMPLES = 2  # validation samples per client
 SEPARATION = 50.0  # small noise: |noise| <= the least gap between a row's groups / SEPARATION
 ONE_GROUP_NOISE = 1e-4  # one group: |noise| <= 1e-4 h (below the no-split tolerance 1e-3)
 SCORE_RTOL = 1e-12
+ARI_TOL = 1e-12  # the adjusted Rand index against the oracle's pair counts
 
 
 def _arr(a) -> str:
@@ -288,7 +289,9 @@ def _conforms(answer, a):
     """(amount, effective) per instance: the scores against the oracle's mean-loss
     differences (1e-12 of the largest), each set against the spec's 2-means rule (the
     subject's own rtol, atol), the clusters against the components of the subject's own
-    sets' mutual edges numbered by first client (p2p: the sets themselves); once a batch,
+    sets' mutual edges numbered by first client (p2p: the sets themselves), and (central) the
+    adjusted Rand index of the clusters and the planted groups against the oracle's pair
+    counts (within ARI_TOL); once a batch,
     the 2-means of one row given alone (:func:`_one_row_gap`)."""
     got = answer(a["base"], a["losses"])
     I, C = got["I"], got["C"]
@@ -307,6 +310,13 @@ def _conforms(answer, a):
             out[k] = max(out[k], float(sum(int(x) != y for x, y in
                                            zip(got["labels"][k].tolist(), labels,
                                                strict=True))))
+            # the paper's measure of the clusters against the planted groups (any noise:
+            # the partitions differ in some draws), against the oracle's pair counts
+            ids, groups = got["labels"][k].tolist(), a["groups"][k].tolist()
+            ari = float(lia.adjusted_rand_index(ids, groups))
+            want = olia.adjusted_rand_index(ids, groups)
+            gap = abs(ari - want) - ARI_TOL
+            out[k] = max(out[k], gap if math.isfinite(gap) else math.inf)
     out[0] = max(out[0], _one_row_gap(I[0][0].tolist()))  # once a batch: client 0's row
     return np.maximum(out, _rows_ok(I.tolist(), C.tolist(), a["rtol"], a["atol"]))
 

@@ -427,3 +427,22 @@ def test_a_bound_refused_from_inside_is_caught(monkeypatch, family, subject, own
     assert violations() == [0.0] * len(bases)
     plant(monkeypatch, owner, name, before, after, *aliases)
     assert all(v > 0 for v in violations())
+
+
+# ------------------------------------------------ the adjusted Rand index (lia_conforms)
+
+@pytest.mark.parametrize("before, after", [
+    ("if top == expected:", "if top is not expected:"),  # 8eb28855de: always 1.0
+    ("top = 0.5 * (sa + sb)", "top = max(sa, sb)"),  # a wrong normaliser: 1 only when equal
+    ("index = comb2(table).sum()", "index = comb2(table).sum() + 1e-9"),  # off by 1e-9
+], ids=["8eb28855de", "normaliser-max", "off-1e-9"])
+def test_the_adjusted_rand_index_is_pinned_to_the_oracle(monkeypatch, before, after):
+    """lia_conforms compares mechanisms.lia.adjusted_rand_index of the clusters and the
+    planted groups with the oracle's pair counts; the partitions differ in some draws (noise
+    up to the gap), so an index that is right only on identical partitions is caught (the
+    recovery rows meet identical ones only)."""
+    import mechanisms.lia as lia
+
+    assert not _caught("lia-central", "lia_conforms", 100)
+    plant(monkeypatch, lia, "adjusted_rand_index", before, after)
+    assert _caught("lia-central", "lia_conforms", 100)

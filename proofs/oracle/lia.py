@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["beneficial_set", "clusters", "influence", "split_cost", "two_means"]
+__all__ = ["adjusted_rand_index", "beneficial_set", "clusters", "influence", "split_cost",
+           "two_means"]
 
 
 def influence(base: Sequence[float], losses, owner: Sequence[int], m: int) -> list[list[float]]:
@@ -105,3 +106,27 @@ def clusters(C: Sequence[Sequence[bool]]) -> list[int]:
                     stack.append(j)
         next_label += 1
     return label
+
+
+def adjusted_rand_index(a: Sequence, b: Sequence) -> float:
+    """Hubert and Arabie's adjusted Rand index of two labelings of the same items (the LIA
+    paper's measure of a clustering against the planted one, spec lia.md), from its pair
+    counts: over the n (n - 1) / 2 pairs of items, x = pairs together in both, p = together
+    in ``a``, q = together in ``b``; expected = p q / pairs, ARI = (x - expected) /
+    ((p + q) / 2 - expected). Where the denominator is 0 (both labelings one cluster, or both
+    all singletons, or a single item) the index is undefined; the toolkit's convention
+    (*ours*, as scikit-learn's) is 1.0."""
+    n = len(a)
+    x = p = q = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            sa, sb = a[i] == a[j], b[i] == b[j]
+            p += sa
+            q += sb
+            x += sa and sb
+    pairs = n * (n - 1) / 2
+    expected = p * q / pairs if pairs else 0.0
+    top = (p + q) / 2
+    if top == expected:
+        return 1.0
+    return (x - expected) / (top - expected)
