@@ -93,13 +93,19 @@ def two_means_1d(values):
     The optimal split of sorted values is contiguous; every split point is scored with prefix
     sums in O(m log m) overall. Ties in the objective go to the first (lowest) split. A row of
     fewer than two distinct values is all high, both centres its mean. Over rows too:
-    ``values`` (..., m) gives masks (..., m) and centres (...,).
+    ``values`` (..., m) gives masks (..., m) and centres (...,). Finite numbers, at least one
+    per row (else a MarketInputError naming ``values``: no centre of nothing, no NaN).
     """
-    v = np.asarray(values, dtype=np.float64)
+    v = as_floats("values", values)
+    if v.ndim == 0 or v.shape[-1] == 0:
+        raise MarketInputError("values", f"needs at least one value per row, got shape "
+                                         f"{v.shape}")
+    if not np.isfinite(v).all():
+        raise MarketInputError("values", "must be finite (no NaN or inf)")
     order = np.argsort(v, axis=-1, kind="stable")
     s = np.take_along_axis(v, order, axis=-1)
     m = s.shape[-1]
-    flat = (s[..., 0] == s[..., -1]) if m else np.ones(s.shape[:-1], dtype=bool)
+    flat = s[..., 0] == s[..., -1]
     csum, csq = np.cumsum(s, axis=-1), np.cumsum(s * s, axis=-1)
     k = np.arange(1, m)  # size of the low group
     lo_sse = csq[..., :-1] - csum[..., :-1] ** 2 / k

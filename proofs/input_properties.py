@@ -820,6 +820,12 @@ LIA_FAULTS = (
     Fault("labels", "of another length",
           lambda s, c: lia.adjusted_rand_index(c.groups, np.append(c.groups, 0))),
     Fault("atol", "negative", lambda s, c: lia.beneficial_sets(_I(c), atol=-1.0)),
+    Fault("values", "no values in a row, to two_means_1d",
+          lambda s, c: lia.two_means_1d(_I(c)[:, :0])),
+    Fault("values", "an entry NaN, to two_means_1d",
+          lambda s, c: lia.two_means_1d(_put(_I(c)[0], NAN))),
+    Fault("values", "an entry inf, to two_means_1d",
+          lambda s, c: lia.two_means_1d(_put(_I(c), INF))),
 )
 
 
