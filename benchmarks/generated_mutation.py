@@ -26,7 +26,11 @@ after each mutant) and scored by two engines, each stopping at its first failure
   one context per test function), fastest first, ``pytest -x``.
 
 A mutant no row (test) executes survives that engine with the reason "not executed"; a
-mutant whose code does not compile is "incompetent" and counted apart. Every result is
+mutant whose code does not compile is "incompetent" and counted apart. A mutant with an
+argument of equivalence (benchmarks/equivalent_mutants.toml, read as each mutant starts) is
+not run by the checker ("skipped": a survivor costs its rows' whole budget, for a hot-path
+mutant about a standard run); the tests still run on it, and if they kill it the argument is
+set aside and the checker's skip counts as a survival. Every result is
 appended to ``--out`` (JSON lines) as it finishes; a rerun skips what the file holds for the
 same code version (mechanisms/, proofs/, sims/, learning/, tests/, pyproject.toml) and
 command (resumable); ``--jobs N`` scores N mutants at a time. ``--markdown``
@@ -713,8 +717,16 @@ def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str) -> d
     if why:
         return {**out, "incompetent": why}
     path.write_text(mutated)
+    argued = m.key in equivalents()  # read now: arguments written during a run count
     try:
         for engine in engines:
+            if engine == "checker" and argued:
+                # its argument stands in for the checker's run (a survivor's full budget,
+                # up to a standard run's CPU); the tests still run on it, and a kill there
+                # sets the argument aside (summarise), leaving the checker a survivor
+                out[engine] = {"status": "skipped", "why": "argued equivalent", "rows": 0,
+                               "of": 0, "seconds": 0.0}
+                continue
             fn = score_checker if engine == "checker" else score_tests
             out[engine] = fn(copy, bases[engine], m)
     finally:
@@ -744,6 +756,7 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
 
 
 KILLS = ("killed", "timeout")
+UNRUN = ("not executed", "skipped")  # the mutated code never ran / an argued equivalent
 # the argument of every mutant inside an annotation (Generated.where == "annotation")
 ANNOTATION = ("an annotation of a module with 'from __future__ import annotations' is kept as "
               "a string and never evaluated (PEP 563); nothing in the tree evaluates "
@@ -769,7 +782,7 @@ def tally(summary: dict) -> dict:
         done = [r for r in scored if engine == "both" or engine in r]
         k = sum(killed(r) for r in done)
         lo, hi = interval(k, len(done))
-        unrun = sum(not killed(r) and all(r.get(x, {}).get("status") == "not executed"
+        unrun = sum(not killed(r) and all(r.get(x, {}).get("status") in UNRUN
                                           for x in ((engine,) if engine != "both"
                                                     else ("checker", "tests")))
                     for r in done)
@@ -829,7 +842,7 @@ def render(summary: dict) -> str:
                 f"the {summary['sampled']}-mutant sample of seed {summary['seed']} (the "
                 "smallest ranks), a uniform sample itself, and the command above scores "
                 "exactly them."), "",
-             "| engine | killed | survived (ran it) | not executed | of | score "
+             "| engine | killed | survived (ran it) | not executed or skipped | of | score "
              "| 95 % interval |", "|---|---|---|---|---|---|---|"]
     for engine in ("checker", "tests", "both"):
         e = t[engine]

@@ -159,6 +159,30 @@ def test_generated_mutants_scored_end_to_end(gm, money, tmp_path, monkeypatch):
     assert (copy / flip.path).read_text() == text
 
 
+def test_an_argued_equivalent_is_not_run_by_the_checker(gm, money, tmp_path, monkeypatch):
+    """A mutant with an argument of equivalence is "skipped" by the checker (its argument
+    stands in for a survivor's whole budget) and counted apart from the survivors that ran;
+    the tests still run on it. The same mutant without its argument is run (and killed)."""
+    monkeypatch.setattr(gm, "_COPIES", {})
+    monkeypatch.setattr(gm.named, "copy_tree", _small_copy)
+    flip = next(m for m in money if m.operator == "core/ReplaceBinaryOperator_Sub_Add"
+                and "R.sum(axis=-1) - R.sum(axis=-2)" in
+                (ROOT / m.path).read_text().splitlines()[m.line - 1])
+    base = {"command": "fedmarket prove --engine batch --examples 50",
+            "rows": ["box2/budget_balance"], "seconds": [0.5], "passes": [True],
+            "lines": {flip.path: {str(flip.span[0]): [0]}}}
+    monkeypatch.setattr(gm, "equivalents", lambda: {flip.key: "argued"})
+    got = gm.score(flip, ("checker",), {"checker": base}, str(tmp_path))
+    assert got["checker"] == {"status": "skipped", "why": "argued equivalent", "rows": 0,
+                              "of": 0, "seconds": 0.0}, got
+    row = {"key": flip.key, "checker": got["checker"], "tests": {"status": "killed"}}
+    t = gm.tally({"mutants": [row], "equivalents": {}})  # the tests set the argument aside
+    assert t["checker"] == {"killed": 0, "of": 1, "unrun": 1, "low": 0.0, "high": 0.975}, t
+    monkeypatch.setattr(gm, "equivalents", dict)
+    got = gm.score(flip, ("checker",), {"checker": base}, str(tmp_path))
+    assert got["checker"]["status"] == "killed", got
+
+
 def test_where_a_mutant_runs(gm, tmp_path):
     """A function's body, a def's default (for the calls of that def), module-level code (at
     import), an annotation (never evaluated under ``from __future__ import annotations``;
