@@ -309,6 +309,20 @@ def _barely_convex(x, K, N):
     return (1.0 + np.asarray(K)) * (np.asarray(x) / np.asarray(N)) ** 1.01
 
 
+def _gently_decreasing(x, K, N):
+    """Linear (so concave) and decreasing by at most 3/16 over the whole grid of Gain.check
+    (2^-52 x/N): only the increasing test can refuse it, and only one that compares each step
+    with the rounding of its own values, not with a fixed amount."""
+    return -(2.0**-52) * np.asarray(x) / np.asarray(N) + 0.0 * np.asarray(K)
+
+
+def _convex_far_out(x, K, N):
+    """Linear up to 2^20 N, convex beyond (slopes rising 4x a step of the grid there): only
+    a concavity test whose rounding allowance shrinks with the step's width sees it."""
+    t = np.asarray(x) / np.asarray(N)
+    return (1.0 + np.asarray(K)) * (t + np.maximum(t - 2.0**20, 0.0) ** 2 / 2.0**20)
+
+
 def _eight_columns(x, K, N):
     """Right on the 8-point core of Gain.check, of another shape on its longer grids."""
     return np.asarray(K) * np.sqrt(np.asarray(x)[..., :8] / np.asarray(N))
@@ -480,6 +494,10 @@ IPFL_FAULTS = (
     Fault("gain", "a function of the wrong shape beyond 8 points",
           lambda s, c: _market(c, gain=_eight_columns)),
     Fault("gain", "a function returning one NaN", lambda s, c: _market(c, gain=_scalar_nan)),
+    Fault("gain", "a function decreasing by little (-2^-52 x/N: at most 3/16 over the grid)",
+          lambda s, c: _market(c, gain=_gently_decreasing)),
+    Fault("gain", "a function linear up to 2^20 N and convex beyond",
+          lambda s, c: _market(c, gain=_convex_far_out)),
     Fault("thresholds", "an unknown mode, with cost-plus rules of a valid markup",
           lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=ipfl.cost_plus(0.1)[1],
                                   prices=ipfl.cost_plus(0.1)[0], thresholds="approx",

@@ -127,6 +127,15 @@ _REFUSED = [
     pytest.param("ipfl", "local", "an entry 0, to prox_centres", "N", distances,
                  "prox_centres", 'N = as_vector("N", N, m=X.shape[0], positive=True)',
                  "N = np.asarray(N, dtype=np.float64)", (mipfl, ip), id="unchecked-prox-N"),
+    # the increasing test against a fixed amount (2 noise ** 1e-300 = 2) passed a gain
+    # decreasing by less than 2 over the grid; the rounding allowance multiplied by the step's
+    # width (not divided) passed a gain convex only far out, where the steps are wide
+    pytest.param("ipfl", "local", "a function decreasing by little", None, gains,
+                 "_check_shape", "if (steps < -(2 * noise + 1e-300)).any():",
+                 "if (steps < -(2 * noise ** 1e-300)).any():", (), id="265f006bba"),
+    pytest.param("ipfl", "local", "a function linear up to 2^20 N", None, gains,
+                 "_check_shape", "slack = 2 * noise / dx", "slack = 2 * noise * dx", (),
+                 id="8d91684083"),
     pytest.param("ipfl", "local", "not square (one column short)", "T", selection, "_greedy",
                  "if T.ndim < 2 or T.shape[-1] != T.shape[-2]:", "if T.ndim < 2:", (),
                  id="unchecked-T"),

@@ -238,3 +238,48 @@ def test_a_pure_seller_never_buys_even_a_free_model():
     assert np.isinf(T[2, 1])  # the same free model is always worth buying for a buyer
     for rule in ("box2", "local", "exact"):
         assert not ipfl.clear(market, D, rule=rule).adjacency[0].any(), rule
+
+
+def test_a_linear_gain_priced_at_its_own_value_is_never_worth_buying():
+    """Box 2's convention for every gain: T = 0 where price >= g(N_j), T = inf where the
+    marginal never falls to the price. A linear gain's marginal is the constant
+    g(N_j) = K((1 + N_j/N) - 1), while its limit K N_j / N may round to either side of it:
+    priced exactly at g(N_j) it is never worth buying, whichever way the two round, and
+    one ulp below both always (generated mutant 0cc30e3e40 joined the always-worth-buying test
+    to the price < g(N_j) test with `|`: T = inf at g(N_j) wherever the limit rounds at or
+    above it)."""
+    from mechanisms.gains import PowerGain
+
+    gain = PowerGain(1.0)
+    rng = np.random.default_rng(7)
+    Nj, K, N = (10.0 ** rng.uniform(-3, 6, 2000) for _ in range(3))
+    first = gain.value(Nj, K, N)
+    limit = gain.marginal_limit(Nj, K, N)
+    assert (first <= limit).sum() > 100 and (first > limit).sum() > 100  # both roundings met
+    assert (gain.thresholds(first, Nj, K, N) == 0.0).all()
+    below = np.nextafter(limit, 0.0)  # under the limit too: always worth buying
+    ok = below < first
+    assert ok.sum() > 1000 and (gain.thresholds(below, Nj, K, N)[ok] == np.inf).all()
+
+
+def test_the_sqrt_closed_form_does_not_depend_on_its_block_size(monkeypatch):
+    """SqrtGain.thresholds runs its closed form in blocks of rows (gains._BLOCK elements) for
+    the cache; every operation in a block is elementwise (the large-q test only gates work
+    its mask then applies per element), so the values are the same bit for bit whatever the
+    block (benchmarks/equivalent_mutants.toml argues mutants e2fd1aeeac and d0431e5db0,
+    which change only the block, from this)."""
+    import mechanisms.gains as gains
+
+    rng = np.random.default_rng(3)
+    gain = ipfl.SqrtGain()
+    for B, m in [(200, 12), (3, 100), (2000, 2), (1, 131)]:
+        price = 10.0 ** rng.uniform(-14, 2, (B, m, m)) * rng.choice([1, 1, 1, -1, 0], (B, m, m))
+        Nj = 10.0 ** rng.uniform(-3, 6, (B, 1, m))
+        K = 10.0 ** rng.uniform(-3, 8, (B, m, 1))
+        N = 10.0 ** rng.uniform(-3, 6, (B, m, 1))
+        want = gain.thresholds(price, Nj, K, N)
+        for block in (1, 15, 1000, 2**20):
+            monkeypatch.setattr(gains, "_BLOCK", block)
+            got = gain.thresholds(price, Nj, K, N)
+            assert (got.view(np.int64) == want.view(np.int64)).all(), (B, m, block)
+        monkeypatch.undo()
