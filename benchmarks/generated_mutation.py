@@ -662,14 +662,18 @@ def score_tests(copy: Path, base: dict, m: Generated) -> dict:
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in text.splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
     status = {0: "survived", 1: "killed", 2: "killed"}.get(proc.returncode, "error")
-    if status == "error" and any(ln.lstrip("_ ").startswith("ERROR collecting ")
-                                 for ln in text.splitlines()):
+    if status == "error" and (any(ln.lstrip("_ ").startswith("ERROR collecting ")
+                                  for ln in text.splitlines())
+                              or "while loading conftest" in text):
         # a test module the unmutated tree collects fails to import: pytest reports the
-        # collection error, then "found no collectors" for the node ids (exit 4)
+        # collection error, then "found no collectors" for the node ids (exit 4); or the
+        # conftest itself fails to import (exit 4 before any test: no test can pass)
         status = "killed"
     out = {"status": status, "tests": len(ids), "seconds": seconds, "rc": proc.returncode}
     if failed:
         out["by"] = failed[0]
+    elif status == "killed" and "while loading conftest" in text:
+        out["by"] = "tests/conftest.py (import)"
     if status == "error":
         out["error"] = text.strip().splitlines()[-3:]
     return out

@@ -300,6 +300,12 @@ def test_a_test_module_the_mutant_breaks_at_import_counts_as_killed(gm, money, t
     assert got["by"].startswith("tests/test_broken.py"), got
     base["tests"] = ["tests/test_fine.py::test_y"]  # a module that imports: it survives
     assert gm.score_tests(copy, base, m)["status"] == "survived"
+    # the conftest failing to import (4ef4e858f4 broke a validator the conftest calls): no
+    # test can run, exit 4 without a collection error: killed, not a harness error
+    (copy / "tests" / "conftest.py").write_text("raise TypeError('unsupported operand')\n")
+    got = gm.score_tests(copy, base, m)
+    assert got["status"] == "killed" and got["rc"] == 4, got
+    assert got["by"] == "tests/conftest.py (import)", got
 
 
 def test_a_mutant_that_breaks_an_import_is_killed_by_the_checker(gm, money, monkeypatch):
