@@ -323,6 +323,36 @@ def _convex_far_out(x, K, N):
     return (1.0 + np.asarray(K)) * (t + np.maximum(t - 2.0**20, 0.0) ** 2 / 2.0**20)
 
 
+# Gain.check's documented allowance for neighbouring slopes: a relative tolerance plus the
+# rounding of the values (each value may be 2^-40 of itself off)
+CHECK_RTOL, CHECK_ROUND = 1e-9, 2.0**-40
+
+
+def _kinked(share: float):
+    """A gain linear in t = x/N with one convex kink at t = 2 (slope 1 on [1, 2], 1 + delta
+    beyond), delta ``share`` times the allowance Gain.check documents at that kink, on its
+    grid points t = 1, 2, 4: CHECK_RTOL (1 + delta) + 2 CHECK_ROUND 2 / 1 (the slope on
+    [1, 2]) + 2 CHECK_ROUND (4 + 2 delta) / 2 (the one on [2, 4]). Just past it (1.002) the
+    gain is refused; just within (0.998) it is accepted. Used on markets whose N are powers
+    of 4 (:func:`_quartic_N`), where the grid's multiples of N and its absolute amounts
+    are the same points (elsewhere the absolute amounts straddle the kink or sit at it with
+    other neighbours, and their allowance differs)."""
+    r = CHECK_ROUND
+    delta = share * (CHECK_RTOL + 8.0 * r) / (1.0 - share * (CHECK_RTOL + 2.0 * r))
+
+    def gain(x, K, N):
+        t = np.asarray(x) / np.asarray(N)
+        return t + delta * np.maximum(t - 2.0, 0.0) + 0.0 * np.asarray(K)
+
+    gain.__name__ = f"kinked_{share}"
+    return gain
+
+
+def _quartic_N(case):
+    """The case's N, each rounded to a power of 4."""
+    return 4.0 ** np.round(np.log(case.market.N) / np.log(4.0))
+
+
 def _eight_columns(x, K, N):
     """Right on the 8-point core of Gain.check, of another shape on its longer grids."""
     return np.asarray(K) * np.sqrt(np.asarray(x)[..., :8] / np.asarray(N))
@@ -498,6 +528,9 @@ IPFL_FAULTS = (
           lambda s, c: _market(c, gain=_gently_decreasing)),
     Fault("gain", "a function linear up to 2^20 N and convex beyond",
           lambda s, c: _market(c, gain=_convex_far_out)),
+    Fault("gain", "a function convex 0.2 % past the allowance Gain.check documents (N powers "
+                  "of 4)",
+          lambda s, c: _market(c, N=_quartic_N(c), gain=_kinked(1.002))),
     Fault("thresholds", "an unknown mode, with cost-plus rules of a valid markup",
           lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=ipfl.cost_plus(0.1)[1],
                                   prices=ipfl.cost_plus(0.1)[0], thresholds="approx",
@@ -595,9 +628,11 @@ def _ipfl_answer_overflowing(subject, case):
 
 def _ipfl_edges(subject, case):
     """The overflowing distances (:func:`_ipfl_answer_overflowing`), and each validator's
-    bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1."""
+    bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1, a
+    gain convex 0.2 % within the allowance Gain.check documents."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
+    _market(case, N=_quartic_N(case), gain=_kinked(0.998))
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
 
