@@ -158,10 +158,32 @@ def _lengths(n):
     return n + 1, n - 1
 
 
-def _named_x(message: str) -> float:
-    """The data amount a gain's concavity refusal names ("below x = ..."), else NaN."""
-    got = re.search(r"x = ([-+0-9.einf]+)", message)
-    return float(got.group(1)) if got else math.nan
+def _rise_named_right(case, message: str) -> bool:
+    """A concavity refusal of :func:`_convex` (g = (1 + K)(x/N)^2) names the first point
+    where the slope rises (below the largest N) and its two slopes around it truly: for some
+    buyer the slope below x <= g'(x) = 2 (1 + K) x / N^2 <= the slope above (a convex gain's
+    secants straddle its derivative), to the message's 6 digits."""
+    got = re.search(r"rises from ([-+0-9.einf]+) below x = ([-+0-9.einf]+) to "
+                    r"([-+0-9.einf]+) above", message)
+    if not got:
+        return False
+    below, x, above = map(float, got.groups())
+    mk = case.market
+    slope = 2.0 * (1.0 + mk.K) * x / mk.N**2
+    ok = (below * (1 - 1e-5) <= slope) & (slope <= above * (1 + 1e-5))
+    return bool(above > below and x <= float(np.max(mk.N)) and ok.any())
+
+
+def _kink_named(case, message: str) -> bool:
+    """A concavity refusal of :func:`_convex_far_out` names its kink, x = 2^20 N for some
+    buyer (to the message's 6 digits): the first point where the slope rises; and the
+    slope it names above the kink is higher than the one below."""
+    got = re.search(r"rises from ([-+0-9.einf]+) below x = ([-+0-9.einf]+) to "
+                    r"([-+0-9.einf]+) above", message)
+    if not got:
+        return False
+    below, x, above = map(float, got.groups())
+    return bool(above > below and (np.abs(x / (2.0**20 * case.market.N) - 1.0) < 1e-5).any())
 
 
 def _put(a, value, k=0):
@@ -516,9 +538,9 @@ IPFL_FAULTS = (
     Fault("gain", "a function not 0 at 0", lambda s, c: _market(c, gain=_not_zero_at_0)),
     Fault("gain", "a function returning one number", lambda s, c: _market(c, gain=_one_number)),
     Fault("gain", "a convex function (the refusal names a point below the largest N: the "
-                  "first where the slope rises, not the last, about 2^50 N)",
-          lambda s, c: _market(c, gain=_convex),
-          says=lambda c, msg: _named_x(msg) <= float(np.max(c.market.N))),
+                  "first where the slope rises, not the last, about 2^50 N; and the "
+                  "slopes either side of it, which straddle g' there)",
+          lambda s, c: _market(c, gain=_convex), says=_rise_named_right),
     Fault("gain", "a function barely convex (x^1.01, slopes rising 0.7 % a doubling)",
           lambda s, c: _market(c, gain=_barely_convex)),
     Fault("gain", "a function of the wrong shape beyond 8 points",
@@ -526,8 +548,9 @@ IPFL_FAULTS = (
     Fault("gain", "a function returning one NaN", lambda s, c: _market(c, gain=_scalar_nan)),
     Fault("gain", "a function decreasing by little (-2^-52 x/N: at most 3/16 over the grid)",
           lambda s, c: _market(c, gain=_gently_decreasing)),
-    Fault("gain", "a function linear up to 2^20 N and convex beyond",
-          lambda s, c: _market(c, gain=_convex_far_out)),
+    Fault("gain", "a function linear up to 2^20 N and convex beyond (the refusal names "
+                  "2^20 N and a slope rising there)",
+          lambda s, c: _market(c, gain=_convex_far_out), says=_kink_named),
     Fault("gain", "a function convex 0.2 % past the allowance Gain.check documents (N powers "
                   "of 4)",
           lambda s, c: _market(c, N=_quartic_N(c), gain=_kinked(1.002))),
