@@ -63,7 +63,7 @@ from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["CONFORMANCE_PROPERTIES", "CplView", "Gaps", "IpflView", "baseline_ledgers",
            "cpl_gaps", "gradient_gaps", "ipfl_gaps", "lied", "model_gaps", "models",
-           "outcome_view", "scenario_gaps", "subject_rules"]
+           "outcome_view", "scale_gaps", "scenario_gaps", "subject_rules"]
 
 INF = math.inf
 EPS = 2.220446049250313e-16
@@ -430,6 +430,28 @@ def model_gaps(gaps: Gaps, theta, reference, eta, N, A, D_got: dict, P_got: dict
         _close_all(gaps, f"prox_{metric}", P_got[metric], want, psize)
 
 
+# powers of two the models are scaled by (exact): cosine far past where the squares of the
+# entries underflow or overflow float64; l2sq where the distances themselves stay normal
+COSINE_SCALES = (-540, 520)
+L2SQ_SCALES = (-200, 200)
+
+
+def scale_gaps(gaps: Gaps, theta, reference, D_got: dict) -> None:
+    """mechanisms.distances.pairwise_distances of the models (and the reference) times 2^k
+    against ``D_got``, the unscaled ones, bit for bit: cosine distances measure angles
+    (:data:`COSINE_SCALES`: the same, where the entries' squares underflow or overflow
+    float64), squared Euclidean ones scale by 2^(2k) (:data:`L2SQ_SCALES`). Scaling by a
+    power of two rounds nothing, so any difference is the code's; a NaN is a failure."""
+    X, ref = np.asarray(theta, float), np.asarray(reference, float)
+    for metric, scales, power in (("cosine", COSINE_SCALES, 0), ("l2sq", L2SQ_SCALES, 2)):
+        want = np.asarray(D_got[metric], float)
+        for k in scales:
+            got = distances.pairwise_distances(np.ldexp(X, k), fresh(metric),
+                                               reference=np.ldexp(ref, k))
+            _close_all(gaps, f"distances_{metric}_scaled", np.ldexp(got, -power * k), want,
+                       0.0)
+
+
 def gradient_gaps(gaps: Gaps, theta, reference) -> None:
     """mechanisms.distances.distance_gradients against the oracle's gradients
     (:func:`proofs.oracle.ipfl.distance_gradient`) for every ordered pair of the models
@@ -526,6 +548,7 @@ def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float
         model_gaps(gaps, theta, reference, eta, np.asarray(market.N, float).tolist(), view.A,
                    Dm, Pm)
         gradient_gaps(gaps, theta, reference)
+        scale_gaps(gaps, theta, reference, Dm)
         scenario_gaps(gaps, market)
     # the one-market outcome's accessors
     m = market.m
@@ -596,6 +619,7 @@ def _ipfl_hook(subject):
                 if k == 0:  # the market-independent part: once a batch (~1 ms a market)
                     scenario_gaps(gaps, markets.market(k))
                     gradient_gaps(gaps, theta[k], reference[k])  # ~1-3 ms a market
+                    scale_gaps(gaps, theta[k], reference[k], {x: Dm[x][k] for x in Dm})
             viol[k] = gaps.violation
         return viol
 

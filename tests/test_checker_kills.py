@@ -465,3 +465,21 @@ def test_the_adjusted_rand_index_is_pinned_to_the_oracle(monkeypatch, before, af
     assert not _caught("lia-central", "lia_conforms", 100)
     plant(monkeypatch, lia, "adjusted_rand_index", before, after)
     assert _caught("lia-central", "lia_conforms", 100)
+
+
+# ------------------------------------------ distances at scales where squares over/underflow
+
+@pytest.mark.parametrize("before, after", [
+    ("np.where(np.asarray(x) > 0, np.ldexp(1.0, e), 1.0)",
+     "np.where(np.asarray(x) <= 0, np.ldexp(1.0, e), 1.0)"),  # 95319bad0c: no scaling
+    ("np.ldexp(1.0, e)", "np.ldexp(1.0, e - 600)"),  # a scale that is not the row's own
+], ids=["95319bad0c", "wrong-scale"])
+def test_distances_are_pinned_at_scales_where_their_squares_overflow(monkeypatch, before,
+                                                                       after):
+    """conforms compares the cosine distances of the models times 2^-540 and 2^520 with the
+    unscaled ones (and l2sq at 2^-+200, times 2^(2k)), bit for bit: a Gram matrix taken
+    without each row's own power-of-two scale underflows to orthogonal (distance 1) or
+    overflows to NaN there, which the drawn models (entries of order 1) never reach."""
+    assert not _caught("local", "conforms", 50)
+    plant(monkeypatch, distances, "_pow2", before, after)
+    assert _caught("local", "conforms", 50)
