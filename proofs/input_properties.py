@@ -370,6 +370,23 @@ def _kinked(share: float):
     return gain
 
 
+def _bump(x, K, N):
+    """Piecewise linear: slope 1 up to 0.9 c, 2 up to 1.2 c, 1/2 beyond, c = 2^11 N: convex
+    over that narrow span. With N of the form 2 4^j (:func:`_odd_N`) the multiples of N
+    Gain.check tries beyond 16 N are N 4^k, odd powers of two, none inside the span (their
+    secants stay concave: 0.93 across it); its absolute amounts, even powers of two, put c
+    itself inside it."""
+    x, N = np.asarray(x, dtype=float), np.asarray(N, dtype=float)
+    x0, x1 = 0.9 * 2.0**11 * N, 1.2 * 2.0**11 * N
+    g = np.minimum(x, x0) + 2.0 * np.clip(x - x0, 0.0, x1 - x0) + 0.5 * np.maximum(x - x1, 0.0)
+    return g + 0.0 * np.asarray(K)
+
+
+def _odd_N(case):
+    """The case's N, each rounded to 2 4^j (an odd power of two)."""
+    return 2.0 * 4.0 ** np.round(np.log(case.market.N / 2.0) / np.log(4.0))
+
+
 def _quartic_N(case):
     """The case's N, each rounded to a power of 4."""
     return 4.0 ** np.round(np.log(case.market.N) / np.log(4.0))
@@ -551,6 +568,9 @@ IPFL_FAULTS = (
     Fault("gain", "a function linear up to 2^20 N and convex beyond (the refusal names "
                   "2^20 N and a slope rising there)",
           lambda s, c: _market(c, gain=_convex_far_out), says=_kink_named),
+    Fault("gain", "a function convex over a narrow span around 2^11 N (N odd powers of 2: "
+                  "only the absolute amounts see it)",
+          lambda s, c: _market(c, N=_odd_N(c), gain=_bump)),
     Fault("gain", "a function convex 0.2 % past the allowance Gain.check documents (N powers "
                   "of 4)",
           lambda s, c: _market(c, N=_quartic_N(c), gain=_kinked(1.002))),
