@@ -370,15 +370,15 @@ def _kinked(share: float):
     return gain
 
 
-def _bump(x, K, N):
-    """Piecewise linear: slope 1 up to 0.9 c, 2 up to 1.2 c, 1/2 beyond, c = 2^11 N: convex
-    over that narrow span. With N of the form 2 4^j (:func:`_odd_N`) the multiples of N
-    Gain.check tries beyond 16 N are N 4^k, odd powers of two, none inside the span (their
-    secants stay concave: 0.93 across it); its absolute amounts, even powers of two, put c
-    itself inside it."""
-    x, N = np.asarray(x, dtype=float), np.asarray(N, dtype=float)
-    x0, x1 = 0.9 * 2.0**11 * N, 1.2 * 2.0**11 * N
-    g = np.minimum(x, x0) + 2.0 * np.clip(x - x0, 0.0, x1 - x0) + 0.5 * np.maximum(x - x1, 0.0)
+def _dip(x, K, N):
+    """Piecewise linear: slope 1 up to 2^48 N, 1/10 up to 2^49 N, 6/5 beyond: convex at
+    2^49 N, inside the span Gain.check covers. With N of the form 2 4^j (:func:`_odd_N`) the
+    multiples of N it tries (2^48 N, 2^50 N) straddle the kink and their secants stay
+    concave (1, then 0.83); its absolute amounts put 2^49 N on the grid, and only their last
+    step (2^49 N to 2^51 N or 2^50 N) sees the slope rise."""
+    t = np.asarray(x, dtype=float) / np.asarray(N, dtype=float)
+    a, b = 2.0**48, 2.0**49
+    g = np.minimum(t, a) + 0.1 * np.clip(t - a, 0.0, b - a) + 1.2 * np.maximum(t - b, 0.0)
     return g + 0.0 * np.asarray(K)
 
 
@@ -568,9 +568,9 @@ IPFL_FAULTS = (
     Fault("gain", "a function linear up to 2^20 N and convex beyond (the refusal names "
                   "2^20 N and a slope rising there)",
           lambda s, c: _market(c, gain=_convex_far_out), says=_kink_named),
-    Fault("gain", "a function convex over a narrow span around 2^11 N (N odd powers of 2: "
-                  "only the absolute amounts see it)",
-          lambda s, c: _market(c, N=_odd_N(c), gain=_bump)),
+    Fault("gain", "a function convex at 2^49 N, between the multiples of N tried (N odd "
+                  "powers of 2: only the absolute amounts' last step sees it)",
+          lambda s, c: _market(c, N=_odd_N(c), gain=_dip)),
     Fault("gain", "a function convex 0.2 % past the allowance Gain.check documents (N powers "
                   "of 4)",
           lambda s, c: _market(c, N=_quartic_N(c), gain=_kinked(1.002))),

@@ -143,11 +143,15 @@ _REFUSED = [
     pytest.param("ipfl", "local", "a function linear up to 2^20 N", None, gains,
                  "_check_shape", "to {slopes[r, k + 1]:.6g}", "to {slopes[r, k ^ 1]:.6g}", (),
                  id="3a241d9290"),
-    # the absolute amounts all 1.0 (1.0 ** instead of 2.0 **): a gain convex only between
-    # two multiples of N passed
-    pytest.param("ipfl", "local", "a function convex over a narrow span", None, gains.Gain,
+    # the absolute amounts all 1.0 (1.0 ** instead of 2.0 **), or their last step dropped
+    # (arange to CHECK_SPAN[1] - CHECK_SPAN[0] - 1): a gain convex at 2^49 N, between the
+    # multiples of N the grid tries, passed
+    pytest.param("ipfl", "local", "a function convex at 2^49 N", None, gains.Gain,
                  "check", "absolute = 2.0 ** (start", "absolute = 1.0 ** (start", (),
                  id="69cd5a59a4"),
+    pytest.param("ipfl", "local", "a function convex at 2^49 N", None, gains.Gain,
+                 "check", "CHECK_SPAN[1] - CHECK_SPAN[0] + 1, 2.0)",
+                 "CHECK_SPAN[1] - CHECK_SPAN[0] - 1, 2.0)", (), id="b887ffd3a6"),
     pytest.param("ipfl", "local", "a function convex 0.2 % past", None, gains,
                  "_check_shape", "slack = 2 * noise / dx", "slack = 3 * noise / dx", (),
                  id="7a9a9101a0"),
