@@ -957,9 +957,15 @@ def _raised(call, subject, case):
     return None
 
 
+# a refusal's message: one line of at most this many characters (a value it shows is cut to
+# 80, mechanisms.errors; the longest message of the tables, D's asymmetry, is about 230)
+MESSAGE_MAX = 300
+
+
 def refusal(subject, case: FaultCase):
     """The violation: 0 when the subject answered the well-formed instance and the fault
-    (if any) was refused with an error naming its field on one line, or (none: iPFL) the
+    (if any) was refused with an error naming its field on one line of at most
+    :data:`MESSAGE_MAX` characters, or (none: iPFL) the
     instance at the edge of :data:`EDGE_ANSWER` was answered too; 1 otherwise."""
     exc = _raised(ANSWER[case.family], subject, case.base)
     if exc is not None:
@@ -978,6 +984,7 @@ def refusal(subject, case: FaultCase):
     exc = _raised(fault.call, subject, case.base)
     ok = (isinstance(exc, FedmarketError) and isinstance(exc, ValueError)
           and exc.field == fault.field and "\n" not in str(exc)
+          and len(str(exc)) <= MESSAGE_MAX
           and (fault.says is None or bool(fault.says(case.base, str(exc)))))
     return 0.0 if ok else 1.0
 
@@ -1069,7 +1076,8 @@ def lia_cases(max_clients):
 
 
 _STATEMENT = ("every malformed input of the table is refused with an error (a ValueError) "
-              "naming its field on one line; a well-formed instance is answered")
+              "naming its field on one line of at most 300 characters; a well-formed instance "
+              "is answered")
 _DISCRIMINATES = ("every effective example (no discriminating flag: a fault could pass "
                   "unrefused or be refused under another field, a well-formed instance could "
                   "be refused)")

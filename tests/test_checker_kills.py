@@ -492,3 +492,15 @@ def test_distances_are_pinned_at_scales_where_their_squares_overflow(monkeypatch
     assert not _caught("local", "conforms", 50)
     plant(monkeypatch, distances, "_pow2", before, after)
     assert _caught("local", "conforms", 50)
+
+
+def test_a_refusal_showing_a_value_whole_is_caught(monkeypatch):
+    """4c17f18a87: _short cutting only values of exactly 80 characters showed a 12 x 12 array
+    of text whole (about 1,000 characters on one line); a refusal is at most 300
+    characters (input_properties.MESSAGE_MAX; the tables' longest is about 230)."""
+    import mechanisms.errors as errors
+
+    assert ip.MESSAGE_MAX == 300
+    assert not _caught("local", "refuses_bad_input", 200)
+    plant(monkeypatch, errors, "_short", "if len(text) <= 80 else", "if len(text) != 80 else")
+    assert _caught("local", "refuses_bad_input", 200)
