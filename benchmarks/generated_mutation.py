@@ -20,7 +20,8 @@ after each mutant) and scored by two engines, each stopping at its first failure
   rows a cheap ``--triage`` command (default: the batch engine at 200 examples) flags first:
   triage only reorders, every verdict is the standard command's. A mutant is killed when a
   row's run is not as declared (exit status 1, 2 or a traceback) or runs past its time
-  (10 x the unmutated row's seconds + 60 s: "timeout").
+  (10 x the unmutated row's seconds + 60 s: "timeout"). The triage stops at its first
+  failing row (a mutant it catches costs the cheap rows up to there, not all of them).
 * ``tests``: the test suite (``--tests``: pytest's selection, default the default tier, ``-m
   "not slow"``), only the tests that execute the mutated code in the test process (coverage,
   one context per test function), fastest first, ``pytest -x``.
@@ -615,7 +616,9 @@ def score_checker(copy: Path, base: dict, m: Generated) -> dict:
     names = [base["rows"][i] for i in order]
     flagged = []
     if base.get("triage"):
-        tri = run_rows(copy, base["triage"], names, stop=False,
+        # cheapest rows first, up to the first the cheap run fails (then the standard run
+        # starts there); a mutant no cheap row catches has had every row run cheaply
+        tri = run_rows(copy, base["triage"], names, stop=True,
                        limits={n: ROW_TIME[0] * base["seconds"][i] + ROW_TIME[1]
                                for n, i in zip(names, order, strict=True)})
         at = {n: i for i, n in enumerate(base["rows"])}

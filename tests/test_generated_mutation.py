@@ -329,6 +329,32 @@ def test_a_mutant_that_breaks_an_import_is_killed_by_the_checker(gm, money, monk
     assert got["flagged"] == 0 and calls[1] == (base["command"], ["a/x", "b/y"])
 
 
+def test_the_triage_stops_at_its_first_failure_and_that_row_runs_first(gm, money,
+                                                                        monkeypatch):
+    """The cheap run goes cheapest row first and stops where it first fails; the standard
+    run starts with that row (and stops at its own first failure)."""
+    m = money[0]
+    base = {"command": "standard", "rows": ["a/x", "b/y", "c/z"],
+            "seconds": [1.0, 2.0, 3.0], "passes": [True] * 3, "triage": "triage",
+            "triage_passes": [True] * 3, "lines": {m.path: {str(m.span[0]): [0, 1, 2]}}}
+    calls = []
+
+    def rows_failing_at_b(copy, command, rows, limits=None, stop=True, **kw):
+        calls.append((command, list(rows), stop))
+        out = []
+        for r in rows:
+            out.append({"row": r, "rc": 1 if r == "b/y" else 0})
+            if r == "b/y" and stop:
+                break
+        return out
+
+    monkeypatch.setattr(gm, "run_rows", rows_failing_at_b)
+    got = gm.score_checker(Path("."), base, m)
+    assert calls[0] == ("triage", ["a/x", "b/y", "c/z"], True), calls
+    assert calls[1][:2] == ("standard", ["b/y", "a/x", "c/z"]), calls
+    assert got["status"] == "killed" and got["by"] == "b/y" and got["flagged"] == 1, got
+
+
 def test_retry_scores_again_only_the_statuses_named(gm):
     held = {"checker": {"status": "killed"}, "tests": {"status": "error"}}
     assert gm.to_score(held, ("checker", "tests")) == ()
