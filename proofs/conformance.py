@@ -32,8 +32,10 @@ relative), the bound, the spend, the budget residual, payments and utilities as 
 reports them (1e-9 of their scale); the aggregation step w + sum (a_n/q_n)(w_n - w) with the
 subject's q; for the equilibrium solver the oracle's own solution of P1' (status, q to 1e-8
 relative, prices to 1e-8 of their terms, 1/lambda* to 1e-6 where the budget binds, the
-threshold 1/(3 lambda*)); for a built-in posted price one scale p > 0 times its shape
-(1e-12) whose best responses spend exactly B (1e-9).
+threshold 1/(3 lambda*)) and, where the budget binds, a spend of B to its rounding ((n + 4)
+eps x the spend's scale: the bisection solves 1/lambda* to a few ulps); for a built-in
+posted price one scale p > 0 times its shape (1e-12) whose best responses spend exactly B
+(1e-9).
 
 Both engines run the same comparison: one instance through the subject's own ``settle`` /
 ``solve``, a batch through the bulk code (:func:`mechanisms.ipfl.clear_batch`,
@@ -784,6 +786,11 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
                      if q_min < q[k] < q_max[k] and K[k] > 0]
             _close(gaps, "kkt_residual", view.kkt_residual, max(inner, default=0.0), 1e-9)
         if eq["status"] == "binding":
+            # the exact solver (xtol = 0: 1/lambda* to a few ulps) spends a binding budget to
+            # the rounding of the spend, a sum of n terms of its scale (as cpl_one_path
+            # assumes of it): |spent - B| <= (n + 4) eps x the oracle's spend scale of q
+            _close(gaps, "spends_budget", view.spent, B,
+                   (n + 4) * EPS * ocpl.spend_scale(q, c, v, K))
             _close(gaps, "multiplier", 1.0 / view.multiplier, eq["mu"], CPL_MU_RTOL * eq["mu"])
             _close(gaps, "v_threshold", view.v_threshold, eq["mu"] / 3.0,
                    CPL_MU_RTOL * eq["mu"])

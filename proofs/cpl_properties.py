@@ -191,19 +191,32 @@ def _beats(floor_precondition):
         the same budget B > 0 (relative gap), the bound the subject's prices buy recomputed
         from the clients' best responses (not the subject's own report of its objective);
         with ``floor_precondition`` a baseline leaving a client on the q_min floor is not
-        compared. Not checked where nothing is compared."""
+        compared, and one that does at a budget above :func:`mechanisms.cpl.posted_floor_spend`
+        (1e-9 relative), which promises no client on it there, fails. Not checked where
+        nothing is compared."""
         positive = g.budget > 0
         safe = cpl.GameBatch(g.a, g.G, g.c, g.v, g.q_max, np.where(positive, g.budget, 1.0),
                              g.alpha, g.R, g.q_min)
         bases, compared = [], np.zeros(g.size, bool)
+        broken = np.zeros(g.size, bool)
+        level = g.q_min * (1 + CPL_FLOOR_RTOL)
         for name in ("uniform", "weighted"):
-            base = cpl.posted_pricing_batch(safe, cpl.POSTED_SHAPES[name](safe))
+            shape = cpl.POSTED_SHAPES[name](safe)
+            base = cpl.posted_pricing_batch(safe, shape)
             use = positive.copy()
             if floor_precondition:
-                use &= ~(base.q <= g.q_min[:, None] * (1 + CPL_FLOOR_RTOL)).any(axis=1)
+                floor = base.q <= level[:, None]
+                use &= ~floor.any(axis=1)
+                # the precondition's own promise (cpl.posted_floor_spend, which the games'
+                # budgets are drawn above): a budget above the floor spend at this level
+                # puts every client whose q_max exceeds it above it
+                with np.errstate(invalid="ignore"):
+                    above = positive & (safe.budget > cpl.posted_floor_spend(safe, shape, level)
+                                        * (1 + 1e-9))
+                broken |= above & (floor & (g.q_max > level[:, None])).any(axis=1)
             bases.append((base, use))
             compared |= use
-        if not compared.any():
+        if not (compared | broken).any():
             return np.zeros(g.size), compared  # the subject is not asked
         P = answer(safe).prices
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -215,7 +228,8 @@ def _beats(floor_precondition):
                 gap = (bound - base.objective) / np.maximum(
                     base.objective, BOUND_FLOOR * safe.K.sum(axis=1))
             worst = np.where(use, np.maximum(worst, gap), worst)
-        return np.where(compared, _excess_b(worst, 1e-9), 0.0), compared
+        amount = np.where(compared, _excess_b(worst, 1e-9), 0.0)
+        return np.where(broken, np.inf, amount), compared | broken
 
     beats_baselines.__name__ = "_beats_baselines" + ("" if floor_precondition else "_any")
     return beats_baselines
@@ -257,7 +271,10 @@ def _one_path(g, answer):
     ``"cvxpy-linesearch"`` (:data:`LINESEARCH_POINTS` points; on the games of an even
     number of clients with a progress callback, which must count the grid from (0, points)
     to (points, points), and not be called for a slack budget; on the odd ones the same grid
-    asked for by its step, ``eps0``): spends at most B +
+    asked for by its step, ``eps0``): its info's statuses count each grid point once by
+    how its solve ended (positive integers summing to info's grid_points; over_budget, the
+    points solved but over budget, beside them and at most the optimal ones), its multiplier
+    is positive and finite where the budget binds, it spends at most B +
     LINESEARCH_BUDGET_RTOL x the spend's scale (recomputed from its q), and the exact
     optimum (the bisection solver) at the budget it spent is never above its bound (1e-12
     relative, plus lambda* x (n + 4) eps x the spend's scale: the exact optimum meets its
@@ -350,6 +367,18 @@ def _one_path(g, answer):
             counted = [] if ls.status == "slack" or not counting else \
                 [(i, LINESEARCH_POINTS) for i in range(LINESEARCH_POINTS + 1)]
             gaps.append(0.0 if calls == counted else np.inf)
+            if ls.status == "optimal":
+                # its grid's account (info["statuses"]): each point counted once by how its
+                # solve ended (a positive count per status named), the points solved but
+                # over budget beside them (at most the optimal ones); the multiplier it
+                # reports, 1/mu at its q (a median of KKT values, each > 0), positive
+                counts = ls.info.get("statuses", {})
+                ended = sum(x for key, x in counts.items() if key != "over_budget")
+                gaps.append(0.0 if (all(type(x) is int and x >= 1 for x in counts.values())
+                                    and ended == ls.info.get("grid_points")
+                                    and counts.get("over_budget", 0)
+                                    <= counts.get("optimal", 0)
+                                    and 0 < ls.multiplier < np.inf) else np.inf)
             spent[k] = cpl.spend(game, ls.q)
             ls_bound[k] = cpl.bound(game, ls.q)
             # every grid point solved was kept as a candidate (none ended otherwise, none
@@ -544,6 +573,9 @@ def _one_game_paths(subject, one_game=None):
                 else:
                     status = "over-budget" if over[j] else "optimal"
                 n_gaps = _equilibrium_gaps(game, one, bulk, j, status, kind == "solver")
+                if kind == "solver" and status == "optimal":
+                    # the root the bisection solved for, reported as info["mu"]: 1/lambda*
+                    n_gaps += not _same(one.info.get("mu", np.nan), 1.0 / bulk.multiplier[j])
                 # the clients' best responses to one game's prices (a Game's prices checked),
                 # the prices handed in as the caller's own array: still the same values and
                 # writeable after (proofs.seal); the game and the answer sealed
@@ -712,7 +744,8 @@ CPL_PROPERTIES = {
         Property("cpl_one_path", "Every solve method agrees",
                  "cvxpy: the same status, bound and responses, lambda* > 0 where the "
                  "budget binds; the line search: "
-                 "within its budget tolerance, never better than the optimum at its spend; "
+                 "within its budget tolerance, never better than the optimum at its spend, "
+                 "its grid points each counted once by how its solve ended, lambda > 0; "
                  "cvxpy with a second solver (SCS): the same status, never better than the "
                  "optimum at its spend; every method on a degenerate copy (every G_n = 0): "
                  "the oracle's floor",
@@ -726,7 +759,8 @@ CPL_PROPERTIES = {
                  "every one-game entry point equals the bulk code bit for bit: the subject's "
                  "own solve (cpl.solve, cpl.apply_pricing) against cpl.solve_batch or "
                  "cpl.apply_pricing_batch (q, prices, payments, utilities, objective, spend, "
-                 "budget residual, status, multiplier and threshold); cpl.best_response on "
+                 "budget residual, status, multiplier and threshold; the bisection's "
+                 "info['mu'] = 1/lambda* where the budget binds); cpl.best_response on "
                  "the Game; for a built-in posted price the named baseline (cpl.uniform_pricing "
                  "& co., i.e. cpl.posted_pricing of its shape), cpl.posted_pricing with the "
                  "authors' v0 responses and the rule called on a Game "

@@ -827,14 +827,17 @@ CPL_FAULTS = (
                     "refusal names game 1)",
           lambda s, c: cpl.solve_batch(_batch_of(c, c.game.budget, _infeasible(c).budget)),
           says=lambda c, msg: "game 1" in msg),
+    # posted_pricing_batch's games and shape by keyword, as its signature allows (both are
+    # positional-or-keyword)
     Fault("budget", "not positive, for posted prices in a batch, after a game of budget 0.5 "
                     "(the refusal names game 1)",
-          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, 0.5, min(0.0, c.game.budget)),
-                                                np.ones((2, c.game.n))),
+          lambda s, c: cpl.posted_pricing_batch(games=_batch_of(c, 0.5,
+                                                                min(0.0, c.game.budget)),
+                                                shape=np.ones((2, c.game.n))),
           says=lambda c, msg: "game 1" in msg),
     Fault("shape", "NaN, for posted prices in a batch",
-          lambda s, c: cpl.posted_pricing_batch(_batch_of(c, abs(c.game.budget) + 1.0),
-                                                np.full((1, c.game.n), NAN))),
+          lambda s, c: cpl.posted_pricing_batch(games=_batch_of(c, abs(c.game.budget) + 1.0),
+                                                shape=np.full((1, c.game.n), NAN))),
     Fault("responses", "unknown, in a batch (before and after every name)",
           each(_names, lambda s, c, v: cpl.priced(_batch_of(c), np.ones((1, c.game.n)),
                                                   responses=v))),

@@ -158,6 +158,11 @@ _REFUSED = [
     pytest.param("ipfl", "local", "not square (one column short)", "T", selection, "_greedy",
                  "if T.ndim < 2 or T.shape[-1] != T.shape[-2]:", "if T.ndim < 2:", (),
                  id="unchecked-T"),
+    # posted_pricing_batch(games, shape, /, ...): games= and shape= by keyword, which the
+    # documented signature allows, a TypeError
+    pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
+                 "posted_pricing_batch", "shape, *, responses", "shape, /, responses", (mcpl,),
+                 id="11d46d0f48"),
 ]
 
 
@@ -224,6 +229,35 @@ _CAUGHT = [
     pytest.param(sys.modules["mechanisms.cpl.game"], "client_utilities",
                  "return P * q - game.c", "return P * q % game.c", (mcpl, cequilibrium),
                  "cpl-uniform", "cpl_conforms", 50, id="526b240d69"),
+    # the exact solver's bracket for mu started at v + 4 c q_min^3 + K (not / K): above the
+    # root where K is large, and the polish recovers it only to 1e-8 (cancellation): the
+    # answer spends a binding B to 5e-8 of the spend's scale, not to its rounding
+    pytest.param(cbatch, "solve_games", "v + 4.0 * c * q_min**3 / K",
+                 "v + 4.0 * c * q_min**3 + K", (), "cpl-bisection", "cpl_conforms", 200,
+                 id="3d6c0ee532"),
+    # the bisection's info["mu"] 1 ** lambda (= 1), not 1 / lambda
+    pytest.param(cequilibrium, "_bisection", "mu = 1.0 / float(out.multiplier[0])",
+                 "mu = 1.0 ** float(out.multiplier[0])", (), "cpl-bisection", "cpl_one_game",
+                 50, id="925d783f46"),
+    # cpl.posted_floor_spend's least scale need ** shape (not / shape): the weighted
+    # baseline's floor spend too low, budgets drawn above it leave clients on the floor
+    pytest.param(cbatch, "posted_floor_spend", "need / shape, np.inf", "need ** shape, np.inf",
+                 (mcpl,), "cpl-bisection", "cpl_beats_baselines", 200, id="33d9d2138f"),
+    # the line search's account of its grid (info["statuses"]): every count 0.0 (/ 1 for
+    # + 1); the points over budget counted 0 (+ 0); its multiplier 1 - mu (not 1 / mu)
+    pytest.param(cequilibrium, "_linesearch",
+                 "statuses[prob.status] = statuses.get(prob.status, 0) + 1",
+                 "statuses[prob.status] = statuses.get(prob.status, 0) / 1", (), "cpl-bisection",
+                 "cpl_one_path", 20, id="31fb787285", marks=pytest.mark.slow),
+    pytest.param(cequilibrium, "_linesearch",
+                 'statuses["over_budget"] = statuses.get("over_budget", 0) + 1',
+                 'statuses["over_budget"] = statuses.get("over_budget", 0) + 0', (),
+                 "cpl-bisection", "cpl_one_path", 100, id="2407025262",
+                 marks=pytest.mark.slow),
+    pytest.param(cequilibrium, "_finish",
+                 "multiplier = 0.0 if not np.isfinite(mu) else 1.0 / mu",
+                 "multiplier = 0.0 if not np.isfinite(mu) else 1.0 - mu", (), "cpl-bisection",
+                 "cpl_one_path", 20, id="fd11036d5c", marks=pytest.mark.slow),
     # a one-game answer that can be changed after the fact (frozen=False)
     pytest.param(cequilibrium, "Equilibrium", "@dataclass(frozen=True, eq=False)",
                  "@dataclass(frozen=False, eq=False)", (mcpl,), "cpl-uniform", "cpl_one_game",

@@ -83,6 +83,10 @@ class Equilibrium:
     objective = sum K (1 - q)/q, spent = sum P q, status "optimal" | "slack" | solver status
     kkt_residual: max over interior clients of |4 c q^3/K + v - 1/lambda*| relative to 1/lambda*
     budget_residual: |spent - B| / max(|B|, 1) (0 expected unless slack)
+    info: the bisection's mu = 1/lambda* (a binding budget) or why a game is degenerate; the
+    line search's grid_points, best_M and statuses (each grid point counted once by how its
+    solve ended, the solver's status or solver_error, and over_budget beside them: the
+    points solved whose spend exceeded B beyond its tolerance); a posted price's p, responses
     """
 
     method: str
