@@ -113,3 +113,22 @@ def test_a_posted_price_refuses_a_batch_naming_the_game_without_a_budget():
     batch = cpl.GameBatch.from_games([g, g.replace(budget=2.0), g.replace(budget=0.0)])
     with pytest.raises(MarketInputError, match=r"^budget: game 2: 0\.0; a posted price"):
         cpl.posted_pricing_batch(batch, np.ones_like(batch.a))
+
+
+def test_a_polish_bracket_spending_b_at_both_ends_solves_without_warnings():
+    """The third client, pinned at q_min = q_max, pays about 490; the two interior clients'
+    spend changes across the polish's first bracket (mu* +- 64 ulps) are lost in that sum, so
+    both ends spend B exactly and the bracket has nothing left to do. The answer spends B,
+    without a warning (generated mutant a1580fa7d8, `//` for `&` between the bracket's sign
+    tests: bit-identical answers, but a division by False there warns; before this game only
+    a Hypothesis draw found it)."""
+    import warnings
+
+    g = cpl.Game(a=[1 / 3] * 3, G=[1.0, 1.0, 1.0], c=[1.0, 1.0, 1.0], v=[0.0, 0.0, 4431.0],
+                 budget=-490.2933333333333, alpha=1.0, R=10.0, q_min=0.1,
+                 q_max=[1.0, 1.0, 0.1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eq = cpl.solve(g)
+    assert eq.status == "optimal" and eq.spent == g.budget and eq.budget_residual == 0.0
+    assert eq.q[2] == 0.1 and (eq.q[:2] > 0.1).all()
