@@ -295,3 +295,103 @@ def test_a_seller_is_bought_only_strictly_below_its_threshold(rule):
     le = T.copy()
     le[0, 2] = np.nextafter(200.0, np.inf)
     assert fn(le, N)[0, 2]
+
+
+def _one_buyer_market(sizes):
+    """Buyer 0 (a pure buyer, N 1e6, K 1e12, sqrt gain) and one pure seller per entry of
+    ``sizes`` (price 1 each, lam 0): every seller is a candidate of buyer 0's search."""
+    k = len(sizes)
+    mk = ipfl.Market(N=np.concatenate(([1e6], np.asarray(sizes, dtype=float))),
+                     c=np.concatenate(([np.inf], np.ones(k))),
+                     K=np.concatenate(([1e12], np.zeros(k))), lam=0.0)
+    D = np.zeros((k + 1, k + 1))
+    return mk, mk.prices(D), ipfl.thresholds(mk, D)
+
+
+@pytest.mark.parametrize("k, width, method", [(20, 2_500_000, "dp"),
+                                              (19, 2_631_579, "branch-and-bound")])
+def test_the_dynamic_programme_runs_up_to_50_million_cells(k, width, method):
+    """exact (method "auto") picks the dynamic programme for more than ENUMERATION_MAX = 16
+    integer candidates while candidates x (total data / gcd) <= DP_MAX_CELLS = 50,000,000
+    (selection.py), branch-and-bound beyond; ``methods`` reports the choice per buyer. At
+    the bound exactly (20 x 2,500,000) and one cell past it (19 x 2,631,579 = 50,000,001;
+    sizes of gcd 1). Generated mutant cf3db46be1 (the bound 50,000,001) ran the dynamic
+    programme past it."""
+    sizes = np.full(k, width // k, dtype=np.int64)
+    sizes[-1] += width - sizes.sum()
+    sizes[0], sizes[1] = sizes[0] + 1, sizes[1] - 1
+    assert sizes.sum() == width and np.gcd.reduce(sizes) == 1
+    mk, P, T = _one_buyer_market(sizes)
+    assert ((T[0] > 0) & np.isfinite(T[0])).sum() == k
+    out = ipfl.exact(mk, P, T, node_limit=1)  # the search stopped at once: fast either way
+    assert out.methods[0] == method and set(out.methods[1:]) == {"none"}
+
+
+def _root_bound_reference(cost, size, n0, g):
+    """The relaxation bound of a whole sub-problem as selection._relaxation_bound's
+    docstring states it, written out in plain Python: the candidates in order of price per
+    unit of data (stable), those whose first unit of increment beats their price kept; t
+    the data bought fractionally cheapest first, C(t) its cost (piecewise linear), on a grid
+    of 4 points per candidate plus the end; f = C - g(n0 + t); the bound is the least of
+    C(0) - g(n0 + t_1) (the first interval, g <= g(v)), f at the end, and on every later
+    interval [t_k, t_k+1] f(t_k) and f(t_k) + (C slope - the previous interval's g slope)
+    (t_k+1 - t_k)."""
+    order = sorted(range(len(cost)), key=lambda j: cost[j] / size[j])
+    items = [j for j in order if g(n0 + size[j]) - g(n0) - cost[j] > 0]
+    if not items:
+        return -g(n0)
+    t, C, start, spent = [], [], 0.0, 0.0
+    for j in items:
+        for u in (0.0, 0.25, 0.5, 0.75):
+            t.append(start + size[j] * u)
+            C.append(spent + cost[j] * u)
+        start, spent = start + size[j], spent + cost[j]
+    t.append(start)
+    C.append(spent)
+    gv = [g(n0 + x) for x in t]
+    f = [C[k] - gv[k] for k in range(len(t))]
+    lows = [C[0] - gv[1], f[-1]]
+    for k in range(1, len(t) - 1):
+        slope_c = (C[k + 1] - C[k]) / (t[k + 1] - t[k])
+        slope_g = (gv[k] - gv[k - 1]) / (t[k] - t[k - 1])
+        lows += [f[k], f[k] + (slope_c - slope_g) * (t[k + 1] - t[k])]
+    return min(lows)
+
+
+def test_the_gap_of_an_unsearched_buyer_is_the_documented_relaxation_bound():
+    """exact with its time budget spent (time_limit 0): each buyer keeps the local rule's
+    choice, and its proven gap is phi_i(that choice) minus the relaxation bound of its
+    whole sub-problem (``ExactSelection.gaps``), here against the bound written out from its
+    documentation (:func:`_root_bound_reference`) on 12 markets of 12 clients with the
+    four gains. A looser bound still proves a gap (the other tests only check that gaps
+    cover the optimum); generated mutants 8d8bf1f17d (the C slope floored), c99edaac2f (the
+    last grid point's cost cstart / cost) and ae8f7fe559 (a grid of zeros: an infinite gap)
+    loosen it."""
+    rng = np.random.default_rng(7)
+    gains = [ipfl.SqrtGain(), ipfl.LogGain(), ipfl.PowerGain(0.5), ipfl.PowerGain(1.0)]
+    checked = 0
+    for r in range(12):
+        m = 12
+        mk = ipfl.Market(N=rng.integers(20, 2000, m).astype(float),
+                         c=np.where(rng.random(m) < 0.15, np.inf, rng.uniform(0.0, 5.0, m)),
+                         K=np.where(rng.random(m) < 0.15, 0.0, 10 ** rng.uniform(3, 6, m)),
+                         lam=float(rng.uniform(0, 5)), gain=gains[r % 4])
+        D = rng.uniform(0, 2, (m, m))
+        np.fill_diagonal(D, 0.0)
+        P, T = mk.prices(D), ipfl.thresholds(mk, D)
+        out = ipfl.exact(mk, P, T, time_limit=0.0)
+        local = ipfl.local(T, mk.N)
+        for i in np.flatnonzero(out.methods == "time-limit"):
+            cand = np.flatnonzero((T[i] > 0) & np.isfinite(T[i]))
+            n0 = float(mk.N[np.isinf(T[i])].sum())
+            cost, size = P[i, cand], mk.N[cand]
+
+            def g(x, i=i, mk=mk):
+                return float(mk.gain.value(x, mk.K[i], mk.N[i]))
+
+            chosen = local[i, cand]
+            phi_local = float(cost[chosen].sum()) - g(n0 + float(size[chosen].sum()))
+            want = max(0.0, phi_local - _root_bound_reference(cost, size, n0, g))
+            assert out.gaps[i] == pytest.approx(want, rel=1e-9, abs=1e-9 * abs(phi_local))
+            checked += 1
+    assert checked >= 60  # 70 buyers
