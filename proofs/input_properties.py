@@ -264,6 +264,16 @@ def _arrays(case, **changes):
     return ipfl.MarketArrays(**fields)
 
 
+def _overflowing_second_market(case):
+    """The market and its copy as a batch of two (sqrt gain), the copy's client 0 with N
+    1e-3 and K 1e308: the gain overflows at entry (1, 0) only."""
+    mk = case.market
+    N = np.stack([mk.N, _put(mk.N, 1e-3)])
+    K = np.stack([mk.K, _put(mk.K, 1e308)])
+    return ipfl.MarketArrays(N=N, c=np.stack([mk.c, mk.c]), K=K, lam=[mk.lam, mk.lam],
+                             gain="sqrt")
+
+
 def _pair_of(case):
     """The market twice, as a batch of two (``MarketArrays.from_markets``)."""
     return ipfl.MarketArrays.from_markets([case.market, case.market])
@@ -436,6 +446,10 @@ IPFL_FAULTS = (
     Fault("K", "1e308 with N 1e-3: sqrt(K/N) overflows",
           lambda s, c: _market(c, N=_put(c.market.N, 1e-3), K=_put(c.market.K, 1e308),
                                gain="sqrt")),
+    Fault("K", "1e308 with N 1e-3 at client 0 of market 1, to MarketArrays of two markets "
+               "(the refusal names client 0, not the market's index)",
+          lambda s, c: _overflowing_second_market(c),
+          says=lambda c, msg: "client 0 (" in msg),
     Fault("lam", "NaN", lambda s, c: _market(c, lam=NAN)),
     Fault("lam", "negative", lambda s, c: _market(c, lam=-0.5)),
     Fault("lam", "text", lambda s, c: _market(c, lam="1")),

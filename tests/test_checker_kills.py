@@ -24,6 +24,7 @@ import mechanisms.cpl.response as cresponse
 import mechanisms.distances as distances
 import mechanisms.gains as gains
 import mechanisms.ipfl as mipfl
+import mechanisms.ipfl.market as mmarket
 import mechanisms.ipfl.selection as selection
 from proofs import PROPERTIES, SUBJECTS, check
 from proofs import input_properties as ip
@@ -118,6 +119,10 @@ _REFUSED = [
                  "exact", 'node_limit = as_int("exact_node_limit", node_limit, lo=1)',
                  'node_limit = as_int("exact_node_limit", node_limit, lo=0)', (mipfl,),
                  id="e90099d5b1"),
+    # the gain's overflow refusal named the market's index (k[not 1] = k[0]) as the client
+    pytest.param("ipfl", "local", "1e308 with N 1e-3 at client 0 of market 1", "K", mmarket,
+                 "_check_scale", 'raise MarketInputError(name, f"client {k[-1]} (N=',
+                 'raise MarketInputError(name, f"client {k[not 1]} (N=', (), id="16cae4f55f"),
     # the validation these faults found missing (the pairs were cast to int, out of range an
     # IndexError; prox_centres' N unchecked: 0 gave inf), taken out again
     pytest.param("ipfl", "local", "fractional indices, for the gradients", "neighbours",
