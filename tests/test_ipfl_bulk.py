@@ -264,3 +264,50 @@ def test_a_market_as_a_batch_of_one_equals_the_validated_batch():
     assert stacked.shape == (1,) and stacked.gain == mk.gain
     for name in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"):
         np.testing.assert_array_equal(getattr(stacked, name), getattr(ref, name))
+
+
+def test_paper_prices_over_arrays_broadcast_and_block_as_each_market_alone():
+    """ipfl.paper_prices_arrays (Eq. 10 over arrays, computed a block of markets at a time):
+    600 markets of 12 clients (more than one block of 2^15 / m^2 = 227), D one per market or
+    one (m, m) shared by all, lam one per market or a number: each market's prices bit for
+    bit those of the market alone. Generated mutants 1c43bff124 (operands sliced by their
+    second axis: a per-market N went whole to every block) and ec298f2d10 (the shape from
+    N.shape[:-2]: a shared D gave an (m, m) result) raised on these."""
+    rng = np.random.default_rng(3)
+    B, m = 600, 12
+    N = rng.integers(20, 2000, (B, m)).astype(float)
+    c = np.where(rng.random((B, m)) < 0.15, np.inf, rng.uniform(0.0, 5.0, (B, m)))
+    lam = rng.uniform(0.0, 5.0, B)
+    D = rng.uniform(0.0, 2.0, (B, m, m))
+    for d, lam_ in ((D, lam), (D[0], lam), (D, 0.5), (D[0], 0.5)):
+        P = ipfl.paper_prices_arrays(N, c, lam_, d)
+        assert P.shape == (B, m, m)
+        for b in range(0, B, 37):
+            one = ipfl.paper_prices_arrays(N[b], c[b], lam_ if np.ndim(lam_) == 0 else lam_[b],
+                                           d if d.ndim == 2 else d[b])
+            assert P[b].tobytes() == one.tobytes()
+
+
+def test_baseline_support_and_utilities_over_two_batch_dimensions():
+    """ipfl.baseline_utilities and money.baseline_support over a MarketArrays of (2, 4)
+    markets and W (2, 4, m, m): each market's answer is that of the market alone (the
+    diagonal never in the support, a pure buyer never a seller). Generated mutant 40608b05f3
+    (np.eye(W.shape[+1]): the second batch dimension taken for m) raised on it."""
+    from mechanisms.ipfl.money import baseline_support
+
+    rng = np.random.default_rng(4)
+    m = 3
+    N = rng.integers(20, 2000, (2, 4, m)).astype(float)
+    c = np.where(rng.random((2, 4, m)) < 0.3, np.inf, rng.uniform(0.0, 5.0, (2, 4, m)))
+    K = np.where(rng.random((2, 4, m)) < 0.2, 0.0, 10 ** rng.uniform(3, 6, (2, 4, m)))
+    W = (rng.random((2, 4, m, m)) < 0.7).astype(float)
+    batch = ipfl.MarketArrays(N, c, K, np.zeros((2, 4)))
+    support, utilities = baseline_support(batch, W), ipfl.baseline_utilities(batch, W)
+    assert support.shape == (2, 4, m, m) and utilities.shape == (2, 4, m)
+    for a in range(2):
+        for b in range(4):
+            one = ipfl.Market(N=N[a, b], c=c[a, b], K=K[a, b], lam=0.0)
+            np.testing.assert_array_equal(support[a, b], baseline_support(one, W[a, b]))
+            np.testing.assert_array_equal(utilities[a, b],
+                                          ipfl.baseline_utilities(one, W[a, b]))
+    assert not support[..., np.arange(m), np.arange(m)].any()

@@ -51,6 +51,27 @@ def test_exact_reports_its_method(five):
     assert out.exact_methods == {"enumeration": 4, "none": 1}  # client 2 is a pure seller
 
 
+def test_exact_reports_every_method_its_buyers_used(five, monkeypatch):
+    """Outcome.method of rule "exact" names the methods its buyers used, joined by "+" in
+    sorted order, "none" (nothing to search) left out: with the time budget spent before
+    any buyer's turn (a clock ticking one second per look, so time_limit 0 has passed
+    however fine the real clock), every buyer keeps the local rule's choice as "time-limit";
+    with a budget that runs out after the first enumeration group, some buyers enumerated
+    and the rest ran out. Generated mutant ea37bfa857 (`k < "none"`) left "time-limit"
+    (which sorts after "none") out of the name."""
+    from mechanisms.ipfl import selection
+
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(selection.time, "monotonic", lambda: float(next(ticks)))
+    out = ipfl.clear(five, D5, rule="exact", exact_time_limit=0.0)
+    assert out.exact_methods == {"time-limit": 4, "none": 1}
+    assert out.method == "time-limit" and out.exact_stopped == "time-limit"
+    ticks = iter(range(10**9))  # 1 s: the first group of buyers (by candidate count) only
+    out = ipfl.clear(five, D5, rule="exact", exact_time_limit=1.0)
+    assert out.exact_methods == {"enumeration": 2, "time-limit": 2, "none": 1}
+    assert out.method == "enumeration+time-limit"
+
+
 def test_table1_baseline_utility():
     """6 clients x 200 samples, K = 2e4, c = 1, full graph, 50 rounds: 45.88 (Table 1: 45.9)."""
     mk = ipfl.Market(N=[200] * 6, c=[1.0] * 6, K=[2e4] * 6)

@@ -41,6 +41,10 @@ class Outcome:
     D            (m, m) the model distances used
     rule, payment_rule, price_rule : names of the selection, payment and price rules
         (built-in names, or "module:qualname" for rules of your own)
+    method       how the adjacency was selected: "greedy-stop" (box2), "greedy-skip"
+        (local); rule "exact": the methods its buyers used (``exact_methods`` but "none"),
+        joined by "+" in sorted order ("none" when no buyer had a candidate); a built-in
+        rule function's name, or "custom" for a rule of your own
     adjacency    (m, m) bool, a_ij = client i buys client j's model
     thresholds   (m, m) Box 2 thresholds at ``prices``, 0 = never worth buying, inf = always
     prices       (m, m) the prices buyers faced (paper: P_ij = c_j + lam (N_j/N_i) d_ij)
