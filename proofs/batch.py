@@ -823,7 +823,10 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
     """The batch engine behind ``check(..., engine="batch")`` (arguments validated there).
 
     ``bulk=False`` evaluates the numpy draws one instance at a time even where the pair
-    could be evaluated in bulk (benchmarks/bench_checker.py compares the two).
+    could be evaluated in bulk (benchmarks/bench_checker.py compares the two). A block whose
+    bulk evaluation raises is evaluated one instance at a time (to find the instance a rule
+    raised on); when every instance of it evaluates alone without raising, the row is an
+    "error": the bulk and one-instance paths disagree (a MemoryError excepted).
 
     ``max_examples`` is the number of DISCRIMINATING examples to reach: instances are drawn
     until that many were checked on which the property could have failed (preconditions
@@ -894,7 +897,7 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                 if drawn and tally.discriminating == 0:  # probing, up to the vacuity probe
                     wanted = max(max_examples, VACUITY_PROBE) - drawn
                 for d in sampler.draw(rng, min(step, wanted, cap - drawn)):
-                    viol = None
+                    viol = bulk_raised = None
                     if bulk is not None:
                         try:
                             out = bulk(d)
@@ -905,8 +908,8 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                                    else np.ones(d.size, bool))
                             disc = (np.asarray(out[2], dtype=bool) if len(out) > 2
                                     else np.ones(d.size, bool))
-                        except Exception:  # a rule raised: find the instance one by one
-                            viol = None
+                        except Exception as exc:  # a rule raised: find the instance one by one
+                            viol, bulk_raised = None, exc
                     if viol is not None:
                         viol = np.where(eff, viol, 0.0)
                         bad = np.flatnonzero(~(viol <= tolerance))
@@ -958,6 +961,19 @@ def check_batch(subject, prop, *, max_examples: int, seed: int | None, tolerance
                                 break
                         if tally.discriminating >= max_examples:
                             break
+                    else:
+                        if bulk_raised is not None and not isinstance(bulk_raised, MemoryError):
+                            # every instance of the block evaluated alone and none raised:
+                            # the bulk evaluation raised where the one-instance path does not
+                            # (one market is the batch of one), a failure, never a silent
+                            # fall-back (generated mutant 1d4bd7c383: eq11_margins indexing
+                            # the batch axis for m raised on every batch of more than m
+                            # markets, and local_optimality held one instance at a time)
+                            error_instance = cases[0] if cases else None
+                            error = (f"property {prop.key!r} raised "
+                                     f"{type(bulk_raised).__name__} on a batch of {d.size} "
+                                     f"instances ({bulk_raised}) but on none of them alone: "
+                                     "the bulk and one-instance paths disagree")
                     if (fail is not None and not scan) or error is not None \
                             or tally.discriminating >= max_examples:
                         break

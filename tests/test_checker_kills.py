@@ -200,6 +200,11 @@ _CAUGHT = [
     # markets[1].gain fails on the batch of one market (an IndexError)
     pytest.param(mipfl.MarketArrays, "from_markets", "gain = markets[0].gain",
                  "gain = markets[1].gain", (), "local", "one_market", 50, id="c79a67ca5f"),
+    # eq11_margins taking the batch axis for m raised on every batch of more than m markets
+    # (an IndexError); the batch engine fell back to one instance at a time, where it did
+    # not, and the row held: a bulk evaluation raising where no instance does is an error
+    pytest.param(selection, "eq11_margins", "m = N.shape[-1]", "m = N.shape[-2]", (mipfl,),
+                 "local", "local_optimality", 200, id="1d4bd7c383"),
     # eq11_violations' default rtol -0.999999999 lists nearly every pair
     pytest.param(selection, "eq11_violations", "rtol: float = 1e-9",
                  "rtol: float = -0.999999999", (mipfl,), "local", "local_optimality", 200,
