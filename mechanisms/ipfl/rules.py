@@ -312,7 +312,9 @@ def _shapley_block(size, valid, K, N, gain) -> np.ndarray:
         sz = np.where(valid[sl], size[sl], 0.0)
         kr = valid[sl].sum(axis=1)[:, None]  # (r, 1)
         inside = np.matmul((~valid[sl]).astype(np.float64), mf.T) == 0  # (r, S)
-        n_T = np.matmul(sz, mf.T)  # (r, S)
+        # the data of every coalition by doubling (elementwise: each row's sums the same
+        # whatever the block; a matrix product's rounding depends on how many rows it has)
+        n_T = selection.subset_sums(sz)  # (r, S)
         Kr, Nr = K[sl][:, None], N[sl][:, None]
         g_T = gain.value(n_T, Kr, Nr)
         marginal = gain.value(n_T[..., None] + sz[:, None, :], Kr[..., None], Nr[..., None]) \
