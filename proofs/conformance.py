@@ -27,15 +27,15 @@ comes and the later stages are checked on it):
   graph: to the same tolerance.
 
 **CPL** (property ``cpl_conforms``): the bound coefficients K_n = alpha a_n^2 G_n^2 / R and
-the normalised weights; the clients' best responses to the subject's prices (1e-9
-relative), the bound, the spend, the budget residual, payments and utilities as the subject
-reports them (1e-9 of their scale); the aggregation step w + sum (a_n/q_n)(w_n - w) with the
-subject's q; for the equilibrium solver the oracle's own solution of P1' (status, q to 1e-8
-relative, prices to 1e-8 of their terms, 1/lambda* to 1e-6 where the budget binds, the
-threshold 1/(3 lambda*)) and, where the budget binds, a spend of B to its rounding ((n + 4)
-eps x the spend's scale: the bisection solves 1/lambda* to a few ulps); for a built-in
-posted price one scale p > 0 times its shape (1e-12) whose best responses spend exactly B
-(1e-9).
+the normalised weights; the clients' best responses to the subject's prices and to prices at
+both ends of the float range (1e-9 relative), the bound, the spend, the budget residual,
+payments and utilities as the subject reports them (1e-9 of their scale); the aggregation
+step w + sum (a_n/q_n)(w_n - w) with the subject's q; for the equilibrium solver the
+oracle's own solution of P1' (status, q to 1e-8 relative, prices to 1e-8 of their terms,
+1/lambda* to 1e-6 where the budget binds, the threshold 1/(3 lambda*)) and, where the budget
+binds, a spend of B to its rounding ((n + 4) eps x the spend's scale: the bisection solves
+1/lambda* to a few ulps); for a built-in posted price one scale p > 0 times its shape
+(1e-12) whose best responses spend exactly B (1e-9).
 
 Both engines run the same comparison: one instance through the subject's own ``settle`` /
 ``solve``, a batch through the bulk code (:func:`mechanisms.ipfl.clear_batch`,
@@ -713,13 +713,15 @@ def _cpl_kind(subject) -> tuple[str, str | None]:
 
 
 def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
-             v0: list | None = None) -> Gaps:
+             v0: list | None = None, edges: list | None = None) -> Gaps:
     """Compare one game's answer ``view`` with the oracle (``kind`` from
     :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
     :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1);
     ``v0``: what :func:`mechanisms.cpl.best_response_v0` (the authors' responses as if
-    v = 0) returned for the view's prices). :func:`mechanisms.cpl.spend_scale` of the view's
-    q is compared with the oracle's sum of the spend's terms' sizes."""
+    v = 0) returned for the view's prices; ``edges``: pairs (prices, what
+    :func:`mechanisms.cpl.best_response` returned for them) at the ends of the float range,
+    :func:`_edge_prices`). :func:`mechanisms.cpl.spend_scale` of the view's q is compared with
+    the oracle's sum of the spend's terms' sizes."""
     gaps = Gaps()
     a = np.asarray(game.a, float).tolist()
     G, c, v = (np.asarray(x, float).tolist() for x in (game.G, game.c, game.v))
@@ -743,6 +745,10 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
     for k in range(n):
         want = ocpl.best_response(c[k], v[k], K[k], P[k], q_min, q_max[k])
         _close(gaps, "best_response", q[k], want, CPL_RTOL * want, k)
+    for prices, got in edges or ():
+        for k in range(n):
+            want = ocpl.best_response(c[k], v[k], K[k], prices[k], q_min, q_max[k])
+            _close(gaps, "best_response_at_the_edge", got[k], want, CPL_RTOL * want, k)
     if v0 is not None:
         for k in range(n):
             want = ocpl.best_response_v0(c[k], P[k], q_min, q_max[k])
@@ -827,8 +833,19 @@ def cpl_conforms(subject, case) -> float:
     game = case.game
     eq = subject.solve(game)
     view = _view_of_equilibrium(eq)
+    edges = [(P.tolist(), np.asarray(cpl.best_response(game, P), float).tolist())
+             for P in _edge_prices(game.n)]
     return cpl_gaps(game, view, _cpl_kind(subject), _aggregated(game, view.q),
-                    _v0(game, view.prices)).violation
+                    _v0(game, view.prices), edges).violation
+
+
+def _edge_prices(n: int, shape=None) -> tuple:
+    """Prices at both ends of the float range, -/+ its largest finite value for every client
+    (``shape``: of a batch, default (n,)): a price is any finite real, and there the cubic's
+    scaled form leaves Newton's range (b beyond -/+1e100: :func:`mechanisms.cpl.positive_root`
+    answers in closed form)."""
+    top = np.finfo(float).max
+    return tuple(np.full((n,) if shape is None else shape, sign * top) for sign in (-1.0, 1.0))
 
 
 def _v0(game, prices) -> list | None:
@@ -862,11 +879,14 @@ def _cpl_hook(subject):
         views = _views_of_batch_eq(eq)
         finite = np.isfinite(eq.prices).all(axis=1)
         v0 = np.asarray(cpl.best_response_v0(games, np.where(finite[:, None], eq.prices, 0.0)))
+        edges = [(P[0].tolist(), np.asarray(cpl.best_response(games, P), float))
+                 for P in _edge_prices(games.n, (games.size, games.n))]
         viol = np.empty(games.size)
         for k in range(games.size):
             game = _game_of(games, k)
             viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
-                               v0[k].tolist() if finite[k] else None).violation
+                               v0[k].tolist() if finite[k] else None,
+                               [(P, got[k].tolist()) for P, got in edges]).violation
         # the first game of each batch through the subject's own one-game solve too: the
         # fields only a one-game answer reports (its KKT residual) against the equations
         one = _view_of_equilibrium(subject.solve(games.game(0)))

@@ -1509,6 +1509,19 @@ def test_best_response_to_a_price_near_minus_the_float_range_is_the_floor():
     assert cpl.best_response(g, [-1e308, 1e308]).tolist() == [g.q_min, 1.0]
 
 
+def test_best_response_at_the_ends_of_the_float_range_warns_nothing():
+    # P / (2c) overflowed (c < 1/2) with a RuntimeWarning, though its inf is the right root
+    # (q_max after the clip); found by cpl_conforms' best responses at -/+ the largest float
+    import warnings
+
+    top = np.finfo(float).max
+    g = game(c=[0.1, 0.1], v=[0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cpl.best_response(g, [top, top]).tolist() == [1.0, 1.0]
+        assert cpl.best_response(g, [-top, -top]).tolist() == [g.q_min, g.q_min]
+
+
 def test_prices_past_the_float_range_are_infinite_not_nan():
     # lam (N_j / N_i) d_ij past 1.8e308 is an infinite price (nobody buys), with no
     # overflow warning; d = 0 adds nothing even when lam (N_j / N_i) alone overflows

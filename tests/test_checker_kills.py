@@ -239,6 +239,11 @@ _CAUGHT = [
     pytest.param(sys.modules["mechanisms.cpl.game"], "client_utilities",
                  "return P * q - game.c", "return P * q % game.c", (mcpl, cequilibrium),
                  "cpl-uniform", "cpl_conforms", 50, id="526b240d69"),
+    # positive_root's closed form below b = -1e100 as 1 / sqrt(b) (NaN), not 1 / sqrt(-b): the
+    # best responses to a price near minus the float range (cpl_conforms also asks for them)
+    pytest.param(cresponse, "positive_root", "x[deep] = 1.0 / np.sqrt(-b[deep])",
+                 "x[deep] = 1.0 / np.sqrt(b[deep])", (), "cpl-uniform", "cpl_conforms", 20,
+                 id="e4d3a0a1a3"),
     # the exact solver's bracket for mu started at v + 4 c q_min^3 + K (not / K): above the
     # root where K is large, and the polish recovers it only to 1e-8 (cancellation): the
     # answer spends a binding B to 5e-8 of the spend's scale, not to its rounding

@@ -53,7 +53,8 @@ def positive_root(P, c, vK) -> np.ndarray:
     """The positive root of 2 c q^3 - P q^2 - v K = 0, elementwise over arrays of any shape
     (the clients of one game, or a batch of games: see :mod:`mechanisms.cpl.batch`)."""
     P, c, vK = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (P, c, vK)))
-    q = np.maximum(P, 0.0) / (2.0 * c)  # v K = 0: the root is max(P, 0) / (2c) exactly
+    with np.errstate(over="ignore"):  # a price near the float range's top: the root is inf
+        q = np.maximum(P, 0.0) / (2.0 * c)  # v K = 0: the root is max(P, 0) / (2c) exactly
     live = vK > 0
     if live.any():
         # scaled cubic: q = s x with s = cbrt(v K / 2c) gives x^3 - b x^2 - 1 = 0, b = P/(2 c s),
