@@ -132,3 +132,31 @@ def test_a_polish_bracket_spending_b_at_both_ends_solves_without_warnings():
         eq = cpl.solve(g)
     assert eq.status == "optimal" and eq.spent == g.budget and eq.budget_residual == 0.0
     assert eq.q[2] == 0.1 and (eq.q[:2] > 0.1).all()
+
+
+def test_the_posted_price_calibration_takes_few_evaluations(monkeypatch):
+    """posted_pricing_batch calibrates p with the Illinois regula falsi (a bisection step
+    every 4th): each of 102 calibrations of drawn games (three shapes) takes at most 40 calls
+    of the clients' responses, the start and the bracket's growth included (20 at most
+    measured). Generated mutant 2a0d4eba51 (the upper end's Illinois halving dropped: plain
+    regula falsi there, answers within the same few ulps) takes up to 68, and 1.7x the CPU
+    in cpl.solve_batch."""
+    import mechanisms.cpl.batch as cbatch
+
+    calls = []
+    exact = cbatch.RESPONSES["exact"]
+
+    def counting(games, P):
+        calls[-1] += 1
+        return exact(games, P)
+
+    monkeypatch.setitem(cbatch.RESPONSES, "exact", counting)
+    smp = cpl_sampler("cpl_budget_feasible")
+    for d in smp.draw(np.random.default_rng(0), 60):
+        g = smp.games(d)
+        for k in np.flatnonzero(g.budget > 0)[:3]:
+            one = cpl.GameBatch.from_games([g.game(int(k))])
+            for name in ("uniform", "weighted", "gradient"):
+                calls.append(0)
+                cpl.posted_pricing_batch(one, cpl.POSTED_SHAPES[name](one))
+    assert len(calls) == 102 and 0 < max(calls) <= 40, (len(calls), max(calls))
