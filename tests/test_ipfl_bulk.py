@@ -311,3 +311,74 @@ def test_baseline_support_and_utilities_over_two_batch_dimensions():
             np.testing.assert_array_equal(utilities[a, b],
                                           ipfl.baseline_utilities(one, W[a, b]))
     assert not support[..., np.arange(m), np.arange(m)].any()
+
+
+# Markets of copies (issue 34): every client one of a few originals (the same N, c, K and
+# distances), so a buyer sees identical sellers and two of its subsets of sellers tie
+# exactly in phi (Eq. 10). Found among 2,865 such markets (seed 1): with the subsets' prices
+# summed by a matrix product with the subset masks, buyer 9 took seller 5 alone and seller 2
+# in any batch holding the market twice or more (a single row went through BLAS's
+# matrix-vector kernel, whose sums break the tie; a block through its matrix kernel).
+TIED_MARKETS = {
+    "10 clients, 5 originals": dict(
+        who=[0, 1, 2, 1, 0, 2, 3, 2, 1, 4],
+        N=[1958.0, 538.0, 1108.0, 293.0, 1619.0],
+        c=[4.04148979330472, 0.5301046219405486, 1.987225097959785, 2.1411000470300996,
+           4.355077172876552],
+        K=[701556.8032205397, 250013.96793307597, 586553.4575119097, 353417.0092546947,
+           891935.0096294126],
+        D=[[0.0, 0.265816285124866, 1.3398736435364285, 1.870969206468651, 0.7634856413685427],
+           [0.265816285124866, 0.0, 0.5238193949468564, 1.0143439134623127, 1.241805681572022],
+           [1.3398736435364285, 0.5238193949468564, 0.0, 0.7127214382483567,
+            0.2664714768263159],
+           [1.870969206468651, 1.0143439134623127, 0.7127214382483567, 0.0, 0.8815500399765372],
+           [0.7634856413685427, 1.241805681572022, 0.2664714768263159, 0.8815500399765372,
+            0.0]],
+        lam=0.8658880148846487),
+    "12 clients, 4 originals": dict(
+        who=[0, 1, 2, 0, 3, 3, 3, 0, 0, 1, 3, 3],
+        N=[1945.0, 1711.0, 1727.0, 376.0],
+        c=[2.91976619120401, 2.9906541886305837, 0.9234813759513161, 0.13862940027658088],
+        K=[302783.60864642914, 822731.0921444428, 571730.0948782776, 74098.47557073693],
+        D=[[0.0, 1.3442065136046013, 1.7899813114640846, 0.9457131185422869],
+           [1.3442065136046013, 0.0, 1.1993323269241327, 1.8937860299565148],
+           [1.7899813114640846, 1.1993323269241327, 0.0, 1.9129310305804754],
+           [0.9457131185422869, 1.8937860299565148, 1.9129310305804754, 0.0]],
+        lam=1.1006029340425694),
+}
+
+
+def _tied_market(who, N, c, K, D, lam):
+    w = np.array(who)
+    D = np.array(D)[np.ix_(w, w)]
+    return ipfl.Market(N=np.array(N)[w], c=np.array(c)[w], K=np.array(K)[w], lam=lam), D
+
+
+@pytest.mark.parametrize("payments", ["paper", "vcg", "shapley"])
+@pytest.mark.parametrize("key", list(TIED_MARKETS))
+def test_a_market_of_tied_sellers_chooses_alike_alone_and_in_any_batch(key, payments):
+    """One market is the batch of one where subsets tie exactly: the exact rule's choice
+    (and every amount) of a market of copies is the same alone and as any row of a batch
+    of 2, 3 or 7 (itself repeated, so that each buyer's row shares its enumeration block).
+    With the subsets' sums by a matrix product (before issue 34's fix) these markets took
+    another tied seller in every batch of two or more (4 adjacency entries per market)."""
+    market, D = _tied_market(**TIED_MARKETS[key])
+    one = ipfl.clear(market, D, "exact", payments=payments)
+    phi = ipfl.phi(market, one.prices, one.adjacency)
+    for size in (2, 3, 7):
+        out = ipfl.clear_batch(ipfl.MarketArrays.from_markets([market] * size),
+                               np.stack([D] * size), "exact", payments=payments)
+        for k in range(size):
+            np.testing.assert_array_equal(out.adjacency[k], one.adjacency)
+            np.testing.assert_array_equal(out.payments[k], one.payments)
+            np.testing.assert_array_equal(out.utilities[k], one.utilities)
+    # the tie is real: some buyer has another optimum (a seller swapped for its twin)
+    twins = [(i, a, b) for i in range(market.m) for a in np.flatnonzero(one.adjacency[i])
+             for b in np.flatnonzero(~one.adjacency[i]) if a != i != b
+             and market.N[a] == market.N[b] and one.prices[i, a] == one.prices[i, b]]
+    assert twins, "no tied seller to swap"
+    for i, a, b in twins:
+        swapped = one.adjacency.copy()
+        swapped[i, a], swapped[i, b] = False, True
+        # the same prices and data summed in another order: equal up to rounding
+        assert abs(ipfl.phi(market, one.prices, swapped)[i] - phi[i]) <= 4e-16 * abs(phi[i])

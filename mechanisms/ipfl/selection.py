@@ -264,20 +264,25 @@ def best_subsets(cost, size, n0, K, N, gain, valid=None) -> np.ndarray:
     buyer's parameters; ``valid`` (..., k) marks real candidates (padding is never chosen).
     Ties: the first minimiser in subset order (bit j of s = candidate j). Returns (..., k)
     bool. The one enumeration behind :func:`exact` (scalar) and :func:`exact_enumeration`
-    (bulk)."""
+    (bulk).
+
+    The subsets' prices and data are summed elementwise (:func:`subset_sums`), so each
+    sub-problem's values, and its choice between exactly tied subsets (identical sellers),
+    are the same whatever block of sub-problems it is evaluated in: a matrix product with
+    the subset masks rounds differently with the number of rows BLAS is given, and a market
+    picked another of two tied sellers in a batch than alone (issue 34)."""
     cost = np.asarray(cost, dtype=np.float64)
     size = np.asarray(size, dtype=np.float64)
     k = cost.shape[-1]
     masks = subset_masks(k)
-    mf = masks.astype(np.float64)
     if valid is not None:
         cost = np.where(valid, cost, 0.0)
         size = np.where(valid, size, 0.0)
     n0, K, N = (np.asarray(x, dtype=np.float64)[..., None] for x in (n0, K, N))
     with np.errstate(invalid="ignore"):
-        obj = np.matmul(cost, mf.T) - gain.value(n0 + np.matmul(size, mf.T), K, N)
+        obj = subset_sums(cost) - gain.value(n0 + subset_sums(size), K, N)
     if valid is not None:
-        padded = np.matmul((~np.asarray(valid, dtype=bool)).astype(np.float64), mf.T) > 0
+        padded = subset_sums(~np.asarray(valid, dtype=bool)) > 0
         obj = np.where(padded, np.inf, obj)
     return masks[np.argmin(obj, axis=-1)]
 
