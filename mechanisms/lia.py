@@ -46,7 +46,8 @@ def influence(base_losses, model_losses, owner) -> np.ndarray:
     partial model theta_j, ``owner`` (n,) the client (0..m-1) each sample belongs to; every
     client needs at least one sample. Over batches too: ``base_losses`` (..., n) and
     ``model_losses`` (..., m, n) with one ``owner`` give (..., m, m). The per-client means are
-    one product with the (n, m) matrix of 1 / |Z_i| on each client's samples.
+    each client's samples added in sample order, then divided by their count: the same bits
+    for an instance alone as inside any batch.
 
     >>> influence([1.0, 1.0, 2.0], [[0.5, 0.5, 2.5], [1.5, 1.5, 1.0]], [0, 0, 1]).tolist()
     [[0.5, -0.5], [-0.5, 1.0]]
@@ -75,11 +76,26 @@ def influence(base_losses, model_losses, owner) -> np.ndarray:
     for field, x in (("base_losses", base), ("model_losses", losses)):
         if not np.isfinite(x).all():
             raise MarketInputError(field, f"{_describe_bad(x)}; losses must be finite")
-    mean = np.zeros((n, m))
-    mean[np.arange(n), who] = 1.0 / counts[who]
-    before = base @ mean  # (..., m): L(theta_0; Z_i)
-    after = losses @ mean  # (..., j, i): L(theta_j; Z_i)
+    before = _client_means(base, who, counts)  # (..., m): L(theta_0; Z_i)
+    after = _client_means(losses, who, counts)  # (..., j, i): L(theta_j; Z_i)
     return before[..., :, None] - np.swapaxes(after, -1, -2)
+
+
+def _client_means(x: np.ndarray, who: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(..., m) each client's mean of ``x`` (..., n) over its samples: the samples added one
+    at a time in sample order (elementwise, every instance alike), then divided by the count.
+    Not a product with a matrix of 1 / |Z_i|: BLAS rounds that product differently for one
+    row (its matrix-vector kernel) than for a batch (the matrix kernel), so an instance's
+    scores would depend on the batch that holds it."""
+    n = len(who)
+    order = np.argsort(who, kind="stable")  # each client's samples, in sample order
+    start = np.cumsum(counts) - counts
+    padded = np.concatenate([x, np.zeros((*x.shape[:-1], 1))], axis=-1)  # column n: zero
+    total = padded[..., order[start]]  # every client's first sample
+    for t in range(1, int(counts.max())):  # then its t-th (the zero column once it has none)
+        column = np.where(t < counts, order[np.minimum(start + t, n - 1)], n)
+        total = total + padded[..., column]
+    return total / counts
 
 
 def _describe_bad(x: np.ndarray) -> str:
