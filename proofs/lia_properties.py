@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from hypothesis import strategies as st
@@ -25,10 +26,13 @@ from .strategies import MAX_CLIENTS
 
 __all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler"]
 
-SAMPLES = 2  # validation samples per client
+MAX_SAMPLES = 6  # validation samples per client: 1 to MAX_SAMPLES, uneven across clients
+PATTERNS = 2  # the sample layouts drawn for each number of clients (owners, _layout)
+RELABELLINGS = 4  # the relabellings across sample counts drawn for each layout (_relabelling)
 SEPARATION = 50.0  # small noise: |noise| <= the least gap between a row's groups / SEPARATION
 ONE_GROUP_NOISE = 1e-4  # one group: |noise| <= 1e-4 h (below the no-split tolerance 1e-3)
 SCORE_RTOL = 1e-12
+COPIES = (2, 7, 64)  # one instance (a recheck, Hypothesis): the batches of its copies compared
 ARI_TOL = 1e-12  # the adjusted Rand index against the oracle's pair counts
 
 
@@ -75,16 +79,57 @@ class LiaCase:
         return self.code()
 
 
-# client fields: group, help, harm, base loss x SAMPLES, perm key; globals: groups, noise kind,
-# scale, spare
+# client fields: group, help, harm, base loss x MAX_SAMPLES (its t-th sample's), perm key;
+# globals: groups, noise kind, scale, the sample layout
 _GROUP, _HELP, _HARM, _BASE = range(4)
-_PERM = _BASE + SAMPLES
-_NGROUPS, _NOISE, _SCALE = range(3)
+_PERM = _BASE + MAX_SAMPLES
+_NGROUPS, _NOISE, _SCALE, _LAYOUT, _RELABEL = range(5)
+
+
+@cache
+def _layout(m: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sample layout ``p`` (0..PATTERNS-1) of ``m`` clients: (owner (n,), rank (n,)), the
+    client of each validation sample and its place among that client's samples, n = 3m
+    for every layout of m (so a batch is one array). Each client has 1 to MAX_SAMPLES
+    samples (uneven: the n - m samples past the first go to clients at random, never all
+    alike; layout 0 gives client 0 one sample only), interleaved in a random sample order,
+    as validation sets are in real use; fixed by (m, p), so both engines and a recheck see
+    the same layout."""
+    rng = np.random.default_rng([34, m, p])
+    n = 3 * m
+    counts = np.ones(m, int)
+    for _ in range(n - m):
+        open_ = np.flatnonzero(counts < MAX_SAMPLES)
+        if p == 0 and m > 1:
+            open_ = open_[open_ > 0]
+        counts[rng.choice(open_)] += 1
+    if counts.min() == counts.max():  # uneven always: 3 each (n = 3m) made 2, ..., 4
+        counts[0], counts[-1] = counts[0] - 1, counts[-1] + 1
+    owner = rng.permutation(np.repeat(np.arange(m), counts))
+    rank = np.zeros(n, int)
+    for i in range(m):
+        rank[owner == i] = np.arange(counts[i])
+    owner.flags.writeable = rank.flags.writeable = False
+    return owner, rank
+
+
+@cache
+def _relabelling(m: int, p: int, j: int) -> np.ndarray:
+    """Relabelling ``j`` (0..RELABELLINGS-1) of layout ``p`` of ``m`` clients: a fixed
+    permutation of the clients other than the identity (new client a is old client
+    sigma[a])."""
+    rng = np.random.default_rng([34, m, p, j, 1])
+    while True:
+        sigma = rng.permutation(m)
+        if (sigma != np.arange(m)).any():
+            sigma.flags.writeable = False
+            return sigma
 
 
 class LiaSampler(Sampler):
-    """pFedLIA instances of 2-12 clients (uniform), 1-4 planted groups, SAMPLES validation
-    samples per client: client i's sample s has the joint model's loss b_is in [0.1, 3];
+    """pFedLIA instances of 2-12 clients (uniform), 1-4 planted groups, 1 to MAX_SAMPLES
+    validation samples per client, interleaved (one of PATTERNS layouts, :func:`_layout`):
+    client i's sample s has the joint model's loss b_is in [0.1, 3];
     client j's partial model's loss there is b_is - e_ij - noise_ij, with e_ij = h_i in
     [0.05, 1] when j is in i's group (its update helps i) and -harm_i in [0, 1] otherwise, so
     I(i, j) = e_ij + noise_ij. ``noise``: "small" (the recovery precondition, built in:
@@ -93,7 +138,7 @@ class LiaSampler(Sampler):
     A power of two in 2^-3..2^3 and a relabelling are drawn with each instance."""
 
     n_client = _PERM + 1
-    n_glob = 4
+    n_glob = 5
     min_m = 2
     max_m = MAX_CLIENTS
 
@@ -103,8 +148,10 @@ class LiaSampler(Sampler):
         self.noise = noise
 
     def arrays(self, d: Draws) -> dict:
-        """The instances of ``d`` as arrays: base (B, n), losses (B, m, n), owner (n,),
-        groups (B, m), separated (B,), perm (B, m), scale (B,); n = m SAMPLES."""
+        """The instances of ``d`` as arrays: base (B, n), losses (B, m, n), owner (B, n),
+        rank (B, n) (each sample's place among its client's), groups (B, m), separated (B,),
+        perm (B, m), sigma (B, m) (the relabelling across sample counts the perm ends with),
+        scale (B,); n = 3m."""
         u, p, g = d.client, d.pair, d.glob
         B, m = d.size, d.m
         n_groups = np.minimum(1 + np.minimum((g[:, _NGROUPS] * 4).astype(int), 3), m)
@@ -112,7 +159,22 @@ class LiaSampler(Sampler):
                             n_groups[:, None] - 1)
         h = 0.05 + 0.95 * u[..., _HELP]
         harm = u[..., _HARM]
-        base = 0.1 + 2.9 * u[..., _BASE:_BASE + SAMPLES]  # (B, m, S)
+        layout = np.minimum((g[:, _LAYOUT] * PATTERNS).astype(int), PATTERNS - 1)
+        owner = np.stack([_layout(m, q)[0] for q in range(PATTERNS)])[layout]  # (B, n)
+        rank = np.stack([_layout(m, q)[1] for q in range(PATTERNS)])[layout]
+        rows = np.arange(B)[:, None]
+        # the relabelling: sigma (one of RELABELLINGS for the layout) after a random
+        # permutation pi among the clients of each sample count (client sigma[a]'s place)
+        j = np.minimum((g[:, _RELABEL] * RELABELLINGS).astype(int), RELABELLINGS - 1)
+        sigma = np.stack([np.stack([_relabelling(m, q, i) for i in range(RELABELLINGS)])
+                          for q in range(PATTERNS)])[layout, j]  # (B, m)
+        counts = np.stack([np.bincount(_layout(m, q)[0], minlength=m)
+                           for q in range(PATTERNS)])[layout]  # (B, m)
+        canonical = np.lexsort((np.broadcast_to(np.arange(m), (B, m)), counts), axis=-1)
+        shuffled = np.lexsort((u[..., _PERM], counts), axis=-1)
+        pi = np.empty((B, m), int)
+        np.put_along_axis(pi, canonical, shuffled, axis=1)  # c[pi[i]] = c[i]
+        base = 0.1 + 2.9 * u[rows, owner, _BASE + rank]  # (B, n): client i's t-th sample
         small = {"small": np.ones(B, bool), "large": np.zeros(B, bool),
                  "any": g[:, _NOISE] < 0.5}[self.noise]
         # the groups present (a drawn group may hold nobody)
@@ -123,12 +185,13 @@ class LiaSampler(Sampler):
         same = groups[:, :, None] == groups[:, None, :]
         effect = np.where(same, h[:, :, None], -harm[:, :, None])  # (B, i, j)
         noise = amp[:, None, None] * (2.0 * p - 1.0)
-        # losses[b, j, i, s] = base[b, i, s] - effect[b, i, j] - noise[b, i, j]
-        losses = base[:, None, :, :] - np.swapaxes(effect + noise, 1, 2)[..., None]
-        return {"base": base.reshape(B, -1), "losses": losses.reshape(B, m, -1),
-                "owner": np.repeat(np.arange(m), SAMPLES), "groups": groups,
-                "separated": small,
-                "perm": np.argsort(u[..., _PERM], axis=1, kind="stable"),
+        # losses[b, j, s] = base[b, s] - effect[b, i, j] - noise[b, i, j], i = owner[b, s]
+        shift = np.swapaxes(effect + noise, 1, 2)  # (B, j, i)
+        losses = base[:, None, :] - np.take_along_axis(
+            shift, np.broadcast_to(owner[:, None, :], (B, m, owner.shape[1])), axis=2)
+        return {"base": base, "losses": losses, "owner": owner, "groups": groups,
+                "separated": small, "rank": rank, "sigma": sigma,
+                "perm": np.take_along_axis(pi, sigma, axis=1),
                 "scale": 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3)}
 
     def bulk_input(self, d: Draws) -> dict:
@@ -136,7 +199,7 @@ class LiaSampler(Sampler):
 
     def cases(self, d: Draws) -> list[LiaCase]:
         a = self.arrays(d)
-        return [LiaCase(a["base"][k], a["losses"][k], a["owner"], a["groups"][k],
+        return [LiaCase(a["base"][k], a["losses"][k], a["owner"][k], a["groups"][k],
                         bool(a["separated"][k]), a["perm"][k], float(a["scale"][k]))
                 for k in range(d.size)]
 
@@ -178,9 +241,10 @@ def _instances(noise: str):
 # ------------------------------------------------------------------------------ checks
 #
 # Every property is one check over a batch of instances (the arrays of LiaSampler.arrays):
-# ``check(answer, a)``, where ``answer(base, losses)`` is what the subject answers for the
-# batch's losses (scores "I" (B, m, m), sets "C" (B, m, m), clusters "labels" (B, m) in
-# central mode or None, "together" (B, m, m): the same cluster / neighbourhood). The batch
+# ``check(answer, a)``, where ``answer(base, losses, owner)`` is what the subject answers for
+# the batch's losses and owners (B, n) (scores "I" (B, m, m), sets "C" (B, m, m), clusters
+# "labels" (B, m) in central mode or None, "together" (B, m, m): the same cluster /
+# neighbourhood). The batch
 # engine calls it with the built-in subject's bulk code (mechanisms.lia over the batch); one
 # instance (the Hypothesis engine, a recheck) with a batch of one answered by the subject's
 # own methods.
@@ -194,9 +258,9 @@ def _together(out) -> np.ndarray:
     return out[..., :, None] == out[..., None, :]
 
 
-def _one_answer(subject, owner):
-    def answer(base, losses):
-        I = np.asarray(subject.scores(base[0], losses[0], owner), dtype=float)
+def _one_answer(subject):
+    def answer(base, losses, owner):
+        I = np.asarray(subject.scores(base[0], losses[0], owner[0]), dtype=float)
         C = np.asarray(subject.sets(I), dtype=bool)
         out = np.asarray(subject.cluster(I))
         labels = None if out.ndim == 2 else out[None]
@@ -205,9 +269,16 @@ def _one_answer(subject, owner):
     return answer
 
 
-def _bulk_answer(subject, owner):
-    def answer(base, losses):
-        I = lia.influence(base, losses, owner)
+def _bulk_answer(subject):
+    def answer(base, losses, owner):
+        # one call of the bulk code for each sample layout of the batch
+        I = np.empty(losses.shape[:2] + losses.shape[1:2])
+        left = np.ones(len(owner), bool)
+        while left.any():
+            own = owner[np.argmax(left)]
+            rows = left & (owner == own).all(axis=1)
+            I[rows] = lia.influence(base[rows], losses[rows], own)
+            left &= ~rows
         kw = {"rtol": subject.rtol, "atol": subject.atol}
         C = lia.beneficial_sets(I, **kw)
         out = lia.cluster(I, mode=subject.mode, **kw)
@@ -218,19 +289,33 @@ def _bulk_answer(subject, owner):
 
 
 def _case_arrays(case) -> dict:
-    return {"base": case.base[None], "losses": case.losses[None], "owner": case.owner,
+    return {"base": case.base[None], "losses": case.losses[None],
+            "owner": np.asarray(case.owner)[None],
             "groups": case.groups[None], "separated": np.array([case.separated]),
             "perm": case.perm[None], "scale": np.array([case.scale])}
 
 
 def _permuted(a) -> tuple:
-    """The batch relabelled (new client k is old client perm[k]): its models and its
-    validation samples reordered, the owners kept."""
-    perm, (B, _, n) = a["perm"], a["losses"].shape
-    samples = (perm[:, :, None] * SAMPLES + np.arange(SAMPLES)).reshape(B, n)
-    losses = np.take_along_axis(a["losses"], perm[:, :, None], axis=1)
-    return (np.take_along_axis(a["base"], samples, axis=1),
-            np.take_along_axis(losses, samples[:, None, :], axis=2))
+    """The batch relabelled (new client a is old client perm[a]): its models reordered, its
+    validation samples renamed and placed so that each client's samples keep their order
+    (added in the same order: the same mean to the bit). A batch's perm is pi o sigma, pi
+    among clients of equal sample counts (``rank``: new client a takes the places of old
+    client sigma[a]'s samples, so the batch has as many layouts as before); one instance
+    (no sigma) keeps its samples where they are, their owners renamed."""
+    perm, owner = a["perm"], a["owner"]
+    B, n = owner.shape
+    if "sigma" not in a:
+        return (a["base"], np.take_along_axis(a["losses"], perm[:, :, None], axis=1),
+                np.take_along_axis(np.argsort(perm, axis=1), owner, axis=1))
+    sigma, rank = a["sigma"], a["rank"]
+    rows = np.arange(B)[:, None]
+    place = np.zeros((B, perm.shape[1], MAX_SAMPLES), int)  # client i's t-th sample's place
+    place[rows, owner, rank] = np.arange(n)
+    new = np.take_along_axis(np.argsort(sigma, axis=1), owner, axis=1)  # new owner of each place
+    source = place[rows, np.take_along_axis(perm, new, axis=1), rank]  # old place it takes
+    base = np.take_along_axis(a["base"], source, axis=1)
+    losses = a["losses"][rows[:, :, None], perm[:, :, None], source[:, None, :]]
+    return base, losses, new
 
 
 def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
@@ -291,15 +376,19 @@ def _conforms(answer, a):
     subject's own rtol, atol), the clusters against the components of the subject's own
     sets' mutual edges numbered by first client (p2p: the sets themselves), and (central) the
     adjusted Rand index of the clusters and the planted groups against the oracle's pair
-    counts (within ARI_TOL); once a batch,
-    the 2-means of one row given alone (:func:`_one_row_gap`)."""
-    got = answer(a["base"], a["losses"])
+    counts (within ARI_TOL); once a batch, the 2-means of one row given alone
+    (:func:`_one_row_gap`); one instance alone through the subject's own methods and in a
+    batch through the bulk code give the same scores bit for bit, the same sets and clusters
+    (:func:`_differ`; a built-in subject only): with the bulk code, the first and the last
+    instance of each sample layout of the batch also alone (:func:`_alone`); one instance,
+    also in batches of COPIES copies of it."""
+    got = answer(a["base"], a["losses"], a["owner"])
     I, C = got["I"], got["C"]
     B, m = I.shape[:2]
-    owner = a["owner"].tolist()
     out = np.zeros(B)
     for k in range(B):
-        want = olia.influence(a["base"][k].tolist(), a["losses"][k].tolist(), owner, m)
+        want = olia.influence(a["base"][k].tolist(), a["losses"][k].tolist(),
+                              a["owner"][k].tolist(), m)
         big = 1.0 + max(abs(v) for row in want for v in row)
         err = float(np.max(np.abs(I[k] - np.array(want))))
         out[k] = max(0.0, err - SCORE_RTOL * big) if math.isfinite(err) else math.inf
@@ -318,12 +407,44 @@ def _conforms(answer, a):
             gap = abs(ari - want) - ARI_TOL
             out[k] = max(out[k], gap if math.isfinite(gap) else math.inf)
     out[0] = max(out[0], _one_row_gap(I[0][0].tolist()))  # once a batch: client 0's row
+    if "one" in a:  # the bulk path: some instances also alone, through the subject's methods
+        for k in _alone(a["owner"]):
+            alone = a["one"](a["base"][k:k + 1], a["losses"][k:k + 1], a["owner"][k:k + 1])
+            out[k] = max(out[k], _differ(got, k, alone, 0))
+    if "bulk" in a:  # one instance (a built-in subject): also in batches of its copies
+        for copies in COPIES:
+            rows = np.zeros(copies, int)
+            batch = a["bulk"](a["base"][rows], a["losses"][rows], a["owner"][rows])
+            out[0] = max(out[0], max(_differ(got, 0, batch, k) for k in range(copies)))
     return np.maximum(out, _rows_ok(I.tolist(), C.tolist(), a["rtol"], a["atol"]))
+
+
+def _alone(owner) -> list:
+    """The instances of a batch checked alone as well: the first and the last of each sample
+    layout (every layout's first and last place in the batch)."""
+    _, first = np.unique(owner, axis=0, return_index=True)
+    _, last = np.unique(owner[::-1], axis=0, return_index=True)
+    return sorted(set(first.tolist()) | {len(owner) - 1 - k for k in last.tolist()})
+
+
+def _differ(x, j, y, k) -> float:
+    """How many entries of instance ``j`` of answer ``x`` differ from instance ``k`` of
+    answer ``y``: scores bit for bit (a NaN differs), sets, neighbourhoods and cluster ids
+    exactly."""
+    n = float(np.sum(np.asarray(x["I"][j], dtype=float).view(np.int64)
+                     != np.asarray(y["I"][k], dtype=float).view(np.int64)))
+    for f in ("C", "together"):
+        n += float(np.sum(x[f][j] != y[f][k]))
+    if (x["labels"] is None) != (y["labels"] is None):
+        return n + 1.0
+    if x["labels"] is not None:
+        n += float(np.sum(np.asarray(x["labels"][j]) != np.asarray(y["labels"][k])))
+    return n
 
 
 def _self_included(answer, a):
     """i is in C_i for every client (and in its own p2p neighbourhood or cluster)."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     diag = np.arange(got["C"].shape[-1])
     return (np.sum(~got["C"][:, diag, diag], axis=1)
             + np.sum(~got["together"][:, diag, diag], axis=1)).astype(float)
@@ -333,7 +454,7 @@ def _higher_centre(answer, a):
     """C_i is the group of the higher centre: every member but i scores at least as high as
     every non-member (a set of i alone: i's own score the highest). Counts the rows that
     break it; discriminating when some row split (C_i is not everyone)."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     I, C = got["I"], got["C"]
     m = I.shape[-1]
     eye = np.eye(m, dtype=bool)
@@ -350,7 +471,7 @@ def _components(answer, a):
     """Central mode: the clusters are the connected components of the mutual edges (j in C_i
     and i in C_j), numbered 0, 1, ... by first client, and nothing else (the number of
     clusters is never an input); p2p mode: each neighbourhood is the client's set."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     C = got["C"]
     if got["labels"] is None:
         return np.sum(got["together"] != C, axis=(1, 2)).astype(float)
@@ -366,7 +487,7 @@ def _recovery(answer, a):
     cluster ids (central), the paper's measure must agree: :func:`mechanisms.lia.
     adjusted_rand_index` of the ids and the planted groups is 1 exactly when no pair
     differs (else one more)."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     planted = a["groups"][:, :, None] == a["groups"][:, None, :]
     pairs = np.sum(got["together"] != planted, axis=(1, 2)).astype(float)
     if got["labels"] is not None:
@@ -378,7 +499,7 @@ def _recovery(answer, a):
 
 def _permutation(answer, a):
     """Relabelling the clients relabels the beneficial sets and the clusters."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     moved = answer(*_permuted(a))
     pi = a["perm"]
     rows, cols = pi[:, :, None], pi[:, None, :]
@@ -392,9 +513,9 @@ def _scale_invariance(answer, a):
     """Multiplying every loss by a power of two (the scores by the same) changes neither the
     beneficial sets nor the clusters (2-means and the relative no-split rule are
     scale-free)."""
-    got = answer(a["base"], a["losses"])
+    got = answer(a["base"], a["losses"], a["owner"])
     s = a["scale"]
-    scaled = answer(a["base"] * s[:, None], a["losses"] * s[:, None, None])
+    scaled = answer(a["base"] * s[:, None], a["losses"] * s[:, None, None], a["owner"])
     return (np.sum(scaled["C"] != got["C"], axis=(1, 2))
             + np.sum(scaled["together"] != got["together"], axis=(1, 2))).astype(float)
 
@@ -406,7 +527,9 @@ def _one_instance(check):
     def violation(subject, case):
         a = {**_case_arrays(case), "rtol": getattr(subject, "rtol", 1e-3),
              "atol": getattr(subject, "atol", 1e-12)}
-        out = check(_one_answer(subject, case.owner), a)
+        if _builtin(subject):
+            a["bulk"] = _bulk_answer(subject)
+        out = check(_one_answer(subject), a)
         if not isinstance(out, tuple):
             return float(out[0])
         return float(out[0][0]), float(out[0][0]), bool(out[2][0])
@@ -416,24 +539,30 @@ def _one_instance(check):
     return violation
 
 
+def _builtin(subject) -> bool:
+    """Whether ``subject`` is a :class:`proofs.LiaClustering` with the built-in rules (its
+    answers are mechanisms.lia's bulk code's)."""
+    from .subjects import LiaClustering
+
+    return isinstance(subject, LiaClustering) and all(
+        getattr(subject, r) is None for r in ("scores_rule", "sets_rule", "cluster_rule")
+    ) and all(getattr(subject.__class__, f) is getattr(LiaClustering, f)
+              for f in ("scores", "sets", "cluster"))
+
+
 def _hook(check):
     """A Property's ``batch`` hook: the check over the whole batch with the subject's bulk
     code, for a :class:`proofs.LiaClustering` with the built-in rules (None otherwise: one
     instance at a time through its own methods)."""
 
     def for_subject(subject):
-        from .subjects import LiaClustering
-
-        if not isinstance(subject, LiaClustering) or any(
-                getattr(subject, r) is not None for r in ("scores_rule", "sets_rule",
-                                                          "cluster_rule")) or any(
-                getattr(type(subject), f) is not getattr(LiaClustering, f)
-                for f in ("scores", "sets", "cluster")):
+        if not _builtin(subject):
             return None
 
         def evaluate(a):
-            out = check(_bulk_answer(subject, a["owner"]),
-                        {**a, "rtol": subject.rtol, "atol": subject.atol})
+            out = check(_bulk_answer(subject),
+                        {**a, "rtol": subject.rtol, "atol": subject.atol,
+                         "one": _one_answer(subject)})
             return out if isinstance(out, tuple) else (out,)
 
         return evaluate

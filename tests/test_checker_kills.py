@@ -553,3 +553,31 @@ def test_a_refusal_showing_a_value_whole_is_caught(monkeypatch):
     assert not _caught("local", "refuses_bad_input", 200)
     plant(monkeypatch, errors, "_short", "if len(text) <= 80 else", "if len(text) != 80 else")
     assert _caught("local", "refuses_bad_input", 200)
+
+
+# ------------------------------------------ one instance alone and in a batch (lia_conforms)
+
+_MEANS = ("    before = _client_means(base, who, counts)  # (..., m): L(theta_0; Z_i)\n"
+          "    after = _client_means(losses, who, counts)  # (..., j, i): L(theta_j; Z_i)\n")
+_PRODUCT = ("    mean = np.zeros((n, m))\n"
+            "    mean[np.arange(n), who] = 1.0 / counts[who]\n"
+            "    before = base @ mean\n"
+            "    after = losses @ mean\n")
+
+
+@pytest.mark.parametrize("subject", ["lia-central", "lia-p2p"])
+def test_scores_that_depend_on_the_batch_are_caught(monkeypatch, subject):
+    """The per-client means as one product with the (n, m) matrix of 1 / |Z_i| (before
+    a05e270): BLAS rounds it differently for one instance than for a batch, so an instance's
+    scores (and at 2-means ties its sets) depended on the batch that held it. With three or
+    more validation samples per client the rounding shows; lia_conforms draws 1 to 6 per
+    client and checks instances of each batch alone, bit for bit (with two samples each, as
+    the draws had, the product is exact in any order and this survived at any budget)."""
+    import mechanisms.lia as lia
+
+    assert not _caught(subject, "lia_conforms", 100)
+    plant(monkeypatch, lia, "influence", _MEANS, _PRODUCT)
+    r = check(SUBJECTS[subject], PROPERTIES["lia_conforms"], max_examples=100, seed=0,
+              engine="batch")
+    assert r.verdict == "counterexample"
+    assert r.counterexample.rerun() > 0  # alone against batches of its copies

@@ -8,7 +8,7 @@ from scipy.sparse.csgraph import connected_components
 from mechanisms import lia
 from mechanisms.errors import MarketInputError
 from proofs import PROPERTIES, SUBJECTS, LiaClustering, check
-from proofs.lia_properties import SAMPLES, LiaSampler
+from proofs.lia_properties import MAX_SAMPLES, PATTERNS, LiaSampler
 from proofs.oracle import lia as olia
 
 ENGINES = ["batch", "hypothesis"]
@@ -37,7 +37,8 @@ BAD = [
     # scores summed over the validation samples instead of averaged: every set and cluster
     # stays the same (2-means is scale-free), only the values are off
     pytest.param("lia_conforms", LiaClustering(
-        "summed-scores", scores_rule=lambda b, L, o: SAMPLES * lia.influence(b, L, o)),
+        "summed-scores", scores_rule=lambda b, L, o: (np.bincount(o)[:, None]
+                                                      * lia.influence(b, L, o))),
         id="conforms-summed-scores"),
     pytest.param("lia_self_included", LiaClustering("without-self", "p2p",
                                                     sets_rule=_without_self,
@@ -109,6 +110,34 @@ def test_the_sampler_plants_its_groups():
     assert seen == set(range(2, 13))
 
 
+def test_the_draws_have_uneven_interleaved_validation_sets():
+    """Each client has 1 to MAX_SAMPLES validation samples, uneven across clients and
+    interleaved in sample order (as real validation sets are: a mean of two, as every client
+    had before, is exact in any order and hid a05e270's fault); the relabelled batch
+    (lia_permutation) keeps each client's samples in their order and is a relabelling."""
+    from proofs.lia_properties import _permuted
+
+    sampler = LiaSampler("any")
+    seen, uneven, interleaved = set(), 0, 0
+    for d in sampler.draw(np.random.default_rng(2), 300):
+        a = sampler.arrays(d)
+        base, losses, owner = _permuted(a)
+        for k in range(d.size):
+            counts = np.bincount(a["owner"][k], minlength=d.m)
+            assert counts.min() >= 1 and counts.max() <= MAX_SAMPLES
+            seen |= set(counts.tolist())
+            uneven += counts.min() < counts.max()
+            interleaved += (np.diff(a["owner"][k]) < 0).any()
+            P = a["perm"][k]
+            for new in range(d.m):  # new client `new` is old client P[new], samples in order
+                old = P[new]
+                np.testing.assert_array_equal(base[k][owner[k] == new],
+                                              a["base"][k][a["owner"][k] == old])
+                np.testing.assert_array_equal(losses[k][new][owner[k] == new],
+                                              a["losses"][k][old][a["owner"][k] == old])
+    assert seen == set(range(1, MAX_SAMPLES + 1)) and uneven == interleaved == 300
+
+
 def test_influence_is_the_mean_loss_difference():
     base = [1.0, 3.0, 2.0]
     losses = [[0.0, 1.0, 2.5], [2.0, 2.0, 1.0]]
@@ -139,12 +168,17 @@ def test_the_bulk_clustering_is_the_clustering_of_each_matrix():
     sampler = LiaSampler("any")
     for d in sampler.draw(np.random.default_rng(1), 400):
         a = sampler.arrays(d)
-        I = lia.influence(a["base"], a["losses"], a["owner"])
+        layouts = np.unique(a["owner"], axis=0)
+        assert len(layouts) <= PATTERNS
+        I = np.empty((d.size, d.m, d.m))
+        for own in layouts:  # one owner per call: the batch's instances of each layout
+            rows = (a["owner"] == own).all(axis=1)
+            I[rows] = lia.influence(a["base"][rows], a["losses"][rows], own)
         C = lia.beneficial_sets(I)
         labels, p2p = lia.cluster(I), lia.cluster(I, "p2p")
         for k in range(d.size):
-            one = lia.influence(a["base"][k], a["losses"][k], a["owner"])
-            np.testing.assert_allclose(I[k], one, rtol=1e-14, atol=1e-15)  # gemm vs gemv
+            one = lia.influence(a["base"][k], a["losses"][k], a["owner"][k])
+            np.testing.assert_array_equal(I[k], one)
             np.testing.assert_array_equal(C[k], lia.beneficial_sets(I[k]))
             np.testing.assert_array_equal(labels[k], lia.cluster(I[k]))
             np.testing.assert_array_equal(p2p[k], lia.cluster(I[k], "p2p"))
