@@ -158,16 +158,23 @@ def _lengths(n):
     return n + 1, n - 1
 
 
+def _named_rise(message: str):
+    """(slope below, x, slope above) that a concavity refusal of Gain.check names ("its slope
+    rises from A below x = X to B above it"), else None."""
+    got = re.search(r"rises from ([-+0-9.einf]+) below x = ([-+0-9.einf]+) to "
+                    r"([-+0-9.einf]+) above", message)
+    return tuple(map(float, got.groups())) if got else None
+
+
 def _rise_named_right(case, message: str) -> bool:
     """A concavity refusal of :func:`_convex` (g = (1 + K)(x/N)^2) names the first point
     where the slope rises (below the largest N) and its two slopes around it truly: for some
     buyer the slope below x <= g'(x) = 2 (1 + K) x / N^2 <= the slope above (a convex gain's
     secants straddle its derivative), to the message's 6 digits."""
-    got = re.search(r"rises from ([-+0-9.einf]+) below x = ([-+0-9.einf]+) to "
-                    r"([-+0-9.einf]+) above", message)
-    if not got:
+    named = _named_rise(message)
+    if named is None:
         return False
-    below, x, above = map(float, got.groups())
+    below, x, above = named
     mk = case.market
     slope = 2.0 * (1.0 + mk.K) * x / mk.N**2
     ok = (below * (1 - 1e-5) <= slope) & (slope <= above * (1 + 1e-5))
@@ -178,11 +185,10 @@ def _kink_named(case, message: str) -> bool:
     """A concavity refusal of :func:`_convex_far_out` names its kink, x = 2^20 N for some
     buyer (to the message's 6 digits): the first point where the slope rises; and the
     slope it names above the kink is higher than the one below."""
-    got = re.search(r"rises from ([-+0-9.einf]+) below x = ([-+0-9.einf]+) to "
-                    r"([-+0-9.einf]+) above", message)
-    if not got:
+    named = _named_rise(message)
+    if named is None:
         return False
-    below, x, above = map(float, got.groups())
+    below, x, above = named
     return bool(above > below and (np.abs(x / (2.0**20 * case.market.N) - 1.0) < 1e-5).any())
 
 
