@@ -711,8 +711,10 @@ def _copy_for(parent: str) -> Path:
     return _COPIES[os.getpid()]
 
 
-def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str) -> dict:
-    """Apply ``m`` to this process's copy, run ``engines`` on it, restore the file."""
+def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str,
+          after_checker: bool = False) -> dict:
+    """Apply ``m`` to this process's copy, run ``engines`` on it, restore the file; with
+    ``after_checker``, the tests only if the checker (run first) did not kill it."""
     copy = _copy_for(parent)
     path = copy / m.path
     text = path.read_text()
@@ -727,6 +729,9 @@ def score(m: Generated, engines: tuple[str, ...], bases: dict, parent: str) -> d
     argued = m.key in equivalents()  # read now: arguments written during a run count
     try:
         for engine in engines:
+            if (engine == "tests" and after_checker
+                    and out.get("checker", {}).get("status") in KILLS):
+                continue
             if engine == "checker" and argued:
                 # its argument stands in for the checker's run (a survivor's full budget,
                 # up to a standard run's CPU); the tests still run on it, and a kill there
@@ -794,6 +799,12 @@ def tally(summary: dict) -> dict:
                                                     else ("checker", "tests")))
                     for r in done)
         out[engine] = {"killed": k, "of": len(done), "unrun": unrun, "low": lo, "high": hi}
+    # the tests run only where the checker did not kill (--tests-after-checker): none of the
+    # checker's kills has a tests result, and some has none
+    out["tests_after_checker"] = (
+        any(r.get("checker", {}).get("status") in KILLS and "tests" not in r for r in scored)
+        and not any(r.get("checker", {}).get("status") in KILLS and "tests" in r
+                    for r in scored))
     return out
 
 
@@ -855,7 +866,9 @@ def render(summary: dict) -> str:
         e = t[engine]
         run = ("standard run" if summary["checker"] == CHECKER
                else f"`{summary['checker']}`, not the standard run")
-        name = {"checker": f"checker ({run})", "tests": "tests",
+        name = {"checker": f"checker ({run})",
+                "tests": "tests" + (" (run only on the checker's survivors)"
+                                    if t["tests_after_checker"] else ""),
                 "both": "checker or tests"}[engine]
         score = _pct(e["killed"] / e["of"]) if e["of"] else "-"
         ci = f"{_pct(e['low'])} - {_pct(e['high'])}" if e["of"] else "-"
@@ -924,17 +937,30 @@ def write_page(page: Path, block: str) -> None:
     page.write_text(text)
 
 
-def to_score(held: dict, engines, retry=()) -> tuple[str, ...]:
+def to_score(held: dict, engines, retry=(), after_checker: bool = False) -> tuple[str, ...]:
     """The engines of ``engines`` a mutant still needs, given its results so far (``held``:
     engine -> result): those without a result, and those whose result's status is in
-    ``retry`` (``--retry error``: a result the harness, not the mutant, made).
+    ``retry`` (``--retry error``: a result the harness, not the mutant, made). With
+    ``after_checker`` (``--tests-after-checker``) the tests are needed only once the checker
+    has a result that is not a kill, or runs first in the same call (:func:`score`).
 
     >>> to_score({"checker": {"status": "killed"}, "tests": {"status": "error"}},
     ...          ("checker", "tests"), ("error",))
     ('tests',)
+    >>> to_score({"checker": {"status": "killed"}}, ("tests",), after_checker=True)
+    ()
+    >>> to_score({}, ("tests",), after_checker=True)  # the checker has not run yet
+    ()
+    >>> to_score({"checker": {"status": "survived"}}, ("tests",), after_checker=True)
+    ('tests',)
     """
-    return tuple(e for e in engines
+    need = tuple(e for e in engines
                  if e not in held or held[e].get("status") in tuple(retry))
+    if after_checker and "tests" in need and "checker" not in need:
+        status = held.get("checker", {}).get("status")
+        if status is None or status in KILLS:
+            need = tuple(e for e in need if e != "tests")
+    return need
 
 
 def load(out: Path, code: str, commands: dict) -> tuple[dict[str, dict], dict]:
@@ -998,6 +1024,9 @@ def main(argv=None) -> int:
     p.add_argument("--retry", nargs="*", default=(), metavar="STATUS",
                    help="score again the engines whose result has one of these statuses "
                         "(e.g. error: a result the harness, not the mutant, made)")
+    p.add_argument("--tests-after-checker", action="store_true",
+                   help="the tests only on the mutants the checker did not kill (enough for "
+                        "the checker-or-tests score; the tests' own row then covers those)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--count", action="store_true", help="print the population and stop")
     p.add_argument("--no-run", action="store_true", help="score nothing: page from --out")
@@ -1040,7 +1069,8 @@ def main(argv=None) -> int:
     # scored in rank order: the mutants scored so far are (up to the few in flight) the
     # sample of that size, so a run cut short leaves a uniform sample (--sample k shows it)
     todo = sorted((m for m in chosen if "incompetent" not in done.get(m.id, {})
-                   and to_score(done.get(m.id, {}), args.engines, args.retry)),
+                   and to_score(done.get(m.id, {}), args.engines, args.retry,
+                                args.tests_after_checker)),
                   key=lambda m: rank(m, args.seed))
     if todo and not args.no_run:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -1058,8 +1088,9 @@ def main(argv=None) -> int:
             if "tests" in args.engines:
                 bases["tests"] = baseline("tests", code, args.tests,
                                           lambda: tests_baseline(copy, args.tests, work))
-            tasks = [(m, to_score(done.get(m.id, {}), args.engines, args.retry), bases,
-                      parent) for m in todo]
+            tasks = [(m, to_score(done.get(m.id, {}), args.engines, args.retry,
+                                  args.tests_after_checker), bases, parent,
+                      args.tests_after_checker) for m in todo]
 
             def record(i, r):
                 r = {**describe(tasks[i][0]), **r, "commit": commit, "code": code,
@@ -1091,6 +1122,8 @@ def main(argv=None) -> int:
             **{k: v for k, v in pop.items() if k != "ranked"}}
     rows = [{**describe(m), **done.get(m.id, {})} for m in chosen]
     summary = summarise(rows, meta)
+    if tally(summary)["tests_after_checker"] and "--tests-after" not in summary["command"]:
+        summary["command"] += " --tests-after-checker"
     print(json.dumps(tally(summary)))
     if args.survivors is not None:
         eq = equivalents_in(summary)

@@ -361,3 +361,49 @@ def test_retry_scores_again_only_the_statuses_named(gm):
     assert gm.to_score(held, ("checker", "tests"), ("error",)) == ("tests",)
     assert gm.to_score({"checker": {"status": "survived"}}, ("checker", "tests"),
                        ("error",)) == ("tests",)
+
+
+def test_the_tests_can_run_only_where_the_checker_did_not_kill(gm, money, tmp_path,
+                                                               monkeypatch):
+    """--tests-after-checker: score() skips the tests of a mutant the checker killed, and
+    runs them on one it did not; the page's tests row then says whom it covers, while the
+    checker-or-tests row still counts every scored mutant."""
+    monkeypatch.setattr(gm, "_COPIES", {})
+    monkeypatch.setattr(gm.named, "copy_tree", _small_copy)
+    monkeypatch.setattr(gm, "equivalents", dict)
+    ran = []
+    verdict = {}
+
+    def checker(copy, base, m):
+        ran.append("checker")
+        return {"status": verdict["checker"]}
+
+    def tests(copy, base, m):
+        ran.append("tests")
+        return {"status": "killed"}
+
+    monkeypatch.setattr(gm, "score_checker", checker)
+    monkeypatch.setattr(gm, "score_tests", tests)
+    m = money[0]
+    for status, expect in (("killed", ["checker"]), ("timeout", ["checker"]),
+                           ("survived", ["checker", "tests"])):
+        ran.clear()
+        verdict["checker"] = status
+        got = gm.score(m, ("checker", "tests"), dict.fromkeys(("checker", "tests")),
+                       str(tmp_path), after_checker=True)
+        assert ran == expect and ("tests" in got) == (status == "survived"), (status, got)
+    ran.clear()
+    verdict["checker"] = "killed"
+    gm.score(m, ("checker", "tests"), dict.fromkeys(("checker", "tests")), str(tmp_path))
+    assert ran == ["checker", "tests"]
+
+    rows = ([{"key": f"k{i}", "checker": {"status": "killed"}} for i in range(18)]
+            + [{"key": "s", "checker": {"status": "survived"}, "tests": {"status": "killed"}},
+               {"key": "n", "checker": {"status": "survived"},
+                "tests": {"status": "survived"}}])
+    t = gm.tally({"mutants": rows, "equivalents": {}})
+    assert t["tests_after_checker"] is True
+    assert (t["tests"]["killed"], t["tests"]["of"]) == (1, 2)
+    assert (t["both"]["killed"], t["both"]["of"]) == (19, 20)
+    rows[0]["tests"] = {"status": "killed"}  # a kill of the checker with a tests result
+    assert gm.tally({"mutants": rows, "equivalents": {}})["tests_after_checker"] is False
