@@ -765,6 +765,47 @@ def _batch_of(case, *budgets):
     return cpl.GameBatch.from_games(games)
 
 
+def _batch_arrays(case, field, shape_of):
+    """The game twice as a GameBatch's arrays (B = 2), ``field`` replaced by
+    ``shape_of(array, n)``."""
+    b = _batch_of(case, case.game.budget, case.game.budget)
+    arrays = {name: getattr(b, name) for name in ("a", "G", "c", "v", "q_max", "budget",
+                                                     "alpha", "R", "q_min")}
+    arrays[field] = shape_of(arrays[field], b.n)
+    return arrays
+
+
+def _client_column(x, n):
+    """A per-client (B, n) field as (B, 1) where n >= 2, as (B, 2) where n = 1: the wrong
+    shape either way, and one that broadcasts against (B, n)."""
+    return x[:, :1] if n >= 2 else np.repeat(x, 2, axis=1)
+
+
+def _game_column(x, n):
+    """A per-game (B,) field as (B, 1): broadcasts against (B, n) (to (B, B, n) in a
+    formula reading it per game)."""
+    return x[:, None]
+
+
+def _shapes_named(want, got):
+    """A refusal's message names the shape expected and the shape got (from the case's n)."""
+    return lambda c, msg: (str(want(c.game.n)) in msg and str(got(c.game.n)) in msg)
+
+
+def _wrong_shape_fault(field, per_client):
+    shape_of = _client_column if per_client else _game_column
+    if per_client:
+        what = "(B, 1) for n >= 2 clients, (B, 2) for one, in a GameBatch built from arrays"
+        want, got = (lambda n: (2, n)), (lambda n: (2, 1 if n >= 2 else 2))
+    else:
+        what = "(B, 1), not (B,), in a GameBatch built from arrays"
+        want, got = (lambda n: (2,)), (lambda n: (2, 1))
+    return Fault(field, what + " (a broadcastable shape: refused, not broadcast)",
+                 lambda s, c: cpl.solve_batch(cpl.GameBatch(**_batch_arrays(c, field,
+                                                                             shape_of))),
+                 says=_shapes_named(want, got))
+
+
 CPL_FAULTS = (
     Fault("a", "an entry 0", lambda s, c: _game(c, a=_put(c.game.a, 0.0))),
     Fault("a", "an entry NaN", lambda s, c: _game(c, a=_put(c.game.a, NAN))),
@@ -887,6 +928,10 @@ CPL_FAULTS = (
     Fault("alpha", "negative", lambda s, c: _game(c, alpha=-1.0)),
     Fault("q_min", "negative", lambda s, c: _game(c, q_min=-0.1)),
     Fault("xtol", "negative", lambda s, c: cpl.solve(c.game, "bisection", xtol=-1.0)),
+    # a GameBatch's fields of a shape that broadcasts (a q_max of (B, 1) for two clients was
+    # read as one bound per game): the message names the shape expected and the shape got
+    *(_wrong_shape_fault(field, True) for field in ("G", "c", "v", "q_max")),
+    *(_wrong_shape_fault(field, False) for field in ("budget", "alpha", "R", "q_min")),
 )
 
 
@@ -895,9 +940,12 @@ def _cpl_answer(subject, case):
 
 
 def _cpl_edges(subject, case):
-    """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1."""
+    """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1; a GameBatch
+    built from arrays of the right shapes (B = 2 games: (2, n) and (2,); (2, 1) where n = 1)
+    is solved."""
     _game(case, R=1.0)
     _game(case, q_min=1.0, q_max=1.0)
+    cpl.solve_batch(cpl.GameBatch(**_batch_arrays(case, "a", lambda x, n: x)))
 
 
 EDGE_ANSWER["cpl"] = _cpl_edges
@@ -1124,7 +1172,7 @@ INPUT_PROPERTIES = {p.key: p for p in [
     _prop("cpl_refuses_bad_input", "Refuses bad input, naming the field (CPL)", "cpl",
           cpl_base_sampler, cpl_cases, 1, "Game, the infeasible budget to the subject, solve's "
                                     "methods and options, posted prices, responses, "
-                                    "apply_pricing, batches, aggregation"),
+                                    "apply_pricing, batches (a GameBatch's shapes), aggregation"),
     _prop("lia_refuses_bad_input", "Refuses bad input, naming the field (pFedLIA)", "lia",
           lia_base_sampler, lia_cases, 2, "losses, owner, scores to the sets and the clustering, "
                                     "mode, tolerances, labelings"),

@@ -163,6 +163,17 @@ _REFUSED = [
     pytest.param("ipfl", "local", "not square (one column short)", "T", selection, "_greedy",
                  "if T.ndim < 2 or T.shape[-1] != T.shape[-2]:", "if T.ndim < 2:", (),
                  id="unchecked-T"),
+    # a GameBatch built from arrays checking its fields' number of axes (or of entries)
+    # instead of their shape: a q_max of (B, 1) for n >= 2 clients (or (B, 2) for one), a
+    # budget of (B, 1), broadcast into games they do not describe
+    pytest.param("cpl", "cpl-bisection", "(B, 1) for n >= 2 clients", "q_max",
+                 sys.modules["mechanisms.cpl.game"].GameBatch, "__post_init__",
+                 "if arr.shape != want:", "if arr.ndim != len(want):", (),
+                 id="batch-shape-by-ndim"),
+    pytest.param("cpl", "cpl-uniform", "(B, 1), not (B,)", "budget",
+                 sys.modules["mechanisms.cpl.game"].GameBatch, "__post_init__",
+                 "if arr.shape != want:", "if arr.size != np.prod(want):", (),
+                 id="batch-shape-by-size"),
     # posted_pricing_batch(games, shape, /, ...): games= and shape= by keyword, which the
     # documented signature allows, a TypeError
     pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
@@ -182,6 +193,15 @@ def test_a_refusal_off_its_documentation_is_caught(monkeypatch, family, subject,
     assert _refused_on_every_draw(family, subject, what, field) == [0.0] * 3
     plant(monkeypatch, owner, name, before, after, *aliases)
     assert all(v > 0 for v in _refused_on_every_draw(family, subject, what, field))
+
+
+def test_a_game_batch_broadcasting_its_fields_is_caught(monkeypatch):
+    """The old GameBatch (only a normalised, no shape checked: a q_max of (B, 1) for two
+    clients solved as one bound per game): cpl_refuses_bad_input finds it."""
+    game = sys.modules["mechanisms.cpl.game"]
+    monkeypatch.setattr(game.GameBatch, "__post_init__", lambda self: object.__setattr__(
+        self, "a", game.normalised_weights(self.a)))
+    assert _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
 
 
 def test_clear_taking_its_arguments_positionally_only_is_caught(monkeypatch):

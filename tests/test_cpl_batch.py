@@ -63,6 +63,46 @@ def test_game_batch_round_trips_and_rejects_mixed_sizes():
         cpl.solve_batch(cpl.GameBatch.from_games([g.replace(budget=-1e9)]))
 
 
+_FIELDS = ("a", "G", "c", "v", "q_max", "budget", "alpha", "R", "q_min")
+
+
+@pytest.mark.parametrize("field, bad, got", [
+    *(pytest.param(f, lambda x: x[:, :1], (2, 1), id=f"{f}-(B,1)")
+      for f in ("G", "c", "v", "q_max")),
+    *(pytest.param(f, lambda x: x[:, None], (2, 1), id=f"{f}-(B,1)")
+      for f in ("budget", "alpha", "R", "q_min")),
+    pytest.param("q_max", lambda x: x[:1], (1, 2), id="q_max-(1,n)"),
+    pytest.param("budget", lambda x: x[0], (), id="budget-scalar"),
+    pytest.param("a", lambda x: x[0], (2,), id="a-(n,)"),
+    pytest.param("a", lambda x: x[:, :0], (2, 0), id="a-no-clients"),
+])
+def test_a_game_batch_from_arrays_refuses_a_shape_that_broadcasts(field, bad, got):
+    """A GameBatch built from arrays took a q_max of shape (B, 1) for two clients (read as
+    one bound per game) and any other field that broadcasts: each is refused in one line
+    naming the field, the shape got and the shape expected."""
+    g = cpl.Game(a=[0.4, 0.6], G=[1, 2], c=[5, 5], v=[1, 0], budget=1.0, q_max=[0.9, 0.7])
+    good = cpl.GameBatch.from_games([g, g.replace(budget=2.0)])
+    arrays = {f: getattr(good, f) for f in _FIELDS}
+    rebuilt = cpl.GameBatch(**arrays)  # the right shapes pass, as float arrays
+    np.testing.assert_array_equal(cpl.solve_batch(rebuilt).q, cpl.solve_batch(good).q)
+    arrays[field] = bad(arrays[field])
+    with pytest.raises(MarketInputError) as err:
+        cpl.GameBatch(**arrays)
+    assert err.value.field == field and "\n" not in str(err.value)
+    want = "(B, n)" if field == "a" else str((2, 2) if field in ("G", "c", "v", "q_max")
+                                              else (2,))
+    assert f"has shape {got}, expected {want}" in str(err.value)
+
+
+def test_a_game_batch_of_one_client_takes_its_columns():
+    """n = 1: (B, 1) is the per-client shape, not a fault."""
+    g = cpl.Game(a=[1.0], G=[2.0], c=[5.0], v=[1.0], budget=1.0, q_max=0.8)
+    good = cpl.GameBatch.from_games([g, g.replace(budget=0.5)])
+    rebuilt = cpl.GameBatch(**{f: getattr(good, f).tolist() for f in _FIELDS})
+    assert rebuilt.q_max.shape == (2, 1) and rebuilt.q_max.dtype == np.float64
+    np.testing.assert_array_equal(cpl.solve_batch(rebuilt).q, cpl.solve_batch(good).q)
+
+
 # cpl_one_path has no bulk form (the conic solvers take one game at a time)
 @pytest.mark.parametrize("key", sorted(set(CPL_SPECS) - {"cpl_one_path"}))
 def test_bulk_cpl_properties_give_the_scalar_verdict_instance_by_instance(key):

@@ -195,13 +195,27 @@ def client_utilities(game: Game, prices, q) -> np.ndarray:
     return P * q - game.c * q**2 - game.v * bound(game, q)
 
 
+_PER_CLIENT = ("G", "c", "v", "q_max")  # (B, n) in a GameBatch, as a is
+_PER_GAME = ("budget", "alpha", "R", "q_min")  # (B,)
+
+
 @dataclass(frozen=True)
 class GameBatch:
     """B CPL games with n clients each: ``a, G, c, v, q_max`` (B, n); ``budget, alpha, R,
     q_min`` (B,); ``a`` normalised per game by :func:`normalised_weights`, as
-    :class:`Game` does. Build one with :meth:`from_games` or from arrays (no further
-    validation: the arrays must describe valid games). Every formula of this module takes it
-    in place of a :class:`Game`."""
+    :class:`Game` does. Build one with :meth:`from_games` or from arrays: ``a`` gives B and
+    n, and every other field must have exactly its shape (MarketInputError naming the field,
+    the shape expected and the shape got): nothing is broadcast, so a q_max of shape (B, 1)
+    for n = 2 clients is refused, not read as one bound per game. The values are not
+    validated further (the arrays must describe valid games; :meth:`from_games` checks them
+    game by game). Every formula of this module takes it in place of a :class:`Game`.
+
+    >>> GameBatch(a=[[0.5, 0.5]], G=[[1.0, 1.0]], c=[[5.0, 5.0]], v=[[0.0, 0.0]],
+    ...           q_max=[[1.0]], budget=[1.0], alpha=[1.0], R=[10.0], q_min=[0.01])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mechanisms.errors.MarketInputError: q_max: has shape (1, 1), expected (1, 2) (B games...
+    """
 
     a: np.ndarray
     G: np.ndarray
@@ -214,7 +228,21 @@ class GameBatch:
     q_min: np.ndarray
 
     def __post_init__(self):
-        object.__setattr__(self, "a", normalised_weights(self.a))
+        a = as_floats("a", self.a)
+        if a.ndim != 2 or 0 in a.shape:
+            raise MarketInputError("a", f"has shape {a.shape}, expected (B, n): B >= 1 games of "
+                                        "n >= 1 clients")
+        B, n = a.shape
+        for names, want, what in ((_PER_CLIENT, (B, n), "B games x n clients"),
+                                  (_PER_GAME, (B,), "one per game")):
+            for name in names:
+                arr = as_floats(name, getattr(self, name))
+                if arr.shape != want:
+                    raise MarketInputError(name, f"has shape {arr.shape}, expected {want} "
+                                                 f"({what}, B and n from a's shape); a "
+                                                 "GameBatch broadcasts nothing")
+                object.__setattr__(self, name, arr)
+        object.__setattr__(self, "a", normalised_weights(a))
 
     @classmethod
     def from_games(cls, games) -> GameBatch:
