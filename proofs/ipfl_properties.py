@@ -787,7 +787,9 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     if rule_fn is not None:
         own_A = rule_fn(market, D, T, P)
     elif label == "exact":
-        own_A = ipfl.exact(market, P, T).adjacency
+        found = ipfl.exact(market, P, T)
+        own_A = found.adjacency
+        gaps += unsealed(found)  # the ExactSelection sealed as every result (proofs.seal)
     else:
         own_A = getattr(ipfl, label)(T, market.N)
     gaps += _gap_count(own_A, A)
@@ -1245,7 +1247,8 @@ IPFL_PROPERTIES = {
                  "what ipfl.clear_batch gives that market in a batch: adjacency, prices and "
                  "thresholds exactly, money to 1e-12 of the market's scale; every result "
                  "sealed (a frozen dataclass, read-only arrays: the outcomes, the markets, "
-                 "a gain of your own) and the caller's N, c, K and D handed back unchanged "
+                 "a gain of your own, ipfl.exact's ExactSelection) and the caller's N, c, K "
+                 "and D handed back unchanged "
                  "and writeable (proofs.seal)",
                  "one implementation (issue 34)", _BASE, "ipfl", _cases(**_ALL),
                  one_market,

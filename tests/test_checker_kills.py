@@ -443,6 +443,16 @@ def test_a_writeable_bulk_answer_is_caught(monkeypatch):
     assert _caught("cpl-bisection", "cpl_one_game", 50)
 
 
+def test_a_writeable_exact_selection_is_caught(monkeypatch):
+    """ipfl.exact's ExactSelection had writeable arrays (adjacency, methods, gaps) while every
+    other result of the toolkit is sealed: with the seal taken out again (nothing frozen in
+    exact, nothing copied and frozen by the class), one_market finds it on the exact rule."""
+    plant(monkeypatch, selection, "exact", "arr.setflags(write=False)",
+          "arr.setflags(write=True)", mipfl)
+    monkeypatch.setattr(selection.ExactSelection, "__post_init__", lambda self: None)
+    assert _caught("exact", "one_market", 50)
+
+
 def test_freezing_the_callers_array_is_caught(monkeypatch):
     """Generated mutant 885bbdec59 (read_only's ``copy or None`` -> ``copy and None``: the
     caller's D frozen in place instead of a copy) survived every row: one_market now hands
@@ -493,6 +503,12 @@ def test_every_batch_result_is_sealed():
     assert out.exact_methods is not None and unsealed(out) == 0
     g = mcpl.Game(a=[0.5, 0.5], G=[1.0, 1.0], c=[5.0, 5.0], v=[1.0, 1.0], budget=1.0)
     assert unsealed(mcpl.solve_batch(mcpl.GameBatch.from_games([g]))) == 0
+    # ipfl.exact's ExactSelection (a NamedTuple with writeable arrays before), one market and
+    # a batch
+    P = m.prices(D)
+    T = mipfl.thresholds(m, D, prices=P)
+    assert unsealed(mipfl.exact(m, P, T)) == 0
+    assert unsealed(mipfl.exact(mipfl.MarketArrays.of(m), P[None], T[None])) == 0
 
 
 # -------------------------------------------- the validators' bounds from inside, accepted

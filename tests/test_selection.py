@@ -420,3 +420,36 @@ def test_branch_and_bound_prunes_a_30_seller_search_within_50_nodes():
     phi_local = ipfl.phi(mk, P, ipfl.local(T, mk.N))[0]
     # the search mattered: the local choice is not optimal here (0.15 below it)
     assert phi_local - ipfl.phi(mk, P, out.adjacency)[0] > 1e-6 * (1.0 + abs(phi_local))
+
+
+def test_the_exact_selection_is_sealed_and_leaves_the_callers_arrays_alone():
+    """ipfl.exact's ExactSelection was a NamedTuple with writeable arrays (adjacency,
+    methods, gaps): a caller writing into them changed the answer (and, through
+    ipfl.clear's exact_methods and exact_gap before they were copied, an outcome). Now a
+    frozen dataclass whose arrays are read-only -- the arrays exact made, frozen where they
+    are (no copy) -- for one market and a batch; built from arrays of the caller's, it
+    freezes copies and leaves the caller's writeable."""
+    import dataclasses
+
+    from mechanisms.ipfl.selection import ExactSelection
+    from proofs.seal import unsealed
+
+    mk = ipfl.Market(N=[100.0, 200.0, 300.0], c=[0.1, 0.2, 0.3], K=[1e4, 2e4, 3e4], lam=0.1)
+    D = np.ones((3, 3)) - np.eye(3)
+    P = mk.prices(D)
+    T = ipfl.thresholds(mk, D, prices=P)
+    for out in (ipfl.exact(mk, P, T),
+                ipfl.exact(ipfl.MarketArrays.of(mk), P[None], T[None], node_limit=1)):
+        assert unsealed(out) == 0
+        for name in ("adjacency", "methods", "gaps"):
+            arr = getattr(out, name)
+            assert not arr.flags.writeable, name
+            with pytest.raises(ValueError, match="read-only"):
+                arr[(0,) * arr.ndim] = arr[(0,) * arr.ndim]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            out.stopped = "node-limit"
+    mine = [np.zeros((2, 2), bool), np.array(["none", "none"], dtype=object), np.zeros(2)]
+    made = ExactSelection(*mine)
+    assert unsealed(made) == 0 and all(x.flags.writeable for x in mine)
+    assert not any(np.shares_memory(x, y) for x, y in
+                   zip(mine, (made.adjacency, made.methods, made.gaps), strict=True))

@@ -573,6 +573,6 @@ def _clear(market: MarketArrays, D: np.ndarray, rule, pay, price, thresholds: st
         threshold_mode=thresholds, market=market, D=D, adjacency=A, thresholds=T, prices=P,
         remittances=R, payments=_ro(p), gains=_ro(G),
         sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W),
-        exact_methods=None if found is None else _ro(found.methods),
-        exact_gap=None if found is None else _ro(found.gaps),
+        exact_methods=None if found is None else found.methods,  # sealed (ExactSelection)
+        exact_gap=None if found is None else found.gaps,
         exact_stopped="" if found is None else found.stopped)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -423,18 +423,32 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int,
     return best_set, 0.0, ""
 
 
-class ExactSelection(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class ExactSelection:
     """What :func:`exact` found, with the leading batch dimensions (...) of its input: the
     adjacency (..., m, m), the method per buyer (..., m) ("none" when nothing was left to
     search, "time-limit" when the time budget ran out before the buyer's turn: the local
     rule's choice), per buyer a proven gap (..., m) (phi found minus a lower bound on the
     optimum; 0 = proven optimal, > 0 only when a node or time limit stopped the search), and
-    ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit"."""
+    ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit".
+
+    Sealed as every result of the toolkit (``proofs.seal``): frozen, its arrays read-only.
+    An array already read-only is kept as it is (:func:`exact` freezes the arrays it made,
+    no copy); any other is copied first, so an array the caller still holds is never made
+    read-only."""
 
     adjacency: np.ndarray
     methods: np.ndarray
     gaps: np.ndarray
     stopped: str = ""
+
+    def __post_init__(self):
+        for name in ("adjacency", "methods", "gaps"):
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray) or value.flags.writeable:
+                value = np.array(value)
+                value.setflags(write=False)
+                object.__setattr__(self, name, value)
 
 
 ENUMERATION_CHUNK = 2**22  # subset x candidate entries one enumeration step evaluates
@@ -584,8 +598,10 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         done += 1
         if progress is not None:
             progress(done, buyers)
-    return ExactSelection(A.reshape(shape), methods.reshape(shape[:-1]),
-                          gaps.reshape(shape[:-1]), stopped)
+    found = (A.reshape(shape), methods.reshape(shape[:-1]), gaps.reshape(shape[:-1]))
+    for arr in found:  # made here, held by nobody else: sealed without a copy
+        arr.setflags(write=False)
+    return ExactSelection(*found, stopped)
 
 
 def exact_enumeration(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
