@@ -806,6 +806,114 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     return gaps
 
 
+TWO_DIMS = ("adjacency", "prices", "thresholds", "remittances", "payments", "gains",
+            "sharing_costs", "utilities", "welfare", "exact_methods", "exact_gap", "D")
+"""The fields of an :class:`~mechanisms.ipfl.OutcomeBatch` that ``one_market`` compares
+between a batch with two leading dimensions and the same markets in one."""
+
+
+def _two_dims_gaps(subject, a, bulk, gain, mode) -> np.ndarray:
+    """Per market of ``bulk`` (:func:`mechanisms.ipfl.clear_batch` of the batch ``a``), the
+    entries that differ when its first 2 x (B // 2) markets are cleared as a batch of shape
+    (2, B // 2): the API takes any leading batch dimensions (``MarketArrays`` (..., m),
+    ``D`` (..., m, m)), so the answer must not depend on how they are laid out. Adjacency,
+    prices, thresholds and methods exactly, money to ONE_MARKET_RTOL of the market's scale
+    (as one market against the batch), the market's own fields and the shape exactly."""
+    B = len(a["N"])
+    h = B // 2
+    gaps = np.zeros(B)
+    if h == 0:
+        return gaps
+
+    def two(x):
+        return np.asarray(x)[:2 * h].reshape(2, h, *np.shape(x)[1:])
+
+    out = ipfl.clear_batch(
+        ipfl.MarketArrays(two(a["N"]), two(a["c"]), two(a["K"]), two(a["lam"]), gain=gain),
+        two(a["D"]), subject.rule, payments=subject.money, prices=subject.prices,
+        thresholds=mode, allow_negative_distances=True, allow_asymmetric_distances=True)
+    scale = 1.0 + np.abs(bulk.utilities).max(axis=-1) + np.abs(bulk.payments).max(axis=-1)
+    gaps[:2 * h] += (out.shape != (2, h)) + unsealed(out)
+    for f in TWO_DIMS:
+        got, want = getattr(out, f), getattr(bulk, f)
+        if (got is None) != (want is None):
+            gaps[:2 * h] += 1
+            continue
+        if got is None:
+            continue
+        got = np.asarray(got)
+        flat = got.reshape(2 * h, *got.shape[2:]) if got.shape[:2] == (2, h) else got
+        if flat.dtype.kind in "OUS":  # the exact rule's methods: names
+            want = np.asarray(want)[:2 * h]
+            same = flat.shape == want.shape
+            gaps[:2 * h] += ([float(np.sum(flat[k] != want[k])) for k in range(2 * h)]
+                             if same else float(max(flat.size, 1)))
+            continue
+        money = f not in ("adjacency", "prices", "thresholds", "D")
+        gaps[:2 * h] += _gap_count_b(flat, np.asarray(want)[:2 * h],
+                                     scale[:2 * h] if money else None)
+    # the baselines' ledger (mechanisms.ipfl.baseline_utilities) over both layouts, for
+    # the full graph and the outcome's
+    for W in (np.ones(np.shape(bulk.adjacency)), np.asarray(bulk.adjacency, float)):
+        got = np.asarray(ipfl.baseline_utilities(out.market, two(W)), float)
+        flat = got.reshape(2 * h, *got.shape[2:]) if got.shape[:2] == (2, h) else got
+        want = np.asarray(ipfl.baseline_utilities(bulk.market, W), float)[:2 * h]
+        gaps[:2 * h] += _gap_count_b(flat, want, scale[:2 * h])
+    for f in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"):
+        got = np.asarray(getattr(out.market, f))
+        flat = got.reshape(2 * h, *got.shape[2:]) if got.shape[:2] == (2, h) else got
+        gaps[:2 * h] += _gap_count_b(flat, np.asarray(getattr(bulk.market, f))[:2 * h])
+    if bulk.price_rule == "paper":
+        gaps += _paper_prices_layouts(a, bulk)
+    return gaps
+
+
+BIG_BATCH = 2**17
+"""Entries of the (..., m, m) prices in the large batch ``one_market`` asks
+:func:`mechanisms.ipfl.paper_prices_arrays` for (markets repeated): past any blocking of a
+batch into a few hundred kB."""
+
+
+def _paper_prices_layouts(a, bulk) -> np.ndarray:
+    """Per market, the entries of Eq. 10's prices (the bulk outcome's, the "paper" price
+    rule) that :func:`mechanisms.ipfl.paper_prices_arrays` gives differently when its
+    arrays are laid out otherwise, as its signature allows (``N``, ``c`` (..., m), ``lam``
+    (...,) or a number, ``D`` (..., m, m), broadcast against each other): two leading
+    dimensions; a batch of BIG_BATCH entries (the markets repeated); one D shared by the
+    batch ((m, m)); one lam for the batch (a number). Exactly: the same elementwise
+    formula."""
+    N, c, lam, D = (np.asarray(a[f], dtype=float) for f in ("N", "c", "lam", "D"))
+    B, m = N.shape
+    P = np.asarray(bulk.prices)
+    gaps = np.zeros(B)
+    h = B // 2
+    if h:
+        got = ipfl.paper_prices_arrays(*(x[:2 * h].reshape(2, h, *x.shape[1:])
+                                         for x in (N, c, lam, D)))
+        gaps[:2 * h] += _gap_count_b(np.reshape(got, (2 * h, m, m)) if got.size == 2 * h * m * m
+                                     else got, P[:2 * h])
+    reps = -(-BIG_BATCH // (B * m * m))
+    got = ipfl.paper_prices_arrays(*(np.concatenate([x] * reps) for x in (N, c, lam, D)))
+    if got.shape != (reps * B, m, m):
+        gaps += m * m
+    else:
+        # exactly, per market over its repeats (a NaN on either side differs)
+        same = got.reshape(reps, B, m, m) == P
+        gaps += np.sum(~same, axis=(0, 2, 3))
+    for k in ({0, B - 1} if B else ()):
+        # market k's D shared by the batch, market k's lam as a number: market k's prices
+        shared = ipfl.paper_prices_arrays(N, c, lam, D[k])
+        one = ipfl.paper_prices_arrays(N, c, float(lam[k]), D)
+        if shared.shape != (B, m, m) or one.shape != (B, m, m):
+            gaps[k] += m * m
+            continue
+        gaps[k] += _gap_count(shared[k], P[k]) + _gap_count(one[k], P[k])
+        # and every other market priced with it as its own: N, c of that market, D of k
+        same_lam = lam == lam[k]
+        gaps[k] += _gap_count(one[same_lam], P[same_lam])
+    return gaps
+
+
 def _own_log_gain(x, K, N):
     """A gain of your own (K log(1 + x/N) as a plain function)."""
     return K * np.log1p(x / N)
@@ -839,6 +947,8 @@ def _one_market_check(settle, a, subject=None):
     for got, want in ((own["p"], bulk.payments), (own["U"], bulk.utilities)):
         gaps += _gap_count_b(got, want, scale)
     gaps += unsealed(bulk)  # the batch's outcome sealed (proofs.seal), its market too
+    # the same markets as a batch of two leading dimensions (the API's (..., m))
+    gaps += _two_dims_gaps(subject, a, bulk, gain, mode)
     # a gain of your own becomes a CallableGain a Market holds: sealed as the built-in ones
     gaps += unsealed(as_gain(_own_log_gain))
     for k in range(B):

@@ -617,3 +617,35 @@ def test_scores_that_depend_on_the_batch_are_caught(monkeypatch, subject):
               engine="batch")
     assert r.verdict == "counterexample"
     assert r.counterexample.rerun() > 0  # alone against batches of its copies
+
+
+# ------------------------------------- layouts the API allows (leading dimensions, broadcast)
+
+_money = sys.modules["mechanisms.ipfl.money"]
+
+# (mutant, owner, function, before, after, aliases): each is right for the one-dimensional
+# batch of the draws and wrong for another layout the signature allows; one_market clears
+# the batch also as two leading dimensions and asks paper_prices_arrays for a batch past its
+# blocking, a D shared by the batch and one lam for all (``_two_dims_gaps``)
+_LAYOUTS = [
+    pytest.param(_money, "baseline_support",
+                 "~np.eye(W.shape[-1], dtype=bool)", "~np.eye(W.shape[+1], dtype=bool)",
+                 (), id="40608b05f3"),
+    pytest.param(mmarket, "paper_prices_arrays", "N.shape[:-1] + (N.shape[-1],) * 2",
+                 "N.shape[:-2] + (N.shape[-1],) * 2", (mipfl,), id="ec298f2d10"),
+    pytest.param(mmarket, "paper_prices_arrays",
+                 "(a[lo:lo + step] if a.shape[0] > 1 else a for a in ops)",
+                 "(a[lo:lo + step] if a.shape[1] > 1 else a for a in ops)", (mipfl,),
+                 id="1c43bff124"),
+    # the batch's leading dimensions read as one (a reshape that keeps the first only)
+    pytest.param(_money, "payments", "return R.sum(axis=-1) - R.sum(axis=-2)",
+                 "return R.sum(axis=-1) - R.sum(axis=1)", (mipfl,), id="payments-axis-1"),
+]
+
+
+@pytest.mark.parametrize("owner, name, before, after, aliases", _LAYOUTS)
+def test_a_fault_of_another_batch_layout_is_caught(monkeypatch, owner, name, before, after,
+                                                   aliases):
+    assert not _caught("local", "one_market", 50)
+    plant(monkeypatch, owner, name, before, after, *aliases)
+    assert _caught("local", "one_market", 50)

@@ -98,7 +98,8 @@ def model_difference(Nj, Ni, d, lam, out=None) -> np.ndarray:
 
 def paper_prices_arrays(N, c, lam, D) -> np.ndarray:
     """Eq. 10 prices P_ij = c_j + lam (N_j/N_i) d_ij over arrays: ``N``, ``c`` (..., m),
-    ``lam`` (...,) or a number, ``D`` (..., m, m). The diagonal is +inf (nobody buys its own
+    ``lam`` (...,) or a number, ``D`` (..., m, m), broadcast against each other (one D for
+    a batch of markets, one lam for all). The diagonal is +inf (nobody buys its own
     model); c_j = inf gives +inf; d_ij = 0 or lam = 0 adds nothing (never inf * 0)."""
     N = np.asarray(N, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
