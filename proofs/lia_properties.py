@@ -288,6 +288,39 @@ def _bulk_answer(subject):
     return answer
 
 
+def _two_dims_answer(subject):
+    """The bulk code on the batch's first 2 x (B // 2) instances laid out as two leading
+    dimensions (2, B // 2), as the API allows ((..., n) losses, (..., m, m) scores), its
+    answer flattened back to one: every sample layout with an even number of instances is
+    scored as (2, count / 2) as well."""
+    def answer(base, losses, owner):
+        h = len(owner) // 2
+        base, losses, owner = base[:2 * h], losses[:2 * h], owner[:2 * h]
+        m = losses.shape[1]
+        I = np.empty((2 * h, m, m))
+        left = np.ones(2 * h, bool)
+        while left.any():
+            own = owner[np.argmax(left)]
+            rows = np.flatnonzero(left & (owner == own).all(axis=1))
+            if rows.size % 2 == 0:
+                half = rows.size // 2
+                I[rows] = lia.influence(base[rows].reshape(2, half, -1),
+                                        losses[rows].reshape(2, half, m, -1),
+                                        own).reshape(rows.size, m, m)
+            else:
+                I[rows] = lia.influence(base[rows], losses[rows], own)
+            left[rows] = False
+        kw = {"rtol": subject.rtol, "atol": subject.atol}
+        two = I.reshape(2, h, m, m)
+        C = np.asarray(lia.beneficial_sets(two, **kw)).reshape(2 * h, m, m)
+        out = np.asarray(lia.cluster(two, mode=subject.mode, **kw))
+        out = out.reshape(2 * h, *out.shape[2:])
+        labels = None if subject.mode == "p2p" else out
+        return {"I": I, "C": C, "labels": labels, "together": _together(out)}
+
+    return answer
+
+
 def _case_arrays(case) -> dict:
     return {"base": case.base[None], "losses": case.losses[None],
             "owner": np.asarray(case.owner)[None],
@@ -380,8 +413,9 @@ def _conforms(answer, a):
     (:func:`_one_row_gap`); one instance alone through the subject's own methods and in a
     batch through the bulk code give the same scores bit for bit, the same sets and clusters
     (:func:`_differ`; a built-in subject only): with the bulk code, the first and the last
-    instance of each sample layout of the batch also alone (:func:`_alone`); one instance,
-    also in batches of COPIES copies of it."""
+    instance of each sample layout of the batch also alone (:func:`_alone`), and the batch
+    laid out as two leading dimensions (:func:`_two_dims_answer`); one instance, also in
+    batches of COPIES copies of it."""
     got = answer(a["base"], a["losses"], a["owner"])
     I, C = got["I"], got["C"]
     B, m = I.shape[:2]
@@ -411,6 +445,10 @@ def _conforms(answer, a):
         for k in _alone(a["owner"]):
             alone = a["one"](a["base"][k:k + 1], a["losses"][k:k + 1], a["owner"][k:k + 1])
             out[k] = max(out[k], _differ(got, k, alone, 0))
+    if a.get("two") is not None and B >= 2:  # the bulk path: two leading dimensions too
+        two = a["two"](a["base"], a["losses"], a["owner"])
+        for k in range(2 * (B // 2)):
+            out[k] = max(out[k], _differ(got, k, two, k))
     if "bulk" in a:  # one instance (a built-in subject): also in batches of its copies
         for copies in COPIES:
             rows = np.zeros(copies, int)
@@ -562,7 +600,7 @@ def _hook(check):
         def evaluate(a):
             out = check(_bulk_answer(subject),
                         {**a, "rtol": subject.rtol, "atol": subject.atol,
-                         "one": _one_answer(subject)})
+                         "one": _one_answer(subject), "two": _two_dims_answer(subject)})
             return out if isinstance(out, tuple) else (out,)
 
         return evaluate

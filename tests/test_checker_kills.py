@@ -630,22 +630,29 @@ _money = sys.modules["mechanisms.ipfl.money"]
 _LAYOUTS = [
     pytest.param(_money, "baseline_support",
                  "~np.eye(W.shape[-1], dtype=bool)", "~np.eye(W.shape[+1], dtype=bool)",
-                 (), id="40608b05f3"),
+                 (), "local", "one_market", id="40608b05f3"),
     pytest.param(mmarket, "paper_prices_arrays", "N.shape[:-1] + (N.shape[-1],) * 2",
-                 "N.shape[:-2] + (N.shape[-1],) * 2", (mipfl,), id="ec298f2d10"),
+                 "N.shape[:-2] + (N.shape[-1],) * 2", (mipfl,), "local", "one_market",
+                 id="ec298f2d10"),
     pytest.param(mmarket, "paper_prices_arrays",
                  "(a[lo:lo + step] if a.shape[0] > 1 else a for a in ops)",
                  "(a[lo:lo + step] if a.shape[1] > 1 else a for a in ops)", (mipfl,),
-                 id="1c43bff124"),
-    # the batch's leading dimensions read as one (a reshape that keeps the first only)
-    pytest.param(_money, "payments", "return R.sum(axis=-1) - R.sum(axis=-2)",
-                 "return R.sum(axis=-1) - R.sum(axis=1)", (mipfl,), id="payments-axis-1"),
+                 "local", "one_market", id="1c43bff124"),
+    # m read off the second axis: right for (m, m) and (B, m, m), not for (B1, B2, m, m)
+    pytest.param(selection, "_greedy", "m = T.shape[-1]", "m = T.shape[1]", (), "local",
+                 "one_market", id="greedy-shape-1"),
+    # pFedLIA's bulk code (lia_conforms lays the batch out as two leading dimensions too)
+    pytest.param(sys.modules["mechanisms.lia"], "beneficial_sets",
+                 "np.eye(M.shape[-1], dtype=bool)", "np.eye(M.shape[1], dtype=bool)", (),
+                 "lia-p2p", "lia_conforms", id="sets-shape-1"),
+    pytest.param(sys.modules["mechanisms.lia"], "cluster", "m = sets.shape[-1]",
+                 "m = sets.shape[1]", (), "lia-central", "lia_conforms", id="cluster-shape-1"),
 ]
 
 
-@pytest.mark.parametrize("owner, name, before, after, aliases", _LAYOUTS)
+@pytest.mark.parametrize("owner, name, before, after, aliases, subject, key", _LAYOUTS)
 def test_a_fault_of_another_batch_layout_is_caught(monkeypatch, owner, name, before, after,
-                                                   aliases):
-    assert not _caught("local", "one_market", 50)
+                                                   aliases, subject, key):
+    assert not _caught(subject, key, 50)
     plant(monkeypatch, owner, name, before, after, *aliases)
-    assert _caught("local", "one_market", 50)
+    assert _caught(subject, key, 50)
