@@ -33,7 +33,10 @@ with :func:`apply_pricing`; :data:`PRICING_RULES` holds the built-in posted pric
 
 from .aggregation import unbiased_aggregate
 from .batch import (
+    ONE_SIDED_ROOT_STEPS,
     POSTED_SHAPES,
+    ROOT_BISECTION_EVERY,
+    ROOT_HALVING_SLACK,
     BatchEquilibrium,
     apply_pricing_batch,
     over_budget,
@@ -47,6 +50,7 @@ from .equilibrium import (
     LINESEARCH_BUDGET_RTOL,
     METHODS,
     PRICING_RULES,
+    WORK_FIELDS,
     BudgetInfeasible,
     Equilibrium,
     SolverFailed,
@@ -75,8 +79,12 @@ from .response import best_response, best_response_v0, unconstrained_response
 __all__ = [
     "LINESEARCH_BUDGET_RTOL",
     "METHODS",
+    "ONE_SIDED_ROOT_STEPS",
     "POSTED_SHAPES",
     "PRICING_RULES",
+    "ROOT_BISECTION_EVERY",
+    "ROOT_HALVING_SLACK",
+    "WORK_FIELDS",
     "BatchEquilibrium",
     "BudgetInfeasible",
     "Equilibrium",

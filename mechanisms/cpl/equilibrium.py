@@ -50,6 +50,7 @@ __all__ = [
     "LINESEARCH_BUDGET_RTOL",
     "METHODS",
     "PRICING_RULES",
+    "WORK_FIELDS",
     "BudgetInfeasible",
     "Equilibrium",
     "SolverFailed",
@@ -65,6 +66,10 @@ __all__ = [
 ]
 
 METHODS = ("bisection", "cvxpy", "cvxpy-linesearch")
+WORK_FIELDS = ("root_iterations", "root_halvings", "polish_iterations", "polish_halvings",
+               "doublings")
+"""The root finder's work a one-game answer reports in ``info`` (the bisection, posted
+prices), named as the fields of :class:`~mechanisms.cpl.BatchEquilibrium`."""
 
 
 def _ro(a):
@@ -83,7 +88,9 @@ class Equilibrium:
     objective = sum K (1 - q)/q, spent = sum P q, status "optimal" | "slack" | solver status
     kkt_residual: max over interior clients of |4 c q^3/K + v - 1/lambda*| relative to 1/lambda*
     budget_residual: |spent - B| / max(|B|, 1) (0 expected unless slack)
-    info: the bisection's mu = 1/lambda* (a binding budget) or why a game is degenerate; the
+    info: the bisection's mu = 1/lambda* (a binding budget) or why a game is degenerate, and
+    (bisection, posted prices) the root finder's work, the fields :data:`WORK_FIELDS` of
+    :class:`~mechanisms.cpl.BatchEquilibrium` as ints (iterations, halvings, doublings); the
     line search's grid_points, best_M and statuses (each grid point counted once by how its
     solve ended, the solver's status or solver_error, and over_budget beside them: the
     points solved whose spend exceeded B beyond its tolerance); a posted price's p, responses
@@ -199,12 +206,18 @@ def _bisection(game: Game, xtol: float = 0.0, method: str = "bisection"):
     out = solve_games(_one(game), xtol=xtol, name_games=False)
     if out.degenerate[0]:
         return _equilibrium(game, method, "degenerate", out, t0,
-                            info={"reason": "every K_n = alpha a_n^2 G_n^2 / R is 0"})
+                            info={"reason": "every K_n = alpha a_n^2 G_n^2 / R is 0",
+                                  **_work(out)})
     if out.slack[0]:
-        return _equilibrium(game, method, "slack", out, t0)
+        return _equilibrium(game, method, "slack", out, t0, info=_work(out))
     mu = 1.0 / float(out.multiplier[0])
     return _equilibrium(game, method, "optimal", out, t0, solver="illinois",
-                        info={"mu": mu})
+                        info={"mu": mu, **_work(out)})
+
+
+def _work(out: BatchEquilibrium) -> dict:
+    """The root finder's work on game 0 of a batch-of-one outcome, as ints (info)."""
+    return {name: int(getattr(out, name)[0]) for name in WORK_FIELDS}
 
 
 def _scale(game: Game) -> float:
@@ -432,7 +445,7 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
     out = posted_pricing_batch(_one(game), shape[None], responses=responses)
     p = float(out.scale[0])
     return _equilibrium(game, name, "optimal", out, t0, solver="illinois",
-                        info={"p": p, "responses": responses})
+                        info={"p": p, "responses": responses, **_work(out)})
 
 
 def _posted(name: str, game: Game, responses: str) -> Equilibrium:
