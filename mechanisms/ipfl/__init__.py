@@ -64,9 +64,12 @@ from .rules import (
     vcg_payments,
 )
 from .selection import (
+    BB_NODES_FLOOR,
+    BB_NODES_PER_CANDIDATE,
     EXACT_METHODS,
     NODE_LIMIT,
     RULES,
+    bb_node_bound,
     box2,
     eq11_margins,
     eq11_violations,
@@ -79,6 +82,8 @@ from .selection import (
 from .thresholds import MODES, thresholds
 
 __all__ = [
+    "BB_NODES_FLOOR",
+    "BB_NODES_PER_CANDIDATE",
     "BULK_RULES",
     "EXACT_METHODS",
     "MODES",
@@ -99,6 +104,7 @@ __all__ = [
     "PowerGain",
     "SqrtGain",
     "baseline_utilities",
+    "bb_node_bound",
     "bought",
     "box2",
     "clear",

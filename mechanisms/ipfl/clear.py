@@ -56,6 +56,7 @@ class Outcome:
     welfare      float  Eq. 5 (true values)
     exact_gap    float  rule "exact": proven bound on phi above the optimum (0: optimal)
     exact_stopped str   rule "exact": "" (searched to the end), "node-limit" or "time-limit"
+    exact_nodes  (m,)   rule "exact": the branch-and-bound nodes per buyer (0: another method)
     """
 
     rule: str
@@ -75,6 +76,7 @@ class Outcome:
     exact_methods: dict = field(default_factory=dict)
     exact_gap: float = 0.0  # proven bound on phi above the optimum, summed over buyers
     exact_stopped: str = ""  # "node-limit" or "time-limit" when the exact search stopped early
+    exact_nodes: np.ndarray | None = None  # rule "exact": branch-and-bound nodes per buyer
     market: Market | None = None
     D: np.ndarray | None = None
     payment_rule: str = "paper"
@@ -358,6 +360,7 @@ def clear(
         exact_methods=exact_methods,
         exact_gap=exact_gap,
         exact_stopped=out.exact_stopped,
+        exact_nodes=None if out.exact_nodes is None else out.exact_nodes[0],
         market=market,
         D=D,
         payment_rule=pay_label,
@@ -426,6 +429,8 @@ class OutcomeBatch:
     welfare      (...,) Eq. 5
     exact_methods (..., m) rule "exact": the method per buyer (None for the other rules)
     exact_gap    (..., m) rule "exact": proven bound on phi_i above the optimum (0: optimal)
+    exact_nodes  (..., m) rule "exact": the branch-and-bound nodes per buyer (0: another
+                 method; bounded by :func:`mechanisms.ipfl.selection.bb_node_bound`)
     exact_stopped str     rule "exact": "" (searched to the end), "node-limit" or
                  "time-limit"
     """
@@ -448,6 +453,7 @@ class OutcomeBatch:
     exact_methods: np.ndarray | None = None
     exact_gap: np.ndarray | None = None
     exact_stopped: str = ""
+    exact_nodes: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple:
@@ -575,4 +581,5 @@ def _clear(market: MarketArrays, D: np.ndarray, rule, pay, price, thresholds: st
         sharing_costs=_ro(C), utilities=_ro(U), welfare=_ro(W),
         exact_methods=None if found is None else found.methods,  # sealed (ExactSelection)
         exact_gap=None if found is None else found.gaps,
-        exact_stopped="" if found is None else found.stopped)
+        exact_stopped="" if found is None else found.stopped,
+        exact_nodes=None if found is None else found.nodes)

@@ -30,10 +30,13 @@ from .market import Market
 from .money import bought
 
 __all__ = [
+    "BB_NODES_FLOOR",
+    "BB_NODES_PER_CANDIDATE",
     "EXACT_METHODS",
     "NODE_LIMIT",
     "RULES",
     "ExactSelection",
+    "bb_node_bound",
     "best_subsets",
     "box2",
     "eq11_margins",
@@ -53,6 +56,36 @@ EXACT_METHODS = ("auto", "enumeration", "dp", "branch-and-bound")
 ENUMERATION_MAX = 16  # candidates enumerated outright (2^16 subsets, vectorised)
 DP_MAX_CELLS = 50_000_000  # candidates x (total data / gcd) for the dynamic programme
 NODE_LIMIT = 20_000  # branch-and-bound nodes per buyer before it stops with a proven gap
+BB_NODES_PER_CANDIDATE = 8
+BB_NODES_FLOOR = 511
+"""The work of :func:`exact`'s branch-and-bound, reported per buyer (``ExactSelection.nodes``,
+``OutcomeBatch.exact_nodes``): a buyer with k candidates is searched in at most
+min(2^(k+1) - 1, node_limit, BB_NODES_FLOOR + BB_NODES_PER_CANDIDATE (k + 1)) nodes (see
+:func:`bb_node_bound`). The first two are proven (each node decides one more candidate, in
+or out, so the tree has depth k; the search stops at the node limit); the third is
+measured, branch-and-bound being exponential in the worst case: on the 427,290 buyers
+searched by it in ``fedmarket prove --engine batch --examples 100000 --subject exact
+--property work_bound`` at seeds 0 and 1 (every buyer with a candidate searched that way),
+the relaxation bound pruned all but 2-5 nodes per candidate beyond k = 9 (at most 4.65
+(k + 1): 377 nodes at k = 80), while a few small searches explored most of their tree (231
+of 255 nodes at k = 7, 63 of 63 at k = 5: a generic gain whose relaxation bound is loose).
+Declared: the full tree of 8 candidates (511 nodes) plus 8 per candidate (a margin of 1.7
+over the largest per-candidate count measured beyond k = 9)."""
+
+
+def bb_node_bound(k, node_limit: int = NODE_LIMIT) -> np.ndarray:
+    """The most branch-and-bound nodes :func:`exact` documents for a buyer with ``k``
+    candidates (elementwise): min(2^(k+1) - 1, ``node_limit``, :data:`BB_NODES_FLOOR` +
+    :data:`BB_NODES_PER_CANDIDATE` (k + 1)).
+
+    >>> bb_node_bound([0, 3, 8, 80]).tolist()
+    [1.0, 15.0, 511.0, 1159.0]
+    """
+    k = np.asarray(k, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        full = 2.0 ** (k + 1.0) - 1.0
+    return np.minimum.reduce([full, np.full(k.shape, float(node_limit)),
+                              BB_NODES_FLOOR + BB_NODES_PER_CANDIDATE * (k + 1.0)])
 
 
 GREEDY_TOP = 64  # sellers per buyer the greedy scan orders first (more only when needed)
@@ -398,7 +431,7 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int,
             "time-limit" if time.monotonic() > deadline else ""
         if stopped:
             lower = min(_open_bound(r, n, c, cost, size, n0, gfun) for r, n, c, _ in stack)
-            return best_set, max(0.0, best_val - lower), stopped
+            return best_set, max(0.0, best_val - lower), stopped, nodes
         rest, n, c, chosen = stack.pop()
         nodes += 1
         here = c - float(gfun(n0 + n))
@@ -420,7 +453,7 @@ def _branch_and_bound(cost, size, n0, gfun, incumbent, node_limit: int,
         j, tail = int(rest[0]), rest[1:]
         stack.append((tail, n, c, chosen))  # exclude j (explored second)
         stack.append((tail, n + size[j], c + cost[j], (j, chosen)))  # include j (first)
-    return best_set, 0.0, ""
+    return best_set, 0.0, "", nodes
 
 
 @dataclass(frozen=True, eq=False)
@@ -429,8 +462,10 @@ class ExactSelection:
     adjacency (..., m, m), the method per buyer (..., m) ("none" when nothing was left to
     search, "time-limit" when the time budget ran out before the buyer's turn: the local
     rule's choice), per buyer a proven gap (..., m) (phi found minus a lower bound on the
-    optimum; 0 = proven optimal, > 0 only when a node or time limit stopped the search), and
-    ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit".
+    optimum; 0 = proven optimal, > 0 only when a node or time limit stopped the search),
+    ``stopped``: "" (every buyer searched to the end), "node-limit" or "time-limit", and per
+    buyer (..., m) the ``nodes`` its branch-and-bound explored (0 for the other methods;
+    bounded by :func:`bb_node_bound`; None when not given).
 
     Sealed as every result of the toolkit (``proofs.seal``): frozen, its arrays read-only.
     An array already read-only is kept as it is (:func:`exact` freezes the arrays it made,
@@ -441,10 +476,13 @@ class ExactSelection:
     methods: np.ndarray
     gaps: np.ndarray
     stopped: str = ""
+    nodes: np.ndarray | None = None
 
     def __post_init__(self):
-        for name in ("adjacency", "methods", "gaps"):
+        for name in ("adjacency", "methods", "gaps", "nodes"):
             value = getattr(self, name)
+            if name == "nodes" and value is None:
+                continue
             if not isinstance(value, np.ndarray) or value.flags.writeable:
                 value = np.array(value)
                 value.setflags(write=False)
@@ -531,6 +569,7 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
     n0 = bought(A.reshape(shape), N).reshape(rows)  # the data always bought (T = inf)
     methods = np.full(rows, "none", dtype=object)
     gaps = np.zeros(rows)
+    nodes = np.zeros(rows, dtype=np.int64)
     buyers = int((Kf > 0).sum())
     done = 0
     if progress is not None:
@@ -588,9 +627,8 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
                 gaps[r] = _root_gap(cost, sz, n0[r], gfun, chosen)
                 stopped = "time-limit"
             else:
-                chosen, gaps[r], why = _branch_and_bound(cost, sz, n0[r], gfun,
-                                                         fallback[r, cidx], node_limit,
-                                                         deadline)
+                chosen, gaps[r], why, nodes[r] = _branch_and_bound(
+                    cost, sz, n0[r], gfun, fallback[r, cidx], node_limit, deadline)
                 if why and stopped != "time-limit":
                     stopped = why
         A[r, cidx[chosen]] = True
@@ -599,9 +637,10 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         if progress is not None:
             progress(done, buyers)
     found = (A.reshape(shape), methods.reshape(shape[:-1]), gaps.reshape(shape[:-1]))
-    for arr in found:  # made here, held by nobody else: sealed without a copy
+    counted = nodes.reshape(shape[:-1])
+    for arr in (*found, counted):  # made here, held by nobody else: sealed without a copy
         arr.setflags(write=False)
-    return ExactSelection(*found, stopped)
+    return ExactSelection(*found, stopped, counted)
 
 
 def exact_enumeration(market: Market, P: np.ndarray, T: np.ndarray) -> np.ndarray:
