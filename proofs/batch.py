@@ -69,7 +69,7 @@ from .ipfl_properties import (
     misreports_joint_batch,
     settle_batch,
 )
-from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase
+from .strategies import CPL_FLOOR_RTOL, MAX_CLIENTS, CplCase, edge_budgets
 from .typespace import DEFAULT as DEFAULT_SPACE
 from .typespace import TypeSpace
 
@@ -479,6 +479,8 @@ IPFL_SPECS: dict[str, IpflSpec] = {
     "box2_prefix": IpflSpec(min_m=3, size_power=0.0, cheap_data=CHEAP_DATA_SHARE),
     "one_path": IpflSpec(**_CHEAP_TIER, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
     "one_market": IpflSpec(**_CHEAP_TIER, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
+    # one_path's draws: the 100-client tier gives buyers of 60-90 candidates
+    "work_bound": IpflSpec(**_CHEAP_TIER, **_EVERY, cheap_data=CHEAP_DATA_SHARE),
 }
 
 
@@ -500,10 +502,10 @@ class CplSampler(Sampler):
     n_glob = 7
 
     def __init__(self, *, min_n=1, max_n=12, large_v=False, budget="binding",
-                 positive_budget=False, baselines_off_floor=False):
+                 positive_budget=False, baselines_off_floor=False, edge=False):
         self.min_m, self.max_m = min_n, max_n
         self.large_v, self.budget, self.positive_budget = large_v, budget, positive_budget
-        self.baselines_off_floor = baselines_off_floor
+        self.baselines_off_floor, self.edge = baselines_off_floor, edge
 
     def _q_max_units(self, d: Draws):
         """q_max's lower end and the uniforms behind it (per client, common). With
@@ -557,6 +559,9 @@ class CplSampler(Sampler):
         inside = binding & (hi - lo > 1e-9 * np.maximum(1.0, np.abs(hi)))
         top = np.maximum(hi, lo)
         budget = np.where(inside, lo + frac * (hi - lo), top + frac * (np.abs(top) + 1.0))
+        if self.edge:
+            budget = edge_budgets(budget, inside & ((2.0 * g[:, 6]) % 1.0 < 0.5), g[:, 5], lo,
+                                  hi)
         return cpl.GameBatch(a, G, c, v, q_max, budget, alpha, R, q_min)
 
     def cases(self, d: Draws) -> list:
@@ -595,11 +600,14 @@ class CplSampler(Sampler):
                                              for name in ("uniform", "weighted"))))
             frac = 0.01 + 0.98 * gk[5]
             binding = self.budget == "binding" or (self.budget == "any" and gk[6] < 0.5)
-            if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
+            inside = binding and hi - lo > 1e-9 * max(1.0, abs(hi))
+            if inside:
                 B = lo + frac * (hi - lo)
             else:
                 top = max(hi, lo)
                 B = top + frac * (abs(top) + 1.0)
+            if self.edge:
+                B = float(edge_budgets(B, inside and (2.0 * gk[6]) % 1.0 < 0.5, gk[5], lo, hi))
             out.append(CplCase(game.replace(budget=B)))
         return out
 
@@ -617,6 +625,8 @@ CPL_SPECS = {
     "cpl_threshold_formula": {"large_v": True},
     "cpl_one_path": {"budget": "any"},
     "cpl_one_game": {"large_v": True, "budget": "any", "positive_budget": True},
+    "cpl_work_bound": {"large_v": True, "budget": "any", "positive_budget": True,
+                       "edge": True},
 }
 
 

@@ -576,6 +576,8 @@ def _one_game_paths(subject, one_game=None):
                 if kind == "solver" and status == "optimal":
                     # the root the bisection solved for, reported as info["mu"]: 1/lambda*
                     n_gaps += not _same(one.info.get("mu", np.nan), 1.0 / bulk.multiplier[j])
+                if kind == "solver":  # the root finder's work, as the bulk answer reports it
+                    n_gaps += _work_gaps(one.info, bulk, j)
                 # the clients' best responses to one game's prices (a Game's prices checked),
                 # the prices handed in as the caller's own array: still the same values and
                 # writeable after (proofs.seal); the game and the answer sealed
@@ -590,6 +592,7 @@ def _one_game_paths(subject, one_game=None):
                     eq = getattr(cpl, f"{posted}_pricing")(game)
                     n_gaps += _equilibrium_gaps(game, eq, calibrated, j, "optimal", False)
                     n_gaps += not _same(eq.info["p"], calibrated.scale[j])
+                    n_gaps += _work_gaps(eq.info, calibrated, j)
                     v0 = cpl.posted_pricing(game, cpl.POSTED_SHAPES[posted](game),
                                             responses=fresh("v0"))
                     n_gaps += _equilibrium_gaps(game, v0, authors, j, "optimal", False)
@@ -601,6 +604,14 @@ def _one_game_paths(subject, one_game=None):
         return gaps, use, use
 
     return paths
+
+
+def _work_gaps(info, bulk, k: int) -> int:
+    """How many of the root finder's work counts (:data:`mechanisms.cpl.WORK_FIELDS`) a
+    one-game answer's ``info`` reports differently from game ``k`` of the bulk answer (a
+    count missing: different)."""
+    return sum(not _same(info.get(name, np.nan), getattr(bulk, name)[k])
+               for name in cpl.WORK_FIELDS)
 
 
 def _solve_one(subject, game):
@@ -675,6 +686,137 @@ def _bulk(check, kinds):
     return for_subject
 
 
+# ------------------------------------------------------------ the work of the root finder
+
+
+def _field(res, name) -> np.ndarray:
+    """A work field of a result as floats (NaN where the result reports none)."""
+    value = getattr(res, name, None)
+    try:
+        return np.asarray(np.nan if value is None else value, dtype=float)
+    except (TypeError, ValueError):
+        return np.asarray(np.nan)
+
+
+def _work_excess(res, one_sided, posted: bool) -> np.ndarray:
+    """Per game, how far the root finder's reported work exceeds its documented bound
+    (relative to the bound; 0 within it), inf where a count is missing, NaN or negative:
+    every search within the proven bound, iterations <= ROOT_BISECTION_EVERY x (halvings +
+    ROOT_HALVING_SLACK) (the equilibrium's root and its polish, a posted price's root); a
+    game whose budget does not bind (``one_sided``: the solver's slack and degenerate games)
+    within the measured ONE_SIDED_ROOT_STEPS x (halvings + ROOT_HALVING_SLACK); a binding
+    game searched at least once; a posted price's bracket doubled at most
+    max(0, ceil(log2 p)) + 1 times (p the calibrated scale: the bracket [0, 2^d] stops
+    doubling at the first end above the root, so 2^(d-1) < p up to the root's rounding)."""
+    it, h = _field(res, "root_iterations"), _field(res, "root_halvings")
+    pit, ph = _field(res, "polish_iterations"), _field(res, "polish_halvings")
+    doublings = _field(res, "doublings")
+    counts = np.broadcast_arrays(it, h, pit, ph, doublings)
+    bad = np.zeros(counts[0].shape, bool)
+    for x in counts:
+        bad |= ~(x >= 0)  # NaN (missing) or negative
+    every, extra = cpl.ROOT_BISECTION_EVERY, cpl.ROOT_HALVING_SLACK
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = np.maximum(it / (every * (h + extra)), pit / (every * (ph + extra))) - 1.0
+        one = cpl.ONE_SIDED_ROOT_STEPS * (h + extra)
+        excess = np.where(one_sided, np.maximum(excess, it / one - 1.0), excess)
+        if posted:
+            p = _field(res, "scale")
+            allowed = np.maximum(0.0, np.ceil(np.log2(p))) + 1.0
+            excess = np.maximum(excess, doublings - allowed)
+            bad |= ~(p > 0)
+        else:
+            excess = np.maximum(excess, np.where(~one_sided & (it < 1), 1.0, 0.0))
+    return np.where(bad | np.isnan(excess), np.inf, np.maximum(excess, 0.0))
+
+
+def _work_solver(games, eq):
+    """``cpl_work_bound`` of the solver's answer ``eq`` (a BatchEquilibrium, or the info of
+    one game's): (violation, effective, discriminating), every game."""
+    one_sided = np.asarray(eq.slack, bool) | np.asarray(eq.degenerate, bool)
+    out = _work_excess(eq, one_sided, posted=False)
+    every = np.ones(games.size, bool)
+    return out, every, every
+
+
+def _work_posted(games, calibrate):
+    """``cpl_work_bound`` of a posted price: ``calibrate(games, responses)`` answered with
+    the exact and the authors' v0 responses (the games with B > 0: a posted price needs
+    one)."""
+    B = games.size
+    use = games.budget > 0
+    out = np.zeros(B)
+    if use.any():
+        rows = np.flatnonzero(use)
+        sub = games if use.all() else cpl.GameBatch(
+            games.a[rows], games.G[rows], games.c[rows], games.v[rows], games.q_max[rows],
+            games.budget[rows], games.alpha[rows], games.R[rows], games.q_min[rows])
+        for responses in ("exact", "v0"):
+            res = calibrate(sub, fresh(responses))
+            out[rows] = np.maximum(out[rows], _work_excess(res, np.zeros(sub.size, bool),
+                                                           posted=True))
+    return out, use, use
+
+
+def _work_bulk(subject):
+    """``cpl_work_bound``'s batch hook: the bisection solver through
+    :func:`mechanisms.cpl.solve_batch`, a built-in posted price through
+    :func:`mechanisms.cpl.posted_pricing_batch` of its shape; None for the others."""
+    found = _cpl_batch_subject(subject)
+    if found is None:
+        return None
+    if found[0] == "solver":
+        return lambda games: _work_solver(games, cpl.solve_batch(games))
+    posted = _posted_name(subject)
+    if posted is None:
+        return None
+    return lambda games: _work_posted(games, lambda g, r: cpl.posted_pricing_batch(
+        g, cpl.POSTED_SHAPES[posted](g), responses=r))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Work:
+    """One game's reported work (an Equilibrium's info) as a batch of one."""
+
+    root_iterations: np.ndarray
+    root_halvings: np.ndarray
+    polish_iterations: np.ndarray
+    polish_halvings: np.ndarray
+    doublings: np.ndarray
+    scale: np.ndarray
+    slack: np.ndarray
+    degenerate: np.ndarray
+
+
+def _work_of(eq) -> _Work:
+    info = getattr(eq, "info", None) or {}
+    status = getattr(eq, "status", None)
+    return _Work(*(_num(info.get(name)) for name in cpl.WORK_FIELDS), _num(info.get("p")),
+                 np.array([status == "slack"]), np.array([status == "degenerate"]))
+
+
+def _work_violation(subject, case):
+    """``cpl_work_bound`` on one game: the solver's own answer (``cpl.solve``: its info),
+    or for a built-in posted price the subject's answer and ``cpl.posted_pricing`` of its
+    shape with both responses (their info)."""
+    inner = getattr(subject, "_subject", subject)
+    games = cpl.GameBatch.from_games([case.game])
+    if isinstance(inner, CplSolver):
+        if inner.method != "bisection" or dict(inner.options):
+            return None  # another method: no root finder to bound
+        out = _work_solver(games, _work_of(_solve_one(subject, case.game)))
+    else:
+        posted = _posted_name(inner) if isinstance(inner, CplPricingRule) else None
+        if posted is None or case.game.budget <= 0:
+            return None
+        _solve_one(subject, case.game)  # the subject answers the game (the engine counts it)
+        shape = cpl.POSTED_SHAPES[posted](case.game)
+        out = _work_posted(games, lambda g, r: _work_of(
+            cpl.posted_pricing(case.game, shape, responses=r)))
+    amount = float(out[0][0])
+    return amount, amount, True
+
+
 _EVERY = ("every effective example (no discriminating flag: {what}, checked on each, "
           "could break on any game)")
 # which effective examples could have failed each property (Property.discriminates)
@@ -694,6 +836,8 @@ DISCRIMINATES = {
                                        "subject's"),
     "cpl_one_game": _EVERY.format(what="every field of each one-game answer against the "
                                        "bulk code's"),
+    "cpl_work_bound": _EVERY.format(what="the root finder's iterations against their bound, "
+                                         "on every game a root was sought for"),
 }
 
 CPL_PROPERTIES = {
@@ -760,7 +904,8 @@ CPL_PROPERTIES = {
                  "own solve (cpl.solve, cpl.apply_pricing) against cpl.solve_batch or "
                  "cpl.apply_pricing_batch (q, prices, payments, utilities, objective, spend, "
                  "budget residual, status, multiplier and threshold; the bisection's "
-                 "info['mu'] = 1/lambda* where the budget binds); cpl.best_response on "
+                 "info['mu'] = 1/lambda* where the budget binds; the root finder's work "
+                 "counts in info, cpl.WORK_FIELDS); cpl.best_response on "
                  "the Game; for a built-in posted price the named baseline (cpl.uniform_pricing "
                  "& co., i.e. cpl.posted_pricing of its shape), cpl.posted_pricing with the "
                  "authors' v0 responses and the rule called on a Game "
@@ -776,5 +921,22 @@ CPL_PROPERTIES = {
                       "the bulk code answers fails by inf; subjects without bulk code "
                       "(other solve methods, rules of your own not over arrays) are not "
                       "checked"),
+        Property("cpl_work_bound", "The root finder's work within its bound",
+                 "every root search of cpl.solve_batch (the equilibrium's root in mu and "
+                 "its polish) and of cpl.posted_pricing_batch (exact and v0 responses) takes "
+                 "at most cpl.ROOT_BISECTION_EVERY x (halvings + cpl.ROOT_HALVING_SLACK) "
+                 "iterations (proven), a game whose budget does not bind at most "
+                 "cpl.ONE_SIDED_ROOT_STEPS x (halvings + cpl.ROOT_HALVING_SLACK) (measured), "
+                 "a posted price's bracket doubled at most max(0, ceil(log2 p)) + 1 times; "
+                 "as each result reports its work (BatchEquilibrium.root_iterations & co., "
+                 "an Equilibrium's info)",
+                 "the documented bounds (mechanisms/cpl/batch.py)", "B > 0", "cpl",
+                 _games(large_v=True, budget="any", positive_budget=True, edge=True),
+                 _work_violation, batch=_work_bulk,
+                 note="half the binding budgets a hair above the floor spend or below the "
+                      "q_max spend, the root at a kink of the spend "
+                      "(proofs.strategies.edge_budgets); a "
+                      "count missing, NaN or negative is a failure; other solve methods and "
+                      "rules of your own have no root finder to bound (not checked)"),
     ]
 }

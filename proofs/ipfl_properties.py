@@ -723,6 +723,36 @@ def _one_path(settle, a, subject=None):
 
 _one_path.reads_subject = True
 
+
+def _work_bound(settle, a):
+    """The exact selection's branch-and-bound within its documented work (run on every
+    buyer of the drawn market, ``ipfl.exact(..., "branch-and-bound")``, at the subject's
+    prices and thresholds): a buyer with k candidates (0 < T_ij < inf, K_i > 0) explores at
+    least one node and at most ``ipfl.bb_node_bound(k)`` (min(2^(k+1) - 1, ipfl.NODE_LIMIT,
+    ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1))) nodes
+    (``ExactSelection.nodes``), a buyer without one none. The violation: the largest excess
+    over the bound relative to it, plus 1 per buyer searched without a node or counted
+    without a search; a count missing or NaN is inf. Discriminating where some buyer had a
+    candidate."""
+    s = _truthful(settle, a)
+    market, P, T = s["market"], s["P"], s["T"]
+    B = len(a["N"])
+    found = ipfl.exact(market, P, T, fresh("branch-and-bound"))
+    k = ((T > 0) & np.isfinite(T) & (np.asarray(market.K)[..., :, None] > 0)).sum(axis=-1)
+    try:
+        nodes = np.asarray(found.nodes, dtype=float)
+    except (AttributeError, TypeError, ValueError):
+        nodes = np.full(k.shape, np.nan)
+    if nodes.shape != k.shape:
+        return np.full(B, np.inf), np.ones(B, bool), np.ones(B, bool)
+    bound = ipfl.bb_node_bound(k)
+    with np.errstate(invalid="ignore"):
+        over = np.where(k > 0, nodes / bound - 1.0, 0.0).max(axis=1)
+        wrong = ((k > 0) & ~(nodes >= 1)) | ((k == 0) & (nodes != 0))
+    amount = np.maximum(over, 0.0) + wrong.sum(axis=1)
+    return np.where(np.isnan(amount) | np.isnan(nodes).any(axis=1), np.inf, amount), \
+        np.ones(B, bool), (k > 0).any(axis=1)
+
 ONE_MARKET_RTOL = 1e-12
 """``one_market``'s tolerance on money (remittances, payments, gains, sharing costs,
 utilities, welfare), relative to the market's scale (1 + the largest |U_i| and |p_i| of the
@@ -987,6 +1017,7 @@ shapley_symmetry = _one_market(_shapley_symmetry)
 greedy_tie_rule = _one_market(_greedy_tie_rule)
 pure_sellers_never_buy = _one_market(_pure_sellers_never_buy)
 one_path = _one_market(_one_path)
+work_bound = _one_market(_work_bound)
 one_market = _one_market(_one_market_check)
 box2_prefix = _one_market(_box2_prefix)
 
@@ -1234,6 +1265,8 @@ DISCRIMINATES = {
                 "worth buying alone (greedy), a candidate to search (exact), a trade (VCG)",
     "one_market": _EVERY.format(what="every entry of the one-market outcome and of each "
                                      "rule function against the bulk clearing's"),
+    "work_bound": "some buyer had a candidate to search (0 < T_ij < inf): its "
+                  "branch-and-bound explored nodes to count",
 }
 
 # key -> the check the property's violation runs on one market and its batch hook on a batch
@@ -1246,7 +1279,7 @@ _CHECKS = {
     "local_optimality": _local_optimality, "global_optimality": _global_optimality,
     "lemma1": _lemma1, "thm3": _thm3, "thm3_lam0": _thm3,
     "pure_sellers_never_buy": _pure_sellers_never_buy, "box2_prefix": _box2_prefix,
-    "one_path": _one_path, "one_market": _one_market_check,
+    "one_path": _one_path, "one_market": _one_market_check, "work_bound": _work_bound,
     "permutation": _permutation, "permutation_ties": _permutation,
     "thm2": _regret("c", "over"),
     **{f"truthful_{dim}_{way}": _regret(dim, way)
@@ -1351,6 +1384,16 @@ IPFL_PROPERTIES = {
                  one_path,
                  note="rules of your own and share-all have no alternative (nothing to "
                       "compare: not checked)"),
+        Property("work_bound", "Branch-and-bound's work within its bound",
+                 "the exact selection's branch-and-bound, run on every buyer, explores at "
+                 "most ipfl.bb_node_bound(k) = min(2^(k+1) - 1, ipfl.NODE_LIMIT, "
+                 "ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1)) nodes for a "
+                 "buyer with k candidates, at least one where k > 0 (ExactSelection.nodes)",
+                 "the documented bound (mechanisms/ipfl/selection.py)", _BASE, "ipfl",
+                 _cases(**_ALL), work_bound,
+                 note="the bound beyond the full tree and the node limit is measured "
+                      "(branch-and-bound is exponential in the worst case); the subjects "
+                      "whose rule is the exact selection declare it"),
         Property("one_market", "One market is the batch of one",
                  "ipfl.clear on one market and the subject's built-in rule functions called "
                  "on one Market (prices, thresholds, selection, payments, settlement) give "

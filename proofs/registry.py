@@ -111,7 +111,7 @@ SUBJECTS.update({
         "runs_in_a_worker": True}),
     "exact": IpflMechanism("exact", "exact", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True,
-        "box2_prefix": False}),
+        "box2_prefix": False, "work_bound": True}),
     **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
                            prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
                                                     **_REFERENCE_EXTRA[name],
@@ -126,12 +126,13 @@ SUBJECTS.update({
         "cpl_beats_baselines": True, "cpl_beats_baselines_any": False,
         "cpl_budget_feasible": True, "cpl_threshold_formula": True, "cpl_conforms": True,
         "cpl_one_path": True, "cpl_refuses_bad_input": True, "cpl_contains_rules": True,
-        "cpl_one_game": True}),
+        "cpl_one_game": True, "cpl_work_bound": True}),
     **{f"cpl-{rule}": CplPricingRule(f"cpl-{rule}", rule, declares={"cpl_budget_feasible": True,
                                                                  "cpl_conforms": True,
                                                                  "cpl_refuses_bad_input": True,
                                                                  "cpl_contains_rules": True,
-                                                                 "cpl_one_game": True})
+                                                                 "cpl_one_game": True,
+                                                                 "cpl_work_bound": True})
        for rule in cpl.PRICING_RULES},
     # pFedLIA (spec lia.md): what the paper and the spec claim of the scores and the
     # clustering (proofs.lia_properties), in both modes; noise as large as the gap between

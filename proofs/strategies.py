@@ -21,6 +21,7 @@ __all__ = [
     "CplCase",
     "cpl_games",
     "distance_matrices",
+    "edge_budgets",
     "ipfl_instances",
     "ipfl_markets",
     "misreports",
@@ -126,7 +127,7 @@ def permutations(m: int):
 @st.composite
 def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
               large_v: bool = False, budget: str = "binding", positive_budget: bool = False,
-              baselines_off_floor: bool = False):
+              baselines_off_floor: bool = False, edge: bool = False):
     """A CPL game (:class:`mechanisms.cpl.Game`).
 
     n : number of clients (default: drawn in [min_n, max_n]).
@@ -146,6 +147,8 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
         and the q_max spend; where that window is empty (a posted price lifting the last client
         off the floor already saturates others at q_max and outspends the q_max spend), no
         budget is both binding and off the floor, and B is drawn above both (a slack budget).
+    edge : half the binding budgets a hair above the floor spend or below the q_max spend
+        (:func:`edge_budgets`: the root at a kink of the spend).
     """
     from mechanisms import cpl
 
@@ -187,12 +190,30 @@ def cpl_games(draw, n: int | None = None, *, min_n: int = 1, max_n: int = 12,
                                      for name in ("uniform", "weighted"))))
     frac = draw(st.floats(0.01, 0.99))
     binding = budget == "binding" or (budget == "any" and draw(st.booleans()))
-    if binding and hi - lo > 1e-9 * max(1.0, abs(hi)):
+    inside = binding and hi - lo > 1e-9 * max(1.0, abs(hi))
+    if inside:
         B = lo + frac * (hi - lo)
     else:
         top = max(hi, lo)  # hi, unless baselines_off_floor found no binding budget
         B = top + frac * (abs(top) + 1.0)
+    if edge and inside and draw(st.booleans()):
+        B = float(edge_budgets(B, True, draw(st.floats(0.0, 1.0, exclude_max=True)), lo, hi))
     return game.replace(budget=B)
+
+
+def edge_budgets(budget, chosen, u, lo, hi) -> np.ndarray:
+    """The edge stratum of the CPL draws (``CplSampler(edge=True)``, half the binding games,
+    ``chosen``): a budget a hair above the floor spend ``lo`` or below the q_max spend
+    ``hi``, B = lo + (hi - lo) 10^-(1 + 15 u') for u < 1/2, B = hi - (hi - lo) 10^-(1 + 15 u')
+    for the rest, u' = 2 u mod 1 (relative offsets 1e-1 to 1e-16). The root of the spend then
+    sits where a client leaves its floor or reaches its cap (a kink of S(mu)): regula falsi's
+    steps alone can stall there, and the root finder's bisection steps are what bounds its
+    work (``cpl_work_bound``). A budget not strictly inside (lo, hi) after rounding keeps the
+    plain draw's."""
+    u = np.asarray(u, dtype=float)
+    gap = (hi - lo) * 10.0 ** (-1.0 - 15.0 * ((2.0 * u) % 1.0))
+    edge = np.where(u < 0.5, lo + gap, hi - gap)
+    return np.where(chosen & (edge > lo) & (edge < hi), edge, budget)
 
 
 def _arr(a) -> str:
