@@ -656,3 +656,76 @@ def test_a_fault_of_another_batch_layout_is_caught(monkeypatch, owner, name, bef
     assert not _caught(subject, key, 50)
     plant(monkeypatch, owner, name, before, after, *aliases)
     assert _caught(subject, key, 50)
+
+
+# ---------------------------------- the work of the iterative algorithms (cpl/work_bound)
+
+
+def _caught_standard(subject: str, key: str) -> bool:
+    """The row as the standard run checks it (``fedmarket prove --standard --subject S
+    --property K``: its engine, seed and the row's budget) finds a counterexample."""
+    from proofs.standard import STANDARD
+
+    r = check(SUBJECTS[subject], PROPERTIES[key], max_examples=STANDARD.budget(subject, key),
+              seed=STANDARD.seed, engine=STANDARD.engine)
+    return r.verdict in ("counterexample", "error")
+
+
+# (fault, owner, function, before, after, subject, property): each keeps the answers (or
+# changes them within the documented rounding) and makes an iterative algorithm do more
+# work; the tests caught them only by counting calls (tests/test_cpl_batch.py,
+# tests/test_selection.py). The rows read the work each result reports.
+_WORK = [
+    # the Illinois halving at the upper end dropped: plain regula falsi there (generated
+    # mutant 73701da5b3 is the same with `below % (side == -1)`): 2x the CPU of
+    # cpl.solve_batch, answers within 4e-16; a game whose budget does not bind takes up to
+    # 182 iterations (measured <= 25, declared ONE_SIDED_ROOT_STEPS x 52 = 39)
+    pytest.param(cbatch, "_root",
+                 "fhi = np.where(above, ft, np.where(below & (side == -1), 0.5 * fhi, fhi))",
+                 "fhi = np.where(above, ft, fhi)", "cpl-bisection", "cpl_work_bound",
+                 id="illinois-upper"),
+    pytest.param(cbatch, "_root", "below & (side == -1)", "below % (side == -1)",
+                 "cpl-bisection", "cpl_work_bound", id="73701da5b3"),
+    # no bisection step every ROOT_BISECTION_EVERY-th iteration (Illinois alone): faster
+    # on most games, past the proven 4 (halvings + 2) where the budget sits a hair above the
+    # floor spend or below the q_max spend (the edge stratum: up to 7.5 x)
+    pytest.param(cbatch, "_root", "(it % ROOT_BISECTION_EVERY == ROOT_BISECTION_EVERY - 1)",
+                 "False", "cpl-bisection", "cpl_work_bound", id="no-bisection-step"),
+    # the posted price's bracket grown by 1.5 instead of 2: more doublings than
+    # ceil(log2 p) + 1
+    pytest.param(cbatch, "posted_pricing_batch", "hi = np.where(short, 2.0 * hi, hi)",
+                 "hi = np.where(short, 1.5 * hi, hi)", "cpl-uniform", "cpl_work_bound",
+                 id="slow-bracket"),
+    # branch-and-bound pruning only where the bound reaches best * tol (about 0; generated
+    # mutant ce04a3e2a5: exact/one_path 17 s instead of 2.7 s, the same answers), or where
+    # it beats the incumbent by 5 % of |phi|: the full tree, up to the node limit (15-40 CPU
+    # s: the searches of 20,000 nodes in Python)
+    pytest.param(selection, "_branch_and_bound", ">= best_val - tol:", ">= best_val * tol:",
+                 "exact", "work_bound", id="ce04a3e2a5", marks=pytest.mark.slow),
+    pytest.param(selection, "_branch_and_bound", ">= best_val - tol:",
+                 ">= best_val - tol + 0.05 * abs(best_val):", "exact", "work_bound",
+                 id="prunes-less", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("owner, name, before, after, subject, key", _WORK)
+def test_more_work_is_caught_at_the_standard_run(monkeypatch, owner, name, before, after,
+                                                 subject, key):
+    """The row of the standard run finds each fault that only adds work (it stops at its
+    first counterexample: the Illinois faults at draw 2, the dropped bisection step at 477,
+    the looser pruning at about 4,050 markets, seed 0); the unmutated rows hold at the
+    standard run's budget (test_the_work_rows_hold_at_the_standard_run)."""
+    plant(monkeypatch, owner, name, before, after, *((mcpl,) if name ==
+                                                     "posted_pricing_batch" else ()))
+    assert _caught_standard(subject, key)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("subject, key", [
+    ("cpl-bisection", "cpl_work_bound"), ("cpl-uniform", "cpl_work_bound"),
+    ("cpl-weighted", "cpl_work_bound"), ("cpl-gradient", "cpl_work_bound"),
+    ("exact", "work_bound")])
+def test_the_work_rows_hold_at_the_standard_run(subject, key):
+    """Unmutated, every work row holds at the standard run's budget (100,000 games a CPL
+    row, 2-4 CPU s; 20,000 markets for exact, about 12 CPU s)."""
+    assert not _caught_standard(subject, key)
