@@ -187,6 +187,8 @@ def cluster(I, mode: str = "central", **kwargs) -> np.ndarray:
 
 def adjusted_rand_index(a, b) -> float:
     """Adjusted Rand index of two labelings (1 = identical partitions up to renaming).
+    Where it is undefined (no pairs of items or both labelings alike trivial: one cluster
+    each, or all singletons) it is 1.0, as scikit-learn's.
 
     >>> adjusted_rand_index([0, 0, 1, 1], [5, 5, 7, 7])
     1.0
@@ -194,6 +196,8 @@ def adjusted_rand_index(a, b) -> float:
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.ndim != 1:
         raise MarketInputError("labels", "two 1-D labelings of the same length are needed")
+    if a.size == 0:
+        return 1.0  # no items, no pairs (np.unique's inverse has no max)
     _, ai = np.unique(a, return_inverse=True)
     _, bi = np.unique(b, return_inverse=True)
     table = np.zeros((ai.max() + 1, bi.max() + 1))

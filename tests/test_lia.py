@@ -71,6 +71,14 @@ def test_ari_known_values():
     assert lia.adjusted_rand_index([0, 0, 1, 1, 2, 2], [0, 0, 1, 2, 2, 2]) < 1.0
 
 
+def test_ari_of_no_items_is_the_undefined_convention():
+    """Two empty labelings are two 1-D labelings of the same length: no pairs, the index
+    undefined, 1.0 as for one item (the oracle's convention, scikit-learn's). Before, numpy
+    raised a ValueError (the max of an empty array), not an answer nor a refusal."""
+    assert lia.adjusted_rand_index([], []) == 1.0
+    assert lia.adjusted_rand_index([3], [7]) == 1.0
+
+
 # ------------------------------------------------------------------ learning side (torch)
 
 
