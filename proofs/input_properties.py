@@ -1113,9 +1113,13 @@ def cpl_base_sampler():
 
 
 def lia_base_sampler():
+    """pFedLIA's instances of 2 or more clients (a fault such as "a client without samples"
+    needs two; one client is answered among the edges, :func:`_lia_edges`)."""
     from .lia_properties import LiaSampler
 
-    return LiaSampler("any")
+    sampler = LiaSampler("any")
+    sampler.min_m = 2
+    return sampler
 
 
 def _strategy(family, base):
@@ -1141,9 +1145,9 @@ def cpl_cases(max_clients):
 
 
 def lia_cases(max_clients):
-    from .lia_properties import LIA_PROPERTIES  # its instances: any noise, as LiaSampler("any")
+    from .lia_properties import lia_instances  # any noise, as LiaSampler("any"); m >= 2
 
-    return LIA_PROPERTIES["lia_conforms"].instances(max_clients=max_clients)
+    return lia_instances("any", min_clients=2)(max_clients=max_clients)
 
 
 _STATEMENT = ("every malformed input of the table is refused with an error (a ValueError) "

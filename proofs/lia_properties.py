@@ -24,7 +24,7 @@ from .core import Property
 from .oracle import lia as olia
 from .strategies import MAX_CLIENTS
 
-__all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler"]
+__all__ = ["LIA_PROPERTIES", "LiaCase", "LiaSampler", "lia_instances"]
 
 MAX_SAMPLES = 6  # validation samples per client: 1 to MAX_SAMPLES, uneven across clients
 PATTERNS = 2  # the sample layouts drawn for each number of clients (owners, _layout)
@@ -34,6 +34,14 @@ ONE_GROUP_NOISE = 1e-4  # one group: |noise| <= 1e-4 h (below the no-split toler
 SCORE_RTOL = 1e-12
 COPIES = (2, 7, 64)  # one instance (a recheck, Hypothesis): the batches of its copies compared
 ARI_TOL = 1e-12  # the adjusted Rand index against the oracle's pair counts
+# The no-split tolerances (rtol, atol) the sets are also asked at (lia_conforms, the built-in
+# subjects): tier 0 the documented defaults (proofs.oracle.lia.DEFAULT_RTOL, DEFAULT_ATOL),
+# asked by leaving them out of the call; both non-zero at three scales; one of them zero;
+# both zero (every split taken)
+TOLERANCES = ((None, None), (2.0**-4, 2.0**-6), (2.0**-10, 2.0**-3), (0.0, 2.0**-5),
+              (2.0**-3, 0.0), (0.0, 0.0))
+PLACE = 2.0**-10  # a placed row's best split's gap: the threshold times 1 +- PLACE
+NO_PLACE = (0, 0, 1.0, 0.0, 1.0, 0.0)  # (tier, row, side, share, sign, size): tier 0, row 0
 
 
 def _arr(a) -> str:
@@ -52,6 +60,11 @@ class LiaCase:
         precondition: |noise| <= gap / 50 with two groups or more, <= 1e-4 h with one).
     perm : (m,) a relabelling of the clients (new client a is old client perm[a]).
     scale : a power of two the losses are multiplied by (scale invariance).
+    place : (tier, row, side, share, sign, size): the tolerances of :data:`TOLERANCES`
+        (``tier``) the sets are also asked at, with score row ``row`` moved so that its best
+        split's gap sits just above (``side`` +1) or below (-1) their no-split threshold
+        (:func:`_placed`; ``share`` of it atol's, the row's largest magnitude on the side
+        ``sign``, ``size`` its log2 where it is free).
     """
 
     base: np.ndarray
@@ -61,6 +74,7 @@ class LiaCase:
     separated: bool
     perm: np.ndarray
     scale: float
+    place: tuple = NO_PLACE
 
     @property
     def m(self) -> int:
@@ -73,17 +87,20 @@ class LiaCase:
                 f"    owner=np.array({np.asarray(self.owner).tolist()}), "
                 f"groups=np.array({np.asarray(self.groups).tolist()}),\n"
                 f"    separated={self.separated!r}, "
-                f"perm=np.array({np.asarray(self.perm).tolist()}), scale={self.scale!r})")
+                f"perm=np.array({np.asarray(self.perm).tolist()}), scale={self.scale!r},\n"
+                f"    place={tuple(self.place)!r})")
 
     def __repr__(self):
         return self.code()
 
 
 # client fields: group, help, harm, base loss x MAX_SAMPLES (its t-th sample's), perm key;
-# globals: groups, noise kind, scale, the sample layout
+# globals: groups, noise kind, scale, the sample layout, the relabelling, the placed row's
+# tolerances, row, side, atol's share, sign and size
 _GROUP, _HELP, _HARM, _BASE = range(4)
 _PERM = _BASE + MAX_SAMPLES
-_NGROUPS, _NOISE, _SCALE, _LAYOUT, _RELABEL = range(5)
+(_NGROUPS, _NOISE, _SCALE, _LAYOUT, _RELABEL, _TIER, _ROW, _SIDE, _SHARE, _SIGN,
+ _SIZE) = range(11)
 
 
 @cache
@@ -92,7 +109,8 @@ def _layout(m: int, p: int) -> tuple[np.ndarray, np.ndarray]:
     client of each validation sample and its place among that client's samples, n = 3m
     for every layout of m (so a batch is one array). Each client has 1 to MAX_SAMPLES
     samples (uneven: the n - m samples past the first go to clients at random, never all
-    alike; layout 0 gives client 0 one sample only), interleaved in a random sample order,
+    alike but with one client; layout 0 gives client 0 one sample only where there are
+    others), interleaved in a random sample order,
     as validation sets are in real use; fixed by (m, p), so both engines and a recheck see
     the same layout."""
     rng = np.random.default_rng([34, m, p])
@@ -103,7 +121,7 @@ def _layout(m: int, p: int) -> tuple[np.ndarray, np.ndarray]:
         if p == 0 and m > 1:
             open_ = open_[open_ > 0]
         counts[rng.choice(open_)] += 1
-    if counts.min() == counts.max():  # uneven always: 3 each (n = 3m) made 2, ..., 4
+    if m > 1 and counts.min() == counts.max():  # uneven always: 3 each (n = 3m) made 2, ..., 4
         counts[0], counts[-1] = counts[0] - 1, counts[-1] + 1
     owner = rng.permutation(np.repeat(np.arange(m), counts))
     rank = np.zeros(n, int)
@@ -117,8 +135,12 @@ def _layout(m: int, p: int) -> tuple[np.ndarray, np.ndarray]:
 def _relabelling(m: int, p: int, j: int) -> np.ndarray:
     """Relabelling ``j`` (0..RELABELLINGS-1) of layout ``p`` of ``m`` clients: a fixed
     permutation of the clients other than the identity (new client a is old client
-    sigma[a])."""
+    sigma[a]); one client: the identity, the only one."""
     rng = np.random.default_rng([34, m, p, j, 1])
+    if m == 1:
+        sigma = np.zeros(1, int)
+        sigma.flags.writeable = False
+        return sigma
     while True:
         sigma = rng.permutation(m)
         if (sigma != np.arange(m)).any():
@@ -127,7 +149,7 @@ def _relabelling(m: int, p: int, j: int) -> np.ndarray:
 
 
 class LiaSampler(Sampler):
-    """pFedLIA instances of 2-12 clients (uniform), 1-4 planted groups, 1 to MAX_SAMPLES
+    """pFedLIA instances of 1-12 clients (uniform), 1-4 planted groups, 1 to MAX_SAMPLES
     validation samples per client, interleaved (one of PATTERNS layouts, :func:`_layout`):
     client i's sample s has the joint model's loss b_is in [0.1, 3];
     client j's partial model's loss there is b_is - e_ij - noise_ij, with e_ij = h_i in
@@ -135,11 +157,13 @@ class LiaSampler(Sampler):
     I(i, j) = e_ij + noise_ij. ``noise``: "small" (the recovery precondition, built in:
     |noise| <= min_i (h_i + harm_i) / 50, or 1e-4 min_i h_i with one group present),
     "large" (|noise| up to the largest gap: the groups can blur) or "any" (half and half).
-    A power of two in 2^-3..2^3 and a relabelling are drawn with each instance."""
+    A power of two in 2^-3..2^3 and a relabelling are drawn with each instance, and the
+    tolerances the sets are also asked at with a row placed at their threshold
+    (``place``: :data:`TOLERANCES`, :func:`_placed`)."""
 
     n_client = _PERM + 1
-    n_glob = 5
-    min_m = 2
+    n_glob = _SIZE + 1
+    min_m = 1
     max_m = MAX_CLIENTS
 
     def __init__(self, noise: str = "any"):
@@ -151,7 +175,7 @@ class LiaSampler(Sampler):
         """The instances of ``d`` as arrays: base (B, n), losses (B, m, n), owner (B, n),
         rank (B, n) (each sample's place among its client's), groups (B, m), separated (B,),
         perm (B, m), sigma (B, m) (the relabelling across sample counts the perm ends with),
-        scale (B,); n = 3m."""
+        scale (B,), place (B, 6) (LiaCase.place); n = 3m."""
         u, p, g = d.client, d.pair, d.glob
         B, m = d.size, d.m
         n_groups = np.minimum(1 + np.minimum((g[:, _NGROUPS] * 4).astype(int), 3), m)
@@ -192,7 +216,8 @@ class LiaSampler(Sampler):
         return {"base": base, "losses": losses, "owner": owner, "groups": groups,
                 "separated": small, "rank": rank, "sigma": sigma,
                 "perm": np.take_along_axis(pi, sigma, axis=1),
-                "scale": 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3)}
+                "scale": 2.0 ** (np.minimum((g[:, _SCALE] * 7).astype(int), 6) - 3),
+                "place": _place(g, m)}
 
     def bulk_input(self, d: Draws) -> dict:
         return self.arrays(d)
@@ -200,17 +225,25 @@ class LiaSampler(Sampler):
     def cases(self, d: Draws) -> list[LiaCase]:
         a = self.arrays(d)
         return [LiaCase(a["base"][k], a["losses"][k], a["owner"][k], a["groups"][k],
-                        bool(a["separated"][k]), a["perm"][k], float(a["scale"][k]))
-                for k in range(d.size)]
+                        bool(a["separated"][k]), a["perm"][k], float(a["scale"][k]),
+                        tuple(a["place"][k].tolist())) for k in range(d.size)]
 
     def simple(self) -> dict:
         return {"client": [0.0], "pair": [0.5, 0.0], "glob": [0.0]}
 
 
+def _place(g: np.ndarray, m: int) -> np.ndarray:
+    """(B, 6) each instance's ``place`` (LiaCase) from its global uniforms ``g``."""
+    tier = np.minimum((g[:, _TIER] * len(TOLERANCES)).astype(int), len(TOLERANCES) - 1)
+    row = np.minimum((g[:, _ROW] * m).astype(int), m - 1)
+    return np.stack([tier, row, np.where(g[:, _SIDE] < 0.5, -1.0, 1.0), g[:, _SHARE],
+                     np.where(g[:, _SIGN] < 0.5, 1.0, -1.0), 6.0 * g[:, _SIZE] - 3.0], axis=1)
+
+
 GRID = 1024  # the Hypothesis strategy's uniform numbers: multiples of 1/GRID
 
 
-def _instances(noise: str):
+def lia_instances(noise: str, min_clients: int = 1):
     """The Hypothesis strategy: the uniform numbers of one draw, transformed by
     :class:`LiaSampler` (the batch engine's transform). Hypothesis draws them on a grid of
     1/GRID (integers shrink in few steps, floats in many: a counterexample's shrinking took
@@ -223,7 +256,7 @@ def _instances(noise: str):
 
         @st.composite
         def build(draw):
-            m = draw(st.integers(2, top))
+            m = draw(st.integers(min_clients, top))
             client = draw(st.lists(unit, min_size=m * sampler.n_client,
                                    max_size=m * sampler.n_client))
             pair = draw(st.lists(unit, min_size=m * m, max_size=m * m))
@@ -234,7 +267,7 @@ def _instances(noise: str):
 
         return build()
 
-    instances.clients = (2, MAX_CLIENTS)
+    instances.clients = (min_clients, MAX_CLIENTS)
     return instances
 
 
@@ -292,7 +325,7 @@ def _two_dims_answer(subject):
     """The bulk code on the batch's first 2 x (B // 2) instances laid out as two leading
     dimensions (2, B // 2), as the API allows ((..., n) losses, (..., m, m) scores), its
     answer flattened back to one: every sample layout with an even number of instances is
-    scored as (2, count / 2) as well."""
+    scored as (2, count / 2) as well. Every argument by keyword, as the signatures allow."""
     def answer(base, losses, owner):
         h = len(owner) // 2
         base, losses, owner = base[:2 * h], losses[:2 * h], owner[:2 * h]
@@ -304,16 +337,17 @@ def _two_dims_answer(subject):
             rows = np.flatnonzero(left & (owner == own).all(axis=1))
             if rows.size % 2 == 0:
                 half = rows.size // 2
-                I[rows] = lia.influence(base[rows].reshape(2, half, -1),
-                                        losses[rows].reshape(2, half, m, -1),
-                                        own).reshape(rows.size, m, m)
+                I[rows] = lia.influence(base_losses=base[rows].reshape(2, half, -1),
+                                        model_losses=losses[rows].reshape(2, half, m, -1),
+                                        owner=own).reshape(rows.size, m, m)
             else:
-                I[rows] = lia.influence(base[rows], losses[rows], own)
+                I[rows] = lia.influence(base_losses=base[rows], model_losses=losses[rows],
+                                        owner=own)
             left[rows] = False
         kw = {"rtol": subject.rtol, "atol": subject.atol}
         two = I.reshape(2, h, m, m)
-        C = np.asarray(lia.beneficial_sets(two, **kw)).reshape(2 * h, m, m)
-        out = np.asarray(lia.cluster(two, mode=subject.mode, **kw))
+        C = np.asarray(lia.beneficial_sets(I=two, **kw)).reshape(2 * h, m, m)
+        out = np.asarray(lia.cluster(I=two, mode=subject.mode, **kw))
         out = out.reshape(2 * h, *out.shape[2:])
         labels = None if subject.mode == "p2p" else out
         return {"I": I, "C": C, "labels": labels, "together": _together(out)}
@@ -325,7 +359,8 @@ def _case_arrays(case) -> dict:
     return {"base": case.base[None], "losses": case.losses[None],
             "owner": np.asarray(case.owner)[None],
             "groups": case.groups[None], "separated": np.array([case.separated]),
-            "perm": case.perm[None], "scale": np.array([case.scale])}
+            "perm": case.perm[None], "scale": np.array([case.scale]),
+            "place": np.array([case.place], dtype=float)}
 
 
 def _permuted(a) -> tuple:
@@ -354,17 +389,21 @@ def _permuted(a) -> tuple:
 def _row_ok(i: int, row: list, got: list, rtol: float, atol: float) -> bool:
     """Whether ``got`` (the subject's C_i) is a beneficial set the specification allows for
     row I(i, .): everyone when the row does not split; otherwise the higher group of an
-    optimal 2-means split (the first of an exact tie, in cut order) with i added."""
+    optimal 2-means split (the first of an exact tie, in cut order) with i added. Scale-free
+    tolerances: a split is optimal to SCORE_RTOL of the row's sum of squares, a gap at the
+    threshold to SCORE_RTOL of its largest magnitude (rows of any scale are asked: placed
+    rows, :func:`_placed`, reach 1e-11)."""
     everyone = all(got)
     info = olia.beneficial_set(i, row, rtol, atol)
     if not info["distinct"]:
         return everyone
     splits, min_gap = info["splits"], info["min_gap"]
-    tol = SCORE_RTOL * (1.0 + math.fsum(v * v for v in row))
+    tol = SCORE_RTOL * math.fsum(v * v for v in row)
+    gap_tol = SCORE_RTOL * max(abs(v) for v in row)
     gap = splits[0][2]
-    if gap < min_gap - tol:
+    if gap < min_gap - gap_tol:
         return everyone
-    if everyone and gap <= min_gap + tol:
+    if everyone and gap <= min_gap + gap_tol:
         return True  # at the no-split threshold to float noise: either answer
     for k, (cost, high, _) in enumerate(splits):
         if cost > splits[0][0] + tol:
@@ -382,6 +421,76 @@ def _rows_ok(I, C, rtol, atol) -> np.ndarray:
                          for i in range(len(I[k]))) for k in range(len(I))], dtype=float)
 
 
+def _placed(row: list, gap: float, rtol: float, atol: float, side: float, share: float,
+            sign: float, size: float) -> list | None:
+    """``row`` moved (scaled by a > 0 and shifted: the 2-means split of a row is the same
+    after, its gap times a) so that the gap of its best split, ``gap``, sits at the no-split
+    threshold ``rtol * max|row| + atol`` times 1 + ``side`` PLACE, just above (+1: it splits)
+    or just below (-1: everyone): both tolerances count where both are non-zero (atol a
+    ``share``-drawn part of the threshold, up to the most the row's spread leaves it), its
+    largest magnitude on the side ``sign`` (2^``size`` where the threshold leaves it free).
+    None where no place can be found (a flat row, no tolerance, or an rtol so large that
+    every placement of the row falls below the threshold)."""
+    if not gap > 0 or rtol == atol == 0:
+        return None
+    lo, hi = min(row), max(row)
+    f = 1.0 + side * PLACE
+    if rtol == 0:
+        a = atol * f / gap
+        b = -a * (lo + hi) / 2.0 + sign * 2.0**size * a * (hi - lo)
+        return [a * v + b for v in row]
+    room = 1.0 - rtol * f * (hi - lo) / (2.0 * gap)  # atol's largest share of the threshold
+    if room <= 0:
+        return None
+    if atol == 0:
+        top = 2.0**size  # the largest magnitude
+        a = rtol * top * f / gap
+    else:
+        w = room * (0.05 + 0.9 * share)
+        threshold = atol / w
+        top = (1.0 - w) * threshold / rtol
+        a = threshold * f / gap
+    b = top - a * hi if sign > 0 else -top - a * lo
+    return [a * v + b for v in row]
+
+
+def _at_tolerances(I: np.ndarray, place: np.ndarray, mode: str) -> np.ndarray:
+    """(B,) mechanisms.lia's sets and clusters at the drawn tolerances (:data:`TOLERANCES`;
+    tier 0: the documented defaults, left out of the call) on the scores with each
+    instance's row ``place[k, 1]`` placed at the threshold (:func:`_placed`, by the gaps of
+    :func:`mechanisms.lia.two_means_1d`): the placed row's set against the oracle
+    (:func:`_row_ok`; 1 if not) plus the clusters that are not the components of the sets
+    (p2p: the entries that differ from them)."""
+    B = len(I)
+    _, lo, hi = lia.two_means_1d(values=I)
+    gaps = hi - lo
+    tier, rows = place[:, 0].astype(int), place[:, 1].astype(int)
+    tols = [(olia.DEFAULT_RTOL, olia.DEFAULT_ATOL) if t == 0 else TOLERANCES[t]
+            for t in range(len(TOLERANCES))]
+    J = np.array(I, dtype=float)
+    for k in range(B):
+        new = _placed(J[k, rows[k]].tolist(), float(gaps[k, rows[k]]), *tols[tier[k]],
+                      *place[k, 2:].tolist())
+        if new is not None:
+            J[k, rows[k]] = new
+    out = np.zeros(B)
+    for t in np.unique(tier).tolist():
+        ks = np.flatnonzero(tier == t)
+        kw = {} if t == 0 else dict(zip(("rtol", "atol"), TOLERANCES[t], strict=True))
+        C = np.asarray(lia.beneficial_sets(I=J[ks], **kw))
+        ids = np.asarray(lia.cluster(I=J[ks], mode=mode, **kw))
+        for n, k in enumerate(ks.tolist()):
+            r = rows[k]
+            out[k] = float(not _row_ok(r, J[k, r].tolist(), C[n, r].tolist(), *tols[t]))
+            if mode == "p2p":
+                out[k] += float(np.sum(ids[n] != C[n]))
+            else:
+                out[k] += float(sum(x != y for x, y in zip(ids[n].tolist(),
+                                                           olia.clusters(C[n].tolist()),
+                                                           strict=True)))
+    return out
+
+
 def _one_row_gap(row: list) -> float:
     """:func:`mechanisms.lia.two_means_1d` on one row given as a 1-D array: the same split
     and centres as the row in a batch of rows (bit for bit), and a split the oracle allows
@@ -389,7 +498,7 @@ def _one_row_gap(row: list) -> float:
     distinct values, else the values above a cut high, the higher centre theirs, and the
     split's objective the least to SCORE_RTOL of the row's squares). 0 when it holds, else
     1."""
-    high, lo, hi = lia.two_means_1d(np.array(row))
+    high, lo, hi = lia.two_means_1d(values=np.array(row))
     rows = lia.two_means_1d(np.array([row, row]))
     if not (np.array_equal(high, rows[0][0]) and lo == rows[1][0] and hi == rows[2][0]):
         return 1.0
@@ -409,13 +518,19 @@ def _conforms(answer, a):
     subject's own rtol, atol), the clusters against the components of the subject's own
     sets' mutual edges numbered by first client (p2p: the sets themselves), and (central) the
     adjusted Rand index of the clusters and the planted groups against the oracle's pair
-    counts (within ARI_TOL); once a batch, the 2-means of one row given alone
-    (:func:`_one_row_gap`); one instance alone through the subject's own methods and in a
-    batch through the bulk code give the same scores bit for bit, the same sets and clusters
-    (:func:`_differ`; a built-in subject only): with the bulk code, the first and the last
-    instance of each sample layout of the batch also alone (:func:`_alone`), and the batch
-    laid out as two leading dimensions (:func:`_two_dims_answer`); one instance, also in
-    batches of COPIES copies of it."""
+    counts (within ARI_TOL); once a batch, the 2-means of one row given alone, moved so that
+    it holds an exact 0 (:func:`_one_row_gap`), and (central) the index of labelings of every
+    size from 0 to m (:func:`_ari_sizes`); one instance alone through the subject's own
+    methods and in a batch through the bulk code give the same scores bit for bit, the same
+    sets and clusters (:func:`_differ`; a built-in subject only): with the bulk code, the
+    first and the last instance of each sample layout of the batch also alone
+    (:func:`_alone`), and the batch laid out as two leading dimensions, every argument by
+    keyword (:func:`_two_dims_answer`); one instance, also in batches of COPIES copies of
+    it. Every configuration and parameter of the public API reached (a built-in subject):
+    mechanisms.lia's sets and clusters at drawn tolerances (the documented defaults left out
+    of the call, both non-zero, one or both 0) with a row of each instance placed just above
+    or just below the no-split threshold (:func:`_at_tolerances`); one client drawn as well
+    as 2-12."""
     got = answer(a["base"], a["losses"], a["owner"])
     I, C = got["I"], got["C"]
     B, m = I.shape[:2]
@@ -440,7 +555,12 @@ def _conforms(answer, a):
             want = olia.adjusted_rand_index(ids, groups)
             gap = abs(ari - want) - ARI_TOL
             out[k] = max(out[k], gap if math.isfinite(gap) else math.inf)
-    out[0] = max(out[0], _one_row_gap(I[0][0].tolist()))  # once a batch: client 0's row
+    # once a batch: client 0's row, moved so that its middle value is exactly 0 (a score of
+    # 0, an update that neither helps nor hurts, is valid: nothing may divide by it)
+    row = I[0][0] - I[0][0][m // 2]
+    out[0] = max(out[0], _one_row_gap(row.tolist()))
+    if got["labels"] is not None:  # once a batch: the index of labelings of every size
+        out[0] = max(out[0], _ari_sizes(got["labels"][0].tolist(), a["groups"][0].tolist()))
     if "one" in a:  # the bulk path: some instances also alone, through the subject's methods
         for k in _alone(a["owner"]):
             alone = a["one"](a["base"][k:k + 1], a["losses"][k:k + 1], a["owner"][k:k + 1])
@@ -454,7 +574,22 @@ def _conforms(answer, a):
             rows = np.zeros(copies, int)
             batch = a["bulk"](a["base"][rows], a["losses"][rows], a["owner"][rows])
             out[0] = max(out[0], max(_differ(got, 0, batch, k) for k in range(copies)))
+    if "one" in a or "bulk" in a:  # a built-in subject: mechanisms.lia at other tolerances
+        out = np.maximum(out, _at_tolerances(I, a["place"], a["mode"]))
     return np.maximum(out, _rows_ok(I.tolist(), C.tolist(), a["rtol"], a["atol"]))
+
+
+def _ari_sizes(ids: list, groups: list) -> float:
+    """:func:`mechanisms.lia.adjusted_rand_index` of the first n cluster ids and planted
+    groups for every n from 0 (no items) to m, against the oracle's pair counts: the index
+    where it is undefined (fewer than two items, trivial labelings: 1.0 by convention) as
+    well as where it is not. The largest gap past ARI_TOL (inf for a NaN), else 0."""
+    worst = 0.0
+    for n in range(len(ids) + 1):
+        gap = abs(float(lia.adjusted_rand_index(a=ids[:n], b=groups[:n]))
+                  - olia.adjusted_rand_index(ids[:n], groups[:n])) - ARI_TOL
+        worst = max(worst, gap if math.isfinite(gap) else math.inf)
+    return worst
 
 
 def _alone(owner) -> list:
@@ -564,7 +699,7 @@ def _one_instance(check):
 
     def violation(subject, case):
         a = {**_case_arrays(case), "rtol": getattr(subject, "rtol", 1e-3),
-             "atol": getattr(subject, "atol", 1e-12)}
+             "atol": getattr(subject, "atol", 1e-12), "mode": getattr(subject, "mode", None)}
         if _builtin(subject):
             a["bulk"] = _bulk_answer(subject)
         out = check(_one_answer(subject), a)
@@ -599,7 +734,7 @@ def _hook(check):
 
         def evaluate(a):
             out = check(_bulk_answer(subject),
-                        {**a, "rtol": subject.rtol, "atol": subject.atol,
+                        {**a, "rtol": subject.rtol, "atol": subject.atol, "mode": subject.mode,
                          "one": _one_answer(subject), "two": _two_dims_answer(subject)})
             return out if isinstance(out, tuple) else (out,)
 
@@ -615,7 +750,7 @@ _PRE = "per-sample losses of the joint and partial models; planted groups"
 
 def _prop(key, name, statement, reference, preconditions, check, noise="any",
           discriminates="", note=""):
-    instances = _instances(noise)
+    instances = lia_instances(noise)
     return Property(key, name, statement, reference, preconditions, "lia", instances,
                     _one_instance(check), note=note, sample=lambda: LiaSampler(noise),
                     batch=_hook(check), clients=instances.clients, discriminates=discriminates)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["adjusted_rand_index", "beneficial_set", "clusters", "influence", "split_cost",
-           "two_means"]
+__all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "adjusted_rand_index", "beneficial_set", "clusters",
+           "influence", "split_cost", "two_means"]
+
+# The no-split rule's tolerances where a call leaves them out, as documented
+# (docs/explanation-lia.md: "defaults 1e-3 and 1e-12")
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-12
 
 
 def influence(base: Sequence[float], losses, owner: Sequence[int], m: int) -> list[list[float]]:
