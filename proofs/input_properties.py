@@ -25,7 +25,12 @@ posted prices, the aggregation). The property:
   an iPFL instance drawn without a fault is also answered with its distances scaled until
   their sum overflows float64 (every entry finite: well-formed; :data:`EDGE_ANSWER`), and
   every family's validators take their bounds from inside (a cost-plus markup of 0, lam 0,
-  the greedy's top of 1; R = 1, q_min = q_max = 1; rtol = atol = 0).
+  the greedy's top of 1; R = 1, q_min = q_max = 1; rtol = atol = 0, one client, one
+  validation sample per client, a row of one value, the index of one item and of none);
+* every rule of validation is crossed from both sides and beyond it, on one instance and on
+  a batch (leading dimensions) where the function takes batches; a refusal of a shape names
+  the shape got (and the one expected where one is determined), of an index out of range the
+  valid range, of a non-finite entry its index and value (``says``).
 
 Anything else raised (a TypeError, an IndexError, a NaN let through) is a violation of size
 1. Every instance discriminates: any fault could pass unrefused, any well-formed instance be
@@ -964,20 +969,52 @@ def _I(case):
     return lia.influence(case.base, case.losses, case.owner)
 
 
+def _n(case) -> int:
+    return len(case.base)
+
+
+def _named(*shapes):
+    """A refusal's message names each of ``shapes(case)`` (the shape expected, the shape
+    got), written as numpy writes a shape."""
+    return lambda c, msg: all(str(tuple(f(c))) in msg for f in shapes)
+
+
+def _twice(x):
+    """``x`` as a batch of two: (2, *x.shape)."""
+    return np.stack([np.asarray(x, dtype=float)] * 2)
+
+
+def _lia_batch(case, base=None, losses=None, owner=None):
+    """lia.influence on the instance as a batch of two ((2, n) and (2, m, n)), with changes."""
+    return lia.influence(_twice(case.base) if base is None else base,
+                         _twice(case.losses) if losses is None else losses,
+                         case.owner if owner is None else owner)
+
+
+def _first_samples(case):
+    """The index of each client's first validation sample (clients in order)."""
+    owner = np.asarray(case.owner)
+    return np.array([int(np.flatnonzero(owner == i)[0]) for i in range(case.m)])
+
+
 LIA_FAULTS = (
     Fault("model_losses", "one vector", lambda s, c: _scores(s, c, losses=c.losses[0])),
     Fault("model_losses", "no samples",
           lambda s, c: _scores(s, c, base=c.base[:0], losses=c.losses[:, :0], owner=c.owner[:0])),
-    Fault("base_losses", "one entry short", lambda s, c: _scores(s, c, base=c.base[:-1])),
+    Fault("base_losses", "one entry short", lambda s, c: _scores(s, c, base=c.base[:-1]),
+          says=_named(lambda c: (_n(c),), lambda c: (_n(c) - 1,))),
     Fault("owner", "floats", lambda s, c: _scores(s, c, owner=np.asarray(c.owner) + 0.5)),
     Fault("owner", "a client that does not exist",
-          lambda s, c: _scores(s, c, owner=_put(c.owner, c.m).astype(int))),
+          lambda s, c: _scores(s, c, owner=_put(c.owner, c.m).astype(int)),
+          says=lambda c, msg: f"0..{c.m - 1}" in msg),
     Fault("owner", "a client without samples",
           lambda s, c: _scores(s, c, owner=np.zeros_like(c.owner))),
     Fault("model_losses", "an entry NaN",
-          lambda s, c: _scores(s, c, losses=_put(c.losses, NAN))),
+          lambda s, c: _scores(s, c, losses=_put(c.losses, NAN)),
+          says=lambda c, msg: "entry (0, 0) is nan" in msg),
     Fault("I", "not square", lambda s, c: s.sets(_I(c)[:, :-1])),
-    Fault("I", "an entry inf", lambda s, c: s.sets(_put(_I(c), INF))),
+    Fault("I", "an entry inf", lambda s, c: s.sets(_put(_I(c), INF)),
+          says=lambda c, msg: "entry (0, 0) is inf" in msg),
     Fault("I", "text", lambda s, c: s.cluster(_text(_I(c)))),
     Fault("I", "an entry NaN, to the clustering", lambda s, c: s.cluster(_put(_I(c), NAN))),
     Fault("mode", "unknown (before and after every mode)",
@@ -993,6 +1030,80 @@ LIA_FAULTS = (
           lambda s, c: lia.two_means_1d(_put(_I(c)[0], NAN))),
     Fault("values", "an entry inf, to two_means_1d",
           lambda s, c: lia.two_means_1d(_put(_I(c), INF))),
+    # every rule of validation crossed from both sides and beyond, on one instance and on a
+    # batch (leading dimensions); a refusal of a shape names the shape got (and the one
+    # expected where one is determined), of an index out of range the valid range, of a
+    # non-finite entry its index and value
+    Fault("model_losses", "a number (0-D)", lambda s, c: _scores(s, c, losses=c.losses[0, 0])),
+    Fault("model_losses", "no clients (0, n)", lambda s, c: _scores(s, c, losses=c.losses[:0]),
+          says=_named(lambda c: (0, _n(c)))),
+    Fault("model_losses", "no samples, in a batch (2, m, 0)",
+          lambda s, c: _lia_batch(c, base=np.ones((2, 0)), losses=np.ones((2, c.m, 0)),
+                                  owner=np.zeros(0, int)),
+          says=_named(lambda c: (2, c.m, 0))),
+    Fault("model_losses", "no clients, in a batch (2, 0, n)",
+          lambda s, c: _lia_batch(c, losses=np.ones((2, 0, _n(c)))),
+          says=_named(lambda c: (2, 0, _n(c)))),
+    Fault("model_losses", "booleans", lambda s, c: _scores(s, c, losses=c.losses > 1.0)),
+    Fault("model_losses", "an entry inf, in a batch",
+          lambda s, c: _lia_batch(c, losses=_put(_twice(c.losses), INF, c.losses.size))),
+    Fault("base_losses", "one entry long", lambda s, c: _scores(s, c, base=np.append(c.base, 1.0)),
+          says=_named(lambda c: (_n(c),), lambda c: (_n(c) + 1,))),
+    Fault("base_losses", "(n,) for a batch of losses (2, m, n)",
+          lambda s, c: _lia_batch(c, base=c.base),
+          says=_named(lambda c: (2, _n(c)), lambda c: (_n(c),))),
+    Fault("base_losses", "an entry -inf", lambda s, c: _scores(s, c, base=_put(c.base, -INF, 1)),
+          says=lambda c, msg: "entry 1 is -inf" in msg),
+    Fault("base_losses", "text", lambda s, c: _scores(s, c, base=_text(c.base))),
+    Fault("owner", "one entry short", lambda s, c: _scores(s, c, owner=c.owner[:-1]),
+          says=_named(lambda c: (_n(c),), lambda c: (_n(c) - 1,))),
+    Fault("owner", "one entry long", lambda s, c: _scores(s, c, owner=np.append(c.owner, 0)),
+          says=_named(lambda c: (_n(c),), lambda c: (_n(c) + 1,))),
+    Fault("owner", "(n, 1), not (n,)",
+          lambda s, c: _scores(s, c, owner=np.asarray(c.owner)[:, None]),
+          says=_named(lambda c: (_n(c),), lambda c: (_n(c), 1))),
+    Fault("owner", "a client index -1",
+          lambda s, c: _scores(s, c, owner=_put(c.owner, -1).astype(int)),
+          says=lambda c, msg: f"0..{c.m - 1}" in msg),
+    Fault("owner", "booleans", lambda s, c: _scores(s, c, owner=np.asarray(c.owner) == 0)),
+    Fault("owner", "a client without samples, in a batch",
+          lambda s, c: _lia_batch(c, owner=np.zeros_like(c.owner))),
+    Fault("I", "one column more (m, m + 1)",
+          lambda s, c: s.sets(np.hstack([_I(c), _I(c)[:, :1]])),
+          says=_named(lambda c: (c.m, c.m + 1))),
+    Fault("I", "one row short, one row more",
+          each(lambda c: (c.m - 1, c.m + 1),
+               lambda s, c, k: s.sets(np.resize(_I(c), (k, c.m))))),
+    Fault("I", "empty (0, 0)", lambda s, c: s.sets(np.zeros((0, 0))),
+          says=_named(lambda c: (0, 0))),
+    Fault("I", "empty, in a batch (2, 0, 0), to the clustering",
+          lambda s, c: lia.cluster(np.zeros((2, 0, 0))), says=_named(lambda c: (2, 0, 0))),
+    Fault("I", "not square, in a batch (2, m, m - 1)",
+          lambda s, c: lia.beneficial_sets(_twice(_I(c))[..., :-1]),
+          says=_named(lambda c: (2, c.m, c.m - 1))),
+    Fault("I", "a vector (m,)", lambda s, c: s.sets(_I(c)[0]), says=_named(lambda c: (c.m,))),
+    Fault("I", "a number (0-D), to the clustering", lambda s, c: s.cluster(_I(c)[0, 0])),
+    Fault("I", "booleans", lambda s, c: s.sets(_I(c) > 0)),
+    Fault("I", "an entry -inf, in a batch, to the clustering",
+          lambda s, c: lia.cluster(_put(_twice(_I(c)), -INF, c.m * c.m))),
+    Fault("values", "a number (0-D), to two_means_1d", lambda s, c: lia.two_means_1d(1.0)),
+    Fault("values", "an empty row (0,), to two_means_1d", lambda s, c: lia.two_means_1d([])),
+    Fault("values", "text, to two_means_1d", lambda s, c: lia.two_means_1d(_text(_I(c)[0]))),
+    Fault("rtol", "just below 0 (-1e-300)",
+          lambda s, c: lia.beneficial_sets(_I(c), rtol=-1e-300)),
+    Fault("rtol", "NaN", lambda s, c: lia.beneficial_sets(_I(c), rtol=NAN)),
+    Fault("rtol", "True", lambda s, c: lia.beneficial_sets(_I(c), rtol=True)),
+    Fault("atol", "just below 0 (-1e-300), to the clustering",
+          lambda s, c: lia.cluster(_I(c), "p2p", atol=-1e-300)),
+    Fault("atol", "inf", lambda s, c: lia.beneficial_sets(_I(c), atol=INF)),
+    Fault("atol", "text", lambda s, c: lia.beneficial_sets(_I(c), atol="0")),
+    Fault("mode", "not a name (None)", lambda s, c: lia.cluster(_I(c), mode=None)),
+    Fault("labels", "one entry short",
+          lambda s, c: lia.adjusted_rand_index(c.groups, np.asarray(c.groups)[:-1])),
+    Fault("labels", "2-D labelings of one shape",
+          lambda s, c: lia.adjusted_rand_index(np.asarray(c.groups)[None],
+                                               np.asarray(c.groups)[None])),
+    Fault("labels", "two numbers (0-D)", lambda s, c: lia.adjusted_rand_index(0, 0)),
 )
 
 
@@ -1003,8 +1114,26 @@ def _lia_answer(subject, case):
 
 
 def _lia_edges(subject, case):
-    """The no-split tolerances' bound from inside, accepted: rtol = atol = 0."""
+    """Each bound of pFedLIA's validation from inside, accepted: the no-split tolerances
+    rtol = atol = 0; one client (m = 1: scores (1, 1), its set and cluster in both modes), one
+    validation sample per client (n = m), owners of another integer type (uint8), a batch
+    (2, m, n) of losses and (2, m, m) of scores; two_means_1d of a row given alone and of a
+    row of one value; the adjusted Rand index of one item and of none."""
     lia.beneficial_sets(_I(case), rtol=0.0, atol=0.0)
+    one = lia.influence(case.base, case.losses[:1], np.zeros(_n(case), int))
+    lia.beneficial_sets(one)
+    lia.cluster(one, "central")
+    lia.cluster(one, "p2p")
+    first = _first_samples(case)
+    lia.influence(case.base[first], case.losses[:, first], np.arange(case.m))
+    lia.influence(case.base, case.losses, np.asarray(case.owner).astype(np.uint8))
+    I = _lia_batch(case)
+    lia.cluster(I, "central")
+    lia.cluster(I, "p2p")
+    lia.two_means_1d(I[0, 0])
+    lia.two_means_1d(I[0, 0, :1])
+    lia.adjusted_rand_index(case.groups[:1], case.groups[:1])
+    lia.adjusted_rand_index([], [])
 
 
 EDGE_ANSWER["lia"] = _lia_edges

@@ -70,8 +70,10 @@ def _fault(family: str, what: str, field: str | None = None) -> int:
 def _refused_on_every_draw(family: str, subject: str, what: str, field: str | None = None,
                            k: int = 3) -> list:
     """The fault's violation on ``k`` drawn well-formed instances of the family."""
-    smp = {"ipfl": ip.ipfl_base_sampler, "cpl": ip.cpl_base_sampler}[family]()
-    prop = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input"}[family]
+    smp = {"ipfl": ip.ipfl_base_sampler, "cpl": ip.cpl_base_sampler,
+           "lia": ip.lia_base_sampler}[family]()
+    prop = {"ipfl": "refuses_bad_input", "cpl": "cpl_refuses_bad_input",
+            "lia": "lia_refuses_bad_input"}[family]
     index = _fault(family, what, field)
     bases = [c for d in smp.draw(np.random.default_rng(0), k) for c in smp.cases(d)]
     return [PROPERTIES[prop].amount(SUBJECTS[subject], ip.FaultCase(b, index, family))
@@ -522,6 +524,10 @@ def test_every_batch_result_is_sealed():
     pytest.param("lia", "lia-central", sys.modules["mechanisms.lia"], "beneficial_sets",
                  'rtol = as_real("rtol", rtol, lo=0)',
                  'rtol = as_real("rtol", rtol, lo=0, lo_open=True)', (), id="rtol-0-refused"),
+    # a row of one value (one client's row, a row given alone) refused as empty (caught
+    # before only by the crash it causes on a row of no values)
+    pytest.param("lia", "lia-central", sys.modules["mechanisms.lia"], "two_means_1d",
+                 "v.shape[-1] == 0:", "v.shape[-1] == 1:", (), id="e5c082c1dc"),
 ])
 def test_a_bound_refused_from_inside_is_caught(monkeypatch, family, subject, owner, name,
                                                before, after, aliases):
@@ -542,7 +548,48 @@ def test_a_bound_refused_from_inside_is_caught(monkeypatch, family, subject, own
     assert all(v > 0 for v in violations())
 
 
+# ------------------------- pFedLIA: each rule of validation crossed from both sides
+
 _lia = sys.modules["mechanisms.lia"]
+
+# (mutant, the fault's description and field, function, before, after): each lets one side
+# of a rule through, on a batch or on one instance, or names the wrong shape, range or entry
+_LIA_REFUSED = [
+    pytest.param("empty (0, 0)", "I", "_check", "M.shape[-1] == 0:", "M.shape[-1] < 0:",
+                 id="db8f7de9ee"),
+    pytest.param("empty, in a batch", "I", "_check", "M.shape[-1] == 0:",
+                 "M.shape[- 0] == 0:", id="ab1817a1b7"),
+    pytest.param("no samples, in a batch", "model_losses", "influence",
+                 "losses.shape[-1] == 0:", "losses.shape[1] == 0:", id="2e808ef206"),
+    pytest.param("one entry long", "owner", "influence", "if raw.shape != (n,)",
+                 "if raw.shape < (n,)", id="8415439185"),
+    pytest.param("one entry short", "base_losses", "influence",
+                 'f"must be {(*losses.shape[:-2], n)} like "',
+                 'f"must be {(*losses.shape[:+2], n)} like "', id="def41d060b"),
+    pytest.param("a client that does not exist", "owner", "influence", 'f"0..{m - 1}")',
+                 'f"0..{m & 1}")', id="70cee35efb"),
+    pytest.param("an entry NaN", "model_losses", "_describe_bad", "if len(where) == 1 else",
+                 "if len(where) > 1 else", id="7708c9b944"),
+    pytest.param("2-D labelings", "labels", "adjusted_rand_index", "or a.ndim != 1:",
+                 "or a.ndim < 1:", id="0668f27a38"),
+    pytest.param("one entry short", "labels", "adjusted_rand_index", "if a.shape != b.shape",
+                 "if a.shape is b.shape", id="e8f2169e9a"),
+]
+
+
+@pytest.mark.parametrize("what, field, name, before, after", _LIA_REFUSED)
+def test_a_lia_refusal_off_its_rule_is_caught(monkeypatch, what, field, name, before, after):
+    """lia_refuses_bad_input crosses each rule of pFedLIA's validation from both sides and
+    beyond it, on one instance and on a batch (an empty (0, 0) score matrix and a batch of
+    them, losses of no samples in a batch, owners one entry long and 2-D labelings, next to
+    the faults one short), and holds what a refusal names to the case: the shape expected
+    and got, the valid range of client indices, the first non-finite entry's index. Each
+    mutant here but e8f2169e9a (caught before by the crash a labeling one entry long
+    causes) survived every lia row at 200 examples before: refused on every draw unmutated,
+    let through (or misnamed) on every draw mutated."""
+    assert _refused_on_every_draw("lia", "lia-central", what, field) == [0.0] * 3
+    plant(monkeypatch, _lia, name, before, after)
+    assert all(v > 0 for v in _refused_on_every_draw("lia", "lia-central", what, field))
 
 
 # -------------------- pFedLIA: every configuration and parameter drawn (lia_conforms)
