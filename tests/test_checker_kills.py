@@ -594,40 +594,37 @@ def test_a_lia_refusal_off_its_rule_is_caught(monkeypatch, what, field, name, be
 
 # -------------------- pFedLIA: every configuration and parameter drawn (lia_conforms)
 
-# (mutant, function, before, after, subject, examples): each is right on the draws of
-# before (2-12 clients, the subjects' tolerances 1e-3 and 1e-12, every row far from the
-# no-split threshold, positional arguments, no score exactly 0) and wrong elsewhere
-_LIA_CONFIGURATIONS = [
-    # the no-split threshold: atol's sign, rtol divided by the row's magnitude, the
-    # magnitude of the column (axis -2): rows placed just above and below the threshold, at
-    # drawn tolerances both non-zero
-    pytest.param("beneficial_sets", "np.abs(M).max(axis=-1) + atol",
-                 "np.abs(M).max(axis=-1) - atol", "lia-central", 100, id="4c95d0c2f5"),
-    pytest.param("beneficial_sets", "rtol * np.abs(M)", "rtol / np.abs(M)", "lia-p2p", 100,
-                 id="7256111f02"),
-    pytest.param("beneficial_sets", "np.abs(M).max(axis=-1)", "np.abs(M).max(axis=~1)",
-                 "lia-central", 100, id="f44984f4a0"),
-    # the documented default rtol (1e-3) off: the defaults asked by leaving them out
-    pytest.param("beneficial_sets", "rtol: float = 1e-3", "rtol: float = 1.001",
-                 "lia-central", 100, id="e2f2c3f01f"),
-    # the tolerances positional (I positional-only): a call by keyword fails
-    pytest.param("beneficial_sets", "(I, *, rtol", "(I, /, rtol", "lia-central", 100,
-                 id="7e1f224f16"),
-    # one client (m = 1): a batch of one-value rows answered with the wrong shape
-    pytest.param("two_means_1d", "np.full(s.shape[:-1], m)", "np.full(s.shape[:1], m)",
-                 "lia-central", 100, id="16c551cedc"),
+# function -> (before, after, mutant): each is right on the draws of before (2-12 clients,
+# the subjects' tolerances 1e-3 and 1e-12, every row far from the no-split threshold,
+# positional arguments, no score exactly 0) and wrong elsewhere
+_LIA_CONFIGURATIONS = {
+    "beneficial_sets": [
+        # the no-split threshold: atol's sign, rtol divided by the row's magnitude, the
+        # magnitude of the column (axis -2): rows placed just above and below the
+        # threshold, at drawn tolerances both non-zero
+        ("np.abs(M).max(axis=-1) + atol", "np.abs(M).max(axis=-1) - atol", "4c95d0c2f5"),
+        ("rtol * np.abs(M)", "rtol / np.abs(M)", "7256111f02"),
+        ("np.abs(M).max(axis=-1)", "np.abs(M).max(axis=~1)", "f44984f4a0"),
+        # the documented default rtol (1e-3) off: the defaults asked by leaving them out
+        ("rtol: float = 1e-3", "rtol: float = 1.001", "e2f2c3f01f"),
+        # the tolerances positional (I positional-only): a call by keyword fails
+        ("(I, *, rtol", "(I, /, rtol", "7e1f224f16"),
+    ],
+    "two_means_1d": [
+        # one client (m = 1): a batch of one-value rows answered with the wrong shape
+        ("np.full(s.shape[:-1], m)", "np.full(s.shape[:1], m)", "16c551cedc"),
+        # the sums of squares as sums of s / s: a score of exactly 0 divides 0 by 0
+        ("np.cumsum(s * s, axis=-1)", "np.cumsum(s / s, axis=-1)", "bde4233869"),
+    ],
     # the index of one item (no pairs): NaN
-    pytest.param("adjusted_rand_index", "if a.size > 1 else", "if a.size >= 1 else",
-                 "lia-central", 100, id="79944085ef"),
-    # the sums of squares as sums of s / s: a score of exactly 0 divides 0 by 0
-    pytest.param("two_means_1d", "np.cumsum(s * s, axis=-1)", "np.cumsum(s / s, axis=-1)",
-                 "lia-central", 100, id="bde4233869"),
-]
+    "adjusted_rand_index": [("if a.size > 1 else", "if a.size >= 1 else", "79944085ef")],
+}
 
 
-@pytest.mark.parametrize("name, before, after, subject, examples", _LIA_CONFIGURATIONS)
-def test_a_lia_configuration_the_draws_missed_is_caught(monkeypatch, name, before, after,
-                                                        subject, examples):
+@pytest.mark.parametrize("name, before, after", [
+    pytest.param(name, before, after, id=mutant)
+    for name, rows in _LIA_CONFIGURATIONS.items() for before, after, mutant in rows])
+def test_a_lia_configuration_the_draws_missed_is_caught(monkeypatch, name, before, after):
     """lia_conforms draws one client as well as 2-12, asks mechanisms.lia's sets and
     clusters at drawn tolerances (the documented defaults left out of the call; both
     non-zero at three scales; one of them or both 0) with a row of each instance placed
@@ -636,9 +633,9 @@ def test_a_lia_configuration_the_draws_missed_is_caught(monkeypatch, name, befor
     labelings of every size from 0 with the oracle, and gives two_means_1d a row holding an
     exact 0. Each mutant survived every lia row at 200 examples before, but 7256111f02,
     which lia_scale_invariance caught (not lia_conforms)."""
-    assert not _caught(subject, "lia_conforms", examples)
+    assert not _caught("lia-central", "lia_conforms", 100)
     plant(monkeypatch, _lia, name, before, after)
-    assert _caught(subject, "lia_conforms", examples)
+    assert _caught("lia-central", "lia_conforms", 100)
 
 
 # ------------------------------------------------ the adjusted Rand index (lia_conforms)
