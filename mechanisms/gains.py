@@ -29,10 +29,18 @@ import numpy as np
 from .contain import call_rule
 from .errors import MarketInputError, RuleFailed
 
-__all__ = ["CallableGain", "Gain", "LogGain", "PowerGain", "SqrtGain", "as_gain"]
+__all__ = ["ROOT_CALLS_MAX", "CallableGain", "Gain", "LogGain", "PowerGain", "SqrtGain",
+           "as_gain"]
 
 _BISECT_RTOL = 4e-16
 _RESOLVABLE = 2.0**50
+ROOT_CALLS_MAX = 1 + 2 * (50 + 53)
+"""The most calls of a gain's :meth:`Gain.value` that :meth:`Gain.thresholds` makes (the
+generic root finder, for every pair at once): 1 for g(N_j); 2 (g(T) and g(T - N_j)) per test
+of the growing bracket [T, 2T], at most 50 from T = N_j up to 2^50 N_j (past it the marginal
+is not resolved: always worth buying); 2 per halving, at most 53 (a bracket [T, 2T] halved
+to the relative width 4e-16 takes 52 halvings in exact arithmetic, one more where the
+midpoints round)."""
 
 
 class Gain:
@@ -50,7 +58,11 @@ class Gain:
     def thresholds(self, price, Nj, K, N) -> np.ndarray:
         """Box 2 thresholds T for broadcastable price, seller size Nj, buyer K and N.
 
-        Paper convention: 0 = never worth buying, +inf = always worth buying.
+        Paper convention: 0 = never worth buying, +inf = always worth buying. A price of
+        g(N_j) or more (as :meth:`value` gives it) is 0, a price of 0 or less, or at or
+        below :meth:`marginal_limit`, inf; anything else a root T >= N_j. The generic root
+        finder calls :meth:`value` at most :data:`ROOT_CALLS_MAX` times a call, however
+        many pairs it solves.
         """
         price, Nj, K, N = np.broadcast_arrays(
             *(np.asarray(a, dtype=np.float64) for a in (price, Nj, K, N))
@@ -136,7 +148,8 @@ class Gain:
 
     def check(self, K, N) -> None:
         """Sanity check of the declared shape: g(0) = 0, increasing, concave; raises
-        :class:`MarketInputError` naming ``gain`` when it fails.
+        :class:`MarketInputError` naming ``gain`` when it fails. g(0) = 0 to 1e-9 of the
+        largest |g| over the buyer's core amounts 0, N/4, ..., 16 N (at 1e-9 accepted).
 
         Checked for every buyer on a grid that does not follow N alone: the data amounts 0,
         N/4, ..., 16 N of the buyer's own market; multiples of N from 2^-16 to 2^50 (past

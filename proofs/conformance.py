@@ -494,6 +494,42 @@ def _model_outputs(market, A) -> tuple:
     return theta, reference, eta, D, P
 
 
+EDGE_PRICES = ("zero", "g(N_j)", "above g(N_j)", "below g(N_j)", "limit")
+"""The placed prices of :func:`threshold_edge_gaps`, one market each."""
+
+
+def threshold_edge_gaps(gaps: Gaps, market) -> None:
+    """Box 2's classification at its edges (:meth:`mechanisms.gains.Gain.thresholds`: a
+    price of g_i(N_j) or more, as the gain's value gives it, is never worth buying, T = 0; a
+    price of 0 or less, or at or below the marginal's limit, always, T = inf; anything else
+    a root T >= N_j), for every gain kind the checker draws (:data:`GAINS`) on the market's
+    N and K: ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a
+    batch each: 0; g_i(N_j); the next float above it; the next float below it; the
+    marginal's limit where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j)
+    again). Rows of pure sellers and the diagonal are 0. Each pair off the rule counts 1."""
+    N, K = np.asarray(market.N, float), np.asarray(market.K, float)
+    m = len(N)
+    e = len(EDGE_PRICES)
+    Nj, Ki, Ni = N[None, :], K[:, None], N[:, None]
+    off = ~np.eye(m, dtype=bool) & (Ki > 0)
+    for gain in GAINS.values():
+        first = np.broadcast_to(gain.value(Nj, Ki, Ni), (m, m))
+        limit = np.broadcast_to(gain.marginal_limit(Nj, Ki, Ni), (m, m))
+        P = np.stack([np.zeros((m, m)), first, np.nextafter(first, INF),
+                      np.nextafter(first, 0.0), np.where(limit > 0, limit, first)])
+        markets = ipfl.MarketArrays(np.tile(N, (e, 1)), np.zeros((e, m)), np.tile(K, (e, 1)),
+                                    np.zeros(e), gain=gain)
+        T = np.asarray(ipfl.thresholds(markets, np.zeros((e, m, m)), prices=P), float)
+        want_inf = (P <= 0) | ((P <= limit) & (P < first))
+        want_zero = (P >= first) & ~(P <= 0)
+        ok = np.where(want_inf, T == INF, np.where(want_zero, T == 0.0, T >= Nj))
+        ok = np.where(off, ok, T == 0.0)
+        bad = np.argwhere(~ok)
+        gaps.add("threshold_edges", float(len(bad)),
+                 (gain.name, EDGE_PRICES[bad[0][0]], *bad[0][1:].tolist()) if len(bad)
+                 else None)
+
+
 def scenario_gaps(gaps: Gaps, market) -> None:
     """The paper's scenarios (mechanisms.roles, mechanisms.paper) against the specification,
     on parameters read off the market: each client's role from its type (a pure buyer, a
@@ -552,6 +588,7 @@ def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float
         gradient_gaps(gaps, theta, reference)
         scale_gaps(gaps, theta, reference, Dm)
         scenario_gaps(gaps, market)
+        threshold_edge_gaps(gaps, market)
     # the one-market outcome's accessors
     m = market.m
     A = np.asarray(view.A)
@@ -620,6 +657,7 @@ def _ipfl_hook(subject):
                            views[k].A, {x: Dm[x][k] for x in Dm}, {x: Pm[x][k] for x in Pm})
                 if k == 0:  # the market-independent part: once a batch (~1 ms a market)
                     scenario_gaps(gaps, markets.market(k))
+                    threshold_edge_gaps(gaps, markets.market(k))
                     gradient_gaps(gaps, theta[k], reference[k])  # ~1-3 ms a market
                     scale_gaps(gaps, theta[k], reference[k], {x: Dm[x][k] for x in Dm})
             viol[k] = gaps.violation

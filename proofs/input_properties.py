@@ -391,6 +391,24 @@ def _kinked(share: float):
     return gain
 
 
+def _g0_allowance() -> float:
+    """The e with e = 1e-9 (e + 16) in float64: the largest |g(0)| Gain.check accepts (1e-9
+    of the largest |g| over the buyer's core amounts 0..16 N) for g = e + x/N."""
+    e = 1.6e-8
+    for _ in range(8):
+        e = 1e-9 * (e + 16.0)
+    return e
+
+
+def _off_at_0(x, K, N):
+    """Linear (e + x/N), its g(0) = e exactly the allowance Gain.check documents
+    (:func:`_g0_allowance`): accepted (the next float up is refused)."""
+    return _G0_ALLOWANCE + np.asarray(x) / np.asarray(N) + 0.0 * np.asarray(K)
+
+
+_G0_ALLOWANCE = _g0_allowance()
+
+
 def _dip(x, K, N):
     """Piecewise linear: slope 1 up to 2^48 N, 1/10 up to 2^49 N, 6/5 beyond: convex at
     2^49 N, inside the span Gain.check covers. With N of the form 2 4^j (:func:`_odd_N`) the
@@ -416,6 +434,18 @@ def _quartic_N(case):
 def _eight_columns(x, K, N):
     """Right on the 8-point core of Gain.check, of another shape on its longer grids."""
     return np.asarray(K) * np.sqrt(np.asarray(x)[..., :8] / np.asarray(N))
+
+
+def _one_more_column(x, K, N):
+    """Right on the 8-point core of Gain.check; on its longer grids one column more than x
+    (a shape that compares greater than x's)."""
+    x = np.asarray(x)
+    g = np.asarray(K) * np.sqrt(x / np.asarray(N))
+    return g if x.shape[-1] == 8 else np.concatenate([g, g[..., -1:]], axis=-1)
+
+
+def _wrong_columns(case):
+    return _eight_columns, _one_more_column
 
 
 def _scalar_nan(x, K, N):
@@ -585,8 +615,8 @@ IPFL_FAULTS = (
           lambda s, c: _market(c, gain=_convex), says=_rise_named_right),
     Fault("gain", "a function barely convex (x^1.01, slopes rising 0.7 % a doubling)",
           lambda s, c: _market(c, gain=_barely_convex)),
-    Fault("gain", "a function of the wrong shape beyond 8 points",
-          lambda s, c: _market(c, gain=_eight_columns)),
+    Fault("gain", "a function of the wrong shape beyond 8 points (8 columns; one more than x)",
+          each(_wrong_columns, lambda s, c, v: _market(c, gain=v))),
     Fault("gain", "a function returning one NaN", lambda s, c: _market(c, gain=_scalar_nan)),
     Fault("gain", "a function decreasing by little (-2^-52 x/N: at most 3/16 over the grid)",
           lambda s, c: _market(c, gain=_gently_decreasing)),
@@ -697,10 +727,12 @@ def _ipfl_answer_overflowing(subject, case):
 def _ipfl_edges(subject, case):
     """The overflowing distances (:func:`_ipfl_answer_overflowing`), and each validator's
     bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1, a
-    gain convex 0.2 % within the allowance Gain.check documents."""
+    gain convex 0.2 % within the allowance Gain.check documents, a gain whose g(0) is exactly
+    the allowance Gain.check documents (1e-9 of its largest value on 0..16 N)."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
+    _market(case, gain=_off_at_0)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mechanisms import ipfl
 from mechanisms.errors import FedmarketError
-from mechanisms.gains import as_gain
+from mechanisms.gains import ROOT_CALLS_MAX, CallableGain, as_gain
 from mechanisms.ipfl import selection
 
 from .core import Property
@@ -730,10 +730,11 @@ def _work_bound(settle, a):
     prices and thresholds): a buyer with k candidates (0 < T_ij < inf, K_i > 0) explores at
     least one node and at most ``ipfl.bb_node_bound(k)`` (min(2^(k+1) - 1, ipfl.NODE_LIMIT,
     ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1))) nodes
-    (``ExactSelection.nodes``), a buyer without one none. The violation: the largest excess
-    over the bound relative to it, plus 1 per buyer searched without a node or counted
-    without a search; a count missing or NaN is inf. Discriminating where some buyer had a
-    candidate."""
+    (``ExactSelection.nodes``), a buyer without one none; and once a batch the generic
+    gains' root finder within ``gains.ROOT_CALLS_MAX`` (:func:`_root_calls_excess`). The
+    violation: the largest excess over the bound relative to it, plus 1 per buyer searched
+    without a node or counted without a search; a count missing or NaN is inf.
+    Discriminating where some buyer had a candidate."""
     s = _truthful(settle, a)
     market, P, T = s["market"], s["P"], s["T"]
     B = len(a["N"])
@@ -750,8 +751,28 @@ def _work_bound(settle, a):
         over = np.where(k > 0, nodes / bound - 1.0, 0.0).max(axis=1)
         wrong = ((k > 0) & ~(nodes >= 1)) | ((k == 0) & (nodes != 0))
     amount = np.maximum(over, 0.0) + wrong.sum(axis=1)
+    amount[0] += _root_calls_excess(market, P)  # once a batch, on its first market
     return np.where(np.isnan(amount) | np.isnan(nodes).any(axis=1), np.inf, amount), \
         np.ones(B, bool), (k > 0).any(axis=1)
+
+
+def _root_calls_excess(market, P) -> float:
+    """The generic gains' threshold root finder within its documented work: the market's
+    gain as a gain of your own (its value counted) solves every pair of the market (or
+    batch) at the prices ``P`` in at most ``gains.ROOT_CALLS_MAX`` calls of it, whatever
+    the gain kind (the sqrt gain's closed form is bypassed: the root finder runs on it too).
+    The excess over the bound relative to it (0 within it)."""
+    calls = [0]
+    value = market.gain.value
+
+    def counted(x, K, N):
+        calls[0] += 1
+        return value(x, K, N)
+
+    own = CallableGain(counted, label="counted")
+    N, K = np.asarray(market.N, float), np.asarray(market.K, float)
+    own.thresholds(P, N[..., None, :], K[..., :, None], N[..., :, None])
+    return max(0.0, calls[0] / ROOT_CALLS_MAX - 1.0)
 
 ONE_MARKET_RTOL = 1e-12
 """``one_market``'s tolerance on money (remittances, payments, gains, sharing costs,
@@ -1388,7 +1409,9 @@ IPFL_PROPERTIES = {
                  "the exact selection's branch-and-bound, run on every buyer, explores at "
                  "most ipfl.bb_node_bound(k) = min(2^(k+1) - 1, ipfl.NODE_LIMIT, "
                  "ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1)) nodes for a "
-                 "buyer with k candidates, at least one where k > 0 (ExactSelection.nodes)",
+                 "buyer with k candidates, at least one where k > 0 (ExactSelection.nodes); "
+                 "the generic gains' threshold root finder calls the gain at most "
+                 "gains.ROOT_CALLS_MAX times",
                  "the documented bound (mechanisms/ipfl/selection.py)", _BASE, "ipfl",
                  _cases(**_ALL), work_bound,
                  note="the bound beyond the full tree and the node limit is measured "

@@ -176,6 +176,15 @@ _REFUSED = [
                  sys.modules["mechanisms.cpl.game"].GameBatch, "__post_init__",
                  "if arr.shape != want:", "if arr.size != np.prod(want):", (),
                  id="batch-shape-by-size"),
+    # a gain's values checked against x's shape by identity (never equal: a wrong shape
+    # passed) or by order (a shape with one more column than x compares greater: passed);
+    # the fault gives both 8 columns and one more than x
+    pytest.param("ipfl", "local", "a function of the wrong shape beyond 8 points", None,
+                 gains.Gain, "check", "if vals.shape != grid.shape:",
+                 "if vals.shape is grid.shape:", (), id="efe7a35e06"),
+    pytest.param("ipfl", "local", "a function of the wrong shape beyond 8 points", None,
+                 gains.Gain, "check", "if vals.shape != grid.shape:",
+                 "if vals.shape < grid.shape:", (), id="4e05bb2cc7"),
     # posted_pricing_batch(games, shape, /, ...): games= and shape= by keyword, which the
     # documented signature allows, a TypeError
     pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
@@ -242,6 +251,16 @@ _CAUGHT = [
                  "    if progress is not None:\n        progress(done, buyers)\n"
                  "    return ExactSelection(", (mipfl,), "exact", "one_path", 200,
                  id="last-report-twice"),
+    # a price of exactly g_i(N_j) solved for a root (T = N_j) instead of never worth buying
+    # (T = 0, Gain.thresholds' rule): conforms places prices at the edges of the rule
+    pytest.param(gains.Gain, "thresholds", "(price > limit) & (price < first)",
+                 "(price > limit) & (price <= first)", (), "local", "conforms", 50,
+                 id="19c7151c15"),
+    # the generic root finder's brackets compared as h ** l: every bracket halved 200 times
+    # (the same roots to the last bits, 4x the calls of the gain): past gains.ROOT_CALLS_MAX
+    pytest.param(gains.Gain, "_roots", "wide = h - l > _BISECT_RTOL * h",
+                 "wide = h ** l > _BISECT_RTOL * h", (), "exact", "work_bound", 50,
+                 id="3710345a3e"),
     # P - 2c instead of P / 2c in cpl.best_response_v0
     pytest.param(cresponse, "best_response_v0", "P / (2.0 * game.c)", "P - (2.0 * game.c)",
                  (mcpl,), "cpl-uniform", "cpl_conforms", 100, id="7225646110"),
@@ -521,6 +540,10 @@ def test_every_batch_result_is_sealed():
     pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"].Game,
                  "__post_init__", "if self.R < 1:", "if self.R <= 1:", (),
                  id="R-at-1-refused"),
+    # a gain of your own whose g(0) is exactly Gain.check's allowance (1e-9 of its largest
+    # value on 0..16 N) refused
+    pytest.param("ipfl", "local", gains.Gain, "check", "(np.abs(vals[:, :1]) > 1e-9 * scale)",
+                 "(np.abs(vals[:, :1]) >= 1e-9 * scale)", (), id="e1b25e2bef"),
     pytest.param("lia", "lia-central", sys.modules["mechanisms.lia"], "beneficial_sets",
                  'rtol = as_real("rtol", rtol, lo=0)',
                  'rtol = as_real("rtol", rtol, lo=0, lo_open=True)', (), id="rtol-0-refused"),
