@@ -371,24 +371,34 @@ def _convex_far_out(x, K, N):
 CHECK_RTOL, CHECK_ROUND = 1e-9, 2.0**-40
 
 
-def _kinked(share: float):
+def _kinked(share: float, steep: float = 0.0):
     """A gain linear in t = x/N with one convex kink at t = 2 (slope 1 on [1, 2], 1 + delta
     beyond), delta ``share`` times the allowance Gain.check documents at that kink, on its
-    grid points t = 1, 2, 4: CHECK_RTOL (1 + delta) + 2 CHECK_ROUND 2 / 1 (the slope on
-    [1, 2]) + 2 CHECK_ROUND (4 + 2 delta) / 2 (the one on [2, 4]). Just past it (1.002) the
-    gain is refused; just within (0.998) it is accepted. Used on markets whose N are powers
-    of 4 (:func:`_quartic_N`), where the grid's multiples of N and its absolute amounts
-    are the same points (elsewhere the absolute amounts straddle the kink or sit at it with
-    other neighbours, and their allowance differs)."""
+    grid points t = 1, 2, 4: CHECK_RTOL (1 + delta) + 2 CHECK_ROUND g(2) / 1 (the slope on
+    [1, 2]) + 2 CHECK_ROUND g(4) / 2 (the one on [2, 4]). ``steep``: the slope is 1 + steep
+    on [0, 1] (concave there; the allowance is relative to the slopes beside the kink, not to
+    the steepest), so g(2) = 2 + steep and g(4) = 4 + steep + 2 delta. Just past it (1.002)
+    the gain is refused; just within (0.998) it is accepted. Used on markets whose N are
+    powers of 4 (:func:`_quartic_N`), where the grid's multiples of N and its absolute
+    amounts are the same points (elsewhere the absolute amounts straddle the kink or sit at
+    it with other neighbours, and their allowance differs)."""
     r = CHECK_ROUND
-    delta = share * (CHECK_RTOL + 8.0 * r) / (1.0 - share * (CHECK_RTOL + 2.0 * r))
+    delta = share * (CHECK_RTOL + 8.0 * r + 3.0 * r * steep) / (
+        1.0 - share * (CHECK_RTOL + 2.0 * r))
 
     def gain(x, K, N):
         t = np.asarray(x) / np.asarray(N)
-        return t + delta * np.maximum(t - 2.0, 0.0) + 0.0 * np.asarray(K)
+        return (t + steep * np.minimum(t, 1.0) + delta * np.maximum(t - 2.0, 0.0)
+                + 0.0 * np.asarray(K))
 
-    gain.__name__ = f"kinked_{share}"
+    gain.__name__ = f"kinked_{share}" + (f"_steep_{steep:g}" if steep else "")
     return gain
+
+
+def _kinks_past(case):
+    """The kink 0.2 % past the allowance, on a gain of one slope before it and on one whose
+    slope fell 1000-fold before it."""
+    return _kinked(1.002), _kinked(1.002, steep=999.0)
 
 
 def _g0_allowance() -> float:
@@ -627,8 +637,8 @@ IPFL_FAULTS = (
                   "powers of 2: only the absolute amounts' last step sees it)",
           lambda s, c: _market(c, N=_odd_N(c), gain=_dip)),
     Fault("gain", "a function convex 0.2 % past the allowance Gain.check documents (N powers "
-                  "of 4)",
-          lambda s, c: _market(c, N=_quartic_N(c), gain=_kinked(1.002))),
+                  "of 4; also where its slope fell 1000-fold before the kink)",
+          each(_kinks_past, lambda s, c, v: _market(c, N=_quartic_N(c), gain=v))),
     Fault("thresholds", "an unknown mode, with cost-plus rules of a valid markup",
           lambda s, c: ipfl.clear(c.market, c.D, s.rule, payments=ipfl.cost_plus(0.1)[1],
                                   prices=ipfl.cost_plus(0.1)[0], thresholds="approx",
@@ -732,6 +742,7 @@ def _ipfl_edges(subject, case):
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
+    _market(case, N=_quartic_N(case), gain=_kinked(0.998, steep=999.0))
     _market(case, gain=_off_at_0)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)

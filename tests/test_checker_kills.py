@@ -176,6 +176,12 @@ _REFUSED = [
                  sys.modules["mechanisms.cpl.game"].GameBatch, "__post_init__",
                  "if arr.shape != want:", "if arr.size != np.prod(want):", (),
                  id="batch-shape-by-size"),
+    # the slope allowance relative to the grid's first (steepest) slope, not to the slopes
+    # beside the kink: a gain whose slope fell 1000-fold before a kink 0.2 % past it passed
+    pytest.param("ipfl", "local", "a function convex 0.2 % past", None, gains, "_check_shape",
+                 "np.maximum(np.abs(slopes[:, :-1]), np.abs(slopes[:, 1:]))",
+                 "np.maximum(np.abs(slopes[:, :1]), np.abs(slopes[:, 1:]))", (),
+                 id="c3999c99a9"),
     # a gain's values checked against x's shape by identity (never equal: a wrong shape
     # passed) or by order (a shape with one more column than x compares greater: passed);
     # the fault gives both 8 columns and one more than x
