@@ -247,7 +247,8 @@ class SqrtGain(Gain):
         overflows float64). Computed in place over the broadcast shape (no gathers).
         """
         price, Nj, K, N = (np.asarray(a, dtype=np.float64) for a in (price, Nj, K, N))
-        shape = np.broadcast_shapes(price.shape, Nj.shape, K.shape, N.shape)
+        given = np.broadcast_shapes(price.shape, Nj.shape, K.shape, N.shape)
+        shape = given or (1,)  # plain numbers: one pair, shape () handed back
         T = np.empty(shape)
         if T.size == 0:
             return T
@@ -260,7 +261,7 @@ class SqrtGain(Gain):
                 part = [a[lo:lo + step] if a.shape[0] > 1 else a for a in ops]
                 out = T[lo:lo + step]
                 _sqrt_block(*part, out)
-        return T
+        return T.reshape(given)
 
 
 _P_BIG = 2.5e8  # q = 4 p > 1e9: v = q^(1/3) + 1/(3 q) to float precision

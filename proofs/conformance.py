@@ -494,8 +494,15 @@ def _model_outputs(market, A) -> tuple:
     return theta, reference, eta, D, P
 
 
-EDGE_PRICES = ("zero", "g(N_j)", "above g(N_j)", "below g(N_j)", "limit")
+EDGE_PRICES = ("zero", "g(N_j)", "above g(N_j)", "below g(N_j)", "limit", "half g(N_j)")
 """The placed prices of :func:`threshold_edge_gaps`, one market each."""
+
+
+def _same_root(a: float, b: float) -> bool:
+    """Equal, or both finite roots within :data:`THRESHOLD_RTOL` of each other (numpy's
+    power of one number and of an array may differ in the last bit, which moves a root)."""
+    return a == b or (math.isfinite(a) and math.isfinite(b)
+                      and abs(a - b) <= THRESHOLD_RTOL * max(abs(a), abs(b)))
 
 
 def threshold_edge_gaps(gaps: Gaps, market) -> None:
@@ -506,7 +513,12 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     N and K: ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a
     batch each: 0; g_i(N_j); the next float above it; the next float below it; the
     marginal's limit where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j)
-    again). Rows of pure sellers and the diagonal are 0. Each pair off the rule counts 1."""
+    again; half of g_i(N_j), a root). Rows of pure sellers and the diagonal are 0. Each
+    pair off the rule counts 1; and the pair (0, 1) at the prices 0 and half of g_i(N_j)
+    asked of ``gain.thresholds`` as plain numbers gives a number (shape ()): 0 or inf as in
+    the arrays, a root within :data:`THRESHOLD_RTOL` of the arrays' (numpy's power of one
+    number and of an array may differ in the last bit, and so g_i(N_j) itself: the edge
+    prices are not asked so)."""
     N, K = np.asarray(market.N, float), np.asarray(market.K, float)
     m = len(N)
     e = len(EDGE_PRICES)
@@ -516,7 +528,8 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         first = np.broadcast_to(gain.value(Nj, Ki, Ni), (m, m))
         limit = np.broadcast_to(gain.marginal_limit(Nj, Ki, Ni), (m, m))
         P = np.stack([np.zeros((m, m)), first, np.nextafter(first, INF),
-                      np.nextafter(first, 0.0), np.where(limit > 0, limit, first)])
+                      np.nextafter(first, 0.0), np.where(limit > 0, limit, first),
+                      0.5 * first])
         markets = ipfl.MarketArrays(np.tile(N, (e, 1)), np.zeros((e, m)), np.tile(K, (e, 1)),
                                     np.zeros(e), gain=gain)
         T = np.asarray(ipfl.thresholds(markets, np.zeros((e, m, m)), prices=P), float)
@@ -528,6 +541,14 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         gaps.add("threshold_edges", float(len(bad)),
                  (gain.name, EDGE_PRICES[bad[0][0]], *bad[0][1:].tolist()) if len(bad)
                  else None)
+        # one pair as plain numbers (the public Gain.thresholds broadcasts them)
+        whole = gain.thresholds(P, Nj, Ki, Ni)
+        ends = (0, e - 1)  # away from g_i(N_j), which one number may round differently
+        one = [gain.thresholds(float(P[k, 0, 1]), float(N[1]), float(K[0]), float(N[0]))
+               for k in ends]
+        wrong = sum(np.shape(x) != () or not _same_root(float(x), float(whole[k, 0, 1]))
+                    for k, x in zip(ends, one, strict=True))
+        gaps.add("threshold_one_pair", float(wrong), gain.name if wrong else None)
 
 
 def scenario_gaps(gaps: Gaps, market) -> None:

@@ -262,6 +262,13 @@ _CAUGHT = [
     pytest.param(gains.Gain, "thresholds", "(price > limit) & (price < first)",
                  "(price > limit) & (price <= first)", (), "local", "conforms", 50,
                  id="19c7151c15"),
+    # the sqrt gain's closed form on one pair given as plain numbers: its blocks read the
+    # first axis of shape () (an IndexError, as on main before), or one pair taken for an
+    # empty input (np.empty handed back): conforms asks each gain for one pair as numbers
+    pytest.param(gains.SqrtGain, "thresholds", "shape = given or (1,)", "shape = given", (),
+                 "local", "conforms", 50, id="sqrt-thresholds-of-numbers"),
+    pytest.param(gains.SqrtGain, "thresholds", "if T.size == 0:", "if T.size == 1:", (),
+                 "local", "conforms", 50, id="3e7acf4e2e"),
     # the generic root finder's brackets compared as h ** l: every bracket halved 200 times
     # (the same roots to the last bits, 4x the calls of the gain): past gains.ROOT_CALLS_MAX
     pytest.param(gains.Gain, "_roots", "wide = h - l > _BISECT_RTOL * h",
