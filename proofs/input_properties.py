@@ -471,6 +471,16 @@ def _not_over_arrays(market, D, thresholds, prices):
     return np.zeros(np.shape(thresholds), bool)
 
 
+def _bad_aggregations(case):
+    """Malformed aggregation matrices W for ``ipfl.baseline_utilities`` of the case's market
+    (m clients): (m - 1, m - 1), (m + 1, m + 1), (m,), (1, m, m), NaN at (0, 1), text."""
+    m = case.market.m
+    nan = np.ones((m, m))
+    nan[0, 1] = NAN
+    return (np.ones((m - 1, m - 1)), np.ones((m + 1, m + 1)), np.ones(m), np.ones((1, m, m)),
+            nan, np.full((m, m), "1"))
+
+
 def _theta(case):
     return np.array(case.D, dtype=float)  # m parameter vectors, finite
 
@@ -716,6 +726,9 @@ IPFL_FAULTS = (
     Fault("theta", "an entry NaN, to prox_centres",
           lambda s, c: prox_centres(_put(_theta(c), NAN), np.eye(c.market.m, dtype=bool),
                                     c.market.N, 0.1)),
+    Fault("W", "a baseline's aggregation one client short, one more, a vector, a batch of "
+               "one, NaN, text (baseline_utilities)",
+          each(_bad_aggregations, lambda s, c, W: ipfl.baseline_utilities(c.market, W))),
 )
 
 

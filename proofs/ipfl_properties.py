@@ -812,7 +812,8 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     outcome's own inputs (so a stage's fault counts at that stage): the prices, the
     thresholds (:func:`mechanisms.ipfl.thresholds`), the selection (box2, local, exact,
     share-all), the payment rule (Eq. 12 and Eq. 13, VCG, Shapley, cost-plus, none) and the
-    settlement (gains, sharing costs, utilities, welfare)."""
+    settlement (gains, sharing costs, utilities, welfare: a float for one market, as
+    documented)."""
     P, T, A, p = (np.asarray(x)[k] for x in (bulk.prices, bulk.thresholds, bulk.adjacency,
                                               bulk.payments))
     R = None if bulk.remittances is None else np.asarray(bulk.remittances)[k]
@@ -853,7 +854,9 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     G, C = ipfl.gains(market, A), ipfl.sharing_costs(market, A)
     gaps += _gap_count(G, bulk.gains[k], scale) + _gap_count(C, bulk.sharing_costs[k], scale)
     gaps += _gap_count(ipfl.utilities(market, A, p), bulk.utilities[k], scale)
-    gaps += _gap_count(ipfl.welfare(market, A), bulk.welfare[k], scale)
+    welfare = ipfl.welfare(market, A)
+    gaps += _gap_count(welfare, bulk.welfare[k], scale)
+    gaps += type(welfare) is not float  # one market's welfare: a float (its docstring)
     return gaps
 
 

@@ -182,6 +182,12 @@ _REFUSED = [
                  "np.maximum(np.abs(slopes[:, :-1]), np.abs(slopes[:, 1:]))",
                  "np.maximum(np.abs(slopes[:, :1]), np.abs(slopes[:, 1:]))", (),
                  id="c3999c99a9"),
+    # baseline_utilities without validating W (as before): a vector W answered, the
+    # others raised numpy's errors naming nothing
+    pytest.param("ipfl", "local", "a baseline's aggregation", "W",
+                 sys.modules["mechanisms.ipfl.money"], "baseline_support",
+                 "W = _aggregation(market, W)", "W = np.asarray(W, dtype=np.float64)", (),
+                 id="unchecked-W"),
     # a gain's values checked against x's shape by identity (never equal: a wrong shape
     # passed) or by order (a shape with one more column than x compares greater: passed);
     # the fault gives both 8 columns and one more than x
@@ -262,6 +268,11 @@ _CAUGHT = [
     pytest.param(gains.Gain, "thresholds", "(price > limit) & (price < first)",
                  "(price > limit) & (price <= first)", (), "local", "conforms", 50,
                  id="19c7151c15"),
+    # one market's welfare handed back as a 0-d array (np.ndim(out) < 0), not the float
+    # ipfl.welfare documents
+    pytest.param(sys.modules["mechanisms.ipfl.money"], "welfare", "if np.ndim(out) == 0 else",
+                 "if np.ndim(out) < 0 else", (mipfl,), "box2", "one_market", 50,
+                 id="22760b7a4e"),
     # the sqrt gain's closed form on one pair given as plain numbers: its blocks read the
     # first axis of shape () (an IndexError, as on main before), or one pair taken for an
     # empty input (np.empty handed back): conforms asks each gain for one pair as numbers

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import MarketInputError
 from .market import Market, model_difference
 
 __all__ = ["baseline_support", "baseline_utilities", "bought", "gains", "payments",
@@ -132,12 +133,34 @@ def baseline_utilities(market: Market, W) -> np.ndarray:
     return gains(market, support) - sharing_costs(market, support)
 
 
+def _aggregation(market: Market, W) -> np.ndarray:
+    """A baseline's aggregation matrix ``W`` as float64, validated against ``market``."""
+    try:
+        raw = np.asarray(W)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise MarketInputError("W", "must be an array of numbers") from exc
+    if raw.dtype.kind not in "biuf":
+        raise MarketInputError("W", f"must be numbers (or booleans), got dtype {raw.dtype}")
+    N = np.asarray(market.N)
+    want = (*N.shape[:-1], N.shape[-1], N.shape[-1])
+    if raw.shape != want:
+        raise MarketInputError("W", f"has shape {raw.shape}, expected {want} (the market's "
+                                    "clients x clients)")
+    W = raw.astype(np.float64)
+    if np.isnan(W).any():
+        k = tuple(int(x) for x in np.argwhere(np.isnan(W))[0])
+        raise MarketInputError("W", f"entry {k} is NaN; must be a number")
+    return W
+
+
 def baseline_support(market: Market, W) -> np.ndarray:
     """(m, m) bool: i draws on j's data in a baseline's aggregation ``W`` (W_ij != 0, j != i)
     and j sells at all. A client with an infinite true cost (a pure buyer) does not sell: its
     column is empty, so it never pays an infinite cost (no -inf utilities) and nobody gains
-    its data in the ledger. Over arrays too: a MarketArrays and W (..., m, m)."""
-    W = np.asarray(W, dtype=np.float64)
+    its data in the ledger. Over arrays too: a MarketArrays and W (..., m, m). A W of another
+    shape than the market's (m, m) (the batch's (..., m, m)), not numbers (booleans are: an
+    adjacency) or holding NaN is refused naming ``W``."""
+    W = _aggregation(market, W)
     support = (W != 0) & ~np.eye(W.shape[-1], dtype=bool)
     support &= np.isfinite(market.true_c)[..., None, :]
     return support
