@@ -498,6 +498,19 @@ EDGE_PRICES = ("zero", "g(N_j)", "above g(N_j)", "below g(N_j)", "limit", "half 
 """The placed prices of :func:`threshold_edge_gaps`, one market each."""
 
 
+EMPTY_SHAPES = ((0,), (3, 0), (0, 3))
+"""The shapes of no pairs :func:`threshold_edge_gaps` asks each gain's thresholds for."""
+
+
+def _answers_empty(gain, shape) -> bool:
+    """``gain.thresholds`` of no pairs (prices and N of ``shape``) answers an array of that
+    shape (raising is a failure)."""
+    try:
+        return np.shape(gain.thresholds(np.ones(shape), 1.0, 1.0, np.ones(shape))) == shape
+    except Exception:  # any error on a valid input is the failure counted
+        return False
+
+
 def _same_root(a: float, b: float) -> bool:
     """Equal, or both finite roots within :data:`THRESHOLD_RTOL` of each other (numpy's
     power of one number and of an array may differ in the last bit, which moves a root)."""
@@ -518,7 +531,8 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     asked of ``gain.thresholds`` as plain numbers gives a number (shape ()): 0 or inf as in
     the arrays, a root within :data:`THRESHOLD_RTOL` of the arrays' (numpy's power of one
     number and of an array may differ in the last bit, and so g_i(N_j) itself: the edge
-    prices are not asked so)."""
+    prices are not asked so); and no pairs (:data:`EMPTY_SHAPES`) an empty array of that
+    shape."""
     N, K = np.asarray(market.N, float), np.asarray(market.K, float)
     m = len(N)
     e = len(EDGE_PRICES)
@@ -549,6 +563,9 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         wrong = sum(np.shape(x) != () or not _same_root(float(x), float(whole[k, 0, 1]))
                     for k, x in zip(ends, one, strict=True))
         gaps.add("threshold_one_pair", float(wrong), gain.name if wrong else None)
+        # no pairs at all: an empty answer of the input's shape
+        wrong = sum(not _answers_empty(gain, s) for s in EMPTY_SHAPES)
+        gaps.add("threshold_no_pairs", float(wrong), gain.name if wrong else None)
 
 
 def scenario_gaps(gaps: Gaps, market) -> None:

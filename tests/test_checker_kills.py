@@ -280,6 +280,9 @@ _CAUGHT = [
                  "local", "conforms", 50, id="sqrt-thresholds-of-numbers"),
     pytest.param(gains.SqrtGain, "thresholds", "if T.size == 0:", "if T.size == 1:", (),
                  "local", "conforms", 50, id="3e7acf4e2e"),
+    # no early return for no pairs: (3, 0) prices reach fmax.reduce of an empty array
+    pytest.param(gains.SqrtGain, "thresholds", "if T.size == 0:", "if T.size < 0:", (),
+                 "local", "conforms", 50, id="64b6b97e30"),
     # the generic root finder's brackets compared as h ** l: every bracket halved 200 times
     # (the same roots to the last bits, 4x the calls of the gain): past gains.ROOT_CALLS_MAX
     pytest.param(gains.Gain, "_roots", "wide = h - l > _BISECT_RTOL * h",
