@@ -225,7 +225,10 @@ def _check_threshold(gaps, g, Ki, Ni, Nj, P, T, mode, others, where, limit) -> N
     if mode == "published":
         what, lo, hi = oipfl.published_threshold(g, Ki, Ni, Nj, P, others, limit)
         if what == "never" or (what == "either" and T <= Nj):
-            gaps.add("thresholds", 0.0 if T <= Nj else 1.0, where)
+            # never bought: the toolkit's convention is T = 0 exactly (a stalled root is set
+            # to 0; at the edge of "either" the root itself, N_j, is the other outcome)
+            ok = T == 0.0 or (what == "either" and T == Nj)
+            gaps.add("thresholds", 0.0 if ok else 1.0, where)
             return
         if what == "always":
             gaps.add("thresholds", 0.0 if T > others else 1.0, where)

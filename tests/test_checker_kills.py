@@ -378,6 +378,20 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
     assert _caught(subject, key, examples)
 
 
+@pytest.mark.parametrize("after", [pytest.param("T[stalled] = 1.0", id="70f831d3a6"),
+                                   pytest.param("T[stalled] = -1.0", id="48545996a7")])
+def test_a_published_never_off_its_convention_is_caught(monkeypatch, after):
+    """The published numerics' stalled roots set to 1 or -1 instead of 0: never bought all
+    the same (T <= N_j), so the outcome-level oracle took them; conforms now holds a never
+    bought pair to the toolkit's convention, T = 0 exactly."""
+    th = sys.modules["mechanisms.ipfl.thresholds"]
+    assert not _caught("box2", "conforms", 50)
+    plant(monkeypatch, th, "thresholds", "T[stalled] = 0.0", after, mipfl)
+    monkeypatch.setattr(sys.modules["mechanisms.ipfl.clear"], "solve_thresholds",
+                        th.thresholds)
+    assert _caught("box2", "conforms", 50)
+
+
 # ------------------------------------------- names compared by identity (proofs.names)
 
 # (mutant or fault, owner, function, before, after, aliases, subject, property, examples):
