@@ -401,6 +401,16 @@ def _kinks_past(case):
     return _kinked(1.002), _kinked(1.002, steep=999.0)
 
 
+def _passes_nan_on(case):
+    """A gain of your own that passes NaN on where its input is NaN is answered there (no
+    refusal: only a NaN where every input is a number is the gain's own fault), with NaN in
+    x, in K and in N."""
+    gain = _market(case, gain=_own_sqrt).gain
+    for args in ((np.array([NAN, 1.0]), 1.0, 1.0), (np.ones(2), np.array([NAN, 1.0]), 1.0),
+                 (np.ones(2), 1.0, np.array([1.0, NAN]))):
+        gain.value(*args)
+
+
 def _g0_allowance() -> float:
     """The e with e = 1e-9 (e + 16) in float64: the largest |g(0)| Gain.check accepts (1e-9
     of the largest |g| over the buyer's core amounts 0..16 N) for g = e + x/N."""
@@ -521,7 +531,9 @@ IPFL_FAULTS = (
     Fault("gain", "a number", lambda s, c: _market(c, gain=2.0)),
     Fault("gain", "a decreasing function", lambda s, c: _market(c, gain=_decreasing)),
     Fault("gain", "a function returning NaN", lambda s, c: _market(c, gain=_nan_gain)),
-    Fault("alpha", "a power gain of exponent 2", lambda s, c: ipfl.PowerGain(2.0)),
+    Fault("alpha", "a power gain of exponent 2, just above 1, 0, -0.5 or NaN (in (0, 1])",
+          each(lambda c: (2.0, 1.0 + 2.0**-52, 0.0, -0.5, NAN),
+               lambda s, c, a: ipfl.PowerGain(a))),
     Fault("lambda", "not a field of a Market", lambda s, c: c.market.replace(**{"lambda": 1.0})),
     Fault("D", "one row short", lambda s, c: _settle(s, c, D=np.asarray(c.D)[:-1])),
     Fault("D", "an entry NaN", lambda s, c: _settle(s, c, D=_put(c.D, NAN, 1))),
@@ -751,12 +763,15 @@ def _ipfl_edges(subject, case):
     """The overflowing distances (:func:`_ipfl_answer_overflowing`), and each validator's
     bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1, a
     gain convex 0.2 % within the allowance Gain.check documents, a gain whose g(0) is exactly
-    the allowance Gain.check documents (1e-9 of its largest value on 0..16 N)."""
+    the allowance Gain.check documents (1e-9 of its largest value on 0..16 N), a power gain of
+    exponent 2^-20, a gain of your own passing NaN on (:func:`_passes_nan_on`)."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
     _market(case, N=_quartic_N(case), gain=_kinked(0.998, steep=999.0))
     _market(case, gain=_off_at_0)
+    _market(case, gain=ipfl.PowerGain(2.0**-20))  # alpha's open end at 0, from inside
+    _passes_nan_on(case)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
 

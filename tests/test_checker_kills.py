@@ -188,6 +188,11 @@ _REFUSED = [
                  sys.modules["mechanisms.ipfl.money"], "baseline_support",
                  "W = _aggregation(market, W)", "W = np.asarray(W, dtype=np.float64)", (),
                  id="unchecked-W"),
+    # alpha's open end tested by identity (0.0 is not alpha: true of any float made at run
+    # time) let 0 and negative exponents through; the fault tries 2, just above 1, 0, -0.5
+    pytest.param("ipfl", "local", "a power gain of exponent 2", "alpha", gains.PowerGain,
+                 "__post_init__", "if not (0.0 < float(self.alpha) <= 1.0):",
+                 "if not (0.0 is not float(self.alpha) <= 1.0):", (), id="4c1278eb13"),
     # a gain's values checked against x's shape by identity (never equal: a wrong shape
     # passed) or by order (a shape with one more column than x compares greater: passed);
     # the fault gives both 8 columns and one more than x
@@ -581,6 +586,14 @@ def test_every_batch_result_is_sealed():
     pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"].Game,
                  "__post_init__", "if self.R < 1:", "if self.R <= 1:", (),
                  id="R-at-1-refused"),
+    # a gain of your own passing NaN on where its input is NaN refused as if the NaN were
+    # its own (the test of the inputs' NaN OR-ed instead of AND-ed, for x or for K and N)
+    pytest.param("ipfl", "local", gains.CallableGain, "value",
+                 "bad = np.isnan(out) & ~np.isnan(xs)", "bad = np.isnan(out) + ~np.isnan(xs)",
+                 (), id="400bf46165"),
+    pytest.param("ipfl", "local", gains.CallableGain, "value",
+                 "& ~np.isnan(Ks) & ~np.isnan(Ns)", "& ~np.isnan(Ks) + ~np.isnan(Ns)", (),
+                 id="48772f00d0"),
     # a gain of your own whose g(0) is exactly Gain.check's allowance (1e-9 of its largest
     # value on 0..16 N) refused
     pytest.param("ipfl", "local", gains.Gain, "check", "(np.abs(vals[:, :1]) > 1e-9 * scale)",
