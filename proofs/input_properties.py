@@ -738,6 +738,13 @@ IPFL_FAULTS = (
     Fault("theta", "an entry NaN, to prox_centres",
           lambda s, c: prox_centres(_put(_theta(c), NAN), np.eye(c.market.m, dtype=bool),
                                     c.market.N, 0.1)),
+    Fault("N", "entries summing past the float range (each 1e308, finite), to Market and "
+               "to MarketArrays",
+          each(lambda c: (False, True), lambda s, c, batch: (
+              _arrays(c, N=np.full((1, c.market.m), 1e308)) if batch
+              else _market(c, N=np.full(c.market.m, 1e308))))),
+    Fault("true_N", "entries summing past the float range (each 1e308, finite)",
+          lambda s, c: _market(c, true_N=np.full(c.market.m, 1e308))),
     Fault("W", "a baseline's aggregation one client short, one more, a vector, a batch of "
                "one, NaN, text (baseline_utilities)",
           each(_bad_aggregations, lambda s, c, W: ipfl.baseline_utilities(c.market, W))),

@@ -188,6 +188,14 @@ _REFUSED = [
                  sys.modules["mechanisms.ipfl.money"], "baseline_support",
                  "W = _aggregation(market, W)", "W = np.asarray(W, dtype=np.float64)", (),
                  id="unchecked-W"),
+    # the refusal of N (or true_N) summing past the float range never ran: its field
+    # written which - "N" (a TypeError) passed every row
+    pytest.param("ipfl", "local", "entries summing past the float range", "N", mmarket,
+                 "_check_scale", 'MarketInputError(which + "N", f"sums to inf',
+                 'MarketInputError(which - "N", f"sums to inf', (), id="c502e7ffc4"),
+    pytest.param("ipfl", "local", "entries summing past the float range", "true_N", mmarket,
+                 "_check_scale", 'MarketInputError(which + "N", f"sums to inf',
+                 'MarketInputError(which - "N", f"sums to inf', (), id="c502e7ffc4-true_N"),
     # alpha's open end tested by identity (0.0 is not alpha: true of any float made at run
     # time) let 0 and negative exponents through; the fault tries 2, just above 1, 0, -0.5
     pytest.param("ipfl", "local", "a power gain of exponent 2", "alpha", gains.PowerGain,
