@@ -259,6 +259,30 @@ def _check_threshold(gaps, g, Ki, Ni, Nj, P, T, mode, others, where, limit) -> N
     gaps.add("thresholds", off if math.isfinite(off) and off > 0 else INF, where)
 
 
+SQRT_Q_MIN = 1e8
+SQRT_XTOL = 1e-14
+
+
+def _check_sqrt_threshold(gaps, g, Ki, Ni, Nj, P, T, where) -> None:
+    """The sqrt gain's closed form where prices are tiny (q = 4 sqrt(K_i) / (P sqrt(N_j)) >
+    :data:`SQRT_Q_MIN`: around and in its large-q asymptote, where the Box 2 residual's
+    cancellation leaves :func:`proofs.oracle.ipfl.solves` a loose 1e-9): T against the
+    cancellation-free root (:func:`proofs.oracle.ipfl.sqrt_threshold`) to
+    :data:`SQRT_XTOL` of N_i + T (the closed form is exact to rounding: at most 1.1e-15 of it
+    on 20,000 pairs, q from 1e7 to 1e13). Checked there only (the oracle's bisection is
+    Python: a few thousand pairs a row)."""
+    if not math.isfinite(T) or oipfl.threshold_kind(g, Ki, Ni, Nj, P) != "root":
+        return
+    if 4.0 * math.sqrt(Ki) / (P * math.sqrt(Nj)) <= SQRT_Q_MIN:
+        return
+    lo, hi = oipfl.sqrt_threshold(Ki, Ni, Nj, P)
+    if not math.isfinite(hi):
+        return
+    off = (T - hi if T > hi else lo - T if T < lo else 0.0) / (Ni + hi)
+    gaps.add("thresholds_sqrt", max(0.0, off - SQRT_XTOL) / SQRT_XTOL,
+             where if off > SQRT_XTOL else None)
+
+
 def _check_exact_row(gaps, i, g, Ki, Ni, P_row, T_row, N, row, scale) -> None:
     found = oipfl.exact_row(i, g, Ki, Ni, P_row, T_row, N)
     if found is None:
@@ -312,6 +336,7 @@ def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
                                                    for i in range(m)])
     # thresholds (Box 2) at the prices faced
     T = view.T
+    sqrt = isinstance(market.gain, ipfl.SqrtGain)
     total = math.fsum(N)
     for i in range(m):
         for j in range(m):
@@ -321,6 +346,9 @@ def ipfl_gaps(market, D, view: IpflView, names: tuple, mode: str = "exact",
                 _check_threshold(gaps, g, K[i], N[i], N[j], P[i][j], T[i][j], mode,
                                  total - N[i], (i, j),
                                  oipfl.marginal_limit(market.gain, K[i], N[i], N[j]))
+                if sqrt and mode == "exact":
+                    _check_sqrt_threshold(gaps, g, K[i], N[i], N[j], P[i][j], T[i][j],
+                                          (i, j))
     # selection, on the subject's thresholds
     A = view.A
     if rule in ("box2", "local", "share-all"):
@@ -535,7 +563,7 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     the arrays, a root within :data:`THRESHOLD_RTOL` of the arrays' (numpy's power of one
     number and of an array may differ in the last bit, and so g_i(N_j) itself: the edge
     prices are not asked so); and no pairs (:data:`EMPTY_SHAPES`) an empty array of that
-    shape."""
+    shape; and the sqrt gain at tiny placed prices (:func:`_tiny_price_gaps`)."""
     N, K = np.asarray(market.N, float), np.asarray(market.K, float)
     m = len(N)
     e = len(EDGE_PRICES)
@@ -569,6 +597,33 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         # no pairs at all: an empty answer of the input's shape
         wrong = sum(not _answers_empty(gain, s) for s in EMPTY_SHAPES)
         gaps.add("threshold_no_pairs", float(wrong), gain.name if wrong else None)
+    _tiny_price_gaps(gaps, N, K)
+
+
+TINY_PRICE_Q = (1e8, 1.01e9, 3e9, 1e10, 1e12)
+"""The q = 4 sqrt(K_i) / (P sqrt(N_j)) of :func:`_tiny_price_gaps`' placed prices."""
+
+
+def _tiny_price_gaps(gaps: Gaps, N, K) -> None:
+    """The sqrt gain's closed form at placed tiny prices, q (:data:`TINY_PRICE_Q`) from 1e8
+    to 1e12 (around and in its large-q asymptote, which a draw reaches only in the cheap-data
+    markets), for the first buyer of the market and every other client: each threshold
+    against the cancellation-free root (:func:`_check_sqrt_threshold`)."""
+    buyers = np.flatnonzero(K > 0)
+    if not len(buyers):
+        return
+    i = int(buyers[0])
+    js = np.array([j for j in range(len(N)) if j != i])
+    if not len(js):
+        return
+    q = np.array(TINY_PRICE_Q)[:, None]
+    P = 4.0 * math.sqrt(K[i]) / (q * np.sqrt(N[js])[None, :])
+    T = ipfl.SqrtGain().thresholds(P, N[js][None, :], K[i], N[i])
+    g = oipfl.gain_function(ipfl.SqrtGain())
+    for a in range(len(TINY_PRICE_Q)):
+        for b, j in enumerate(js.tolist()):
+            _check_sqrt_threshold(gaps, g, float(K[i]), float(N[i]), float(N[j]),
+                                  float(P[a, b]), float(T[a, b]), ("tiny price", i, j))
 
 
 def scenario_gaps(gaps: Gaps, market) -> None:

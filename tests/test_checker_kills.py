@@ -281,6 +281,11 @@ _CAUGHT = [
     pytest.param(gains.Gain, "thresholds", "(price > limit) & (price < first)",
                  "(price > limit) & (price <= first)", (), "local", "conforms", 50,
                  id="19c7151c15"),
+    # the sqrt closed form's large-q asymptote without its correction 1/(3 v^3) (3.0 ** v0
+    # for 3.0 * v0): thresholds 1e-12 off, within the oracle's 1e-9, beyond rounding
+    pytest.param(gains, "_sqrt_roots", "v_big = v0 + 1.0 / (3.0 * v0 * v0 * v0)",
+                 "v_big = v0 + 1.0 / (3.0 ** v0 * v0 * v0)", (), "local", "conforms", 50,
+                 id="1b232cc240"),
     # one market's welfare handed back as a 0-d array (np.ndim(out) < 0), not the float
     # ipfl.welfare documents
     pytest.param(sys.modules["mechanisms.ipfl.money"], "welfare", "if np.ndim(out) == 0 else",

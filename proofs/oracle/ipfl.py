@@ -56,6 +56,7 @@ __all__ = [
     "share_all_row",
     "sharing_costs",
     "solves",
+    "sqrt_threshold",
     "threshold",
     "threshold_kind",
     "utilities",
@@ -207,6 +208,35 @@ def threshold(g: Gain, Ki: float, Ni: float, Nj: float, P: float,
         if not lo < mid < hi:
             return lo, hi
         if marginal(g, Ki, Ni, mid, Nj) > P:
+            lo = mid
+        else:
+            hi = mid
+
+
+def sqrt_threshold(Ki: float, Ni: float, Nj: float, P: float) -> tuple[float, float]:
+    """Box 2's threshold for the sqrt gain (Eq. 4) without cancellation: with a = N_i + T -
+    N_j and b = N_i + T, g_i(T) - g_i(T - N_j) = sqrt(K_i) (1/sqrt(a) - 1/sqrt(b)) =
+    sqrt(K_i) N_j / (sqrt(a) sqrt(b) (sqrt(a) + sqrt(b))), each term to a few ulps even where
+    T >> N_j (where the difference of g_i's values cancels); its root T >= N_j for
+    0 < P < g_i(N_j) as a bracket (lo, hi) holding it to float resolution, (inf, inf) past
+    1e300."""
+    rk = math.sqrt(Ki)
+
+    def above(T):  # the left side > P
+        a, b = Ni + T - Nj, Ni + T
+        sa, sb = math.sqrt(a), math.sqrt(b)
+        return rk * Nj / (sa * sb * (sa + sb)) > P
+
+    lo, hi = Nj, 2.0 * Nj
+    while above(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e300:
+            return INF, INF
+    while True:
+        mid = lo + (hi - lo) / 2.0
+        if not lo < mid < hi:
+            return lo, hi
+        if above(mid):
             lo = mid
         else:
             hi = mid
