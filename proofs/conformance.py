@@ -65,7 +65,7 @@ from .subjects import CplPricingRule, CplSolver, IpflMechanism
 
 __all__ = ["CONFORMANCE_PROPERTIES", "CplView", "Gaps", "IpflView", "baseline_ledgers",
            "cpl_gaps", "gradient_gaps", "ipfl_gaps", "lied", "model_gaps", "models",
-           "outcome_view", "scale_gaps", "scenario_gaps", "subject_rules"]
+           "outcome_view", "range_gaps", "scale_gaps", "scenario_gaps", "subject_rules"]
 
 INF = math.inf
 EPS = 2.220446049250313e-16
@@ -514,6 +514,27 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
         _close_all(gaps, f"gradients_{metric}", got, want, tol)
 
 
+# the relative offset of each model's near copy in :func:`range_gaps`: far below the models'
+# size, so that sq_i + sq_j - 2 <x_i, x_j> is a cancellation whose rounding may be negative
+NEAR = 2.0**-40
+
+
+def range_gaps(gaps: Gaps, theta, reference) -> None:
+    """mechanisms.distances.pairwise_distances within its documented ranges, exactly (no
+    tolerance: a distance is a squared norm, >= 0; a cosine distance lies in [0, 2]), on the
+    models ``theta`` with, for each model x_i, a near copy x_i (1 + :data:`NEAR`) and its
+    reflection 2 theta_0 - x_i through the reference added: the pairs where rounding would
+    leave a range (a cancellation to a tiny negative squared distance, a cosine of opposite
+    deltas a little below -1). The amount is how far outside."""
+    X, ref = np.asarray(theta, float), np.asarray(reference, float)
+    Y = np.concatenate([X, X * (1.0 + NEAR), 2.0 * ref - X])
+    l2 = distances.pairwise_distances(Y, fresh("l2sq"))
+    cos = distances.pairwise_distances(Y, fresh("cosine"), reference=ref)
+    gaps.add("distances_l2sq_range", float(max(0.0, -float(np.min(l2)))))
+    gaps.add("distances_cosine_range",
+             float(max(0.0, -float(np.min(cos)), float(np.max(cos)) - 2.0)))
+
+
 def _model_outputs(market, A) -> tuple:
     """(theta, reference, eta, distances by metric, prox-centres by metric) of ``market``'s
     derived models (:func:`models`) on the graph ``A``, by mechanisms.distances."""
@@ -631,9 +652,12 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     on parameters read off the market: each client's role from its type (a pure buyer, a
     pure seller, else a trader; the last of three or more an attacker), types drawn for those
     roles (K = 1e3 + the largest K, C = 0.5 + the largest finite c, seed N_0, fixed when
-    lam < 2.5) in the role table's ranges, and the same draws for the others when client 0's
-    role changes; an attack (seed mod 4) on client 0's derived model (:func:`models`);
-    the attackers' placement and the inclusive market's block order; the paper's settings."""
+    lam < 2.5) in the role table's ranges and equal to the oracle's draws (K_i ~ U(K/2, K)
+    for every client, then c_i ~ U(C/2, C), seeded: :func:`proofs.oracle.ipfl.role_types`),
+    and the same draws for the others when client 0's role changes; an attack (seed mod 4)
+    on client 0's derived model (:func:`models`); the attackers' placement and the inclusive
+    market's block order, also with its defaults (the Fig. 5 market) and with one block
+    given by keyword; the paper's settings."""
     N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
     m = len(N)
     kinds = ["buyer" if ci == INF else "seller" if ki == 0 else "trader"
@@ -647,6 +671,7 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     Kd, cd = roles.draw_types(tuple(kinds), K=scale, C=C, rng=seed, fixed=fixed)
     wrong = sum(not oipfl.role_types_conform(r, float(k), float(x), scale, C, fixed)
                 for r, k, x in zip(kinds, Kd, cd, strict=True))
+    wrong += (Kd.tolist(), cd.tolist()) != oipfl.role_types(kinds, scale, C, seed, fixed)
     other = ("seller" if kinds[0] != "seller" else "trader", *kinds[1:])
     K2, c2 = roles.draw_types(other, K=scale, C=C, rng=seed, fixed=fixed)
     wrong += sum((float(K2[j]), float(c2[j])) != (float(Kd[j]), float(cd[j]))
@@ -662,6 +687,12 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     wrong += placed.count("attacker") != a or placed.count("trader") != m - a
     blocks = (seed % 4, seed % 3, seed % 5, seed % 2)
     wrong += list(roles.inclusive_roles(*blocks)) != oipfl.inclusive_roles(*blocks)
+    # its defaults (the Fig. 5 market), all of them and all but one block given by keyword
+    fig5 = oipfl.INCLUSIVE_MARKET
+    wrong += list(roles.inclusive_roles()) != oipfl.inclusive_roles(**fig5)
+    name = tuple(fig5)[seed % 4]
+    wrong += (list(roles.inclusive_roles(**{name: blocks[0]}))
+              != oipfl.inclusive_roles(**{**fig5, name: blocks[0]}))
     wrong += any(getattr(paper, k) != v for k, v in oipfl.IPFL_SETTINGS.items())
     gaps.add("scenarios", float(wrong))
 
@@ -682,6 +713,7 @@ def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float
         model_gaps(gaps, theta, reference, eta, np.asarray(market.N, float).tolist(), view.A,
                    Dm, Pm)
         gradient_gaps(gaps, theta, reference)
+        range_gaps(gaps, theta, reference)
         scale_gaps(gaps, theta, reference, Dm)
         scenario_gaps(gaps, market)
         threshold_edge_gaps(gaps, market)
@@ -751,6 +783,7 @@ def _ipfl_hook(subject):
             if with_models:
                 model_gaps(gaps, theta[k], reference[k], float(eta[k]), cols["N"][k],
                            views[k].A, {x: Dm[x][k] for x in Dm}, {x: Pm[x][k] for x in Pm})
+                range_gaps(gaps, theta[k], reference[k])  # ~0.1 ms a market
                 if k == 0:  # the market-independent part: once a batch (~1 ms a market)
                     scenario_gaps(gaps, markets.market(k))
                     threshold_edge_gaps(gaps, markets.market(k))

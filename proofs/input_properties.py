@@ -495,6 +495,13 @@ def _theta(case):
     return np.array(case.D, dtype=float)  # m parameter vectors, finite
 
 
+def _wide_theta(case):
+    """m models of m + 1 parameters (so that a message naming the number of parameters is
+    told from one naming the number of clients)."""
+    theta = _theta(case)
+    return np.concatenate([theta, theta[:, :1]], axis=1)
+
+
 IPFL_FAULTS = (
     Fault("N", "an entry NaN", lambda s, c: _market(c, N=_put(c.market.N, NAN))),
     Fault("N", "an entry 0", lambda s, c: _market(c, N=_put(c.market.N, 0.0))),
@@ -541,6 +548,9 @@ IPFL_FAULTS = (
     Fault("D", "a nonzero diagonal", lambda s, c: _settle(s, c, D=_put(c.D, 0.5, 0))),
     Fault("D", "an entry negative", lambda s, c: _settle(s, c, D=_put(c.D, -0.5, 1))),
     Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
+    Fault("N", "text of a batch of 64 markets, to MarketArrays (a value too long to show "
+               "whole: the message cuts it)",
+          lambda s, c: _arrays(c, N=_text(np.repeat(c.market.N[None], 64, axis=0)))),
     Fault("D", "asymmetric, not allowed on purpose",
           lambda s, c: _clear(s, c, D=_asymmetric(c.D), allow_asymmetric_distances=False)),
     Fault("D", "asymmetric to clear_batch, not allowed on purpose",
@@ -592,8 +602,11 @@ IPFL_FAULTS = (
     Fault("theta", "one vector", lambda s, c: pairwise_distances(_theta(c)[0])),
     Fault("metric", "unknown (before and after every metric)",
           each(_names, lambda s, c, v: pairwise_distances(_theta(c), metric=v))),
-    Fault("reference", "of the wrong length",
-          lambda s, c: pairwise_distances(_theta(c), "cosine", reference=np.ones(1 + c.market.m))),
+    Fault("reference", "of the wrong length (models of m + 1 parameters, m + 2 given)",
+          lambda s, c: pairwise_distances(_wide_theta(c), "cosine",
+                                          reference=np.ones(2 + c.market.m)),
+          says=lambda c, msg: f"({2 + c.market.m},)" in msg
+          and f"expected ({1 + c.market.m},)" in msg),
     Fault("reference", "NaN",
           lambda s, c: pairwise_distances(_theta(c), "cosine",
                                           reference=np.full(c.market.m, NAN))),
@@ -605,6 +618,10 @@ IPFL_FAULTS = (
                                                 c.market.N, 0.0)),
     Fault("attackers", "as many as the clients",
           lambda s, c: market_roles(c.market.m, attackers=c.market.m)),
+    Fault("attackers", "one more than the clients, and -1",
+          each(lambda c: (c.market.m + 1, -1),
+               lambda s, c, v: market_roles(c.market.m, attackers=v)),
+          says=lambda c, msg: f"[0, {c.market.m})" in msg),
     Fault("traders", "negative", lambda s, c: inclusive_roles(traders=-1)),
     Fault("roles", "an unknown role (before and after every role)",
           each(_names, lambda s, c, v: draw_types(["trader", v], K=1e3, C=1.0, rng=0))),
@@ -728,8 +745,12 @@ IPFL_FAULTS = (
           lambda s, c: ipfl.local(ipfl.thresholds(c.market, c.D)[:, :-1], c.market.N)),
     Fault("N", "one entry short, to the greedy scan",
           lambda s, c: ipfl.box2(ipfl.thresholds(c.market, c.D), c.market.N[:-1])),
-    Fault("neighbours", "a client index out of range (m), for the gradients",
-          lambda s, c: distance_gradients(_theta(c), [[0, c.market.m]])),
+    Fault("neighbours", "a client index out of range (m) in the third pair, for the gradients",
+          lambda s, c: distance_gradients(_theta(c), [[0, 1], [1, 0], [0, c.market.m]]),
+          says=lambda c, msg: "pair 2 " in msg and f"[0, {c.market.m})" in msg),
+    Fault("neighbours", "a client index -1 in the second pair, for the gradients",
+          lambda s, c: distance_gradients(_theta(c), [[0, 1], [-1, 0]]),
+          says=lambda c, msg: "pair 1 " in msg and f"[0, {c.market.m})" in msg),
     Fault("neighbours", "fractional indices, for the gradients",
           lambda s, c: distance_gradients(_theta(c), [[0.5, 1.0]])),
     Fault("N", "an entry 0, to prox_centres",
@@ -781,6 +802,26 @@ def _ipfl_edges(subject, case):
     _passes_nan_on(case)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
+    _distances_and_roles_edges(case)
+
+
+def _distances_and_roles_edges(case):
+    """mechanisms.distances and mechanisms.roles at their bounds from inside: one client (a
+    (1, p) theta: every function, both metrics, the pair (0, 0)), one parameter ((m, 1)),
+    no neighbours; as many attackers as one less than the clients (both placements) and none;
+    an inclusive market of no client of one kind or of none at all."""
+    theta, m = _theta(case), case.market.m
+    for X in (theta[:1], theta[:, :1]):
+        for metric in ("l2sq", "cosine"):
+            pairwise_distances(X, metric, reference=np.zeros(X.shape[1]))
+            distance_gradients(X, [[0, 0]], metric, reference=np.zeros(X.shape[1]))
+            prox_centres(X, np.eye(len(X), dtype=bool), case.market.N[:len(X)], 0.1, metric)
+        distance_gradients(X, np.zeros((0, 2), int))
+    for a in (0, m - 1):
+        for placement in ("last", "random"):
+            market_roles(m, attackers=a, placement=placement, rng=0)
+    inclusive_roles(traders=0)
+    inclusive_roles(0, 0, 0, 0)
 
 
 # the well-formed edge each family's instances without a fault are also answered at (the
@@ -991,8 +1032,16 @@ CPL_FAULTS = (
           lambda s, c: _aggregate(c, updates=np.ones((c.game.n + 1, 2)))),
     Fault("participated", "of the wrong length (one more, one fewer)",
           each(lambda c: _lengths(c.game.n),
-               lambda s, c, n: _aggregate(c, participated=np.ones(n, bool)))),
+               lambda s, c, n: _aggregate(c, participated=np.ones(n, bool))),
+          says=lambda c, msg: f"expected ({c.game.n},)" in msg),
     Fault("q", "an entry 0", lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), 0.0))),
+    Fault("q", "an entry negative, just above 1 and 2 (each side of (0, 1] and beyond)",
+          each(lambda c: (-0.5, np.nextafter(1.0, 2.0), 2.0),
+               lambda s, c, v: _aggregate(c, q=_put(np.full(c.game.n, 0.5), v)))),
+    Fault("q", "of the wrong length (one more, one fewer), to the aggregation",
+          each(lambda c: _lengths(c.game.n),
+               lambda s, c, n: _aggregate(c, q=np.full(n, 0.5))),
+          says=lambda c, msg: f"expected ({c.game.n},)" in msg),
     # the validation of the rest of the public API (issue 34, part 2: each branch reached)
     Fault("game", "over CVXPY_MAX_N clients, for a cvxpy method",
           lambda s, c: cpl.check_solve(_huge_game(), "cvxpy")),
@@ -1025,9 +1074,12 @@ def _cpl_answer(subject, case):
 def _cpl_edges(subject, case):
     """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1; a GameBatch
     built from arrays of the right shapes (B = 2 games: (2, n) and (2,); (2, 1) where n = 1)
-    is solved."""
+    is solved; the aggregation's participation probabilities q = 1 (every client always)
+    and 2^-20."""
     _game(case, R=1.0)
     _game(case, q_min=1.0, q_max=1.0)
+    _aggregate(case, q=np.ones(case.game.n))
+    _aggregate(case, q=np.full(case.game.n, 2.0**-20))
     cpl.solve_batch(cpl.GameBatch(**_batch_arrays(case, "a", lambda x, n: x)))
 
 
@@ -1287,15 +1339,32 @@ class FaultSampler(Sampler):
                      lambda self, v: setattr(self.inner, "tiers", v))
 
     def draw(self, rng, size: int) -> list[Draws]:
+        """The inner draws, each with one more uniform u: none (u = 0) with probability
+        ``atom``; the others stratified over the :meth:`cells` (cell f is [f/k, (f+1)/k)):
+        every cell once in each k consecutive draws of a call, from a random cell on, in a
+        random order. A fault of the table is thus drawn in every call of k draws or more
+        (uniform u would leave about 1 in e^(draws/k) unseen: a third of them at 200
+        examples of a table of 120 faults)."""
         out = self.inner.draw(rng, size)
+        total = sum(d.size for d in out)
+        k = self.cells()
+        none = rng.random(total) < self.atom
+        n = int((~none).sum())
+        cells = rng.permutation((rng.integers(k) + np.arange(n)) % k)
+        u = np.zeros(total)
+        u[~none] = (cells + rng.random(n)) / k
+        at = 0
         for d in out:
-            u = rng.random((d.size, 1))
-            u = np.where(rng.random((d.size, 1)) < self.atom, 0.0, u)
-            d.glob = np.concatenate([d.glob, u], axis=1)
+            d.glob = np.concatenate([d.glob, u[at:at + d.size, None]], axis=1)
+            at += d.size
         return out
 
+    def cells(self) -> int:
+        """The number of choices the extra uniform picks among: the table's faults and none."""
+        return len(FAULTS[self.family]) + 1
+
     def faults(self, d: Draws) -> np.ndarray:
-        k = len(FAULTS[self.family]) + 1
+        k = self.cells()
         return np.minimum((d.glob[:, -1] * k).astype(int), k - 1)
 
     def cases(self, d: Draws) -> list[FaultCase]:

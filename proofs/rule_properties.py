@@ -618,10 +618,13 @@ class RuleSampler(FaultSampler):
     def __init__(self, inner: Sampler, family: str):
         super().__init__(inner, family)
 
+    def cells(self) -> int:
+        return len(SLOTS[self.family]) * len(BEHAVIOURS)
+
     def cases(self, d: Draws) -> list[RuleCase]:
         inner = Draws(d.client, d.pair, d.glob[:, :-1], d.gain, d.mode)
         slots = SLOTS[self.family]
-        k = len(slots) * len(BEHAVIOURS)
+        k = self.cells()
         pick = np.minimum((d.glob[:, -1] * k).astype(int), k - 1)
         return [RuleCase(base, slots[p // len(BEHAVIOURS)], BEHAVIOURS[p % len(BEHAVIOURS)],
                          self.family)

@@ -28,8 +28,12 @@ def unbiased_aggregate(w, updates, participated, a, q) -> np.ndarray:
     q = as_floats("q", q)
     if U.shape != (a.size, w.size):
         raise MarketInputError("updates", f"has shape {U.shape}, expected ({a.size}, {w.size})")
-    if S.shape != a.shape or q.shape != a.shape:
-        raise MarketInputError("participated", "participated, a and q need one entry per client")
+    if S.shape != a.shape:
+        raise MarketInputError("participated", f"has shape {S.shape}, expected {a.shape} (one "
+                                               "entry per client, as a)")
+    if q.shape != a.shape:
+        raise MarketInputError("q", f"has shape {q.shape}, expected {a.shape} (one entry per "
+                                    "client, as a)")
     if ((q <= 0) | (q > 1)).any():
         raise MarketInputError("q", "participation probabilities must lie in (0, 1]")
     weights = np.where(S, a / q, 0.0)

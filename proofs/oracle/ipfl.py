@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "ENUMERATION_MAX",
+    "INCLUSIVE_MARKET",
     "IPFL_SETTINGS",
     "attack_conforms",
     "baseline_utilities",
@@ -51,6 +52,8 @@ __all__ = [
     "phi",
     "prox_centre",
     "published_threshold",
+    "role_draws",
+    "role_types",
     "role_types_conform",
     "shapley_remittances",
     "share_all_row",
@@ -617,6 +620,32 @@ def prox_centre(i: int, theta, A, N: Sequence[float], eta: float, metric: str,
 
 IPFL_SETTINGS = {"IPFL_K": 5e5, "IPFL_C": 1.0, "IPFL_ETA": 5.0}
 """The paper's settings (spec, "Settings used by the paper"): K = 5e5, C = 1, eta = 5."""
+
+
+INCLUSIVE_MARKET = {"traders": 3, "buyers": 4, "sellers": 4, "attackers": 1}
+"""The Fig. 5 market's blocks (spec, "Scenarios from the paper": 12 clients)."""
+
+
+def role_draws(m: int, K: float, C: float, seed: int, fixed: bool) -> tuple[list, list]:
+    """The draws behind every client's type (module doc of ``mechanisms.roles``): for each of
+    the ``m`` clients whatever its role, K_i ~ U(K/2, K) for all of them first, then c_i ~
+    U(C/2, C), from numpy's generator seeded ``seed`` (exactly K and C when ``fixed``)."""
+    if fixed:
+        return [float(K)] * m, [float(C)] * m
+    g = np.random.default_rng(seed)
+    k = g.uniform(K / 2.0, K, m).tolist()
+    return k, g.uniform(C / 2.0, C, m).tolist()
+
+
+def role_types(roles: Sequence[str], K: float, C: float, seed: int,
+               fixed: bool) -> tuple[list, list]:
+    """(K_i, c_i) per client from its role (spec, "Roles", Fig. 5) and :func:`role_draws`: a
+    trader the drawn K_i and c_i, a buyer the drawn K_i and c_i = inf, a seller and an
+    attacker 0 and 0."""
+    k, c = role_draws(len(roles), K, C, seed, fixed)
+    Ks = [k[i] if r in ("trader", "buyer") else 0.0 for i, r in enumerate(roles)]
+    cs = [c[i] if r == "trader" else INF if r == "buyer" else 0.0 for i, r in enumerate(roles)]
+    return Ks, cs
 
 
 def role_types_conform(role: str, Ki: float, ci: float, K: float, C: float,
