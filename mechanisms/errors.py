@@ -129,9 +129,10 @@ def _describe(values: np.ndarray, bad: np.ndarray) -> str:
 
 
 def as_floats(field: str, values) -> np.ndarray:
-    """``values`` as float64; strings, booleans and complex numbers are refused, not
-    converted ("100" or True would otherwise pass numpy's conversion as 100.0 or 1.0, and
-    1+2j as 1.0 with only a warning)."""
+    """``values`` as float64; strings, booleans, complex numbers, dates and durations are
+    refused, not converted ("100" or True would otherwise pass numpy's conversion as 100.0 or
+    1.0, 1+2j as 1.0 with only a warning, and a datetime64 or timedelta64 as its count of
+    days, seconds, ... since 1970 or of its unit, silently)."""
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as exc:  # ragged nesting
@@ -149,6 +150,9 @@ def as_floats(field: str, values) -> np.ndarray:
         raise MarketInputError(field, f"must be numbers, got {what}: {_short(values)}")
     elif kind == "c":
         raise MarketInputError(field, f"must be real numbers, got complex: {_short(values)}")
+    elif kind in "mM":  # numpy would read dates as days (or whatever unit) since 1970
+        raise MarketInputError(field, f"must be numbers, got dates or durations "
+                                      f"({raw.dtype}): {_short(values)}")
     try:
         return np.asarray(raw, dtype=np.float64)
     except OverflowError as exc:  # a Python int past the float range (10**400)
@@ -229,7 +233,8 @@ def as_matrix(field: str, values, m: int, *, allow_negative: bool = False) -> np
     diag = np.diagonal(arr)
     if (diag != 0).any():
         k = int(np.flatnonzero(diag != 0)[0])
-        raise MarketInputError(field, f"diagonal entry ({k}, {k}) is {diag[k]!r}; must be 0")
+        raise MarketInputError(field, f"diagonal entry ({k}, {k}) is {float(diag[k])!r}; "
+                                      "must be 0")
     if not allow_negative and arr.min(initial=0.0) < 0:
         raise MarketInputError(
             field,

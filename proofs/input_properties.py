@@ -60,8 +60,10 @@ from mechanisms.errors import (
     FedmarketError,
     MarketInputError,
     as_choice,
+    as_int,
     as_real,
     as_seed,
+    check_size,
 )
 from mechanisms.files import read_arrays
 from mechanisms.lookup import untrusted
@@ -250,6 +252,11 @@ def _asymmetric(D):
     out = np.array(D, dtype=float)
     out[0, 1] = out[1, 0] + 1.0
     return out
+
+
+def _names_pair(D, message):
+    """A symmetry refusal names D's first pair that differs, (0, 1), and both its values."""
+    return f"D[0, 1] = {float(D[0, 1])!r} but D[1, 0] = {float(D[1, 0])!r}" in message
 
 
 def _mixed(a):
@@ -503,10 +510,16 @@ def _wide_theta(case):
 
 
 IPFL_FAULTS = (
-    Fault("N", "an entry NaN", lambda s, c: _market(c, N=_put(c.market.N, NAN))),
+    Fault("N", "an entry NaN", lambda s, c: _market(c, N=_put(c.market.N, NAN)),
+          says=lambda c, msg: "entry 0 is nan" in msg),
     Fault("N", "an entry 0", lambda s, c: _market(c, N=_put(c.market.N, 0.0))),
     Fault("N", "an entry inf", lambda s, c: _market(c, N=_put(c.market.N, INF))),
-    Fault("N", "text", lambda s, c: _market(c, N=_text(c.market.N))),
+    Fault("N", "text", lambda s, c: _market(c, N=_text(c.market.N)),
+          says=lambda c, msg: "got text" in msg),
+    Fault("N", "dates (datetime64) and durations (timedelta64)",
+          each(lambda c: ("datetime64[D]", "timedelta64[s]"),
+               lambda s, c, v: _market(c, N=np.asarray(c.market.N, dtype=np.int64).astype(v))),
+          says=lambda c, msg: "got dates or durations" in msg),
     Fault("N", "a 2-D array", lambda s, c: _market(c, N=c.market.N[None, :])),
     Fault("N", "empty", lambda s, c: _market(c, N=[], c=[], K=[])),
     Fault("N", "an entry subnormal (1e-310) with K 1e4: sqrt(K/N) overflows",
@@ -519,7 +532,8 @@ IPFL_FAULTS = (
     Fault("c", "complex", lambda s, c: _market(c, c=np.asarray(c.market.c) + 1j)),
     Fault("K", "an entry inf", lambda s, c: _market(c, K=_put(c.market.K, INF))),
     Fault("K", "an entry negative", lambda s, c: _market(c, K=_put(c.market.K, -1.0))),
-    Fault("K", "booleans", lambda s, c: _market(c, K=np.asarray(c.market.K) > 0)),
+    Fault("K", "booleans", lambda s, c: _market(c, K=np.asarray(c.market.K) > 0),
+          says=lambda c, msg: "got booleans" in msg),
     Fault("K", "objects", lambda s, c: _market(c, K=np.array([None] * c.market.m))),
     Fault("K", "1e308 with N 1e-3: sqrt(K/N) overflows",
           lambda s, c: _market(c, N=_put(c.market.N, 1e-3), K=_put(c.market.K, 1e308),
@@ -546,13 +560,23 @@ IPFL_FAULTS = (
     Fault("D", "an entry NaN", lambda s, c: _settle(s, c, D=_put(c.D, NAN, 1))),
     Fault("D", "an entry inf", lambda s, c: _settle(s, c, D=_put(c.D, INF, 1))),
     Fault("D", "a nonzero diagonal", lambda s, c: _settle(s, c, D=_put(c.D, 0.5, 0))),
-    Fault("D", "an entry negative", lambda s, c: _settle(s, c, D=_put(c.D, -0.5, 1))),
+    Fault("D", "a nonzero diagonal at (0, 0) and at (m - 1, m - 1) (named by the first)",
+          lambda s, c: _settle(s, c, D=_put(_put(c.D, 0.5, 0), 0.25, c.market.m**2 - 1)),
+          says=lambda c, msg: "diagonal entry (0, 0) is 0.5" in msg),
+    Fault("D", "an entry negative (the last row's first; named by its place and value)",
+          lambda s, c: _settle(s, c, D=_put(c.D, -0.5, (c.market.m - 1) * c.market.m)),
+          says=lambda c, msg: f"entry ({c.market.m - 1}, 0) is -0.5" in msg),
     Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
     Fault("N", "text of a batch of 64 markets, to MarketArrays (a value too long to show "
                "whole: the message cuts it)",
           lambda s, c: _arrays(c, N=_text(np.repeat(c.market.N[None], 64, axis=0)))),
     Fault("D", "asymmetric, not allowed on purpose",
           lambda s, c: _clear(s, c, D=_asymmetric(c.D), allow_asymmetric_distances=False)),
+    Fault("D", "asymmetric at (0, 1) alone, not allowed on purpose (named by the pair and "
+               "its values)",
+          lambda s, c: _clear(s, c, D=_asymmetric(_symmetric(c.D)),
+                              allow_asymmetric_distances=False),
+          says=lambda c, msg: _names_pair(_asymmetric(_symmetric(c.D)), msg)),
     Fault("D", "asymmetric to clear_batch, not allowed on purpose",
           lambda s, c: ipfl.clear_batch(ipfl.MarketArrays.of(c.market),
                                         _asymmetric(c.D)[None])),
@@ -695,6 +719,11 @@ IPFL_FAULTS = (
     Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard, "
                           "named in GiB)",
           _dp_too_large, says=lambda c, msg: f"{MAX_BYTES // 2**30} GiB guard" in msg),
+    Fault("size", "1.5 times the memory guard, to the shared size check (the need named in "
+                  "GiB)",
+          lambda s, c: check_size("size", 1.5 * MAX_BYTES, "a table"),
+          says=lambda c, msg: f"would need {1.5 * MAX_BYTES / 2**30:g} GiB, over the "
+                              f"{MAX_BYTES / 2**30:g} GiB guard" in msg),
     Fault("exact_method", "unknown, to selection.exact (before and after every method)",
           each(_names, lambda s, c, v: ipfl.exact(c.market, c.market.prices(c.D),
                                                   ipfl.thresholds(c.market, c.D), method=v))),
@@ -714,6 +743,10 @@ IPFL_FAULTS = (
                                  ["not a module"])),
     Fault("N", "exact fractions with True among them (an array of objects)",
           lambda s, c: _market(c, N=_fractions_with_true(c.market.N))),
+    Fault("N", "exact fractions with True first and text last (the message names the first)",
+          lambda s, c: _market(c, N=np.array([*_fractions_with_true(c.market.N)[:-1], "x"],
+                                             dtype=object)),
+          says=lambda c, msg: "holds True;" in msg),
     # each validator's boundary from just outside on both sides (issue 34: `arr <= 0` ->
     # `arr == 0` in MarketArrays let a negative N through, a theta of no parameters passed)
     Fault("N", "an entry negative", lambda s, c: _market(c, N=_put(c.market.N, -1.0))),
@@ -858,6 +891,41 @@ def _aggregate(case, **bad):
             "a": g.a, "q": np.full(n, 0.5)}
     args.update(bad)
     return cpl.unbiased_aggregate(**args)
+
+
+def _refused_saying(field, check, ways):
+    """Each of ``ways`` ((value, options, words)) given to the shared validator
+    ``check(field, value, **options)`` must be refused naming ``field`` with ``words`` in its
+    message; the last refusal is raised. A way that passes: None (the fault unrefused); one
+    refused otherwise: an AssertionError (a violation)."""
+    last = None
+    for value, options, words in ways:
+        try:
+            check(field, value, **options)
+        except FedmarketError as exc:
+            if exc.field != field or words not in exc.message:
+                raise AssertionError(f"{value!r} with {options} refused as {exc}") from exc
+            last = exc
+        else:
+            return None
+    raise last
+
+
+def _shared_checks_inside():
+    """The shared validators' bounds from inside, each answered as itself: an integer at lo,
+    at hi and of numpy's type; a number at hi, at a closed lo, just above an open one, +inf
+    where allowed; every choice; the seeds 0 and 2**63 - 1."""
+    got = [as_int("top", 1, lo=1, hi=8), as_int("top", 8, lo=1, hi=8),
+           as_int("top", np.int64(3), lo=1), as_int("top", -5, hi=8),
+           as_real("rounds", 8.0, lo=1.0, hi=8.0), as_real("rounds", 1, lo=1.0),
+           as_real("rounds", np.nextafter(1.0, 2.0), lo=1.0, lo_open=True),
+           as_real("rounds", INF, lo=1.0, allow_inf=True),
+           as_choice("method", "bisection", ("bisection", "cvxpy")),
+           as_choice("method", 2, (1, 2)), as_seed("seed", 0), as_seed("seed", 2**63 - 1)]
+    want = [1, 8, 3, -5, 8.0, 1.0, float(np.nextafter(1.0, 2.0)), INF, "bisection", 2, 0,
+            2**63 - 1]
+    if got != want or not all(type(g) is type(w) for g, w in zip(got, want, strict=True)):
+        raise AssertionError(f"the shared checks answered {got} for {want}")
 
 
 def _choice(value):
@@ -1053,6 +1121,30 @@ CPL_FAULTS = (
                     "before and after every choice)",
           each(_names, lambda s, c, v: _choice(v))),
     Fault("seed", "True, to the shared seed check", lambda s, c: as_seed("seed", True)),
+    Fault("top", "above and below its bounds, a bool and a float, to the shared integer check "
+                 "(each message names the bounds)",
+          lambda s, c: _refused_saying("top", as_int, (
+              (9, {"lo": 1, "hi": 8}, "is 9; must be in [1, 8]"),
+              (0, {"lo": 1, "hi": 8}, "is 0; must be in [1, 8]"),
+              (0, {"lo": 1}, "is 0; must be >= 1"),
+              (9, {"hi": 8}, "is 9; must be <= 8"),
+              (True, {"lo": 1, "hi": 8}, "must be an integer"),
+              (2.0, {}, "must be an integer")))),
+    Fault("rounds", "just above hi, at an open lo, below lo, NaN, inf, a bool, text, to the "
+                    "shared number check (each message names the bound)",
+          lambda s, c: _refused_saying("rounds", as_real, (
+              (np.nextafter(8.0, 9.0), {"lo": 1.0, "hi": 8.0}, "must be <= 8.0"),
+              (1.0, {"lo": 1.0, "hi": 8.0, "lo_open": True}, "must be > 1.0"),
+              (np.nextafter(1.0, 0.0), {"lo": 1.0}, "must be >= 1.0"),
+              (NAN, {}, "must be finite"),
+              (INF, {"lo": 1.0}, "must be finite"),
+              (-INF, {"allow_inf": True, "lo": 1.0}, "must be >= 1.0"),
+              (True, {}, "must be a number"),
+              ("1", {}, "must be a number")))),
+    Fault("seed", "-1, 2**63 and a float, to the shared seed check",
+          lambda s, c: _refused_saying("seed", as_seed, (
+              (-1, {}, "in [0, 2**63)"), (2**63, {}, "in [0, 2**63)"),
+              (1.0, {}, "a seed is an integer >= 0")))),
     Fault("seed", "2**63, to the shared seed check", lambda s, c: as_seed("seed", 2**63)),
     # each boundary from just outside on both sides
     Fault("a", "an entry negative", lambda s, c: _game(c, a=_put(c.game.a, -0.5))),
@@ -1075,11 +1167,12 @@ def _cpl_edges(subject, case):
     """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1; a GameBatch
     built from arrays of the right shapes (B = 2 games: (2, n) and (2,); (2, 1) where n = 1)
     is solved; the aggregation's participation probabilities q = 1 (every client always)
-    and 2^-20."""
+    and 2^-20; the shared validators' bounds (:func:`_shared_checks_inside`)."""
     _game(case, R=1.0)
     _game(case, q_min=1.0, q_max=1.0)
     _aggregate(case, q=np.ones(case.game.n))
     _aggregate(case, q=np.full(case.game.n, 2.0**-20))
+    _shared_checks_inside()
     cpl.solve_batch(cpl.GameBatch(**_batch_arrays(case, "a", lambda x, n: x)))
 
 

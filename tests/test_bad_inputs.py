@@ -358,6 +358,11 @@ API = [
     ("game-q-max-complex", lambda: game(q_max=[1 + 0j, 1]), MarketInputError, "q_max"),
     ("game-budget-complex", lambda: game(budget=1 + 1j), MarketInputError, "budget"),
     ("game-budget-text", lambda: game(budget="1"), MarketInputError, "budget"),
+    # ---- dates and durations are refused, not read as counts of days or seconds since 1970
+    ("market-N-dates", lambda: market(N=np.array([100, 200, 300], dtype="datetime64[D]")),
+     MarketInputError, "N"),
+    ("game-a-durations", lambda: game(a=np.array([1, 1], dtype="timedelta64[s]")),
+     MarketInputError, "a"),
     ("game-alpha-bool", lambda: game(alpha=True), MarketInputError, "alpha"),
     ("response-complex", lambda: cpl.best_response(game(), [1 + 1j, 1.0]), MarketInputError,
      "prices"),

@@ -254,6 +254,7 @@ def test_clear_taking_its_arguments_positionally_only_is_caught(monkeypatch):
 
 # (mutant or fault, owner, function, before, after, aliases, subject, property, examples)
 _aggregation = sys.modules["mechanisms.cpl.aggregation"]
+_errors = sys.modules["mechanisms.errors"]
 
 _CAUGHT = [
     # markets[1].gain fails on the batch of one market (an IndexError)
@@ -429,6 +430,48 @@ _CAUGHT = [
     pytest.param(_aggregation, "unbiased_aggregate", "if q.shape != a.shape:",
                  "if q.shape < a.shape:", (mcpl,), "cpl-uniform", "cpl_refuses_bad_input", 200,
                  id="q-longer-unrefused"),
+    # mechanisms.errors' shared validators crossed from both sides and their bounds from
+    # inside (no mechanism passes hi= to as_int, none calls as_seed with a valid seed), and
+    # what their messages name: the memory a size needs in GiB, the first odd value of an
+    # array of objects, an entry's index (3, not (3,)) in a vector, booleans as booleans
+    pytest.param(_errors, "as_int", "(hi is not None and value > hi)",
+                 "(hi is not None and value < hi)", (ip,), "cpl-uniform",
+                 "cpl_refuses_bad_input", 200, id="5d47ee8309"),
+    pytest.param(_errors, "as_real", "if hi is not None and v > hi:",
+                 "if hi is not None and v >= hi:", (ip,), "cpl-uniform",
+                 "cpl_refuses_bad_input", 200, id="9f69721dfc"),
+    pytest.param(_errors, "as_seed", "not isinstance(value, int | np.integer)",
+                 "not isinstance(value, int << np.integer)", (ip,), "cpl-uniform",
+                 "cpl_refuses_bad_input", 200, id="6764d1456d"),
+    pytest.param(_errors, "check_size", "{nbytes / 2**30:.3g}", "{nbytes - 2**30:.3g}", (ip,),
+                 "local", "refuses_bad_input", 200, id="a2ac6bf6db"),
+    pytest.param(_errors, "_describe", "if idx.size == 1 else", "if idx.size > 1 else", (),
+                 "local", "refuses_bad_input", 200, id="5a7d06fb0f"),
+    pytest.param(_errors, "as_floats", "holds {odd[0]!r}", "holds {odd[-1]!r}", (),
+                 "local", "refuses_bad_input", 200, id="1df380123b"),
+    pytest.param(_errors, "as_floats", 'what = "booleans" if kind == "b" else "text"',
+                 'what = "booleans" if kind is not "b" else "text"', (), "local",
+                 "refuses_bad_input", 200, id="4ebc28fbda",
+                 marks=pytest.mark.filterwarnings("ignore::SyntaxWarning")),
+    # datetime64 taken for complex (kind <= "c"): refused as complex numbers; before, dates
+    # passed as days since 1970 (now refused as dates or durations)
+    pytest.param(_errors, "as_floats", 'elif kind == "c":', 'elif kind <= "c":', (), "local",
+                 "refuses_bad_input", 200, id="750ed26dba"),
+    # a distance matrix's refusals naming the wrong entry: the last nonzero diagonal entry,
+    # the first entry <= 0 or != 0 for the first negative one, the second differing pair;
+    # and the symmetry check comparing D with itself (swapaxes(arr, 0, -2) of an (m, m) D)
+    pytest.param(_errors, "as_matrix", "k = int(np.flatnonzero(diag != 0)[0])",
+                 "k = int(np.flatnonzero(diag != 0)[-1])", (mmarket,), "local", "refuses_bad_input",
+                 200, id="c4520a341f"),
+    pytest.param(_errors, "as_matrix", "{_describe(arr, arr < 0)}", "{_describe(arr, arr <= 0)}",
+                 (mmarket,), "local", "refuses_bad_input", 200, id="97fe4fc497"),
+    pytest.param(_errors, "as_matrix", "{_describe(arr, arr < 0)}", "{_describe(arr, arr != 0)}",
+                 (mmarket,), "local", "refuses_bad_input", 200, id="efb819a5c0"),
+    pytest.param(_errors, "check_symmetric", "np.swapaxes(arr, -1, -2)",
+                 "np.swapaxes(arr, 0, -2)", (mmarket,), "local", "refuses_bad_input", 200,
+                 id="f1c64609b3"),
+    pytest.param(_errors, "check_symmetric", "np.argwhere(bad)[0]", "np.argwhere(bad)[1]",
+                 (mmarket,), "local", "refuses_bad_input", 200, id="96b2d51d73"),
 ]
 
 
