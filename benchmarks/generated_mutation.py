@@ -283,11 +283,14 @@ def sample(population: list[Generated], size: int | None, seed: int) -> list[Gen
 
 
 def scored_prefix(chosen: list[Generated], ranked: list[str] | None, done: dict,
-                  engines, size: int | None) -> tuple[list[Generated], int]:
+                  engines, size: int | None,
+                  after_checker: bool = False) -> tuple[list[Generated], int]:
     """(the longest prefix, in rank order, of the planned sample ``ranked`` (ids) whose every
     mutant ``done`` holds scored by every engine or as incompetent, the planned size): a
     run cut short (mutants are scored in rank order) is shown as the sample of that size,
-    which it is. Without ``ranked`` (results written before it was recorded): ``chosen``."""
+    which it is. With ``after_checker`` (--tests-after-checker) a mutant the checker killed
+    needs no tests result. Without ``ranked`` (results written before it was recorded):
+    ``chosen``."""
     if not ranked:
         return chosen, len(chosen)
     ranked = ranked[:size]
@@ -295,7 +298,9 @@ def scored_prefix(chosen: list[Generated], ranked: list[str] | None, done: dict,
     n = 0
     for i in ranked:
         r = done.get(i, {})
-        if i not in by_id or not ("incompetent" in r or all(e in r for e in engines)):
+        need = [e for e in engines if not (
+            after_checker and e == "tests" and r.get("checker", {}).get("status") in KILLS)]
+        if i not in by_id or not ("incompetent" in r or all(e in r for e in need)):
             break
         n += 1
     keep = set(ranked[:n])
@@ -1055,7 +1060,8 @@ def main(argv=None) -> int:
                   for r in done.values() if "key" in r]
         chosen = sample(chosen, args.sample or None, args.seed)
         chosen, planned = scored_prefix(chosen, pop.get("ranked", {}).get(str(args.seed)),
-                                        done, args.engines, args.sample or None)
+                                        done, args.engines, args.sample or None,
+                                        args.tests_after_checker)
     else:
         population = mutants()
         chosen = sample(population, args.sample or None, args.seed)

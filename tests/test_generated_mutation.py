@@ -405,5 +405,16 @@ def test_the_tests_can_run_only_where_the_checker_did_not_kill(gm, money, tmp_pa
     assert t["tests_after_checker"] is True
     assert (t["tests"]["killed"], t["tests"]["of"]) == (1, 2)
     assert (t["both"]["killed"], t["both"]["of"]) == (19, 20)
+    # a run cut short shows the prefix whose tests ran where the checker did not kill
+    ms = [dataclasses.replace(money[k], id=f"m{k}") for k in range(4)]
+    done = {"m0": {"checker": {"status": "killed"}},
+            "m1": {"checker": {"status": "survived"}, "tests": {"status": "killed"}},
+            "m2": {"checker": {"status": "timeout"}},
+            "m3": {"checker": {"status": "survived"}}}  # its tests not run yet
+    ranked = ["m0", "m1", "m2", "m3"]
+    got, planned = gm.scored_prefix(ms, ranked, done, ("checker", "tests"), None, True)
+    assert [m.id for m in got] == ["m0", "m1", "m2"] and planned == 4
+    got, _ = gm.scored_prefix(ms, ranked, done, ("checker", "tests"), None)
+    assert got == []  # without the flag every mutant needs both engines
     rows[0]["tests"] = {"status": "killed"}  # a kill of the checker with a tests result
     assert gm.tally({"mutants": rows, "equivalents": {}})["tests_after_checker"] is False
