@@ -383,97 +383,90 @@ _CAUGHT = [
     pytest.param(cequilibrium, "_linesearch_grid", "np.arange(lo, hi + eps0, eps0)",
                  "np.arange(lo, hi - eps0, eps0)", (), "cpl-bisection", "cpl_one_path", 30,
                  id="001d665096", marks=pytest.mark.slow),
+]
+
+
+# issue 34's generated mutants of mechanisms/distances.py, roles.py, cpl/aggregation.py and
+# errors.py, each killed at 200 examples by one of three rows: by (owner, function, row),
+# (before, after, mutant id); the function's aliases (where another module imported it by
+# name) in _ALIASES
+_ROW = {"conforms": ("local", "conforms"), "refuses": ("local", "refuses_bad_input"),
+        "cpl": ("cpl-uniform", "cpl_refuses_bad_input")}
+_ALIASES = {"pairwise_distances": (ip,), "inclusive_roles": (ip,), "market_roles": (ip,),
+            "draw_types": (ip,), "unbiased_aggregate": (mcpl,), "as_int": (ip,),
+            "as_real": (ip,), "as_seed": (ip,), "check_size": (ip,), "as_matrix": (mmarket,),
+            "check_symmetric": (mmarket,)}
+_ISSUE34 = {
     # mechanisms.distances: a squared distance clamped at -1 (not 0), a cosine at -2 (not -1):
     # out of their documented ranges where rounding leaves them (proofs.conformance.
-    # range_gaps); one client refused (its bound from inside, proofs.input_properties.
+    # range_gaps)
+    (distances, "pairwise_distances", "conforms"): [
+        ("np.maximum(D, 0.0, out=D)", "np.maximum(D, -1.0, out=D)", "cd1f1b8eb5"),
+        ("np.clip(cos, -1.0, 1.0, out=cos)", "np.clip(cos, -2.0, 1.0, out=cos)", "ccb74c190d")],
+    # one client refused (its bound from inside, proofs.input_properties.
     # _distances_and_roles_edges); a reference's refusal naming the number of clients as the
-    # parameters expected; an index out of range let through when it is m (an IndexError),
-    # or the refusal naming the column (not the pair) it is in
-    pytest.param(distances, "pairwise_distances", "np.maximum(D, 0.0, out=D)",
-                 "np.maximum(D, -1.0, out=D)", (ip,), "local", "conforms", 200,
-                 id="cd1f1b8eb5"),
-    pytest.param(distances, "pairwise_distances", "np.clip(cos, -1.0, 1.0, out=cos)",
-                 "np.clip(cos, -2.0, 1.0, out=cos)", (ip,), "local", "conforms", 200,
-                 id="ccb74c190d"),
-    pytest.param(distances, "_params", "X.shape[0] < 1", "X.shape[0] < 2", (), "local",
-                 "refuses_bad_input", 200, id="ba068c9f4a"),
-    pytest.param(distances, "_params", "expected ({X.shape[1]},)", "expected ({X.shape[0]},)",
-                 (), "local", "refuses_bad_input", 200, id="17a15648e4"),
-    pytest.param(distances, "_pairs", "bad = (pairs < 0) | (pairs >= m)",
-                 "bad = (pairs < 0) >> (pairs >= m)", (), "local", "refuses_bad_input", 200,
-                 id="89bb0ac971"),
-    pytest.param(distances, "_pairs", "bad.any(axis=1)", "bad.any(axis=0)", (), "local",
-                 "refuses_bad_input", 200, id="afa4b847f0"),
-    # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the refusal of a
-    # negative block naming no field (a TypeError making it: drawn at 200 examples only since
-    # every fault is drawn once per table's length of draws); attackers past m accepted; the
-    # traders' costs all C (U(C, C), not U(C/2, C)): off the oracle's seeded draws
-    pytest.param(roles, "inclusive_roles", "attackers: int = 1", "attackers: int = 0", (ip,),
-                 "local", "conforms", 200, id="4349763239"),
-    pytest.param(roles, "inclusive_roles", 'name + "s"', 'name * "s"', (ip,), "local",
-                 "refuses_bad_input", 200, id="9106f2d63b"),
-    pytest.param(roles, "market_roles", "if not 0 <= attackers < m:",
-                 "if not 0 <= attackers != m:", (ip,), "local", "refuses_bad_input", 200,
-                 id="7e1b2d551c"),
-    pytest.param(roles, "draw_types", "g.uniform(C / 2, C, m)", "g.uniform(C / 1, C, m)",
-                 (ip,), "local", "conforms", 200, id="d7493331be"),
+    # parameters expected
+    (distances, "_params", "refuses"): [
+        ("X.shape[0] < 1", "X.shape[0] < 2", "ba068c9f4a"),
+        ("expected ({X.shape[1]},)", "expected ({X.shape[0]},)", "17a15648e4")],
+    # an index out of range let through when it is m (an IndexError), or the refusal naming
+    # the column (not the pair) it is in
+    (distances, "_pairs", "refuses"): [
+        ("bad = (pairs < 0) | (pairs >= m)", "bad = (pairs < 0) >> (pairs >= m)", "89bb0ac971"),
+        ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0")],
+    # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the traders' costs
+    # all C (U(C, C), not U(C/2, C)): off the oracle's seeded draws
+    (roles, "inclusive_roles", "conforms"): [
+        ("attackers: int = 1", "attackers: int = 0", "4349763239")],
+    (roles, "draw_types", "conforms"): [
+        ("g.uniform(C / 2, C, m)", "g.uniform(C / 1, C, m)", "d7493331be")],
+    # the refusal of a negative block naming no field (a TypeError making it: drawn at 200
+    # examples only since every fault is drawn once per table's length of draws); attackers
+    # past m accepted
+    (roles, "inclusive_roles", "refuses"): [('name + "s"', 'name * "s"', "9106f2d63b")],
+    (roles, "market_roles", "refuses"): [
+        ("if not 0 <= attackers < m:", "if not 0 <= attackers != m:", "7e1b2d551c")],
     # cpl.unbiased_aggregate's q in (0, 1] crossed from each side and beyond: a negative q
     # accepted (q == 0), q = 1 refused (q >= 1, its bound from inside), 1 < q <= 2 accepted;
     # a q one entry long passed to numpy's broadcasting error (and its refusal, when it was
     # one check with participated's, named participated)
-    pytest.param(_aggregation, "unbiased_aggregate", "(q <= 0) | (q > 1)", "(q == 0) | (q > 1)",
-                 (mcpl,), "cpl-uniform", "cpl_refuses_bad_input", 200, id="3b9b400925"),
-    pytest.param(_aggregation, "unbiased_aggregate", "(q <= 0) | (q > 1)", "(q <= 0) | (q >= 1)",
-                 (mcpl,), "cpl-uniform", "cpl_refuses_bad_input", 200, id="5aedc24ec4"),
-    pytest.param(_aggregation, "unbiased_aggregate", "(q <= 0) | (q > 1)", "(q <= 0) | (q > 2)",
-                 (mcpl,), "cpl-uniform", "cpl_refuses_bad_input", 200, id="819ae75bf2"),
-    pytest.param(_aggregation, "unbiased_aggregate", "if q.shape != a.shape:",
-                 "if q.shape < a.shape:", (mcpl,), "cpl-uniform", "cpl_refuses_bad_input", 200,
-                 id="q-longer-unrefused"),
+    (_aggregation, "unbiased_aggregate", "cpl"): [
+        ("(q <= 0) | (q > 1)", "(q == 0) | (q > 1)", "3b9b400925"),
+        ("(q <= 0) | (q > 1)", "(q <= 0) | (q >= 1)", "5aedc24ec4"),
+        ("(q <= 0) | (q > 1)", "(q <= 0) | (q > 2)", "819ae75bf2"),
+        ("if q.shape != a.shape:", "if q.shape < a.shape:", "q-longer-unrefused")],
     # mechanisms.errors' shared validators crossed from both sides and their bounds from
-    # inside (no mechanism passes hi= to as_int, none calls as_seed with a valid seed), and
-    # what their messages name: the memory a size needs in GiB, the first odd value of an
-    # array of objects, an entry's index (3, not (3,)) in a vector, booleans as booleans
-    pytest.param(_errors, "as_int", "(hi is not None and value > hi)",
-                 "(hi is not None and value < hi)", (ip,), "cpl-uniform",
-                 "cpl_refuses_bad_input", 200, id="5d47ee8309"),
-    pytest.param(_errors, "as_real", "if hi is not None and v > hi:",
-                 "if hi is not None and v >= hi:", (ip,), "cpl-uniform",
-                 "cpl_refuses_bad_input", 200, id="9f69721dfc"),
-    pytest.param(_errors, "as_seed", "not isinstance(value, int | np.integer)",
-                 "not isinstance(value, int << np.integer)", (ip,), "cpl-uniform",
-                 "cpl_refuses_bad_input", 200, id="6764d1456d"),
-    pytest.param(_errors, "check_size", "{nbytes / 2**30:.3g}", "{nbytes - 2**30:.3g}", (ip,),
-                 "local", "refuses_bad_input", 200, id="a2ac6bf6db"),
-    pytest.param(_errors, "_describe", "if idx.size == 1 else", "if idx.size > 1 else", (),
-                 "local", "refuses_bad_input", 200, id="5a7d06fb0f"),
-    pytest.param(_errors, "as_floats", "holds {odd[0]!r}", "holds {odd[-1]!r}", (),
-                 "local", "refuses_bad_input", 200, id="1df380123b"),
-    pytest.param(_errors, "as_floats", 'what = "booleans" if kind == "b" else "text"',
-                 'what = "booleans" if kind is not "b" else "text"', (), "local",
-                 "refuses_bad_input", 200, id="4ebc28fbda",
-                 marks=pytest.mark.filterwarnings("ignore::SyntaxWarning")),
-    # datetime64 taken for complex (kind <= "c"): refused as complex numbers; before, dates
-    # passed as days since 1970 (now refused as dates or durations)
-    pytest.param(_errors, "as_floats", 'elif kind == "c":', 'elif kind <= "c":', (), "local",
-                 "refuses_bad_input", 200, id="750ed26dba"),
+    # inside (no mechanism passes hi= to as_int, none calls as_seed with a valid seed)
+    (_errors, "as_int", "cpl"): [
+        ("(hi is not None and value > hi)", "(hi is not None and value < hi)", "5d47ee8309")],
+    (_errors, "as_real", "cpl"): [
+        ("if hi is not None and v > hi:", "if hi is not None and v >= hi:", "9f69721dfc")],
+    (_errors, "as_seed", "cpl"): [("int | np.integer)", "int << np.integer)", "6764d1456d")],
+    # what the messages name: the memory a size needs in GiB, an entry's index (3, not (3,))
+    # in a vector, the first odd value of an array of objects, booleans as booleans; and
+    # datetime64 taken for complex (kind <= "c"; before, dates passed as days since 1970)
+    (_errors, "check_size", "refuses"): [
+        ("{nbytes / 2**30:.3g}", "{nbytes - 2**30:.3g}", "a2ac6bf6db")],
+    (_errors, "_describe", "refuses"): [
+        ("if idx.size == 1 else", "if idx.size > 1 else", "5a7d06fb0f")],
+    (_errors, "as_floats", "refuses"): [
+        ("holds {odd[0]!r}", "holds {odd[-1]!r}", "1df380123b"),
+        ('if kind == "b" else "text"', 'if kind is not "b" else "text"', "4ebc28fbda"),
+        ('elif kind == "c":', 'elif kind <= "c":', "750ed26dba")],
     # a distance matrix's refusals naming the wrong entry: the last nonzero diagonal entry,
     # the first entry <= 0 or != 0 for the first negative one, the second differing pair;
     # and the symmetry check comparing D with itself (swapaxes(arr, 0, -2) of an (m, m) D)
-    pytest.param(_errors, "as_matrix", "k = int(np.flatnonzero(diag != 0)[0])",
-                 "k = int(np.flatnonzero(diag != 0)[-1])", (mmarket,), "local", "refuses_bad_input",
-                 200, id="c4520a341f"),
-    pytest.param(_errors, "as_matrix", "{_describe(arr, arr < 0)}", "{_describe(arr, arr <= 0)}",
-                 (mmarket,), "local", "refuses_bad_input", 200, id="97fe4fc497"),
-    pytest.param(_errors, "as_matrix", "{_describe(arr, arr < 0)}", "{_describe(arr, arr != 0)}",
-                 (mmarket,), "local", "refuses_bad_input", 200, id="efb819a5c0"),
-    pytest.param(_errors, "check_symmetric", "np.swapaxes(arr, -1, -2)",
-                 "np.swapaxes(arr, 0, -2)", (mmarket,), "local", "refuses_bad_input", 200,
-                 id="f1c64609b3"),
-    pytest.param(_errors, "check_symmetric", "np.argwhere(bad)[0]", "np.argwhere(bad)[1]",
-                 (mmarket,), "local", "refuses_bad_input", 200, id="96b2d51d73"),
-]
-
+    (_errors, "as_matrix", "refuses"): [
+        ("np.flatnonzero(diag != 0)[0]", "np.flatnonzero(diag != 0)[-1]", "c4520a341f"),
+        ("{_describe(arr, arr < 0)}", "{_describe(arr, arr <= 0)}", "97fe4fc497"),
+        ("{_describe(arr, arr < 0)}", "{_describe(arr, arr != 0)}", "efb819a5c0")],
+    (_errors, "check_symmetric", "refuses"): [
+        ("np.swapaxes(arr, -1, -2)", "np.swapaxes(arr, 0, -2)", "f1c64609b3"),
+        ("np.argwhere(bad)[0]", "np.argwhere(bad)[1]", "96b2d51d73")],
+}
+_CAUGHT += [pytest.param(owner, name, before, after, _ALIASES.get(name, ()), *_ROW[row], 200,
+                         id=mutant, marks=pytest.mark.filterwarnings("ignore::SyntaxWarning"))
+            for (owner, name, row), rows in _ISSUE34.items() for before, after, mutant in rows]
 
 @pytest.mark.parametrize("owner, name, before, after, aliases, subject, key, examples",
                          _CAUGHT)
