@@ -14,6 +14,10 @@ from another without parsing the message. Each layer has its own subclass:
 * sims: ``sims.errors.SpecError`` (sweep specs, input files, command-line values) and
   ``sims.errors.StoreError`` (a results store that cannot be trusted).
 
+:data:`MAX_BYTES` is the memory guard: 8 GiB, the largest array one call may allocate before
+it refuses (:func:`check_size`, :class:`ProblemTooLarge`; the message names the need and the
+guard in GiB).
+
 Every one pickles (``field`` and ``message`` survive), so an error raised in a worker process
 or a ray task reaches the parent as itself. The ``fedmarket`` command prints any of them as one
 line; anything else is a bug and keeps its traceback.

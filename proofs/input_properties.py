@@ -56,7 +56,6 @@ from mechanisms import cpl, ipfl, lia
 from mechanisms.cpl.equilibrium import CVXPY_MAX_N
 from mechanisms.distances import distance_gradients, pairwise_distances, prox_centres
 from mechanisms.errors import (
-    MAX_BYTES,
     FedmarketError,
     MarketInputError,
     as_choice,
@@ -92,6 +91,9 @@ __all__ = [
 ]
 
 NAN, INF = math.nan, math.inf
+# the memory guard mechanisms.errors documents (8 GiB), written here, not imported: a guard
+# changed in the code is a fault the refusals (and the bound accepted from inside) show
+MEMORY_GUARD = 8 * 2**30
 
 
 @dataclass(frozen=True)
@@ -718,12 +720,15 @@ IPFL_FAULTS = (
               _sized(ipfl.rules.SHAPLEY_MAX_SELLERS + 2)[1])),
     Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard, "
                           "named in GiB)",
-          _dp_too_large, says=lambda c, msg: f"{MAX_BYTES // 2**30} GiB guard" in msg),
-    Fault("size", "1.5 times the memory guard, to the shared size check (the need named in "
-                  "GiB)",
-          lambda s, c: check_size("size", 1.5 * MAX_BYTES, "a table"),
-          says=lambda c, msg: f"would need {1.5 * MAX_BYTES / 2**30:g} GiB, over the "
-                              f"{MAX_BYTES / 2**30:g} GiB guard" in msg),
+          _dp_too_large, says=lambda c, msg: f"{MEMORY_GUARD // 2**30} GiB guard" in msg),
+    Fault("size", "1.5 times the memory guard and one byte over it, to the shared size check "
+                  "(the need and the guard named in GiB)",
+          lambda s, c: _refused_saying("size", check_size, (
+              (1.5 * MEMORY_GUARD, {"what": "a table"},
+               f"would need {1.5 * MEMORY_GUARD / 2**30:g} GiB, over the "
+               f"{MEMORY_GUARD // 2**30} GiB guard"),
+              (MEMORY_GUARD + 1, {"what": "a table"},
+               f"over the {MEMORY_GUARD // 2**30} GiB guard")))),
     Fault("exact_method", "unknown, to selection.exact (before and after every method)",
           each(_names, lambda s, c, v: ipfl.exact(c.market, c.market.prices(c.D),
                                                   ipfl.thresholds(c.market, c.D), method=v))),
@@ -914,16 +919,18 @@ def _refused_saying(field, check, ways):
 def _shared_checks_inside():
     """The shared validators' bounds from inside, each answered as itself: an integer at lo,
     at hi and of numpy's type; a number at hi, at a closed lo, just above an open one, +inf
-    where allowed; every choice; the seeds 0 and 2**63 - 1."""
+    where allowed; every choice; the seeds 0 and 2**63 - 1; a size of exactly the documented
+    memory guard (:data:`MEMORY_GUARD`)."""
     got = [as_int("top", 1, lo=1, hi=8), as_int("top", 8, lo=1, hi=8),
            as_int("top", np.int64(3), lo=1), as_int("top", -5, hi=8),
            as_real("rounds", 8.0, lo=1.0, hi=8.0), as_real("rounds", 1, lo=1.0),
            as_real("rounds", np.nextafter(1.0, 2.0), lo=1.0, lo_open=True),
            as_real("rounds", INF, lo=1.0, allow_inf=True),
            as_choice("method", "bisection", ("bisection", "cvxpy")),
-           as_choice("method", 2, (1, 2)), as_seed("seed", 0), as_seed("seed", 2**63 - 1)]
+           as_choice("method", 2, (1, 2)), as_seed("seed", 0), as_seed("seed", 2**63 - 1),
+           check_size("size", MEMORY_GUARD, "a table")]
     want = [1, 8, 3, -5, 8.0, 1.0, float(np.nextafter(1.0, 2.0)), INF, "bisection", 2, 0,
-            2**63 - 1]
+            2**63 - 1, None]
     if got != want or not all(type(g) is type(w) for g, w in zip(got, want, strict=True)):
         raise AssertionError(f"the shared checks answered {got} for {want}")
 

@@ -496,6 +496,21 @@ def test_a_published_never_off_its_convention_is_caught(monkeypatch, after):
     assert _caught("box2", "conforms", 50)
 
 
+@pytest.mark.parametrize("guard", [pytest.param(8 + 2**30, id="d17ff66587"),
+                                   pytest.param(8 ^ 2**30, id="ef4b37ec0f"),
+                                   pytest.param(8 * 2 >> 30, id="23812c2c57")])
+@pytest.mark.parametrize("subject, key", [("local", "refuses_bad_input"),
+                                          ("cpl-uniform", "cpl_refuses_bad_input")])
+def test_a_memory_guard_off_its_documentation_is_caught(monkeypatch, guard, subject, key):
+    """mechanisms.errors.MAX_BYTES other than the documented 8 GiB: the refusals name
+    another guard, or a size of exactly 8 GiB is refused (input_properties.MEMORY_GUARD,
+    written there, not imported)."""
+    errors = sys.modules["mechanisms.errors"]
+    assert not _caught(subject, key)
+    monkeypatch.setattr(errors, "MAX_BYTES", guard)
+    assert _caught(subject, key)
+
+
 @pytest.mark.parametrize("family", ["ipfl", "cpl", "lia"])
 def test_every_fault_is_drawn_at_a_small_budget(family):
     """The faults of each table are stratified over the draws (FaultSampler.draw): 200
