@@ -621,6 +621,26 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     _tiny_price_gaps(gaps, N, K)
 
 
+def price_edge_gaps(gaps: Gaps, market, D) -> None:
+    """Eq. 10's model-difference term where it adds nothing (``Market.prices``,
+    :func:`mechanisms.ipfl.model_difference`: "d_ij = 0 or lam = 0 adds nothing, never
+    inf * 0"): a Market built without lam (its documented default, 0) prices P_ij = c_j
+    whatever D; so does lam = 0 with D scaled until (N_j/N_i) d_ij overflows float64 (every
+    d finite), and a lam of 1e308 with every d 0. Off the diagonal exactly; the diagonal
+    inf. Each entry off counts 1."""
+    N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
+    m = len(N)
+    D = np.asarray(D, float)
+    top = np.abs(D).max(initial=0.0)
+    big = D / top * 1.7e308 if top > 0 else D
+    want = np.broadcast_to(c[None, :], (m, m)).copy()
+    np.fill_diagonal(want, INF)
+    got = [ipfl.Market(N=N, c=c, K=K).prices(D), ipfl.Market(N=N, c=c, K=K, lam=0.0).prices(big),
+           ipfl.Market(N=N, c=c, K=K, lam=1e308).prices(np.zeros((m, m)))]
+    wrong = sum(int((np.asarray(P, float) != want).sum()) for P in got)
+    gaps.add("price_edges", float(wrong))
+
+
 TINY_PRICE_Q = (1e8, 1.01e9, 3e9, 1e10, 1e12)
 """The q = 4 sqrt(K_i) / (P sqrt(N_j)) of :func:`_tiny_price_gaps`' placed prices."""
 
@@ -717,6 +737,7 @@ def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float
         scale_gaps(gaps, theta, reference, Dm)
         scenario_gaps(gaps, market)
         threshold_edge_gaps(gaps, market)
+        price_edge_gaps(gaps, market, D)
     # the one-market outcome's accessors
     m = market.m
     A = np.asarray(view.A)
@@ -788,6 +809,7 @@ def _ipfl_hook(subject):
                 if k == 0:  # the market-independent part: once a batch (~1 ms a market)
                     scenario_gaps(gaps, markets.market(k))
                     threshold_edge_gaps(gaps, markets.market(k))
+                    price_edge_gaps(gaps, markets.market(k), Dl[k])
                     gradient_gaps(gaps, theta[k], reference[k])  # ~1-3 ms a market
                     scale_gaps(gaps, theta[k], reference[k], {x: Dm[x][k] for x in Dm})
             viol[k] = gaps.violation

@@ -208,6 +208,12 @@ def _put(a, value, k=0):
     return out
 
 
+def _negative_pair(case):
+    """The case's D made symmetric, with d_01 = d_10 = -0.5 (only the sign is wrong)."""
+    D = np.asarray(case.D, dtype=float)
+    return _put(_put((D + D.T) / 2.0, -0.5, 1), -0.5, case.market.m)
+
+
 def _text(a):
     return np.array([str(x) for x in np.ravel(a)]).reshape(np.shape(a))
 
@@ -524,9 +530,11 @@ IPFL_FAULTS = (
           says=lambda c, msg: "got dates or durations" in msg),
     Fault("N", "a 2-D array", lambda s, c: _market(c, N=c.market.N[None, :])),
     Fault("N", "empty", lambda s, c: _market(c, N=[], c=[], K=[])),
-    Fault("N", "an entry subnormal (1e-310) with K 1e4: sqrt(K/N) overflows",
+    Fault("N", "an entry subnormal (1e-310) with K 1e4: sqrt(K/N) overflows (the refusal "
+               "says why: the others' data over its own overflows)",
           lambda s, c: _market(c, N=_put(c.market.N, 1e-310), K=_put(c.market.K, 1e4),
-                               gain="sqrt")),
+                               gain="sqrt"),
+          says=lambda c, message: "over its own" in message),
     Fault("c", "an entry negative", lambda s, c: _market(c, c=_put(c.market.c, -1.0))),
     Fault("c", "one entry more, one fewer",
           each(lambda c: _lengths(c.market.m),
@@ -568,6 +576,11 @@ IPFL_FAULTS = (
     Fault("D", "an entry negative (the last row's first; named by its place and value)",
           lambda s, c: _settle(s, c, D=_put(c.D, -0.5, (c.market.m - 1) * c.market.m)),
           says=lambda c, msg: f"entry ({c.market.m - 1}, 0) is -0.5" in msg),
+    Fault("D", "a negative pair (d_01 = d_10 = -0.5), to Market.check_distances and "
+               "MarketArrays.check_distances called with their defaults",
+          each(lambda c: ("market", "arrays"), lambda s, c, how: (
+              c.market.check_distances(_negative_pair(c)) if how == "market"
+              else ipfl.MarketArrays.of(c.market).check_distances(_negative_pair(c)[None])))),
     Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
     Fault("N", "text of a batch of 64 markets, to MarketArrays (a value too long to show "
                "whole: the message cuts it)",
@@ -757,8 +770,10 @@ IPFL_FAULTS = (
     Fault("N", "an entry negative", lambda s, c: _market(c, N=_put(c.market.N, -1.0))),
     Fault("N", "an entry 0, to MarketArrays",
           lambda s, c: _arrays(c, N=_put(c.market.N, 0.0)[None])),
-    Fault("N", "an entry negative, to MarketArrays",
-          lambda s, c: _arrays(c, N=_put(c.market.N, -1.0)[None])),
+    Fault("N", "an entry negative, to MarketArrays (the last two: the refusal names the "
+               "first, entry (0, m - 2))",
+          lambda s, c: _arrays(c, N=_put(_put(c.market.N, -1.0, -1), -1.0, -2)[None]),
+          says=lambda c, message: f"entry (0, {c.market.m - 2})" in message),
     Fault("true_N", "an entry 0, to MarketArrays",
           lambda s, c: _arrays(c, true_N=_put(c.market.N, 0.0)[None])),
     Fault("true_N", "an entry negative, to MarketArrays",
@@ -830,13 +845,16 @@ def _ipfl_edges(subject, case):
     bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1, a
     gain convex 0.2 % within the allowance Gain.check documents, a gain whose g(0) is exactly
     the allowance Gain.check documents (1e-9 of its largest value on 0..16 N), a power gain of
-    exponent 2^-20, a gain of your own passing NaN on (:func:`_passes_nan_on`)."""
+    exponent 2^-20, a gain of your own passing NaN on (:func:`_passes_nan_on`), a batch of
+    two markets built apart with the same named gain ("log")."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
     _market(case, N=_quartic_N(case), gain=_kinked(0.998, steep=999.0))
     _market(case, gain=_off_at_0)
     _market(case, gain=ipfl.PowerGain(2.0**-20))  # alpha's open end at 0, from inside
+    # two markets built apart with the same named gain: equal gains, not the same object
+    ipfl.MarketArrays.from_markets([_market(case, gain="log"), _market(case, gain="log")])
     _passes_nan_on(case)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)

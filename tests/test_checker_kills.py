@@ -189,6 +189,20 @@ _REFUSED = [
                  sys.modules["mechanisms.ipfl.money"], "baseline_support",
                  "W = _aggregation(market, W)", "W = np.asarray(W, dtype=np.float64)", (),
                  id="unchecked-W"),
+    # the ratio of the others' data to a subnormal N tested as x + n (always finite): the
+    # refusal blamed K/N, not the ratio's overflow
+    pytest.param("ipfl", "local", "an entry subnormal (1e-310)", "N", mmarket, "_check_scale",
+                 "ratio = np.isfinite(x / n)", "ratio = np.isfinite(x + n)", (),
+                 id="60381d27d0"),
+    # MarketArrays' refusal of an entry naming the last bad entry, not the first (two bad)
+    pytest.param("ipfl", "local", "an entry negative, to MarketArrays (the last two", "N",
+                 mmarket.MarketArrays, "__post_init__", "np.argwhere(bad)[0])",
+                 "np.argwhere(bad)[-1])", (), id="183a911d0c"),
+    # check_distances allowing negative distances by default (documented: refused unless
+    # allow_negative=True): the fault also calls it with its defaults
+    pytest.param("ipfl", "local", "a negative pair (d_01 = d_10 = -0.5)", "D",
+                 mmarket.MarketArrays, "check_distances", "allow_negative: bool = False",
+                 "allow_negative: bool = True", (), id="5cf9efac5a"),
     # the refusal of N (or true_N) summing past the float range never ran: its field
     # written which - "N" (a TypeError) passed every row
     pytest.param("ipfl", "local", "entries summing past the float range", "N", mmarket,
@@ -522,6 +536,21 @@ def test_every_fault_is_drawn_at_a_small_budget(family):
     assert seen == set(range(len(ip.FAULTS[family]) + 1))
 
 
+def test_prices_where_the_model_difference_adds_nothing_are_caught(monkeypatch):
+    """Market's lam defaulting to 1 (generated mutant 42f1d23adc; documented 0), and
+    model_difference's inf * 0 written 1 instead of 0 (005018368d: lam 0 with distances whose
+    (N_j/N_i) d overflows): conforms prices a Market without lam, lam 0 at overflowing D and
+    lam 1e308 at D = 0, each P_ij = c_j exactly."""
+    assert not _caught("box2", "conforms", 50)
+    defaults = mmarket.Market.__init__.__defaults__
+    monkeypatch.setattr(mmarket.Market.__init__, "__defaults__", (1.0, *defaults[1:]))
+    assert _caught("box2", "conforms", 50)
+    monkeypatch.undo()
+    plant(monkeypatch, mmarket, "model_difference", "out[nan] = 0.0", "out[nan] = 1.0",
+          mipfl)
+    assert _caught("box2", "conforms", 50)
+
+
 # ------------------------------------------- names compared by identity (proofs.names)
 
 # (mutant or fault, owner, function, before, after, aliases, subject, property, examples):
@@ -711,6 +740,11 @@ def test_every_batch_result_is_sealed():
     pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"].Game,
                  "__post_init__", "if self.R < 1:", "if self.R <= 1:", (),
                  id="R-at-1-refused"),
+    # from_markets comparing the markets' gains by identity: two markets built apart with
+    # the gain "log" (equal, not the same object) refused
+    pytest.param("ipfl", "local", mmarket.MarketArrays, "from_markets",
+                 "if any(mk.gain != gain for mk in markets):",
+                 "if any(mk.gain is not gain for mk in markets):", (), id="925760d657"),
     # a gain of your own passing NaN on where its input is NaN refused as if the NaN were
     # its own (the test of the inputs' NaN OR-ed instead of AND-ed, for x or for K and N)
     pytest.param("ipfl", "local", gains.CallableGain, "value",

@@ -152,7 +152,7 @@ class Market:
     N : reported data amounts, N_i > 0 and finite.
     c : reported sharing costs, c_i >= 0; ``inf`` marks a pure buyer (never sells).
     K : gain scales, K_i >= 0; 0 marks a pure seller (never buys).
-    lam : weight of the model difference, lambda >= 0.
+    lam : weight of the model difference, lambda >= 0 (default 0: prices are the costs).
     true_N, true_c, true_K : the truth when it differs from the report (liars). Selection and
         payments use the reported N, c and K; realised utilities use the true ones (true N in
         the gain, true K as the gain's scale, true c in the sharing cost). Default: truthful.
