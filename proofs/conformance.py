@@ -578,13 +578,15 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     N and K: ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a
     batch each: 0; g_i(N_j); the next float above it; the next float below it; the
     marginal's limit where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j)
-    again; half of g_i(N_j), a root). Rows of pure sellers and the diagonal are 0. Each
-    pair off the rule counts 1; and the pair (0, 1) at the prices 0 and half of g_i(N_j)
-    asked of ``gain.thresholds`` as plain numbers gives a number (shape ()): 0 or inf as in
-    the arrays, a root within :data:`THRESHOLD_RTOL` of the arrays' (numpy's power of one
-    number and of an array may differ in the last bit, and so g_i(N_j) itself: the edge
-    prices are not asked so); and no pairs (:data:`EMPTY_SHAPES`) an empty array of that
-    shape; and the sqrt gain at tiny placed prices (:func:`_tiny_price_gaps`)."""
+    again; half of g_i(N_j), a root). Rows of pure sellers and the diagonal are 0. With the
+    published numerics (``"published"``) at the same prices: the same thresholds, a root
+    with N_i + T <= 2 N_j set to 0. Each pair off the rule counts 1; and the pair (0, 1) at
+    the prices 0 and half of g_i(N_j) asked of ``gain.thresholds`` as plain numbers gives a
+    number (shape ()): 0 or inf as in the arrays, a root within :data:`THRESHOLD_RTOL` of the
+    arrays' (numpy's power of one number and of an array may differ in the last bit, and so
+    g_i(N_j) itself: the edge prices are not asked so); and no pairs (:data:`EMPTY_SHAPES`)
+    an empty array of that shape; and the sqrt gain at tiny placed prices
+    (:func:`_tiny_price_gaps`)."""
     N, K = np.asarray(market.N, float), np.asarray(market.K, float)
     m = len(N)
     e = len(EDGE_PRICES)
@@ -603,6 +605,12 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         want_zero = (P >= first) & ~(P <= 0)
         ok = np.where(want_inf, T == INF, np.where(want_zero, T == 0.0, T >= Nj))
         ok = np.where(off, ok, T == 0.0)
+        # the published numerics at the same prices: the exact thresholds, a root stalled
+        # (N_i + T <= 2 N_j) set to 0; the diagonal and pure sellers' rows 0 as well
+        Tp = np.asarray(ipfl.thresholds(markets, np.zeros((e, m, m)), fresh("published"),
+                                        prices=P), float)
+        stalled = np.isfinite(T) & (T > 0) & (Ni + T <= 2.0 * Nj)
+        ok &= Tp == np.where(stalled, 0.0, T)
         bad = np.argwhere(~ok)
         gaps.add("threshold_edges", float(len(bad)),
                  (gain.name, EDGE_PRICES[bad[0][0]], *bad[0][1:].tolist()) if len(bad)

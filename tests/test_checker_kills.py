@@ -496,12 +496,18 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
     assert _caught(subject, key, examples)
 
 
-@pytest.mark.parametrize("after", [pytest.param("T[stalled] = 1.0", id="70f831d3a6"),
-                                   pytest.param("T[stalled] = -1.0", id="48545996a7")])
+@pytest.mark.parametrize("after", [
+    pytest.param("T[stalled] = 1.0", id="70f831d3a6"),
+    pytest.param("T[stalled] = -1.0", id="48545996a7"),
+    # the line main had: a price of 0 set to inf again, also on the diagonal (documented 0)
+    # where a price rule of your own prices a client's own model at 0
+    pytest.param("T[stalled] = 0.0\n        T[(P == 0) & (Ki > 0)] = np.inf",
+                 id="published-diagonal-inf")])
 def test_a_published_never_off_its_convention_is_caught(monkeypatch, after):
     """The published numerics' stalled roots set to 1 or -1 instead of 0: never bought all
     the same (T <= N_j), so the outcome-level oracle took them; conforms now holds a never
-    bought pair to the toolkit's convention, T = 0 exactly."""
+    bought pair to the toolkit's convention, T = 0 exactly, and the published thresholds at
+    placed prices to the exact ones with the stall rule (the diagonal 0)."""
     th = sys.modules["mechanisms.ipfl.thresholds"]
     assert not _caught("box2", "conforms", 50)
     plant(monkeypatch, th, "thresholds", "T[stalled] = 0.0", after, mipfl)

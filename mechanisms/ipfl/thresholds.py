@@ -54,5 +54,6 @@ def thresholds(market: Market, D, mode: str = "exact", prices=None) -> np.ndarra
     if mode == "published":
         stalled = np.isfinite(T) & (T > 0) & (Ni + T <= 2.0 * Nj)
         T[stalled] = 0.0
-        T[(P == 0) & (Ki > 0)] = np.inf
+        # a price of 0 (the published finder runs off: always bought) is already inf above
+        # (P <= 0); the diagonal and pure sellers' rows stay 0 whatever their prices
     return T
