@@ -574,25 +574,34 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     """Box 2's classification at its edges (:meth:`mechanisms.gains.Gain.thresholds`: a
     price of g_i(N_j) or more, as the gain's value gives it, is never worth buying, T = 0; a
     price of 0 or less, or at or below the marginal's limit, always, T = inf; anything else
-    a root T >= N_j), for every gain kind the checker draws (:data:`GAINS`) on the market's
-    N and K: ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a
-    batch each: 0; g_i(N_j); the next float above it; the next float below it; the
-    marginal's limit where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j)
-    again; half of g_i(N_j), a root). Rows of pure sellers and the diagonal are 0. With the
-    published numerics (``"published"``) at the same prices: the same thresholds, a root
-    with N_i + T <= 2 N_j set to 0. Each pair off the rule counts 1; and the pair (0, 1) at
-    the prices 0 and half of g_i(N_j) asked of ``gain.thresholds`` as plain numbers gives a
-    number (shape ()): 0 or inf as in the arrays, a root within :data:`THRESHOLD_RTOL` of the
+    a root T >= N_j) on the market's N and K, for the sqrt gain and, in turn by the market's
+    total data, one of the generic gains of :data:`GAINS` (they share one root finder):
+    ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a batch each:
+    0; g_i(N_j); the next float above it; the next float below it; the marginal's limit
+    where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j) again; half of
+    g_i(N_j), a root). Rows of pure sellers and the diagonal are 0. With the published
+    numerics (``"published"``) at the same prices: the same thresholds, a root with N_i + T
+    <= 2 N_j set to 0. Each pair off the rule counts 1. A buyer's pair at the price 0 (and,
+    for the sqrt gain, half of g_i(N_j)) asked of ``gain.thresholds`` as plain numbers gives
+    a number (shape ()): inf as in the arrays, a root within :data:`THRESHOLD_RTOL` of the
     arrays' (numpy's power of one number and of an array may differ in the last bit, and so
-    g_i(N_j) itself: the edge prices are not asked so); and no pairs (:data:`EMPTY_SHAPES`)
-    an empty array of that shape; and the sqrt gain at tiny placed prices
+    g_i(N_j) itself: the edge prices are not asked so); no pairs (:data:`EMPTY_SHAPES`) an
+    empty array of that shape; and the sqrt gain at tiny placed prices
     (:func:`_tiny_price_gaps`)."""
     N, K = np.asarray(market.N, float), np.asarray(market.K, float)
     m = len(N)
     e = len(EDGE_PRICES)
     Nj, Ki, Ni = N[None, :], K[:, None], N[:, None]
     off = ~np.eye(m, dtype=bool) & (Ki > 0)
-    for gain in GAINS.values():
+    # the sqrt gain and one generic gain a batch, in turn by the market's data (the generic
+    # gains share Gain.thresholds' root finder; each solve costs ~200 calls of numpy)
+    generic = [g for g in GAINS.values() if not isinstance(g, ipfl.SqrtGain)]
+    chosen = [g for g in GAINS.values() if isinstance(g, ipfl.SqrtGain)] + \
+        [generic[int(N.sum()) % len(generic)]]
+    buyers = np.flatnonzero(K > 0)
+    i = int(buyers[0]) if len(buyers) else 0
+    j = 1 if i == 0 else 0
+    for gain in chosen:
         first = np.broadcast_to(gain.value(Nj, Ki, Ni), (m, m))
         limit = np.broadcast_to(gain.marginal_limit(Nj, Ki, Ni), (m, m))
         P = np.stack([np.zeros((m, m)), first, np.nextafter(first, INF),
@@ -615,12 +624,14 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         gaps.add("threshold_edges", float(len(bad)),
                  (gain.name, EDGE_PRICES[bad[0][0]], *bad[0][1:].tolist()) if len(bad)
                  else None)
-        # one pair as plain numbers (the public Gain.thresholds broadcasts them)
-        whole = gain.thresholds(P, Nj, Ki, Ni)
-        ends = (0, e - 1)  # away from g_i(N_j), which one number may round differently
-        one = [gain.thresholds(float(P[k, 0, 1]), float(N[1]), float(K[0]), float(N[0]))
+        # one pair (a buyer's) as plain numbers (the public Gain.thresholds broadcasts them),
+        # away from g_i(N_j), which one number may round differently: at the price 0, and
+        # for the sqrt gain's closed form at half of g_i(N_j)
+        ends = ((0, e - 1) if isinstance(gain, ipfl.SqrtGain) else (0,)) if len(buyers) \
+            else ()
+        one = [gain.thresholds(float(P[k, i, j]), float(N[j]), float(K[i]), float(N[i]))
                for k in ends]
-        wrong = sum(np.shape(x) != () or not _same_root(float(x), float(whole[k, 0, 1]))
+        wrong = sum(np.shape(x) != () or not _same_root(float(x), float(T[k, i, j]))
                     for k, x in zip(ends, one, strict=True))
         gaps.add("threshold_one_pair", float(wrong), gain.name if wrong else None)
         # no pairs at all: an empty answer of the input's shape
