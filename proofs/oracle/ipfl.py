@@ -201,8 +201,16 @@ def threshold(g: Gain, Ki: float, Ni: float, Nj: float, P: float,
         return 0.0, 0.0
     if kind == "inf":
         return INF, INF
+    return _root_bracket(lambda T: marginal(g, Ki, Ni, T, Nj) > P, Nj)
+
+
+def _root_bracket(above, Nj: float) -> tuple[float, float]:
+    """The root T >= N_j of Box 2's left side (falling with T) at a price, ``above(T)``
+    telling whether the left side is still above the price at T: the bracket [N_j, 2 N_j]
+    doubled until it holds the root, then halved until no float lies between its ends;
+    (inf, inf) past 1e300."""
     lo, hi = Nj, 2.0 * Nj
-    while marginal(g, Ki, Ni, hi, Nj) > P:
+    while above(hi):
         lo, hi = hi, 2.0 * hi
         if hi > 1e300:
             return INF, INF
@@ -210,7 +218,7 @@ def threshold(g: Gain, Ki: float, Ni: float, Nj: float, P: float,
         mid = lo + (hi - lo) / 2.0
         if not lo < mid < hi:
             return lo, hi
-        if marginal(g, Ki, Ni, mid, Nj) > P:
+        if above(mid):
             lo = mid
         else:
             hi = mid
@@ -230,19 +238,7 @@ def sqrt_threshold(Ki: float, Ni: float, Nj: float, P: float) -> tuple[float, fl
         sa, sb = math.sqrt(a), math.sqrt(b)
         return rk * Nj / (sa * sb * (sa + sb)) > P
 
-    lo, hi = Nj, 2.0 * Nj
-    while above(hi):
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e300:
-            return INF, INF
-    while True:
-        mid = lo + (hi - lo) / 2.0
-        if not lo < mid < hi:
-            return lo, hi
-        if above(mid):
-            lo = mid
-        else:
-            hi = mid
+    return _root_bracket(above, Nj)
 
 
 def solves(g: Gain, Ki: float, Ni: float, Nj: float, P: float, T: float,
