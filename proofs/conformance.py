@@ -271,14 +271,16 @@ def _check_sqrt_threshold(gaps, g, Ki, Ni, Nj, P, T, where) -> None:
     :data:`SQRT_XTOL` of N_i + T (the closed form is exact to rounding: at most 1.1e-15 of it
     on 20,000 pairs, q from 1e7 to 1e13). Checked there only (the oracle's bisection is
     Python: a few thousand pairs a row)."""
-    if not math.isfinite(T) or oipfl.threshold_kind(g, Ki, Ni, Nj, P) != "root":
+    if oipfl.threshold_kind(g, Ki, Ni, Nj, P) != "root":
         return
     if 4.0 * math.sqrt(Ki) / (P * math.sqrt(Nj)) <= SQRT_Q_MIN:
         return
     lo, hi = oipfl.sqrt_threshold(Ki, Ni, Nj, P)
     if not math.isfinite(hi):
         return
-    off = (T - hi if T > hi else lo - T if T < lo else 0.0) / (Ni + hi)
+    # a finite root answered inf or NaN is off by everything
+    off = INF if not math.isfinite(T) else \
+        (T - hi if T > hi else lo - T if T < lo else 0.0) / (Ni + hi)
     gaps.add("thresholds_sqrt", max(0.0, off - SQRT_XTOL) / SQRT_XTOL,
              where if off > SQRT_XTOL else None)
 

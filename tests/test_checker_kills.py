@@ -304,6 +304,11 @@ _CAUGHT = [
     pytest.param(gains, "_sqrt_roots", "v_big = v0 + 1.0 / (3.0 * v0 * v0 * v0)",
                  "v_big = v0 + 1.0 / (3.0 ** v0 * v0 * v0)", (), "local", "conforms", 50,
                  id="1b232cc240"),
+    # the asymptote's v0 with a floor division (0 for tiny prices: v0 inf, the threshold
+    # inf where the root is finite)
+    pytest.param(gains, "_sqrt_roots", "np.broadcast_to(np.cbrt(price), shape)[big] *",
+                 "np.broadcast_to(np.cbrt(price), shape)[big] //", (), "local", "conforms", 50,
+                 id="b52f708cd0"),
     # one market's welfare handed back as a 0-d array (np.ndim(out) < 0), not the float
     # ipfl.welfare documents
     pytest.param(sys.modules["mechanisms.ipfl.money"], "welfare", "if np.ndim(out) == 0 else",
