@@ -261,6 +261,7 @@ def _check_threshold(gaps, g, Ki, Ni, Nj, P, T, mode, others, where, limit) -> N
 
 SQRT_Q_MIN = 1e8
 SQRT_XTOL = 1e-14
+SUBNORMAL = 2.2250738585072014e-308  # the least normal float64
 
 
 def _check_sqrt_threshold(gaps, g, Ki, Ni, Nj, P, T, where) -> None:
@@ -270,9 +271,10 @@ def _check_sqrt_threshold(gaps, g, Ki, Ni, Nj, P, T, where) -> None:
     cancellation-free root (:func:`proofs.oracle.ipfl.sqrt_threshold`) to
     :data:`SQRT_XTOL` of N_i + T (the closed form is exact to rounding: at most 1.1e-15 of it
     on 20,000 pairs, q from 1e7 to 1e13). Checked there only (the oracle's bisection is
-    Python: a few thousand pairs a row)."""
-    if oipfl.threshold_kind(g, Ki, Ni, Nj, P) != "root":
-        return
+    Python: a few thousand pairs a row), at normal prices (a subnormal one, as the type
+    space's edge values give, has too few bits for 1e-14)."""
+    if P < SUBNORMAL or oipfl.threshold_kind(g, Ki, Ni, Nj, P) != "root":
+        return  # a subnormal price carries fewer bits than the tolerance asks
     if 4.0 * math.sqrt(Ki) / (P * math.sqrt(Nj)) <= SQRT_Q_MIN:
         return
     lo, hi = oipfl.sqrt_threshold(Ki, Ni, Nj, P)

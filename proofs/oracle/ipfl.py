@@ -236,7 +236,7 @@ def sqrt_threshold(Ki: float, Ni: float, Nj: float, P: float) -> tuple[float, fl
     def above(T):  # the left side > P
         a, b = Ni + T - Nj, Ni + T
         sa, sb = math.sqrt(a), math.sqrt(b)
-        return rk * Nj / (sa * sb * (sa + sb)) > P
+        return rk * Nj / (sa * sb) / (sa + sb) > P  # no overflow below T = 1e300
 
     return _root_bracket(above, Nj)
 
