@@ -312,7 +312,7 @@ _CAUGHT = [
     # the baselines' support as a floor division of booleans: the same support, and a
     # RuntimeWarning (divide by zero) on every call; the ledger must be silent
     pytest.param(sys.modules["mechanisms.ipfl.money"], "baseline_support",
-                 "support = (W != 0) & ~np.eye", "support = (W != 0) // ~np.eye", (mipfl,),
+                 "support = (W != 0) & ~np.eye", "support = (W != 0) // ~np.eye", (),
                  "box2", "conforms", 50, id="bcb00a3006"),
     # one market's welfare handed back as a 0-d array (np.ndim(out) < 0), not the float
     # ipfl.welfare documents
