@@ -641,6 +641,14 @@ def score_checker(copy: Path, base: dict, m: Generated) -> dict:
         x = bad[0]
         out.update(status="timeout" if x["rc"] == "timeout" else "killed", by=x["row"],
                    rc=x["rc"], verdicts=x.get("verdicts"), error=x.get("error"))
+        if x["rc"] != "timeout" and x["row"] in limits:
+            # a kill counts once it happens again: the row run alone a second time on the
+            # mutant (a row with a time limit of its own can fail once under load: the
+            # contains_rules rows' rules sleeping past 0.05 s); otherwise an error to retry
+            again = run_rows(copy, base["command"], [x["row"]],
+                             {x["row"]: limits[x["row"]]})
+            if not any(y.get("rc") not in (0, None) for y in again):
+                out.update(status="error", why="kill not reproduced")
     else:
         out["status"] = "survived"
     out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -680,11 +688,29 @@ def score_tests(copy: Path, base: dict, m: Generated) -> dict:
     out = {"status": status, "tests": len(ids), "seconds": seconds, "rc": proc.returncode}
     if failed:
         out["by"] = failed[0]
+        if status == "killed" and not _fails_again(copy, failed[0], limit):
+            # not reproduced (a test timing itself under load): an error to retry
+            out.update(status="error", why="kill not reproduced")
     elif status == "killed" and "while loading conftest" in text:
         out["by"] = "tests/conftest.py (import)"
     if status == "error":
         out["error"] = text.strip().splitlines()[-3:]
     return out
+
+
+def _fails_again(copy: Path, test: str, limit: float) -> bool:
+    """Whether ``test`` (a node id) fails again, run alone on the mutant in ``copy``: a kill
+    of the tests engine counts once it happens twice."""
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p",
+           "no:randomly", test]
+    proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=_dies_with_us())
+    try:
+        return proc.wait(timeout=limit) != 0
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return True
 
 
 def incompetent(text: str, mutated: str | None, path: str) -> str | None:

@@ -418,3 +418,40 @@ def test_the_tests_can_run_only_where_the_checker_did_not_kill(gm, money, tmp_pa
     assert got == []  # without the flag every mutant needs both engines
     rows[0]["tests"] = {"status": "killed"}  # a kill of the checker with a tests result
     assert gm.tally({"mutants": rows, "equivalents": {}})["tests_after_checker"] is False
+
+
+def test_a_kill_counts_once_it_happens_again(gm, money, tmp_path, monkeypatch):
+    """A row (test) that fails once and passes when run again on the same mutant (a time
+    limit missed under load) is an error to retry, not a kill; one that fails again kills."""
+    m = money[0]
+    base = {"command": "standard", "rows": ["a/x", "b/y"], "seconds": [1.0, 2.0],
+            "passes": [True] * 2, "lines": {m.path: {str(m.span[0]): [0, 1]}}}
+    runs = []
+
+    def failing_once(copy, command, rows, limits=None, stop=True, **kw):
+        runs.append(list(rows))
+        return [{"row": r, "rc": 1 if r == "b/y" and len(runs) == 1 else 0} for r in rows]
+
+    monkeypatch.setattr(gm, "run_rows", failing_once)
+    got = gm.score_checker(Path("."), base, m)
+    assert runs == [["a/x", "b/y"], ["b/y"]], runs
+    assert got["status"] == "error" and got["why"] == "kill not reproduced", got
+    monkeypatch.setattr(gm, "run_rows", lambda copy, command, rows, limits=None, **kw: [
+        {"row": r, "rc": 1 if r == "b/y" else 0} for r in rows])
+    assert gm.score_checker(Path("."), base, m)["status"] == "killed"
+
+    copy = tmp_path / "copy"
+    (copy / "tests").mkdir(parents=True)
+    flag = tmp_path / "ran"
+    (copy / "tests" / "test_flaky.py").write_text(
+        "from pathlib import Path\n\n\ndef test_x():\n"
+        f"    flag = Path({str(flag)!r})\n"
+        "    first = not flag.exists()\n    flag.write_text('1')\n    assert not first\n")
+    (copy / "tests" / "test_bad.py").write_text("def test_y():\n    assert False\n")
+    base = {"tests": ["tests/test_flaky.py::test_x"], "seconds": [0.1], "passes": [True],
+            "lines": {m.path: {str(m.span[0]): [0]}}}
+    got = gm.score_tests(copy, base, m)
+    assert got["status"] == "error" and got["why"] == "kill not reproduced", got
+    base["tests"] = ["tests/test_bad.py::test_y"]
+    got = gm.score_tests(copy, base, m)
+    assert got["status"] == "killed" and got["by"] == "tests/test_bad.py::test_y", got
