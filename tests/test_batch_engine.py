@@ -807,13 +807,20 @@ def test_conforms_finds_a_fault_of_the_large_q_branch_only_with_the_cheap_data_m
         monkeypatch):
     """Generated mutants 0384171072 and 203e0b0528 (the branch's v0 + 1/(3 v0^3) miswritten)
     survived every row: the plain draw never reaches the branch. With the markets, conforms
-    finds a fault planted there (local, seed 0, 20,000 markets); on the plain draw alone it
-    does not."""
+    finds a fault planted there (local, seed 0, 20,000 markets). Since 50d748e conforms also
+    places tiny prices on every batch (proofs.conformance's tiny-price gaps), so the plain
+    draw's first batch finds it too; without those placed prices, the plain draw alone does
+    not (4,000 markets): the markets and the placed prices each reach the branch."""
+    from proofs import conformance
+
     _big_fault(monkeypatch)
     r = check(SUBJECTS["local"], PROPERTIES["conforms"], max_examples=20_000, seed=0,
               engine="batch")
     assert r.verdict == "counterexample" and r.counterexample.rerun() > 0
     sampler = IpflSampler(IpflSpec(liar="any", gains=GAINS_ORDER, modes=ipfl.MODES))
     hook = PROPERTIES["conforms"].batch(SUBJECTS["local"])
+    first = next(iter(sampler.draw(np.random.default_rng(0), 4000)))
+    assert (np.asarray(hook(sampler.bulk_input(first))[0]) > 0).any()
+    monkeypatch.setattr(conformance, "_tiny_price_gaps", lambda gaps, N, K: None)
     for d in sampler.draw(np.random.default_rng(0), 4000):
         assert (np.asarray(hook(sampler.bulk_input(d))[0]) <= 0).all()
