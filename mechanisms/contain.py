@@ -296,6 +296,12 @@ _foreign: dict = {}  # the SIGALRM handler and timer found when the first limit 
 _AGAIN = 0.05  # s: the alarm rings again this often once a limit has passed, until its
 # owner has stopped (a rule that catches BaseException and goes on is stopped again)
 _EARLY = 1e-3  # s: a timer that rings this close to a deadline counts it as passed
+_due = math.inf  # the monotonic time our timer was last set to ring at (inf: not set)
+
+
+def _set_due(when: float) -> None:
+    global _due
+    _due = when
 
 
 def can_interrupt() -> bool:
@@ -340,11 +346,15 @@ class Limit:
             if not _limits:
                 if _collecting not in gc.callbacks:
                     gc.callbacks.append(_collecting)
-                handler = signal.signal(signal.SIGALRM, _ring)
+                # the timer found stopped before our handler is in: a ring of its that
+                # comes now still finds its own handler
                 left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+                handler = signal.getsignal(signal.SIGALRM)
                 _foreign.clear()
                 _foreign.update(handler=handler, interval=interval, rung=False,
-                                deadline=time.monotonic() + left if left else None)
+                                deadline=time.monotonic() + left if left else None,
+                                unsure=not left and callable(handler))
+                signal.signal(signal.SIGALRM, _ring)
             _limits.append(self)
             self.armed = True
             _arm()
@@ -358,9 +368,16 @@ class Limit:
             _limits.remove(self)
             if _limits:
                 _arm()
-            else:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                _drop_pending_alarm()  # ours, held back: never the old handler's
+                return False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _set_due(math.inf)
+            _foreign["unsure"] = False  # a ring from now on is ours, late
+            _drop_pending_alarm()  # ours, held back: never the old handler's
+        # SIGALRM let through with our handler still in: a late ring of ours that another
+        # thread took reaches _ring here (the timer found's handler, if its time has come),
+        # not the handler put back below, which would then ring twice
+        with _blocked():
+            if not _limits:
                 old = _foreign.get("handler")
                 signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
                 if _foreign.get("deadline") is not None and not _foreign["rung"]:
@@ -413,13 +430,23 @@ def _arm() -> None:
     if any(lim.expired and (lim.anywhere or _running) for lim in _limits):
         times.append(now + _AGAIN)
     if times:
-        signal.setitimer(signal.ITIMER_REAL, max(min(times) - now, _EARLY))
+        wait = max(min(times) - now, _EARLY)
+        _set_due(now + wait)
+        signal.setitimer(signal.ITIMER_REAL, wait)
     else:
+        _set_due(math.inf)
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _ring(signum, frame):
     now = time.monotonic()
+    if now < _due - _EARLY and _foreign.get("unsure"):
+        # not our timer's ring (nothing of ours is due): the timer found, which had no time
+        # left as the first limit started, rang in that moment and its ring (taken by
+        # another thread, or held back) comes only now. Its handler gets it, once.
+        _foreign["unsure"] = False
+        _call_foreign(signum, frame)
+        return
     for lim in _limits:
         if now >= lim.deadline - _EARLY:
             lim.expired = True
@@ -433,15 +460,28 @@ def _ring(signum, frame):
     fdl = _foreign.get("deadline")
     if fdl is not None and not _foreign["rung"] and now >= fdl - _EARLY:
         _foreign["rung"] = True
-        _arm()
         handler = _foreign["handler"]
         if callable(handler):
-            handler(signum, frame)
-        elif handler == signal.SIG_DFL:  # what the timer would have done: end the process
+            _call_foreign(signum, frame)
+            return
+        _arm()
+        if handler == signal.SIG_DFL:  # what the timer would have done: end the process
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGALRM)
         return
     _arm()
+
+
+def _call_foreign(signum, frame) -> None:
+    """The timer found's handler, called for its ring with our timer stopped: a limit that
+    passes meanwhile stops what runs once the handler has returned, never cutting the
+    handler short (a stop raised in its first line would lose the ring). Ours is set again
+    after, whatever the handler does."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        _foreign["handler"](signum, frame)
+    finally:
+        _arm()
 
 
 def rule_timed_out(exc: TimeUp, seconds: float, what: str = "time_limit") -> RuleTimedOut:
