@@ -51,6 +51,14 @@ def test_exact_reports_its_method(five):
     assert out.exact_methods == {"enumeration": 4, "none": 1}  # client 2 is a pure seller
 
 
+def test_exact_s_result_type_is_public(five):
+    """``ipfl.exact`` returns an ``ipfl.ExactSelection`` (importable from the package, as
+    its reference documents, not only from mechanisms.ipfl.selection)."""
+    P = ipfl.paper_prices(five, D5)
+    found = ipfl.exact(five, P, ipfl.thresholds(five, D5, prices=P))
+    assert isinstance(found, ipfl.ExactSelection) and "ExactSelection" in ipfl.__all__
+
+
 def test_exact_reports_every_method_its_buyers_used(five, monkeypatch):
     """Outcome.method of rule "exact" names the methods its buyers used, joined by "+" in
     sorted order, "none" (nothing to search) left out: with the time budget spent before
