@@ -698,7 +698,7 @@ def _field(res, name) -> np.ndarray:
         return np.asarray(np.nan)
 
 
-def _work_excess(res, one_sided, posted: bool) -> np.ndarray:
+def _work_excess(res, one_sided, posted: bool, games=None) -> np.ndarray:
     """Per game, how far the root finder's reported work exceeds its documented bound
     (relative to the bound; 0 within it), inf where a count is missing, NaN or negative:
     every search within the proven bound, iterations <= ROOT_BISECTION_EVERY x (halvings +
@@ -707,7 +707,9 @@ def _work_excess(res, one_sided, posted: bool) -> np.ndarray:
     within the measured ONE_SIDED_ROOT_STEPS x (halvings + ROOT_HALVING_SLACK); a binding
     game searched at least once; a posted price's bracket doubled at most
     max(0, ceil(log2 p)) + 1 times (p the calibrated scale: the bracket [0, 2^d] stops
-    doubling at the first end above the root, so 2^(d-1) < p up to the root's rounding)."""
+    doubling at the first end above the root, so 2^(d-1) < p up to the root's rounding);
+    an equilibrium's polish never doubled (:data:`POLISH_DOUBLINGS`) and, with ``games``,
+    its ``root_halvings`` no more than the spec's bracket needs (:func:`_spec_halvings`)."""
     it, h = _field(res, "root_iterations"), _field(res, "root_halvings")
     pit, ph = _field(res, "polish_iterations"), _field(res, "polish_halvings")
     doublings = _field(res, "doublings")
@@ -727,14 +729,46 @@ def _work_excess(res, one_sided, posted: bool) -> np.ndarray:
             bad |= ~(p > 0)
         else:
             excess = np.maximum(excess, np.where(~one_sided & (it < 1), 1.0, 0.0))
+            # the equilibrium's polish never doubled (xtol = 0: proven, cpl.solve_batch)
+            excess = np.maximum(excess, doublings - POLISH_DOUBLINGS)
+            if games is not None:
+                excess = np.maximum(excess, np.where(
+                    one_sided, 0.0, h - _spec_halvings(games, _field(res, "multiplier"))))
     return np.where(bad | np.isnan(excess), np.inf, np.maximum(excess, 0.0))
+
+
+_EPS = np.finfo(float).eps
+POLISH_DOUBLINGS = 0
+"""How often :func:`mechanisms.cpl.solve_batch` (xtol = 0) may double the polish's bracket:
+never (the proof in its docstring: the search in mu leaves the root within a few ulps, the
+polish starts 64 eps mu wide on each side). Measured 0 on 721,480 binding games."""
+
+
+def _spec_halvings(games, multiplier) -> np.ndarray:
+    """Per game, the halvings a plain bisection needs from the bracket of the spec (the
+    oracle's :func:`proofs.oracle.cpl.mu_bracket`: every client at q_min below it, at q_max
+    above it) to the solver's stopping width 4 eps mu* (mu* = 1/lambda*), each end of the
+    ratio given the rounding of the two brackets' arithmetic (8 eps of the ends, 1e-9 of
+    mu*): what ``root_halvings`` may be at most. The work bound counts from the first
+    bracket; one wider than the spec's (mu_hi with 5 c q_max^3 / K for 4: generated mutant
+    0c4cd2228e, 1.5e-8 relative in q, up to 9 iterations more) hides work behind halvings of
+    its own making. inf where no root was sought (no K_n > 0 or no finite mu*)."""
+    out = np.full(games.size, np.inf)
+    mu = 1.0 / np.broadcast_to(np.asarray(multiplier, float), (games.size,))
+    K = games.K
+    for k in np.flatnonzero(np.isfinite(mu) & (mu > 0) & (K > 0).any(axis=1)):
+        lo, hi = ocpl.mu_bracket(games.c[k].tolist(), games.v[k].tolist(), K[k].tolist(),
+                                 float(games.q_min[k]), games.q_max[k].tolist())
+        width = hi - lo + 8 * _EPS * (abs(lo) + abs(hi))
+        out[k] = max(0.0, np.ceil(np.log2(width / (4 * _EPS * mu[k] * (1 - 1e-9)))))
+    return out
 
 
 def _work_solver(games, eq):
     """``cpl_work_bound`` of the solver's answer ``eq`` (a BatchEquilibrium, or the info of
     one game's): (violation, effective, discriminating), every game."""
     one_sided = np.asarray(eq.slack, bool) | np.asarray(eq.degenerate, bool)
-    out = _work_excess(eq, one_sided, posted=False)
+    out = _work_excess(eq, one_sided, posted=False, games=games)
     every = np.ones(games.size, bool)
     return out, every, every
 
@@ -786,13 +820,15 @@ class _Work:
     scale: np.ndarray
     slack: np.ndarray
     degenerate: np.ndarray
+    multiplier: np.ndarray
 
 
 def _work_of(eq) -> _Work:
     info = getattr(eq, "info", None) or {}
     status = getattr(eq, "status", None)
     return _Work(*(_num(info.get(name)) for name in cpl.WORK_FIELDS), _num(info.get("p")),
-                 np.array([status == "slack"]), np.array([status == "degenerate"]))
+                 np.array([status == "slack"]), np.array([status == "degenerate"]),
+                 _num(getattr(eq, "multiplier", None)))
 
 
 def _work_violation(subject, case):

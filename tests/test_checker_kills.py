@@ -1044,6 +1044,30 @@ _WORK = [
     pytest.param(cbatch, "posted_pricing_batch", "hi = np.where(short, 2.0 * hi, hi)",
                  "hi = np.where(short, 1.5 * hi, hi)", "cpl-uniform", "cpl_work_bound",
                  id="slow-bracket"),
+    # the equilibrium's polish doubling its bracket while it already holds the root
+    # (generated mutant 46197fd056: `<<` for `&` makes the doubling test true exactly where
+    # it should be false; 60 doublings on every binding game, its bracket 2^60 wider and up
+    # to 316 polish iterations instead of 175, answers within the spend's rounding) or
+    # starting the polish from a bracket narrower than documented: the polish is proven never
+    # to double with xtol = 0 (cpl.solve_batch), so any doubling is work the proof rules out
+    pytest.param(cbatch, "solve_games", "grow = binding & ~((f_lo <= 0) & (f_hi >= 0))",
+                 "grow = binding & ~((f_lo <= 0) << (f_hi >= 0))", "cpl-bisection",
+                 "cpl_work_bound", id="46197fd056"),
+    pytest.param(cbatch, "solve_games", "width = 64 * _EPS * np.abs(mu)",
+                 "width = 0.5 * _EPS * np.abs(mu)", "cpl-bisection", "cpl_work_bound",
+                 id="narrow-polish"),
+    # the search in mu starting from a bracket wider than the spec's (every client at q_min
+    # to every client at q_max): the work bound counts halvings from the first bracket, so
+    # these stay within it while doing more work (generated mutant 0c4cd2228e, 5 c q^3 / K
+    # at the top: up to 9 iterations more, q moved by up to 1.5e-8 within the spend's
+    # rounding); root_halvings is held to what the spec's bracket needs (the oracle's)
+    pytest.param(cbatch, "solve_games", "v + 4.0 * c * q_max**3 / K, -np.inf",
+                 "v + 5.0 * c * q_max**3 / K, -np.inf", "cpl-bisection", "cpl_work_bound",
+                 id="0c4cd2228e"),
+    pytest.param(cbatch, "solve_games",
+                 "mu_lo = np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), axis=-1)",
+                 "mu_lo = 0.5 * np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), "
+                 "axis=-1)", "cpl-bisection", "cpl_work_bound", id="low-bracket"),
     # branch-and-bound pruning only where the bound reaches best * tol (about 0; generated
     # mutant ce04a3e2a5: exact/one_path 17 s instead of 2.7 s, the same answers), or where
     # it beats the incumbent by 5 % of |phi|: the full tree, up to the node limit (15-40 CPU

@@ -118,7 +118,9 @@ class BatchEquilibrium:
     equilibrium's polish in the shifted variable (0 for a posted price); ``doublings``: how
     often the bracket was doubled before its search (a posted price's upper end for p, the
     polish's bracket). Their bounds: :data:`ROOT_HALVING_SLACK` (proven),
-    :data:`ONE_SIDED_ROOT_STEPS` (measured)."""
+    :data:`ONE_SIDED_ROOT_STEPS` (measured); an equilibrium's polish is never doubled with
+    ``xtol`` = 0 (proven: :func:`solve_batch`), and ``root_halvings`` counts from the
+    bracket of mu where every client sits at q_min to where every client sits at q_max."""
 
     q: np.ndarray
     prices: np.ndarray
@@ -267,6 +269,21 @@ def _root(f, lo, hi, flo, fhi, *, xtol: float = 0.0, max_iter: int = 400):
 
 def solve_batch(games: GameBatch, *, xtol: float = 0.0) -> BatchEquilibrium:
     """The Stackelberg equilibrium of every game (the ``"bisection"`` solver).
+
+    The search in mu starts from the bracket [mu_lo, mu_hi], mu_lo = min_n (v_n + 4 c_n
+    q_min^3 / K_n) (below it every client sits at q_min) and mu_hi = max_n (v_n + 4 c_n
+    q_max_n^3 / K_n) (above it every client sits at q_max_n), over the clients with K_n > 0;
+    ``root_halvings`` counts from it. The polish in s (q_n = cbrt(K_n (d_n + s) / 4 c_n),
+    d_n = mu - v_n) starts from [-64 eps mu, 64 eps mu] and, with ``xtol`` = 0, is never
+    doubled (``doublings`` 0; proven): the search in mu stopped with a bracket [lo, hi] of
+    width <= 4 eps max(|lo|, |hi|) and f(lo) <= 0 <= f(hi) (or f(mu) = 0); every step of the
+    spend is monotone under rounding (d + s, the cube root, the clip, 2 c q^2 and -v K / q,
+    the sum), and d_n + s differs from lo - v_n (hi - v_n) by at most 2 eps mu at s = lo - mu
+    - 2 eps mu (hi - mu + 2 eps mu) wherever it matters (a client with v_n > 2 mu sits at
+    q_min either way), so the spend excess is <= 0 there (>= 0), both points inside the
+    polish's first bracket. Measured: no doubling on 721,480 binding games (every CPL sampler
+    of the checker, 100,000 draws each, seed 2). A positive ``xtol`` stops the search in mu
+    at a width up to xtol: about log2(xtol / (64 eps mu)) doublings more.
 
     ``xtol``: an absolute tolerance on mu = 1/lambda (default 0: to a few ulps). A game whose
     K_n are all 0 is degenerate: the bound is 0 whatever q is, and the floor q_min (the least

@@ -23,6 +23,7 @@ __all__ = [
     "client_utilities",
     "equilibrium",
     "inverse_price",
+    "mu_bracket",
     "spend",
     "spend_scale",
     "unbiased_aggregate",
@@ -130,6 +131,17 @@ def _q_of_mu(mu: float, c, v, K, q_min: float, q_max) -> list[float]:
     return out
 
 
+def mu_bracket(c, v, K, q_min: float, q_max) -> tuple[float, float]:
+    """The bracket of mu = 1/lambda where the budget's root lies (spec "Solvers",
+    bisection): q_n(mu) sits at q_min for mu <= v_n + 4 c_n q_min^3 / K_n and at q_max_n for
+    mu >= v_n + 4 c_n q_max_n^3 / K_n (K_n > 0; a client with K_n = 0 sits at q_min for every
+    mu), so every client sits at q_min below the least of the first and at its q_max above
+    the largest of the second. Needs some K_n > 0."""
+    pos = [k for k in range(len(c)) if K[k] > 0.0]
+    return (min(v[k] + 4.0 * c[k] * q_min ** 3 / K[k] for k in pos),
+            max(v[k] + 4.0 * c[k] * q_max[k] ** 3 / K[k] for k in pos))
+
+
 def _spend_of(q, c, v, K) -> float:
     """S = sum_n [2 c_n q_n^2 - v_n K_n / q_n]: the budget the inverse prices of q use."""
     return math.fsum(2.0 * c[n] * q[n] * q[n] - v[n] * K[n] / q[n] for n in range(len(q)))
@@ -163,7 +175,7 @@ def equilibrium(c, v, K, q_min: float, q_max, B: float) -> dict:
     if _spend_of(floor, c, v, K) > B:
         return answer("infeasible", floor, math.nan)
     lo = 0.0
-    hi = max(v[k] + 4.0 * c[k] * q_max[k] ** 3 / K[k] for k in range(n) if K[k] > 0.0)
+    hi = mu_bracket(c, v, K, q_min, q_max)[1]
     while True:
         mid = lo + (hi - lo) / 2.0
         if not lo < mid < hi:
