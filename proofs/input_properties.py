@@ -969,6 +969,20 @@ def _huge_game():
     return cpl.Game(a=np.ones(n), G=np.ones(n), c=np.ones(n), v=np.zeros(n), budget=1e9)
 
 
+def _last_two(case, value):
+    """The game's q_max per client (q_max = 1) with its last two entries ``value`` (one
+    client: its only entry)."""
+    out = np.ones(case.game.n)
+    out[-2:] = value
+    return out
+
+
+def _names_entry_of_last_two(case, msg):
+    """A refusal names the first of the last two entries (``entry k is``), the first of the
+    two out of range."""
+    return f"entry {max(case.game.n - 2, 0)} is " in msg
+
+
 def _wrong_shape_over_arrays(games):
     return np.ones((games.size, games.n + 1))
 
@@ -1046,11 +1060,17 @@ CPL_FAULTS = (
     Fault("R", "below 1", lambda s, c: _game(c, R=0.5)),
     Fault("q_min", "0", lambda s, c: _game(c, q_min=0.0)),
     Fault("q_min", "above 1", lambda s, c: _game(c, q_min=1.5)),
-    Fault("q_max", "above 1", lambda s, c: _game(c, q_max=1.5)),
-    Fault("q_max", "below q_min", lambda s, c: _game(c, q_max=c.game.q_min / 2)),
-    Fault("q_max", "of the wrong length (one more, one fewer: one entry for two clients is "
-                   "refused, not broadcast)",
-          each(lambda c: (c.game.n + 1, c.game.n - 1),
+    # q_max out of range in its last two entries (one client: its only one): the refusal
+    # names the first of them (generated mutants d1b729fddf and 36cbff9a1f named entry 0 or
+    # the last; a scalar q_max, every entry out of range, hid both)
+    Fault("q_max", "above 1 (the last two entries; the refusal names the first of them)",
+          lambda s, c: _game(c, q_max=_last_two(c, 1.5)), says=_names_entry_of_last_two),
+    Fault("q_max", "below q_min (the last two entries; the refusal names the first of them)",
+          lambda s, c: _game(c, q_max=_last_two(c, c.game.q_min / 2)),
+          says=_names_entry_of_last_two),
+    Fault("q_max", "of the wrong length (one more, one fewer, and one entry for two or more "
+                   "clients: refused, not broadcast)",
+          each(lambda c: (c.game.n + 1, c.game.n - 1) + ((1,) if c.game.n > 2 else ()),
                lambda s, c, n: _game(c, q_max=np.ones(n)))),
     Fault("q_max", "text", lambda s, c: _game(c, q_max="all")),
     Fault("budget", "below the spend at q_min, to the subject",
@@ -1101,9 +1121,12 @@ CPL_FAULTS = (
               [c.game, cpl.Game(a=[1.0] * _wrong_n(c.game), G=[1.0] * _wrong_n(c.game),
                                 c=[1.0] * _wrong_n(c.game), v=[0.0] * _wrong_n(c.game),
                                 budget=1.0)])),
+    # solve_batch's games by keyword, as its signature allows (generated mutant 1e4224b12c,
+    # `games, /, xtol`, refused it)
     Fault("budget", "below the spend at q_min, in a batch, after a feasible game (the "
                     "refusal names game 1)",
-          lambda s, c: cpl.solve_batch(_batch_of(c, c.game.budget, _infeasible(c).budget)),
+          lambda s, c: cpl.solve_batch(games=_batch_of(c, c.game.budget,
+                                                       _infeasible(c).budget)),
           says=lambda c, msg: "game 1" in msg),
     # posted_pricing_batch's games and shape by keyword, as its signature allows (both are
     # positional-or-keyword)
@@ -1191,14 +1214,26 @@ def _cpl_answer(subject, case):
 def _cpl_edges(subject, case):
     """Each bound of a Game from inside, accepted: R = 1, q_min = q_max = 1; a GameBatch
     built from arrays of the right shapes (B = 2 games: (2, n) and (2,); (2, 1) where n = 1)
-    is solved; the aggregation's participation probabilities q = 1 (every client always)
-    and 2^-20; the shared validators' bounds (:func:`_shared_checks_inside`)."""
+    is solved, and one whose first game's weights sum past the float range (1e308 each) is
+    normalised game by game as a Game is; the aggregation's participation probabilities
+    q = 1 (every client always) and 2^-20; the shared validators' bounds
+    (:func:`_shared_checks_inside`)."""
     _game(case, R=1.0)
     _game(case, q_min=1.0, q_max=1.0)
     _aggregate(case, q=np.ones(case.game.n))
     _aggregate(case, q=np.full(case.game.n, 2.0**-20))
     _shared_checks_inside()
     cpl.solve_batch(cpl.GameBatch(**_batch_arrays(case, "a", lambda x, n: x)))
+    # weights whose sum overflows (1e308 each) in game 0 of a batch, the game's own in game
+    # 1: each row normalised as one game's (1/n each, and the game's own weights; generated
+    # mutant a5d83c57ce summed the scaled weights without keepdims, numpy's broadcasting
+    # error, or every game divided by the wrong totals where B = n)
+    big = cpl.GameBatch(**_batch_arrays(case, "a", lambda x, n: np.vstack(
+        [np.full(n, 1e308), x[1]])))
+    if not (np.array_equal(big.a[0], np.full(case.game.n, 1.0) / case.game.n)
+            and np.array_equal(big.a[1], np.asarray(case.game.a))):
+        raise AssertionError("a GameBatch normalised weights whose sum overflows otherwise "
+                             "than cpl.Game")
 
 
 EDGE_ANSWER["cpl"] = _cpl_edges

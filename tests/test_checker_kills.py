@@ -230,6 +230,11 @@ _REFUSED = [
     pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
                  "posted_pricing_batch", "shape, *, responses", "shape, /, responses", (mcpl,),
                  id="11d46d0f48"),
+    # solve_batch(games, /, xtol): games= by keyword, which the documented signature
+    # (games, *, xtol) allows, a TypeError
+    pytest.param("cpl", "cpl-bisection", "below the spend at q_min, in a batch", None,
+                 cbatch, "solve_batch", "games: GameBatch, *, xtol", "games: GameBatch, /, xtol",
+                 (mcpl,), id="1e4224b12c"),
 ]
 
 
@@ -252,6 +257,39 @@ def test_a_game_batch_broadcasting_its_fields_is_caught(monkeypatch):
     game = sys.modules["mechanisms.cpl.game"]
     monkeypatch.setattr(game.GameBatch, "__post_init__", lambda self: object.__setattr__(
         self, "a", game.normalised_weights(self.a)))
+    assert _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
+
+
+_GAME = sys.modules["mechanisms.cpl.game"]
+
+# (owner, function, before, after): a CPL game's validation off its documentation, each
+# a generated mutant that survived cpl_refuses_bad_input before
+_GAME_INPUTS = [
+    # the refusal of q_max out of range names entry 0 (the mask is all True), or the last
+    # entry out of range, not the first: the faults put it in the last two entries
+    pytest.param(_GAME.Game, "__post_init__", "(q_max < self.q_min))[0]",
+                 "(q_max is not self.q_min))[0]", id="d1b729fddf"),
+    pytest.param(_GAME.Game, "__post_init__", "(q_max < self.q_min))[0]",
+                 "(q_max < self.q_min))[-1]", id="36cbff9a1f"),
+    # the length test by identity (never true): one q_max entry for several clients is
+    # broadcast (numpy's broadcast_to), not refused
+    pytest.param(_GAME.Game, "__post_init__", "q_max.shape != (n,)", "q_max.shape is (n,)",
+                 id="ed03f321ec"),
+    # weights whose sum overflows, scaled, then summed without keepdims: in a batch, numpy's
+    # broadcasting error (or the wrong totals where B = n)
+    pytest.param(_GAME, "normalised_weights",
+                 "keepdims=True))\n        total = a.sum(axis=-1, keepdims=True)",
+                 "keepdims=True))\n        total = a.sum(axis=-1, keepdims=False)",
+                 id="a5d83c57ce"),
+]
+
+
+@pytest.mark.parametrize("owner, name, before, after", _GAME_INPUTS)
+def test_a_game_validated_off_its_documentation_is_caught(monkeypatch, owner, name, before,
+                                                          after):
+    """cpl_refuses_bad_input holds unmutated and finds each (200 examples, seed 0)."""
+    assert not _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
+    plant(monkeypatch, owner, name, before, after)
     assert _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
 
 
