@@ -35,7 +35,8 @@ oracle's own solution of P1' (status, q to 1e-8 relative, prices to 1e-8 of thei
 1/lambda* to 1e-6 where the budget binds, the threshold 1/(3 lambda*)) and, where the budget
 binds, a spend of B to its rounding ((n + 4) eps x the spend's scale: the bisection solves
 1/lambda* to a few ulps); for a built-in posted price one scale p > 0 times its shape
-(1e-12) whose best responses spend exactly B (1e-9).
+(1e-12) whose best responses spend exactly B (1e-9), and :func:`mechanisms.cpl.posted_floor_spend`
+of its shape against the oracle's (1e-9; every fourth game of a batch).
 
 Both engines run the same comparison: one instance through the subject's own ``settle`` /
 ``solve``, a batch through the bulk code (:func:`mechanisms.ipfl.clear_batch`,
@@ -930,7 +931,8 @@ def _cpl_kind(subject) -> tuple[str, str | None]:
 
 
 def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
-             v0: list | None = None, edges: list | None = None) -> Gaps:
+             v0: list | None = None, edges: list | None = None,
+             floor: float | None = None) -> Gaps:
     """Compare one game's answer ``view`` with the oracle (``kind`` from
     :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
     :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1);
@@ -938,7 +940,9 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
     v = 0) returned for the view's prices; ``edges``: pairs (prices, what
     :func:`mechanisms.cpl.best_response` returned for them) at the ends of the float range,
     :func:`_edge_prices`). :func:`mechanisms.cpl.spend_scale` of the view's q is compared with
-    the oracle's sum of the spend's terms' sizes."""
+    the oracle's sum of the spend's terms' sizes. ``floor``: what
+    :func:`mechanisms.cpl.posted_floor_spend` returned for a posted price's shape at its
+    default level (q_min), against :func:`proofs.oracle.cpl.posted_floor_spend`."""
     gaps = Gaps()
     a = np.asarray(game.a, float).tolist()
     G, c, v = (np.asarray(x, float).tolist() for x in (game.G, game.c, game.v))
@@ -1029,6 +1033,13 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
             _close(gaps, "posted_shape", P[k], p * s[k], 1e-12 * abs(p * s[k]), k)
         resp = [ocpl.best_response(c[k], v[k], K[k], P[k], q_min, q_max[k]) for k in range(n)]
         _close(gaps, "posted_budget", ocpl.spend(P, resp), B, CPL_RTOL * max(abs(B), 1.0))
+        if floor is not None:
+            want = ocpl.posted_floor_spend(c, v, K, s, q_min, q_min, q_max)
+            if math.isinf(want) or math.isinf(floor):
+                gaps.add("posted_floor_spend", 0.0 if want == floor else INF, (floor, want))
+            else:
+                _close(gaps, "posted_floor_spend", floor, want,
+                       CPL_RTOL * (1.0 + abs(want)))
     return gaps
 
 
@@ -1052,8 +1063,23 @@ def cpl_conforms(subject, case) -> float:
     view = _view_of_equilibrium(eq)
     edges = [(P.tolist(), np.asarray(cpl.best_response(game, P), float).tolist())
              for P in _edge_prices(game.n)]
-    return cpl_gaps(game, view, _cpl_kind(subject), _aggregated(game, view.q),
-                    _v0(game, view.prices), edges).violation
+    kind = _cpl_kind(subject)
+    return cpl_gaps(game, view, kind, _aggregated(game, view.q), _v0(game, view.prices), edges,
+                    _floor(cpl.GameBatch.from_games([game]), kind, [0])[0]).violation
+
+
+def _floor(games, kind, rows) -> list:
+    """:func:`mechanisms.cpl.posted_floor_spend` of a built-in posted price's shape (the
+    subject's) on the games ``rows`` of a GameBatch (None for the others, and for a subject
+    that is not a built-in posted price)."""
+    out = [None] * games.size
+    if kind[0] == "posted" and len(rows):
+        shape = np.array([_SHAPES[kind[1]](a, G) for a, G in
+                          zip(games.a.tolist(), games.G.tolist(), strict=True)])
+        got = cpl.posted_floor_spend(games, shape)
+        for k in rows:
+            out[k] = float(got[k])
+    return out
 
 
 def _edge_prices(n: int, shape=None) -> tuple:
@@ -1099,11 +1125,13 @@ def _cpl_hook(subject):
         edges = [(P[0].tolist(), np.asarray(cpl.best_response(games, P), float))
                  for P in _edge_prices(games.n, (games.size, games.n))]
         viol = np.empty(games.size)
+        # posted_floor_spend on every fourth game (the oracle's responses: ~0.1 ms a game)
+        floor = _floor(games, kind, range(0, games.size, 4))
         for k in range(games.size):
             game = _game_of(games, k)
             viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
                                v0[k].tolist() if finite[k] else None,
-                               [(P, got[k].tolist()) for P, got in edges]).violation
+                               [(P, got[k].tolist()) for P, got in edges], floor[k]).violation
         # the first game of each batch through the subject's own one-game solve too: the
         # fields only a one-game answer reports (its KKT residual) against the equations
         one = _view_of_equilibrium(subject.solve(games.game(0)))

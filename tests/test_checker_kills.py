@@ -410,6 +410,12 @@ _CAUGHT = [
     # baseline's floor spend too low, budgets drawn above it leave clients on the floor
     pytest.param(cbatch, "posted_floor_spend", "need / shape, np.inf", "need ** shape, np.inf",
                  (mcpl,), "cpl-bisection", "cpl_beats_baselines", 200, id="33d9d2138f"),
+    # cpl.posted_floor_spend's scale 1 (not 0) from a client that reaches the level at any
+    # price: the floor spend of p >= 1 where the least scale is below 1; its value pinned to
+    # the oracle's (cpl_conforms of a posted price)
+    pytest.param(cbatch, "posted_floor_spend", "per = np.where(need <= 0, 0.0,",
+                 "per = np.where(need <= 0, 1.0,", (mcpl,), "cpl-uniform", "cpl_conforms", 200,
+                 id="ebf1d5d29e"),
     # the line search's account of its grid (info["statuses"]): every count 0.0 (/ 1 for
     # + 1); the points over budget counted 0 (+ 0); its multiplier 1 - mu (not 1 / mu)
     pytest.param(cequilibrium, "_linesearch",

@@ -24,6 +24,7 @@ __all__ = [
     "equilibrium",
     "inverse_price",
     "mu_bracket",
+    "posted_floor_spend",
     "spend",
     "spend_scale",
     "unbiased_aggregate",
@@ -99,6 +100,25 @@ def best_response(c: float, v: float, K: float, P: float, q_min: float,
             lo = mid
         else:
             hi = mid
+
+
+def posted_floor_spend(c, v, K, shape, level: float, q_min: float, q_max) -> float:
+    """The spend of the posted price P_n = p s_n at the least scale p >= 0 at which every
+    client's unconstrained best response reaches ``level``: a client's response to P_n
+    increases with P_n and is q at its inverse price P_n(q), so p* = max(0, max_n
+    P_n(level) / s_n) (inf where a client with s_n = 0 needs a positive price; a client with
+    P_n(level) <= 0 reaches it at any p >= 0); the spend sum_n p* s_n q_n(p* s_n) with the
+    clipped best responses (inf where p* is)."""
+    p = 0.0
+    for k in range(len(c)):
+        need = inverse_price(c[k], v[k], K[k], level)
+        if need > 0.0:
+            p = max(p, need / shape[k] if shape[k] > 0.0 else INF)
+    if p == INF:
+        return INF
+    P = [p * x for x in shape]
+    return spend(P, [best_response(c[k], v[k], K[k], P[k], q_min, q_max[k])
+                     for k in range(len(c))])
 
 
 def best_response_v0(c: float, P: float, q_min: float, q_max: float) -> float:
