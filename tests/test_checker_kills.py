@@ -1112,6 +1112,13 @@ _WORK = [
                  "mu_lo = np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), axis=-1)",
                  "mu_lo = 0.5 * np.min(np.where(pos, v + 4.0 * c * q_min**3 / K, np.inf), "
                  "axis=-1)", "cpl-bisection", "cpl_work_bound", id="low-bracket"),
+    # a bracket narrower than its stopping width counted as log2 of their ratio (negative,
+    # -inf for a bracket of width 0), not as 0 halvings (generated mutant 3bf4151221): only
+    # where every client's valuation is far above its bracket (v ~ 2^64 x 4 c q^3 / K), the
+    # games the row derives from every fourth drawn one
+    pytest.param(cbatch, "_root", "np.clip(width0 / stop, 1.0, np.inf)",
+                 "np.clip(width0 / stop, 0.0, np.inf)", "cpl-bisection", "cpl_work_bound",
+                 id="3bf4151221"),
     # branch-and-bound pruning only where the bound reaches best * tol (about 0; generated
     # mutant ce04a3e2a5: exact/one_path 17 s instead of 2.7 s, the same answers), or where
     # it beats the incumbent by 5 % of |phi|: the full tree, up to the node limit (15-40 CPU
