@@ -79,6 +79,8 @@ TIE_TOL = 1e-12  # of the market's scale: subsets this close to the least phi ti
 CPL_RTOL = 1e-9
 CPL_Q_RTOL = 1e-8
 CPL_MU_RTOL = 1e-6
+KKT_MARGIN = 1e-6  # a client this close (relative) to a bound of its box may count as
+# interior or not in cpl.Equilibrium.kkt_residual (the toolkit's band is 1e-9)
 UNRESOLVABLE = 2.0**50  # a threshold root beyond this many N_j may read inf (float noise)
 
 
@@ -890,7 +892,7 @@ class CplView:
     budget_residual: float
     payments: list | None = None
     utilities: list | None = None
-    kkt_residual: float | None = None
+    kkt_residual: float | None = None  # None: not reported by the path; NaN: reported None
 
 
 def _view_of_equilibrium(eq) -> CplView:
@@ -902,7 +904,7 @@ def _view_of_equilibrium(eq) -> CplView:
                    float(eq.objective), float(eq.spent), float(eq.budget_residual),
                    np.asarray(eq.payments, float).tolist(),
                    np.asarray(eq.utilities, float).tolist(),
-                   None if eq.kkt_residual is None else float(eq.kkt_residual))
+                   math.nan if eq.kkt_residual is None else float(eq.kkt_residual))
 
 
 def _views_of_batch_eq(eq) -> list[CplView]:
@@ -1006,12 +1008,23 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
             _close(gaps, "q", q[k], eq["q"][k], CPL_Q_RTOL * eq["q"][k], k)
             size = 2 * c[k] * eq["q"][k] + v[k] * K[k] / eq["q"][k] ** 2
             _close(gaps, "prices", P[k], eq["prices"][k], CPL_Q_RTOL * size, k)
-        if eq["status"] == "binding" and view.kkt_residual is not None:
+        if eq["status"] == "binding" and view.kkt_residual is not None \
+                and math.isnan(view.kkt_residual):
+            # none reported (a one-game Equilibrium's None): only where no client is
+            # interior (a client within KKT_MARGIN of a bound may count either way)
+            inside = [k for k in range(n) if K[k] > 0 and q_min * (1 + KKT_MARGIN) < q[k]
+                      < q_max[k] * (1 - KKT_MARGIN)]
+            gaps.add("kkt_residual", 1.0 if inside else 0.0, ("none reported", inside))
+        elif eq["status"] == "binding" and view.kkt_residual is not None:
             # max over the interior clients of |4 c q^3 / K + v - 1/lambda*| lambda*
             mu = 1.0 / view.multiplier
-            inner = [abs(4.0 * c[k] * q[k] ** 3 / K[k] + v[k] - mu) / mu for k in range(n)
+            inner = [abs(ocpl.kkt_value(c[k], v[k], K[k], q[k]) - mu) / mu for k in range(n)
                      if q_min < q[k] < q_max[k] and K[k] > 0]
-            _close(gaps, "kkt_residual", view.kkt_residual, max(inner, default=0.0), 1e-9)
+            if inner:
+                _close(gaps, "kkt_residual", view.kkt_residual, max(inner), 1e-9)
+            else:  # reported where no client is interior
+                gaps.add("kkt_residual", 1.0, ("reported with no interior client",
+                                               view.kkt_residual))
         if eq["status"] == "binding":
             # the exact solver (xtol = 0: 1/lambda* to a few ulps) spends a binding budget to
             # the rounding of the spend, a sum of n terms of its scale (as cpl_one_path

@@ -371,14 +371,20 @@ def _one_path(g, answer):
                 # its grid's account (info["statuses"]): each point counted once by how its
                 # solve ended (a positive count per status named), the points solved but
                 # over budget beside them (at most the optimal ones); the multiplier it
-                # reports, 1/mu at its q (a median of KKT values, each > 0), positive
+                # reports, 1/mu at its q (a median of KKT values, each > 0), positive and
+                # the oracle's (ocpl.linesearch_multiplier) to 1e-12
                 counts = ls.info.get("statuses", {})
                 ended = sum(x for key, x in counts.items() if key != "over_budget")
+                K = game.K
+                want = ocpl.linesearch_multiplier(game.c.tolist(), game.v.tolist(),
+                                                  K.tolist(), np.asarray(ls.q).tolist())
                 gaps.append(0.0 if (all(type(x) is int and x >= 1 for x in counts.values())
                                     and ended == ls.info.get("grid_points")
                                     and counts.get("over_budget", 0)
                                     <= counts.get("optimal", 0)
-                                    and 0 < ls.multiplier < np.inf) else np.inf)
+                                    and 0 < ls.multiplier < np.inf
+                                    and abs(ls.multiplier - want) <= 1e-12 * want)
+                            else np.inf)
             spent[k] = cpl.spend(game, ls.q)
             ls_bound[k] = cpl.bound(game, ls.q)
             # every grid point solved was kept as a candidate (none ended otherwise, none

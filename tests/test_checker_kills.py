@@ -384,6 +384,16 @@ _CAUGHT = [
                  "4.0 * game.c[interior] * q[interior] ** 3 / game.K[interior]",
                  "4.0 * game.c[interior] - q[interior] ** 3 / game.K[interior]", (),
                  "cpl-bisection", "cpl_conforms", 20, id="59aa552bb7"),
+    # the one-game KKT residual None where clients are interior (their mask emptied: % and
+    # >> of booleans): it was checked only where reported
+    pytest.param(cequilibrium, "_kkt_residual",
+                 "(q > game.q_min * (1 + 1e-9)) & (q < game.q_max * (1 - 1e-9))",
+                 "(q > game.q_min * (1 + 1e-9)) % (q < game.q_max * (1 - 1e-9))", (),
+                 "cpl-bisection", "cpl_conforms", 50, id="7d7d8e29ae"),
+    pytest.param(cequilibrium, "_kkt_residual",
+                 "(q < game.q_max * (1 - 1e-9)) & (game.K > 0)",
+                 "(q < game.q_max * (1 - 1e-9)) >> (game.K > 0)", (),
+                 "cpl-bisection", "cpl_conforms", 50, id="e116f7bdba"),
     # the clients' utilities of a one-game answer off U = P q - c q^2 - v bound (q^3; %)
     pytest.param(sys.modules["mechanisms.cpl.game"], "client_utilities", "game.c * q**2",
                  "game.c * q** 3", (mcpl, cequilibrium), "cpl-bisection", "cpl_conforms", 50,
@@ -427,6 +437,11 @@ _CAUGHT = [
                  'statuses["over_budget"] = statuses.get("over_budget", 0) + 0', (),
                  "cpl-bisection", "cpl_one_path", 100, id="2407025262",
                  marks=pytest.mark.slow),
+    # the line search's multiplier off its documented median of 4 c q^3 / K + v (* K):
+    # it was checked only as positive and finite
+    pytest.param(cequilibrium, "_linesearch", "4.0 * game.c * q**3 / np.where(",
+                 "4.0 * game.c * q**3 * np.where(", (), "cpl-bisection", "cpl_one_path", 20,
+                 id="c18d21faeb", marks=pytest.mark.slow),
     pytest.param(cequilibrium, "_finish",
                  "multiplier = 0.0 if not np.isfinite(mu) else 1.0 / mu",
                  "multiplier = 0.0 if not np.isfinite(mu) else 1.0 - mu", (), "cpl-bisection",

@@ -356,13 +356,22 @@ def posted_pricing_batch(games: GameBatch, shape, *, responses: str = "exact"
     ``v_threshold`` are NaN (not an equilibrium); ``scale`` is p."""
     priced(games, np.zeros((games.size, games.n)), responses=responses)  # checks the name
     respond = RESPONSES[responses]
-    shape = np.broadcast_to(np.asarray(shape, dtype=float), (games.size, games.n))
+    given = as_floats("shape", shape)
+    try:
+        shape = np.broadcast_to(given, (games.size, games.n))
+    except ValueError:
+        raise MarketInputError("shape", f"has shape {given.shape}; expected ({games.n},) or "
+                                        f"({games.size}, {games.n}): one value per client"
+                               ) from None
+    good = (np.isfinite(shape) & (shape >= 0)).all(axis=1) & (shape > 0).any(axis=1)
+    if not good.all():
+        k = int(np.flatnonzero(~good)[0])
+        raise MarketInputError("shape", f"game {k}: must be finite values >= 0, not all 0; "
+                                        f"got {shape[k].tolist()}")
     if (games.budget <= 0).any():
         k = int(np.flatnonzero(games.budget <= 0)[0])
         raise MarketInputError("budget", f"game {k}: {float(games.budget[k])!r}; a posted price "
                                          "needs B > 0")
-    if not (np.isfinite(shape).all() and (shape >= 0).all() and (shape > 0).any(axis=1).all()):
-        raise MarketInputError("shape", "must be finite values >= 0, not all 0 in a game")
 
     def excess(p):
         P = per_game(p) * shape

@@ -35,7 +35,6 @@ from ..errors import (
 from ..lookup import lookup
 from .batch import (
     POSTED_SHAPES,
-    RESPONSES,
     BatchEquilibrium,
     check_budget,
     outcome,
@@ -87,6 +86,10 @@ class Equilibrium:
     multiplier lambda*, v_threshold = 1/(3 lambda*) (inf when the budget is slack)
     objective = sum K (1 - q)/q, spent = sum P q, status "optimal" | "slack" | solver status
     kkt_residual: max over interior clients of |4 c q^3/K + v - 1/lambda*| relative to 1/lambda*
+    (interior: K > 0 and q more than 1e-9 relative inside its box); None where no client is
+    interior or there is no multiplier. The line search, which has no multiplier of its own,
+    reports 1/lambda* = the median over the clients of 4 c q^3/K + v at its q (a client with
+    K = 0 counting v; the mean of the middle two for an even number of clients)
     budget_residual: |spent - B| / max(|B|, 1) (0 expected unless slack)
     info: the bisection's mu = 1/lambda* (a binding budget) or why a game is degenerate, and
     (bisection, posted prices) the root finder's work, the fields :data:`WORK_FIELDS` of
@@ -431,17 +434,13 @@ def posted_pricing(game: Game, shape, *, responses: str = "exact",
     (1.0, True)
     """
     check_game(game)
-    if responses not in RESPONSES:
-        raise MarketInputError("responses", f"unknown {responses!r}; choose one of "
-                                            f"{tuple(RESPONSES)}")
     shape = as_floats("shape", shape)
-    if shape.shape != (game.n,) or not np.isfinite(shape).all() or (shape < 0).any() \
-            or not (shape > 0).any():
-        raise MarketInputError("shape", f"must be {game.n} finite values >= 0, not all 0; "
-                                        f"got {shape!r}")
-    if game.budget <= 0:
-        raise MarketInputError("budget", f"is {game.budget!r}; a {name} price needs B > 0")
+    if shape.shape != (game.n,):  # one game's own rule; the rest is the batch's
+        raise MarketInputError("shape", f"has shape {shape.shape}; expected ({game.n},): one "
+                                        "value per client")
     t0 = time.perf_counter()
+    # the batch of one refuses an unknown responses, a shape with a value that is not finite
+    # and >= 0 or all 0, and B <= 0, naming the field (as game 0)
     out = posted_pricing_batch(_one(game), shape[None], responses=responses)
     p = float(out.scale[0])
     return _equilibrium(game, name, "optimal", out, t0, solver="illinois",

@@ -23,6 +23,8 @@ __all__ = [
     "client_utilities",
     "equilibrium",
     "inverse_price",
+    "kkt_value",
+    "linesearch_multiplier",
     "mu_bracket",
     "posted_floor_spend",
     "spend",
@@ -160,6 +162,24 @@ def mu_bracket(c, v, K, q_min: float, q_max) -> tuple[float, float]:
     pos = [k for k in range(len(c)) if K[k] > 0.0]
     return (min(v[k] + 4.0 * c[k] * q_min ** 3 / K[k] for k in pos),
             max(v[k] + 4.0 * c[k] * q_max[k] ** 3 / K[k] for k in pos))
+
+
+def kkt_value(c: float, v: float, K: float, q: float) -> float:
+    """4 c q^3 / K + v: the 1/lambda* that client n's first-order condition gives at an
+    interior q (the stationarity of P1' in q_n: its price's derivative against the bound's,
+    spec "Solvers"). A client with K = 0 has no bound term; the toolkit documents its value
+    as v (cpl.Equilibrium: the line search's multiplier)."""
+    return v if K == 0.0 else 4.0 * c * q ** 3 / K + v
+
+
+def linesearch_multiplier(c, v, K, q) -> float:
+    """The multiplier the line search reports (no multiplier comes out of a grid search;
+    cpl.Equilibrium documents it): 1 / the median over the clients of :func:`kkt_value` at
+    its q (the mean of the middle two for an even number of clients)."""
+    values = sorted(kkt_value(c[k], v[k], K[k], q[k]) for k in range(len(q)))
+    n = len(values)
+    mid = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
+    return 1.0 / mid
 
 
 def _spend_of(q, c, v, K) -> float:
