@@ -340,6 +340,17 @@ def _dp_too_large(subject, case):
     return ipfl.clear(mk, D, "exact", exact_method="dp")
 
 
+def _dp_too_large_later(subject, case):
+    """:func:`_dp_too_large` where the one buyer too large is buyer 2 of the second market of
+    a batch of two (every other client a pure seller, K = 0): the refusal must name the
+    buyer by its index in its market (2), not 0 nor its index in the batch."""
+    mk, D = _sized(3, 10.0**12 + np.array([1.0, 3.0, 7.0]), K=1e18)
+    sellers = mk.replace(K=np.zeros(3))
+    later = mk.replace(K=np.array([0.0, 0.0, 1e18]))
+    batch = ipfl.MarketArrays.from_markets([sellers, later])
+    return ipfl.clear_batch(batch, np.stack([D, D]), "exact", exact_method="dp")
+
+
 def _read_objects_npz(case):
     """mechanisms.files.read_arrays on an .npz file whose second array holds Python objects
     (a crafted file could run code when unpickled): refused, naming ``arrays``."""
@@ -734,6 +745,10 @@ IPFL_FAULTS = (
     Fault("exact_method", "'dp' over data amounts of about 1e12 (over the memory guard, "
                           "named in GiB)",
           _dp_too_large, says=lambda c, msg: f"{MEMORY_GUARD // 2**30} GiB guard" in msg),
+    Fault("exact_method", "'dp' over about 1e12 data for buyer 2 of a batch's second market "
+                          "alone (the message names buyer 2)",
+          _dp_too_large_later, says=lambda c, msg: "buyer 2 " in msg
+          and f"{MEMORY_GUARD // 2**30} GiB guard" in msg),
     Fault("size", "1.5 times the memory guard and one byte over it, to the shared size check "
                   "(the need and the guard named in GiB)",
           lambda s, c: _refused_saying("size", check_size, (

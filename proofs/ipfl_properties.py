@@ -396,7 +396,9 @@ def _individual_rationality(settle, a):
 def _local_optimality(settle, a):
     """(single flips that lower phi_i (Eq. 11), effective, discriminating, search score);
     :func:`mechanisms.ipfl.eq11_violations` (the public test, its default tolerance) must
-    list exactly the pairs whose margin is below -1e-9.
+    list exactly the pairs whose margin is below -1e-9; on the batches of
+    :func:`_side_batch` the test is the same in another unit of money, where every K is
+    below 1 (:func:`_eq11_unit_gap`).
     The score is how close the best single flip comes to lowering phi_i (minus the smallest
     relative margin of :func:`mechanisms.ipfl.eq11_margins`, clipped to [-1, 1]), so
     Hypothesis' targeted phase climbs towards markets where one flip pays."""
@@ -409,11 +411,43 @@ def _local_optimality(settle, a):
     listed = np.zeros(margins.shape, bool)
     listed[tuple(found.T)] = True
     count += (listed != (margins < -_TOL)).sum(axis=(-2, -1))
+    if _side_batch(a, s):
+        count[0] += _eq11_unit_gap(settle, a, s, margins)  # on its first markets
     with np.errstate(invalid="ignore"):
         closest = np.nanmin(margins, axis=(-2, -1)) if margins.shape[-1] > 1 \
             else np.full(len(count), np.inf)
     ones = np.ones(len(count), bool)
     return count, ones, ones, 10.0 * count + np.clip(-closest, -1.0, 1.0)
+
+
+EQ11_UNIT_K = 2.0**-20
+"""The factor on K of :func:`_eq11_unit_gap`'s other unit of money: every K the checker
+draws (1e3 to 1e6) becomes at most 0.95, a buyer whose K is below 1."""
+EQ11_UNIT_MARKETS = 16  # the markets of a batch (its first) cleared in that unit too
+
+
+def _eq11_unit_gap(settle, a, s, margins) -> float:
+    """Eq. 11's test of the batch's first :data:`EQ11_UNIT_MARKETS` markets in another unit
+    of money: every price and gain times u (c and lam times u, K times
+    :data:`EQ11_UNIT_K`: u = 2^-10 for the sqrt
+    gain, whose gain grows as sqrt(K), 2^-20 for the others, linear in K; powers of 2, so
+    every price, threshold and gain is scaled exactly). phi_i is then u phi_i: the same
+    selection, and ``ipfl.eq11_margins`` (a relative change) of the same sign at every pair
+    and +inf at the same pairs (its floor of 1e-12 on the scale may change a margin's size,
+    never its sign). Returns the pairs (and edges) that differ."""
+    u = 2.0**-10 if isinstance(s["market"].gain, ipfl.SqrtGain) else EQ11_UNIT_K
+    first = {key: np.asarray(a[key])[:EQ11_UNIT_MARKETS] for key in ("N", "c", "K", "D")}
+    lam = np.asarray(a["lam"])
+    lam = lam[:EQ11_UNIT_MARKETS] if lam.ndim else lam
+    with np.errstate(over="ignore", under="ignore"):
+        other = settle(first["N"], first["c"] * u, first["K"] * EQ11_UNIT_K, lam * u,
+                       first["D"])
+    got = ipfl.eq11_margins(other["market"], other["P"], other["A"])
+    want = margins[:EQ11_UNIT_MARKETS]
+    sign, sign_want = np.sign(got), np.sign(want)
+    differ = (sign != sign_want) & ~(np.isnan(sign) & np.isnan(sign_want))  # NaN on one side
+    return float((other["A"] != s["A"][:EQ11_UNIT_MARKETS]).sum() + differ.sum()
+                 + (np.isposinf(got) != np.isposinf(want)).sum())
 
 
 def _overstate(a):
@@ -670,6 +704,90 @@ def _padding_gap(market, P, k: int) -> float:
     return float(wrong)
 
 
+SIDE_MARKETS = 2
+"""The batches the fixed side markets of one_path and local_optimality are checked on
+(:func:`_side_batch`): those of markets of this many clients, the draws' smallest and
+likeliest size (P(m) ~ m^-3), so every call of the sampler holds a few and a row of 20
+examples reaches them; the others skip them. Each such check costs 1-6 ms, and the batch
+engine's rows evaluate thousands of batches (all of them: +30 CPU s on local/one_path's
+100,000 examples, measured)."""
+
+
+def _side_batch(a, s, sqrt_only: bool = False) -> bool:
+    """Whether this batch checks the side markets: its markets have
+    :data:`SIDE_MARKETS` clients (and, ``sqrt_only``, the sqrt gain: one batch in four of
+    them)."""
+    return a["N"].shape[1] == SIDE_MARKETS and (
+        not sqrt_only or isinstance(s["market"].gain, ipfl.SqrtGain))
+
+
+LARGE_GREEDY_CLIENTS = 257
+"""The clients of :func:`_large_greedy_gap`'s market: past CPython's cache of small integers
+(-5..256), where two equal sizes compared by identity (``is``) are not the same object."""
+LARGE_GREEDY_SELLERS = 12  # sellers each buyer of that market could buy (T > 0)
+
+
+def _large_greedy_gap(rule: str) -> float:
+    """The greedy rule ``rule`` ("box2" or "local") on a market of
+    :data:`LARGE_GREEDY_CLIENTS` clients, far beyond the draws' sizes: answered (a
+    well-formed (m, m) threshold matrix is never refused) and the same with the default
+    scan and with ``top=1`` (rows scanned again with 8 and 64 thresholds). Thresholds
+    (seed 0): :data:`LARGE_GREEDY_SELLERS` random sellers a buyer at T uniform on (0, 40),
+    N uniform on [1, 3], so a buyer takes several and leaves some (the scan stays short: a
+    few ms). Returns the edges bought differently, or the market's m^2 when either scan
+    refused it."""
+    m, k = LARGE_GREEDY_CLIENTS, LARGE_GREEDY_SELLERS
+    rng = np.random.default_rng(0)
+    N = rng.uniform(1.0, 3.0, m)
+    T = np.zeros((m, m))
+    sellers = (np.arange(m)[:, None] + rng.choice(np.arange(1, m), k, replace=False)) % m
+    np.put_along_axis(T, sellers, rng.uniform(0.0, 40.0, (m, k)), axis=1)
+    try:
+        default = getattr(ipfl, rule)(T, N)
+        rescanned = getattr(ipfl, rule)(T, N, top=1)
+    except FedmarketError:  # good input refused (anything else raised: the row errs)
+        return float(m * m)
+    return float((np.asarray(default) != np.asarray(rescanned)).sum())
+
+
+DP_UNIT = 2.0**40
+"""The data unit of :func:`_dp_in_units_gap`'s market: every N_j a small multiple of it."""
+DP_MONEY_SCALES = (1.0, 2.0**-80)
+"""The units of money :func:`_dp_in_units_gap` clears its market in (c and lam times s, K
+times s^2: every price and the sqrt gain times s, exactly): phi_i times s has the same
+minimisers, so every selection is the same; 2^-80 puts the prices far below 1."""
+
+
+def _dp_in_units_gap() -> float:
+    """The exact rule's dynamic programme (``exact_method="dp"``) where the data amounts are
+    huge but share a large unit (N = (1, 2, 3, 5) x :data:`DP_UNIT`): its table (candidates
+    x total data / gcd: 3 x 11 cells at most) is tiny, so its size guard must let it run
+    (measured in raw amounts, not in data units, the table would be about 1e13 cells);
+    in every unit of money of :data:`DP_MONEY_SCALES` it reaches the enumeration's phi_i
+    (beyond 1e-9 of the buyer's scale s + |phi_i|: a gap) and selects what it selects in
+    the first (a minimiser of phi_i is one in any unit). Buyer 0 searches 3 candidates and
+    buys 2 of them. Returns 1 when refused, when nobody had a candidate to search, when a
+    buyer's phi differs or a selection changes with the unit, else 0."""
+    N = DP_UNIT * np.array([1.0, 2.0, 3.0, 5.0])
+    c = np.array([100.0, 300.0, 200.0, 400.0])
+    D = 1.0 - np.eye(4)
+    chosen = []
+    for s in DP_MONEY_SCALES:
+        market = ipfl.Market(N=N, c=s * c, K=np.full(4, 1e18 * s * s), lam=0.1 * s)
+        try:
+            dp = ipfl.clear(market, D, "exact", exact_method=fresh("dp"))
+        except FedmarketError:
+            return 1.0  # a table of a few cells refused
+        enum = ipfl.clear(market, D, "exact", exact_method=fresh("enumeration"))
+        phi_dp = ipfl.phi(market, dp.prices, dp.adjacency)
+        phi_enum = ipfl.phi(market, enum.prices, enum.adjacency)
+        searched = ((dp.thresholds > 0) & np.isfinite(dp.thresholds)).any()
+        if not searched or np.any(np.abs(phi_dp - phi_enum) > _TOL * (s + np.abs(phi_enum))):
+            return 1.0
+        chosen.append(np.asarray(dp.adjacency))
+    return float(any(not np.array_equal(x, chosen[0]) for x in chosen))
+
+
 def _one_path(settle, a, subject=None):
     """Every algorithm the subject's built-in rules may pick for a market gives its outcome
     (mechanisms/ runs one implementation; where it keeps more than one algorithm, this is
@@ -681,7 +799,10 @@ def _one_path(settle, a, subject=None):
     they document (:func:`_stopped_searches`: a search stopped at a node limit or a time
     limit answers within its proven gap, a progress callback counts the buyers and changes
     nothing; the enumeration of padded candidate lists chooses what each list alone
-    chooses, :func:`_padding_gap`, once a batch). The
+    chooses, :func:`_padding_gap`, once a batch; the dynamic programme answers huge data
+    amounts in a common unit, in two units of money, :func:`_dp_in_units_gap`); the greedy
+    rules on a market of :data:`LARGE_GREEDY_CLIENTS` clients (:func:`_large_greedy_gap`;
+    both on the batches of :func:`_side_batch`). The
     violation: edges bought differently plus the phi and payment gaps beyond 1e-9
     (relative), plus 1 per broken report. Discriminating when an alternative had
     work to do: a buyer with two or more sellers it could buy (0 < T_ij), a buyer with a
@@ -699,6 +820,8 @@ def _one_path(settle, a, subject=None):
         other = getattr(ipfl, rule)(T, market.N, top=1)
         amount += (other != A).sum(axis=(1, 2))
         disc |= ((T > 0).sum(axis=-1) > 1).any(axis=-1)
+        if _side_batch(a, s, sqrt_only=True):
+            amount[0] += _large_greedy_gap(rule)  # on its first market
     if rule == "exact":
         phi = ipfl.phi(market, P, A)
         scale = 1.0 + np.abs(phi)
@@ -709,6 +832,8 @@ def _one_path(settle, a, subject=None):
             amount += _excess(gap.max(axis=1), _TOL)
         amount += _stopped_searches(market, P, T, A, phi, scale)
         amount[0] += _padding_gap(market, P, 0)  # once a batch, on its first market
+        if _side_batch(a, s, sqrt_only=True):
+            amount[0] += _dp_in_units_gap()  # on its first market
         disc |= ((T > 0) & np.isfinite(T)).any(axis=(1, 2))
     if money == "vcg":
         scale = _scale_b(s)
@@ -731,7 +856,10 @@ def _work_bound(settle, a):
     least one node and at most ``ipfl.bb_node_bound(k)`` (min(2^(k+1) - 1, ipfl.NODE_LIMIT,
     ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1))) nodes
     (``ExactSelection.nodes``), a buyer without one none; and once a batch the generic
-    gains' root finder within ``gains.ROOT_CALLS_MAX`` (:func:`_root_calls_excess`). The
+    gains' root finder within ``gains.ROOT_CALLS_MAX`` (:func:`_root_calls_excess`) and
+    ``ipfl.bb_node_bound`` itself the documented formula (:func:`_node_bound_off`, 1 per
+    (k, node limit) where it differs), and an ``ExactSelection`` built without a count has
+    ``nodes`` None, as documented (1 otherwise). The
     violation: the largest excess over the bound relative to it, plus 1 per buyer searched
     without a node or counted without a search; a count missing or NaN is inf.
     Discriminating where some buyer had a candidate."""
@@ -752,8 +880,41 @@ def _work_bound(settle, a):
         wrong = ((k > 0) & ~(nodes >= 1)) | ((k == 0) & (nodes != 0))
     amount = np.maximum(over, 0.0) + wrong.sum(axis=1)
     amount[0] += _root_calls_excess(market, P)  # once a batch, on its first market
+    amount[0] += _node_bound_off()
+    # a selection built without a count keeps none (ExactSelection documents None)
+    amount[0] += selection.ExactSelection(found.adjacency, found.methods, found.gaps).nodes \
+        is not None
     return np.where(np.isnan(amount) | np.isnan(nodes).any(axis=1), np.inf, amount), \
         np.ones(B, bool), (k > 0).any(axis=1)
+
+
+# the declaration of mechanisms/ipfl/selection.py (BB_NODES_FLOOR, BB_NODES_PER_CANDIDATE,
+# NODE_LIMIT), written here, not imported: a bound that read its constants from the code it
+# bounds would move with them
+NODE_BOUND_FLOOR, NODE_BOUND_PER_CANDIDATE, NODE_BOUND_LIMIT = 511, 8, 20_000
+# the candidate counts and node limits the bound is compared at: every k the draws reach
+# (the 100-client tier: k < 100) and far beyond, the default limit and others on each side
+# of the other two terms
+NODE_BOUND_KS = range(0, 301)
+NODE_BOUND_LIMITS = (None, 1, 2, 600, 1000, 10**9)
+
+
+def _node_bound_off() -> float:
+    """``ipfl.bb_node_bound`` as documented, the bound :func:`_work_bound` compares the
+    nodes with: at every k of :data:`NODE_BOUND_KS` and node limit of
+    :data:`NODE_BOUND_LIMITS` (None: the default), min(2^(k+1) - 1, node limit, 511 +
+    8 (k + 1)) in exact integer arithmetic (a looser bound lets more work pass; a tighter
+    one is not what the docs promise). Returns the number of (k, limit) where it differs."""
+    ks = np.array(NODE_BOUND_KS)
+    off = 0
+    for limit in NODE_BOUND_LIMITS:
+        got = ipfl.bb_node_bound(ks) if limit is None else ipfl.bb_node_bound(ks, limit)
+        cap = NODE_BOUND_LIMIT if limit is None else limit
+        want = [min(2**(k + 1) - 1, cap, NODE_BOUND_FLOOR + NODE_BOUND_PER_CANDIDATE * (k + 1))
+                for k in NODE_BOUND_KS]
+        got = np.asarray(got, dtype=float)
+        off += len(want) if got.shape != ks.shape else int((got != np.array(want, float)).sum())
+    return float(off)
 
 
 def _root_calls_excess(market, P) -> float:
@@ -1412,7 +1573,9 @@ IPFL_PROPERTIES = {
                  "the exact selection's branch-and-bound, run on every buyer, explores at "
                  "most ipfl.bb_node_bound(k) = min(2^(k+1) - 1, ipfl.NODE_LIMIT, "
                  "ipfl.BB_NODES_FLOOR + ipfl.BB_NODES_PER_CANDIDATE (k + 1)) nodes for a "
-                 "buyer with k candidates, at least one where k > 0 (ExactSelection.nodes); "
+                 "buyer with k candidates, at least one where k > 0 (ExactSelection.nodes), "
+                 "the bound being that formula with the documented constants (511, 8, "
+                 "20,000) at every k up to 300; "
                  "the generic gains' threshold root finder calls the gain at most "
                  "gains.ROOT_CALLS_MAX times",
                  "the documented bound (mechanisms/ipfl/selection.py)", _BASE, "ipfl",

@@ -225,6 +225,11 @@ _REFUSED = [
     pytest.param("ipfl", "local", "a function of the wrong shape beyond 8 points", None,
                  gains.Gain, "check", "if vals.shape != grid.shape:",
                  "if vals.shape < grid.shape:", (), id="4e05bb2cc7"),
+    # the dynamic programme's refusal named the buyer int(r) >> m (0 for buyer 2 of a
+    # batch's second market of 3 clients: r = 5), not its index in its market
+    pytest.param("ipfl", "exact", "'dp' over about 1e12 data for buyer 2", "exact_method",
+                 selection, "exact", "{int(r) % m} ({sz.size}", "{int(r) >> m} ({sz.size}",
+                 (mipfl,), id="56edffd61c"),
     # posted_pricing_batch(games, shape, /, ...): games= and shape= by keyword, which the
     # documented signature allows, a TypeError
     pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
@@ -1167,3 +1172,74 @@ def test_the_work_rows_hold_at_the_standard_run(subject, key):
     """Unmutated, every work row holds at the standard run's budget (100,000 games a CPL
     row, 2-4 CPU s; 20,000 markets for exact, about 12 CPU s)."""
     assert not _caught_standard(subject, key)
+
+
+# ------------------------- the exact selection's declarations and the sizes and units never drawn
+# (the blind-spot sample of mechanisms/ipfl/selection.py, seed 34: survivors of the rows)
+
+_NODE_BOUND = "BB_NODES_FLOOR + BB_NODES_PER_CANDIDATE * (k + 1.0)"
+
+
+@pytest.mark.parametrize("before, after", [
+    # the full tree's size with one level too many (2^(k+2) - 1): more work let through
+    pytest.param("full = 2.0 ** (k + 1.0) - 1.0", "full = 2.0 ** (k + 2.0) - 1.0",
+                 id="8cd05c9865"),
+    # the per-candidate term as 8 % (k + 1) (a bound of 519 nodes for k >= 8) or 8 k: not
+    # the documented bound, reached by no drawn buyer
+    pytest.param(_NODE_BOUND, _NODE_BOUND.replace("* (k", "% (k"), id="30796a992b"),
+    pytest.param(_NODE_BOUND, _NODE_BOUND.replace("1.0)", "0.0)"), id="bd84c97fa3"),
+])
+def test_a_node_bound_off_its_documented_formula_is_caught(monkeypatch, before, after):
+    """work_bound compares ipfl.bb_node_bound with the formula its docs declare (the
+    constants written in proofs, not imported) at every k up to 300: a bound that moved
+    with the code it bounds let more (or claimed less) work pass."""
+    assert not _caught("exact", "work_bound", 20)
+    plant(monkeypatch, selection, "bb_node_bound", before, after, mipfl)
+    assert _caught("exact", "work_bound", 20)
+
+
+def test_an_exact_selection_given_no_count_is_caught(monkeypatch):
+    """cb42cece5d: `name < "nodes"` for `name == "nodes"` in ExactSelection.__post_init__
+    made a selection built without a count hold array(None), not the documented None."""
+    plant(monkeypatch, selection.ExactSelection, "__post_init__",
+          'if name == "nodes" and value is None:', 'if name < "nodes" and value is None:')
+    assert _caught("exact", "work_bound", 20)
+
+
+@pytest.mark.parametrize("subject", ["box2", "local"])
+def test_the_greedy_past_the_small_integer_cache_is_caught(monkeypatch, subject):
+    """ebcb678712: T's sides compared by identity (`is not`) are equal objects only up to
+    256 (CPython's small integers): a square T of 257 clients refused. one_path clears a
+    257-client market with each greedy rule once a batch (the draws stop at 100)."""
+    assert not _caught(subject, "one_path", 20)
+    plant(monkeypatch, selection, "_greedy", "T.shape[-1] != T.shape[-2]",
+          "T.shape[-1] is not T.shape[-2]")
+    assert _caught(subject, "one_path", 20)
+
+
+@pytest.mark.parametrize("name, before, after", [
+    # the table's width as total + gcd, not total / gcd: data of about 1e12 in a unit of
+    # 2^40 (11 cells) refused as 1e13 cells
+    pytest.param("_dp_width", "size.sum() / np.gcd", "size.sum() + np.gcd", id="34eb10789d"),
+    # the empty set costing 1: every total shifted by 1 chooses as before, except where the
+    # prices are far below 1 (money in another unit), which 1 + price rounds away
+    pytest.param("_dp", "best[0] = 0.0", "best[0] = 1.0", id="e043df0181"),
+])
+def test_the_dynamic_programme_in_other_units_is_caught(monkeypatch, name, before, after):
+    """one_path's dynamic programme on huge data amounts of a common unit, in two units
+    of money (once a batch): its guard must let the tiny table run, and it must choose the
+    enumeration's optimum in both."""
+    assert not _caught("exact", "one_path", 20)
+    plant(monkeypatch, selection, name, before, after)
+    assert _caught("exact", "one_path", 20)
+
+
+@pytest.mark.parametrize("subject", ["local", "exact"])
+def test_eq11_for_buyers_of_small_k_is_caught(monkeypatch, subject):
+    """ea44762cb6: eq11_margins exempting every buyer with K <= 1 (`K > 1` for `K > 0`, the
+    pure sellers): no drawn K is below 1000. local_optimality repeats Eq. 11's test in
+    another unit of money (K x 2^-20) once a batch: the same signs, the same +inf."""
+    assert not _caught(subject, "local_optimality", 20)
+    plant(monkeypatch, selection, "eq11_margins", "out = np.where(K[..., :, None] > 0, out",
+          "out = np.where(K[..., :, None] > 1, out", mipfl)
+    assert _caught(subject, "local_optimality", 20)
