@@ -879,15 +879,25 @@ def _ipfl_edges(subject, case):
 def _distances_and_roles_edges(case):
     """mechanisms.distances and mechanisms.roles at their bounds from inside: one client (a
     (1, p) theta: every function, both metrics, the pair (0, 0)), one parameter ((m, 1)),
-    no neighbours; as many attackers as one less than the clients (both placements) and none;
-    an inclusive market of no client of one kind or of none at all."""
+    no neighbours, each answered in its documented shape (one distance per pair of clients,
+    one gradient per pair of neighbours: none for none, one centre per client); as many
+    attackers as one less than the clients (both placements) and none; an inclusive market
+    of no client of one kind or of none at all."""
     theta, m = _theta(case), case.market.m
     for X in (theta[:1], theta[:, :1]):
+        k, p = X.shape
         for metric in ("l2sq", "cosine"):
-            pairwise_distances(X, metric, reference=np.zeros(X.shape[1]))
-            distance_gradients(X, [[0, 0]], metric, reference=np.zeros(X.shape[1]))
-            prox_centres(X, np.eye(len(X), dtype=bool), case.market.N[:len(X)], 0.1, metric)
-        distance_gradients(X, np.zeros((0, 2), int))
+            got = (pairwise_distances(X, metric, reference=np.zeros(p)).shape,
+                   distance_gradients(X, [[0, 0]], metric, reference=np.zeros(p)).shape,
+                   prox_centres(X, np.eye(k, dtype=bool), case.market.N[:k], 0.1,
+                                metric).shape)
+            if got != ((k, k), (1, p), (k, p)):  # one distance per pair of clients, one
+                # gradient per pair of neighbours, one centre per client
+                raise AssertionError(f"{metric} answers of shapes {got} for {k} clients of "
+                                     f"{p} parameters")
+        none = distance_gradients(X, np.zeros((0, 2), int)).shape
+        if none != (0, p):  # no neighbours: no gradient
+            raise AssertionError(f"no neighbours gave gradients of shape {none}")
     for a in (0, m - 1):
         for placement in ("last", "random"):
             market_roles(m, attackers=a, placement=placement, rng=0)

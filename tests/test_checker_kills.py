@@ -498,10 +498,12 @@ _ISSUE34 = {
         ("X.shape[0] < 1", "X.shape[0] < 2", "ba068c9f4a"),
         ("expected ({X.shape[1]},)", "expected ({X.shape[0]},)", "17a15648e4")],
     # an index out of range let through when it is m (an IndexError), or the refusal naming
-    # the column (not the pair) it is in
+    # the column (not the pair) it is in; no neighbours read as one pair (0, 0): a gradient
+    # where none is asked for (the edges are now answered in their documented shapes)
     (distances, "_pairs", "refuses"): [
         ("bad = (pairs < 0) | (pairs >= m)", "bad = (pairs < 0) >> (pairs >= m)", "89bb0ac971"),
-        ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0")],
+        ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0"),
+        ("np.zeros((0, 2), dtype=np.intp)", "np.zeros((1, 2), dtype=np.intp)", "2274eecc1e")],
     # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the traders' costs
     # all C (U(C, C), not U(C/2, C)): off the oracle's seeded draws
     (roles, "inclusive_roles", "conforms"): [
