@@ -453,3 +453,52 @@ def test_the_exact_selection_is_sealed_and_leaves_the_callers_arrays_alone():
     assert unsealed(made) == 0 and all(x.flags.writeable for x in mine)
     assert not any(np.shares_memory(x, y) for x, y in
                    zip(mine, (made.adjacency, made.methods, made.gaps), strict=True))
+
+
+def _enumeration_guard(k):
+    """The enumeration's size estimate in ``exact`` (selection.py), in bytes."""
+    return 9.0 * k * 2.0**k
+
+
+@pytest.mark.parametrize("k", [16, 17, 18])
+def test_the_enumeration_peak_stays_within_what_its_guard_counts(k):
+    """A buyer of k candidates enumerated (method forced) allocates at most what the size
+    guard counts, 9 k 2^k bytes (the guard refuses past 8 GiB, mechanisms.errors.MAX_BYTES),
+    measured by tracemalloc over the whole ``exact`` call; in fact four float64 rows of 2^k
+    (the subsets' prices, data, gains and objective), so at most 40 x 2^k bytes. The
+    enumeration took the chosen subset's row of an int64 (2^k, k) table of s >> j before:
+    9 k 2^k bytes and more at its peak (16 k 2^k where numpy cannot reuse the shift's
+    temporary), 12.5 GiB at k = 25 against a guard that let it through."""
+    import tracemalloc
+    mk, P, T = _one_buyer_market(np.full(k, 150_000))
+    assert ((T[0] > 0) & np.isfinite(T[0])).sum() == k
+    tracemalloc.start()
+    try:
+        out = ipfl.exact(mk, P, T, "enumeration")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.methods[0] == "enumeration"
+    assert peak <= 40 * 2**k <= _enumeration_guard(k), (peak, 2**k)
+
+
+@pytest.mark.parametrize("k, accepted", [(25, True), (26, False)])
+def test_the_enumeration_guard_refuses_from_26_candidates(k, accepted, monkeypatch):
+    """The forced enumeration of 25 candidates passes the size guard (7.03 GiB counted) and
+    26 are refused (14.6 GiB, over the 8 GiB guard) before anything is allocated: the
+    enumeration itself is replaced by a stub that records it was reached."""
+    from mechanisms.errors import MAX_BYTES, ProblemTooLarge
+    from mechanisms.ipfl import selection
+
+    assert (_enumeration_guard(k) <= MAX_BYTES) == accepted
+    reached = []
+    monkeypatch.setattr(selection, "_enumerate_rows", lambda r, kk, *a: reached.append(kk))
+    mk, P, T = _one_buyer_market(np.full(k, 150_000))
+    assert ((T[0] > 0) & np.isfinite(T[0])).sum() == k
+    if accepted:
+        ipfl.exact(mk, P, T, "enumeration")
+        assert reached == [k]
+    else:
+        with pytest.raises(ProblemTooLarge, match=r"14\.6 GiB, over the 8 GiB guard") as info:
+            ipfl.exact(mk, P, T, "enumeration")
+        assert info.value.field == "exact_method" and reached == []

@@ -48,6 +48,7 @@ __all__ = [
     "phi_subsets",
     "phi_subsets_arrays",
     "subset_masks",
+    "subset_members",
     "subset_sums",
 ]
 
@@ -198,8 +199,33 @@ def phi(market: Market, P: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 def subset_masks(k: int) -> np.ndarray:
-    """(2^k, k) bool: row s holds the members of subset s (bit j of s set = j in it)."""
-    return ((np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1).astype(bool)
+    """(2^k, k) bool: row s holds the members of subset s (bit j of s set = j in it).
+
+    Built by doubling in place (the subsets holding j are those of the first j members
+    plus j), so the call allocates this table alone, k 2^k bytes: the bits of s taken from an
+    int64 (2^k, k) table of s >> j would need 8 k 2^k bytes more, 16 k 2^k where numpy
+    cannot reuse the temporary of the shift for the mask.
+
+    >>> subset_masks(2).astype(int).tolist()
+    [[0, 0], [1, 0], [0, 1], [1, 1]]
+    """
+    out = np.zeros((1 << k, k), dtype=bool)
+    for j in range(k):
+        h = 1 << j
+        out[h:2 * h, :j] = out[:h, :j]
+        out[h:2 * h, j] = True
+    return out
+
+
+def subset_members(s, k: int) -> np.ndarray:
+    """(..., k) bool: row ``subset_masks(k)[s]`` for subset numbers ``s`` (...), without the
+    (2^k, k) table (bit j of s set = j in it).
+
+    >>> subset_members(np.array([5, 2]), 3).astype(int).tolist()
+    [[1, 0, 1], [0, 1, 0]]
+    """
+    s = np.asarray(s, dtype=np.int64)
+    return ((s[..., None] >> np.arange(k)) & 1).astype(bool)
 
 
 def phi_subsets(market: Market, P: np.ndarray) -> np.ndarray:
@@ -307,7 +333,6 @@ def best_subsets(cost, size, n0, K, N, gain, valid=None) -> np.ndarray:
     cost = np.asarray(cost, dtype=np.float64)
     size = np.asarray(size, dtype=np.float64)
     k = cost.shape[-1]
-    masks = subset_masks(k)
     if valid is not None:
         cost = np.where(valid, cost, 0.0)
         size = np.where(valid, size, 0.0)
@@ -317,7 +342,7 @@ def best_subsets(cost, size, n0, K, N, gain, valid=None) -> np.ndarray:
     if valid is not None:
         padded = subset_sums(~np.asarray(valid, dtype=bool)) > 0
         obj = np.where(padded, np.inf, obj)
-    return masks[np.argmin(obj, axis=-1)]
+    return subset_members(np.argmin(obj, axis=-1), k)
 
 
 def _dp_width(size) -> float:
@@ -590,6 +615,9 @@ def exact(market: Market, P: np.ndarray, T: np.ndarray, method: str = "auto", *,
         if time.monotonic() > deadline:  # out of time: the buyers keep the local choice
             use[r] = "time-limit"
             continue
+        # 9 k 2^k bytes: an upper estimate; one buyer's enumeration holds four float64 rows
+        # of 2^k at its peak (32 x 2^k bytes measured, tests/test_selection.py), a block of
+        # buyers at most ENUMERATION_CHUNK / k of them; refuses k >= 26
         check_size("exact_method", 9.0 * kk * 2.0**kk,
                    f"enumerating 2^{kk} subsets for buyer {int(r[0]) % m}",
                    "use exact_method='auto' or 'branch-and-bound'")
