@@ -20,7 +20,9 @@ after each mutant) and scored by two engines, each stopping at its first failure
   rows a cheap ``--triage`` command (default: the batch engine at 200 examples) flags first:
   triage only reorders, every verdict is the standard command's. A mutant is killed when a
   row's run is not as declared (exit status 1, 2 or a traceback) or runs past its time
-  (10 x the unmutated row's seconds + 60 s: "timeout"). The triage stops at its first
+  (10 x the unmutated row's seconds + 60 s: "timeout") or out of memory (a MemoryError
+  under the cap :data:`MEMORY_CAP` on each process's data segment: "memory"; the rows and
+  tests of the unmutated tree all run under it too). The triage stops at its first
   failing row (a mutant it catches costs the cheap rows up to there, not all of them).
 * ``tests``: the test suite (``--tests``: pytest's selection, default the default tier, ``-m
   "not slow"``), only the tests that execute the mutated code in the test process (coverage,
@@ -97,6 +99,10 @@ CLASSES = {
 }
 SLICE = "fedmarket/DropSliceBound"
 ROW_TIME = (10.0, 60.0)  # a row's time limit: 10 x its unmutated seconds + 60 s
+# the data segment (RLIMIT_DATA) each process of a run may hold, children included: a
+# mutant building a huge number (4a06c9bfb6, 2**16 ** m, grew to 9.3 GB in 7 minutes) gets a
+# MemoryError ("memory") instead of exhausting the machine
+MEMORY_CAP = 4 * 2**30
 TESTS_TIME = (3.0, 120.0)  # the tests' limit: 3 x their unmutated seconds + 120 s
 
 
@@ -390,7 +396,8 @@ def drive(spec: dict) -> int:
             reports = got[0] if got else []
             print(json.dumps({"row": row, "rc": rc, "seconds": round(seconds, 3),
                               "verdicts": [r.verdict for r, _ in reports],
-                              "as_declared": [bool(ok) for _, ok in reports]}),
+                              "as_declared": [bool(ok) for _, ok in reports],
+                              "errors": [r.error[:300] for r, _ in reports if r.error]}),
                   file=out, flush=True)
             if rc != 0 and spec.get("stop", True):
                 break
@@ -440,12 +447,34 @@ def code_version() -> str:
     return hashlib.sha1(trees + changes).hexdigest()[:10]
 
 
-def _dies_with_us():
+def _dies_with_us(cap: int | None = None):
     """A ``preexec_fn``: the run gets SIGKILL when this process dies (imported here, not at
-    the top: the driver, this file run in a copy, must import mechanisms/ under coverage)."""
+    the top: the driver, this file run in a copy, must import mechanisms/ under coverage),
+    and its data segment is capped at ``cap`` bytes (default :data:`MEMORY_CAP`; every
+    process it starts inherits the cap): past it an allocation fails, a MemoryError."""
+    import resource
+
     from mechanisms.processes import kill_with_parent
 
-    return kill_with_parent()
+    dies = kill_with_parent()
+    cap = MEMORY_CAP if cap is None else cap
+
+    def preexec():  # in the forked child, before exec
+        if dies is not None:
+            dies()
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+
+    return preexec
+
+
+def _out_of_memory(line: dict) -> bool:
+    """Whether a row (the driver's line) ran out of memory: the run raised MemoryError, or a
+    report's error names one (the checker turns what a subject or property raises into the
+    verdict "error", "... raised MemoryError: ..."): past :data:`MEMORY_CAP`, or more than
+    any machine has."""
+    rc = line.get("rc")
+    return ((isinstance(rc, str) and rc.startswith("MemoryError"))
+            or any("MemoryError" in e for e in line.get("errors") or ()))
 
 
 def _kill(proc) -> None:
@@ -463,44 +492,61 @@ def run_rows(copy: Path, command: str, rows: list[str], limits: dict | None = No
     cmd = [sys.executable, str(copy / "benchmarks" / Path(__file__).name), "--drive",
            json.dumps(spec)]
     proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=_dies_with_us())
     lines, current, started, err = [], None, time.monotonic(), []
+    timed_out = False
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    pending = {out_fd: b"", err_fd: b""}
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    sel.register(proc.stderr, selectors.EVENT_READ)
+    sel.register(out_fd, selectors.EVENT_READ)
+    sel.register(err_fd, selectors.EVENT_READ)
     try:
-        while True:
+        while sel.get_map():
             limit = (limits or {}).get(current) if current else None
             wait = None if limit is None else max(0.0, started + limit - time.monotonic())
+            if proc.poll() is not None:  # ended: what it wrote, unless a child holds the pipe
+                wait = 1.0 if wait is None else min(wait, 1.0)
             events = sel.select(timeout=wait)
-            if not events and limit is not None:
-                _kill(proc)
-                lines.append({"row": current, "rc": "timeout", "seconds": limit})
-                break
-            eof = False
+            if not events:
+                if proc.poll() is not None:
+                    break
+                if limit is not None:
+                    _kill(proc)
+                    timed_out = True
+                    lines.append({"row": current, "rc": "timeout", "seconds": limit})
+                    break
+                continue
             for key, _ in events:
-                line = key.fileobj.readline()
-                if not line:
-                    eof = True
+                # raw reads, split here: a buffered readline per event would leave lines
+                # read ahead unseen when the driver ends (a row's verdict lost)
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fd)
                     continue
-                if key.fileobj is proc.stderr:
-                    err = [*err[-20:], line.rstrip()]
-                    continue
-                msg = json.loads(line)
-                if "start" in msg:
-                    current, started = msg["start"], time.monotonic()
-                else:
-                    lines.append(msg)
-                    current = None
-            if eof and proc.poll() is not None:
-                break
+                *complete, pending[key.fd] = (pending[key.fd] + chunk).split(b"\n")
+                for raw in complete:
+                    line = raw.decode(errors="replace")
+                    if key.fd == err_fd:
+                        err = [*err[-20:], line.rstrip()]
+                        continue
+                    if not line.strip():
+                        continue
+                    msg = json.loads(line)
+                    if "start" in msg:
+                        current, started = msg["start"], time.monotonic()
+                    else:
+                        lines.append(msg)
+                        current = None
     finally:
         if proc.poll() is None:
             _kill(proc)
         sel.close()
-    if proc.returncode not in (0, -signal.SIGKILL) and (not lines or lines[-1].get("rc") == 0):
-        # the driver itself ended (a mutant that breaks an import): the run fails
+        proc.stdout.close()
+        proc.stderr.close()
+    if not timed_out and proc.returncode != 0 and (not lines or lines[-1].get("rc") == 0):
+        # the driver itself ended (a mutant that breaks an import; killed by a signal, the
+        # system's out-of-memory killer's SIGKILL too, in the middle of a row): the run fails
         lines.append({"row": current or "<import>", "rc": f"exit {proc.returncode}",
                       "error": err[-3:]})
     return lines
@@ -538,6 +584,11 @@ def checker_baseline(copy: Path, command: str, triage: str | None, work: Path) -
     if broken:  # a row that raises unmutated: the tree or its environment is broken
         raise SystemExit(f"the checker's baseline (the unmutated tree): {len(broken)} rows did "
                          f"not run: {'; '.join(broken[:5])}; nothing cached")
+    memory = [n for n in names if _out_of_memory(got[n])]
+    if memory:  # the unmutated tree needs more than the cap: every mutant would fail there
+        raise SystemExit(f"the checker's baseline (the unmutated tree): {len(memory)} rows ran "
+                         f"out of memory under the {MEMORY_CAP / 2**30:g} GiB cap (MEMORY_CAP): "
+                         f"{', '.join(memory[:3])}; nothing cached")
     base = {"command": command, "rows": names,
             "seconds": [got[n]["seconds"] for n in names],
             "passes": [got[n]["rc"] == 0 for n in names],
@@ -577,12 +628,19 @@ def tests_baseline(copy: Path, selection: str, work: Path) -> dict:
         raise SystemExit("the tests' baseline (the unmutated tree) did not run: pytest exit "
                          f"{r.returncode}: {' | '.join(r.stdout.strip().splitlines()[-3:])}; "
                          "nothing cached")
-    seconds, failed = {}, set()
+    seconds, failed, memory = {}, set(), []
     for case in ET.parse(junit).getroot().iter("testcase"):
         node = _node(case.get("classname", ""), case.get("name", ""))
         seconds[node] = seconds.get(node, 0.0) + float(case.get("time") or 0.0)
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = [x for x in (case.find("failure"), case.find("error")) if x is not None]
+        if bad:
             failed.add(node)
+        if any("MemoryError" in (x.get("message") or "") for x in bad):
+            memory.append(node)
+    if memory:  # the unmutated tree needs more than the cap: every mutant would fail there
+        raise SystemExit(f"the tests' baseline (the unmutated tree): {len(memory)} tests ran "
+                         f"out of memory under the {MEMORY_CAP / 2**30:g} GiB cap (MEMORY_CAP): "
+                         f"{', '.join(memory[:3])}; nothing cached")
     cov = _contexts(data, copy)
     names = sorted(seconds)
     mapped = {p: {n: [c.rsplit("|", 1)[0] for c in cs] for n, cs in lines.items()}
@@ -639,9 +697,11 @@ def score_checker(copy: Path, base: dict, m: Generated) -> dict:
     bad = [x for x in got if x.get("rc") != 0]
     if bad:
         x = bad[0]
-        out.update(status="timeout" if x["rc"] == "timeout" else "killed", by=x["row"],
-                   rc=x["rc"], verdicts=x.get("verdicts"), error=x.get("error"))
-        if x["rc"] != "timeout" and x["row"] in limits:
+        status = ("timeout" if x["rc"] == "timeout" else
+                  "memory" if _out_of_memory(x) else "killed")
+        out.update(status=status, by=x["row"], rc=x["rc"], verdicts=x.get("verdicts"),
+                   error=x.get("error"))
+        if status == "killed" and x["row"] in limits:
             # a kill counts once it happens again: the row run alone a second time on the
             # mutant (a row with a time limit of its own can fail once under load: the
             # contains_rules rows' rules sleeping past 0.05 s); otherwise an error to retry
@@ -675,9 +735,12 @@ def score_tests(copy: Path, base: dict, m: Generated) -> dict:
         _kill(proc)
         return {"status": "timeout", "tests": len(ids), "seconds": round(limit, 1)}
     seconds = round(time.perf_counter() - t0, 1)
-    failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in text.splitlines()
-              if ln.startswith(("FAILED ", "ERROR "))]
+    summary = [ln.split(" ", 1)[1] for ln in text.splitlines()
+               if ln.startswith(("FAILED ", "ERROR "))]
+    failed = [ln.split(" - ")[0] for ln in summary]
     status = {0: "survived", 1: "killed", 2: "killed"}.get(proc.returncode, "error")
+    if status == "killed" and summary and " - MemoryError" in summary[0]:
+        status = "memory"  # the first failure: a MemoryError (past MEMORY_CAP)
     if status == "error" and (any(ln.lstrip("_ ").startswith("ERROR collecting ")
                                   for ln in text.splitlines())
                               or "while loading conftest" in text):
@@ -798,7 +861,7 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
     return {e["key"]: " ".join(e["argument"].split()) for e in doc.get("equivalent", [])}
 
 
-KILLS = ("killed", "timeout")
+KILLS = ("killed", "timeout", "memory")
 UNRUN = ("not executed", "skipped")  # the mutated code never ran / an argued equivalent
 # the argument of every mutant inside an annotation (Generated.where == "annotation")
 ANNOTATION = ("an annotation of a module with 'from __future__ import annotations' is kept as "

@@ -455,3 +455,98 @@ def test_a_kill_counts_once_it_happens_again(gm, money, tmp_path, monkeypatch):
     base["tests"] = ["tests/test_bad.py::test_y"]
     got = gm.score_tests(copy, base, m)
     assert got["status"] == "killed" and got["by"] == "tests/test_bad.py::test_y", got
+
+
+def test_a_run_past_the_memory_cap_is_killed_as_out_of_memory(gm, money, tmp_path,
+                                                                monkeypatch):
+    """Every process of a mutant's runs holds at most MEMORY_CAP bytes of data (RLIMIT_DATA,
+    set before exec, inherited by its children): past it an allocation fails, and the
+    mutant is killed with the reason "memory" (4a06c9bfb6, 2**16 ** m, grew to 9.3 GB before
+    its time limit; two such with --jobs 2 could take the machine down). A tiny cap here:
+    a child allocating 256 MiB under a 128 MiB cap fails, under 1 GiB it does not."""
+    import subprocess
+
+    hog = [sys.executable, "-c", "b = bytearray(256 * 2**20); b[-1] = 1"]
+    low = subprocess.run(hog, capture_output=True, text=True,
+                         preexec_fn=gm._dies_with_us(128 * 2**20))
+    assert low.returncode == 1 and "MemoryError" in low.stderr, low
+    assert subprocess.run(hog, preexec_fn=gm._dies_with_us(2**30)).returncode == 0
+    assert "memory" in gm.KILLS
+
+    # the tests engine: pytest under the cap, the first failure a MemoryError
+    copy = tmp_path / "copy"
+    (copy / "tests").mkdir(parents=True)
+    (copy / "tests" / "test_hog.py").write_text(
+        "def test_hog():\n    b = bytearray(1024 * 2**20)\n    b[-1] = 1\n\n\n"
+        "def test_small():\n    b = bytearray(16 * 2**20)\n    b[-1] = 1\n")
+    m = money[0]
+    base = {"tests": ["tests/test_hog.py::test_small"], "seconds": [0.1], "passes": [True],
+            "lines": {m.path: {str(m.span[0]): [0]}}}
+    monkeypatch.setattr(gm, "MEMORY_CAP", 512 * 2**20)
+    assert gm.score_tests(copy, base, m)["status"] == "survived"  # pytest runs under it
+    base["tests"] = ["tests/test_hog.py::test_hog"]
+    got = gm.score_tests(copy, base, m)
+    assert got["status"] == "memory" and got["by"] == "tests/test_hog.py::test_hog", got
+    assert gm.tally({"mutants": [{"key": "k", "tests": got}], "equivalents": {}})[
+        "tests"]["killed"] == 1
+
+    # the checker engine: a row whose run raised MemoryError (the driver's rc), or whose
+    # report is an error naming one (the checker catches what a subject raises: 4a06c9bfb6
+    # under the cap read "error", box2/one_path), is "memory", not run a second time (the
+    # cap is the process's own, not the machine's load); another error is a kill as before
+    base = {"command": "standard", "rows": ["a/x", "b/y"], "seconds": [1.0, 2.0],
+            "passes": [True] * 2, "lines": {m.path: {str(m.span[0]): [0, 1]}}}
+    raised = "box2.select raised MemoryError: "
+    for bad, status, again in (({"rc": "MemoryError: "}, "memory", False),
+                               ({"rc": 1, "errors": [raised]}, "memory", False),
+                               ({"rc": 1, "errors": ["box2.select raised ValueError: x"]},
+                                "killed", True)):
+        runs = []
+
+        def run(copy, command, rows, limits=None, stop=True, bad=bad, runs=runs, **kw):
+            runs.append(list(rows))
+            return [{"row": r, **(bad if r == "b/y" else {"rc": 0})} for r in rows]
+
+        monkeypatch.setattr(gm, "run_rows", run)
+        got = gm.score_checker(Path("."), base, m)
+        assert got["status"] == status and got["by"] == "b/y", (bad, got)
+        assert runs == [["a/x", "b/y"], *([["b/y"]] if again else [])], (bad, runs)
+
+
+def test_a_driver_killed_by_a_signal_in_a_row_kills_the_mutant(gm, tmp_path):
+    """The driver ended by a signal in the middle of a row (the system's out-of-memory
+    killer sends SIGKILL, as the harness's own time limit does) fails that row: it read as
+    a pass when only a time limit's SIGKILL was expected."""
+    copy = tmp_path / "copy"
+    (copy / "benchmarks").mkdir(parents=True)
+    (copy / "benchmarks" / "generated_mutation.py").write_text(
+        "import json, os, signal, sys\n"
+        "print(json.dumps({'start': 'a/x'}), flush=True)\n"
+        "print(json.dumps({'row': 'a/x', 'rc': 0, 'seconds': 0.0}), flush=True)\n"
+        "print(json.dumps({'start': 'b/y'}), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    got = gm.run_rows(copy, "standard", ["a/x", "b/y"], {"a/x": 60.0, "b/y": 60.0})
+    assert got[0]["rc"] == 0 and got[-1]["row"] == "b/y" and got[-1]["rc"] == "exit -9", got
+
+
+def test_a_baseline_out_of_memory_stops_naming_the_cap(gm, tmp_path, monkeypatch):
+    """The baselines run under MEMORY_CAP as the mutants do: a row or test of the unmutated
+    tree out of memory under it stops the run, naming the cap (every mutant would read
+    "memory" there; a row merely failing is recorded as not passing)."""
+    from proofs.registry import SUBJECTS
+
+    rows = [f"{s}/{k}" for s, subj in SUBJECTS.items() for k in subj.declares]
+    monkeypatch.setattr(gm, "run_rows", lambda copy, command, names, **kw: [
+        {"row": n, "rc": 1 if n == rows[1] else 0, "seconds": 1.0,
+         "errors": ["property 'x' raised MemoryError: "] if n == rows[1] else []}
+        for n in names])
+    with pytest.raises(SystemExit, match=r"1 rows ran out of memory under the 4 GiB cap"):
+        gm.checker_baseline(tmp_path, "fedmarket prove --standard", None, tmp_path)
+
+    copy = tmp_path / "copy"
+    (copy / "tests").mkdir(parents=True)
+    (copy / "tests" / "test_hog.py").write_text(
+        "def test_hog():\n    b = bytearray(1024 * 2**20)\n    b[-1] = 1\n")
+    monkeypatch.setattr(gm, "MEMORY_CAP", 768 * 2**20)
+    with pytest.raises(SystemExit, match=r"1 tests ran out of memory under the 0.75 GiB cap"):
+        gm.tests_baseline(copy, "tests", tmp_path)
