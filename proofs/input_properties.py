@@ -1048,6 +1048,27 @@ def _shapes_named(want, got):
     return lambda c, msg: (str(want(c.game.n)) in msg and str(got(c.game.n)) in msg)
 
 
+def _batch_value_fault(field, value):
+    """A GameBatch built from arrays whose ``field`` is ``value`` in game 1 (at its last
+    client for a per-client field; "below q_min": q_min / 2 there), solved: refused naming
+    the field and game 1 (and client n - 1)."""
+    per_client = field in ("a", "G", "c", "v", "q_max")
+
+    def shape_of(x, n, case):
+        x = np.array(x, dtype=float)
+        at = (1, n - 1) if per_client else (1,)
+        x[at] = case.game.q_min / 2 if value == "below q_min" else value
+        return x
+
+    def says(case, msg):
+        where = f"game 1, client {case.game.n - 1}" if per_client else "game 1"
+        return where in msg
+
+    return Fault(field, f"{value} in a GameBatch's second game, built from arrays",
+                 lambda s, c: cpl.solve_batch(cpl.GameBatch(**_batch_arrays(
+                     c, field, lambda x, n: shape_of(x, n, c)))), says=says)
+
+
 def _wrong_shape_fault(field, per_client):
     shape_of = _client_column if per_client else _game_column
     if per_client:
@@ -1229,6 +1250,12 @@ CPL_FAULTS = (
     # read as one bound per game): the message names the shape expected and the shape got
     *(_wrong_shape_fault(field, True) for field in ("G", "c", "v", "q_max")),
     *(_wrong_shape_fault(field, False) for field in ("budget", "alpha", "R", "q_min")),
+    # a GameBatch's values off Game's rules, in its second game (its last client): they were
+    # answered (NaN, or a game no Game allows); the message names game 1 (and the client)
+    *(_batch_value_fault(field, value) for field, value in (
+        ("a", 0.0), ("G", np.nan), ("G", -1.0), ("c", 0.0), ("v", -np.inf),
+        ("q_max", "below q_min"), ("q_max", 1.5), ("budget", np.inf), ("alpha", 0.0),
+        ("R", 0.5), ("q_min", 0.0))),
 )
 
 

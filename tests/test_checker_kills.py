@@ -265,6 +265,16 @@ def test_a_game_batch_broadcasting_its_fields_is_caught(monkeypatch):
     assert _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
 
 
+def test_a_game_batch_answering_values_no_game_allows_is_caught(monkeypatch):
+    """A GameBatch built from arrays checked only for shapes (before: a G of NaN solved to a
+    NaN q, a negative c or a q_max below q_min answered): cpl_refuses_bad_input finds it,
+    through its faults of each field's value in a batch's second game."""
+    game = sys.modules["mechanisms.cpl.game"]
+    assert not _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
+    monkeypatch.setattr(game, "_check_batch_values", lambda a, games: None)
+    assert _caught("cpl-bisection", "cpl_refuses_bad_input", 200)
+
+
 _GAME = sys.modules["mechanisms.cpl.game"]
 
 # (owner, function, before, after): a CPL game's validation off its documentation, each

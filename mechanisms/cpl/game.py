@@ -195,6 +195,44 @@ def client_utilities(game: Game, prices, q) -> np.ndarray:
     return P * q - game.c * q**2 - game.v * bound(game, q)
 
 
+def _first(mask) -> str:
+    """'game k, client j' (or 'game k') of the first True entry of a (B, n) (or (B,)) mask."""
+    at = np.argwhere(mask)[0].tolist()
+    return f"game {at[0]}" + (f", client {at[1]}" if len(at) > 1 else "")
+
+
+def _check_batch_values(a, games) -> None:
+    """:class:`Game`'s rules on the values of a :class:`GameBatch`'s (B, n) and (B,) arrays,
+    every game at once; the first entry off them refused, naming its field, game, client
+    and value."""
+    rules = (("a", a, "> 0", lambda x: x > 0), ("G", games.G, ">= 0", lambda x: x >= 0),
+             ("c", games.c, "> 0", lambda x: x > 0), ("v", games.v, ">= 0", lambda x: x >= 0),
+             ("budget", games.budget, "finite", lambda x: x == x),
+             ("alpha", games.alpha, "> 0", lambda x: x > 0),
+             ("R", games.R, ">= 1", lambda x: x >= 1),
+             ("q_min", games.q_min, "in (0, 1]", lambda x: (x > 0) & (x <= 1)))
+    for name, x, rule, ok in rules:
+        bad = ~(np.isfinite(x) & ok(x))
+        if bad.any():
+            raise MarketInputError(name, f"{_first(bad)} is {float(x[bad][0])!r}; must be "
+                                         f"finite and {rule}" if rule != "finite" else
+                                         f"{_first(bad)} is {float(x[bad][0])!r}; must be "
+                                         "finite")
+    q_max, q_min = games.q_max, games.q_min[:, None]
+    bad = ~(np.isfinite(q_max) & (q_max >= q_min) & (q_max <= 1))
+    if bad.any():
+        k = int(np.argwhere(bad)[0][0])
+        raise MarketInputError("q_max", f"{_first(bad)} is {float(q_max[bad][0])!r}; must lie "
+                                        f"in [q_min={float(games.q_min[k])!r}, 1]")
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = bound_coefficient(games.alpha[:, None], normalised_weights(a), games.G,
+                              games.R[:, None])
+    if not np.isfinite(K).all():
+        bad = ~np.isfinite(K)
+        raise MarketInputError("G", f"{_first(bad)} is {float(games.G[bad][0])!r}: K = alpha "
+                                    "a^2 G^2 / R overflows float64; rescale G")
+
+
 _PER_CLIENT = ("G", "c", "v", "q_max")  # (B, n) in a GameBatch, as a is
 _PER_GAME = ("budget", "alpha", "R", "q_min")  # (B,)
 
@@ -206,9 +244,12 @@ class GameBatch:
     :class:`Game` does. Build one with :meth:`from_games` or from arrays: ``a`` gives B and
     n, and every other field must have exactly its shape (MarketInputError naming the field,
     the shape expected and the shape got): nothing is broadcast, so a q_max of shape (B, 1)
-    for n = 2 clients is refused, not read as one bound per game. The values are not
-    validated further (the arrays must describe valid games; :meth:`from_games` checks them
-    game by game). Every formula of this module takes it in place of a :class:`Game`.
+    for n = 2 clients is refused, not read as one bound per game. The values obey
+    :class:`Game`'s rules, checked for every game at once (MarketInputError naming the
+    field, the first game and client off them, and the value): a_n > 0, G_n >= 0, c_n > 0,
+    v_n >= 0, all finite; budget, alpha, R, q_min finite with alpha > 0, R >= 1,
+    0 < q_min <= 1; q_min <= q_max_n <= 1; K finite. Every formula of this module takes it
+    in place of a :class:`Game`.
 
     >>> GameBatch(a=[[0.5, 0.5]], G=[[1.0, 1.0]], c=[[5.0, 5.0]], v=[[0.0, 0.0]],
     ...           q_max=[[1.0]], budget=[1.0], alpha=[1.0], R=[10.0], q_min=[0.01])
@@ -242,6 +283,7 @@ class GameBatch:
                                                  f"({what}, B and n from a's shape); a "
                                                  "GameBatch broadcasts nothing")
                 object.__setattr__(self, name, arr)
+        _check_batch_values(a, self)
         object.__setattr__(self, "a", normalised_weights(a))
 
     @classmethod
