@@ -205,19 +205,19 @@ def _check_batch_values(a, games) -> None:
     """:class:`Game`'s rules on the values of a :class:`GameBatch`'s (B, n) and (B,) arrays,
     every game at once; the first entry off them refused, naming its field, game, client
     and value."""
-    rules = (("a", a, "> 0", lambda x: x > 0), ("G", games.G, ">= 0", lambda x: x >= 0),
-             ("c", games.c, "> 0", lambda x: x > 0), ("v", games.v, ">= 0", lambda x: x >= 0),
-             ("budget", games.budget, "finite", lambda x: x == x),
-             ("alpha", games.alpha, "> 0", lambda x: x > 0),
-             ("R", games.R, ">= 1", lambda x: x >= 1),
-             ("q_min", games.q_min, "in (0, 1]", lambda x: (x > 0) & (x <= 1)))
+    rules = (("a", a, " and > 0", lambda x: x > 0),
+             ("G", games.G, " and >= 0", lambda x: x >= 0),
+             ("c", games.c, " and > 0", lambda x: x > 0),
+             ("v", games.v, " and >= 0", lambda x: x >= 0),
+             ("budget", games.budget, "", lambda x: x == x),
+             ("alpha", games.alpha, " and > 0", lambda x: x > 0),
+             ("R", games.R, " and >= 1", lambda x: x >= 1),
+             ("q_min", games.q_min, " and in (0, 1]", lambda x: (x > 0) & (x <= 1)))
     for name, x, rule, ok in rules:
         bad = ~(np.isfinite(x) & ok(x))
         if bad.any():
             raise MarketInputError(name, f"{_first(bad)} is {float(x[bad][0])!r}; must be "
-                                         f"finite and {rule}" if rule != "finite" else
-                                         f"{_first(bad)} is {float(x[bad][0])!r}; must be "
-                                         "finite")
+                                         f"finite{rule}")
     q_max, q_min = games.q_max, games.q_min[:, None]
     bad = ~(np.isfinite(q_max) & (q_max >= q_min) & (q_max <= 1))
     if bad.any():
