@@ -645,7 +645,36 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
         # no pairs at all: an empty answer of the input's shape
         wrong = sum(not _answers_empty(gain, s) for s in EMPTY_SHAPES)
         gaps.add("threshold_no_pairs", float(wrong), gain.name if wrong else None)
+        _small_data_gaps(gaps, gain, N, K)
     _tiny_price_gaps(gaps, N, K)
+
+
+SMALL_DATA_PRICES = (0.5, 0.05)
+"""The prices of :func:`_small_data_gaps`, as fractions of g_i(N_j): roots."""
+
+
+def _small_data_gaps(gaps: Gaps, gain, N, K) -> None:
+    """Box 2's roots at data amounts below 1 (a Market accepts any positive amount; the
+    type spaces draw 20 or more): the market's data scaled by a power of two (exact), so
+    that the smallest client other than the first buyer holds between 2^-6 and 2^-5, and
+    that buyer's row at the prices :data:`SMALL_DATA_PRICES` of g_i(N_j) asked of
+    ``gain.thresholds``, each against the oracle (:func:`_check_threshold`)."""
+    buyers = np.flatnonzero(K > 0)
+    if not len(buyers) or len(N) < 2:
+        return
+    i = int(buyers[0])
+    js = np.array([j for j in range(len(N)) if j != i])
+    Ns = N * 2.0 ** -(math.floor(math.log2(N[js].min())) + 6)
+    P = np.array(SMALL_DATA_PRICES)[:, None] * gain.value(Ns[js], K[i], Ns[i])[None, :]
+    T = np.asarray(gain.thresholds(P, Ns[js][None, :], K[i], Ns[i]), float)
+    g = oipfl.gain_function(gain)
+    others = math.fsum(Ns) - Ns[i]
+    for a in range(len(SMALL_DATA_PRICES)):
+        for b, j in enumerate(js.tolist()):
+            _check_threshold(gaps, g, float(K[i]), float(Ns[i]), float(Ns[j]), float(P[a, b]),
+                             float(T[a, b]), "exact", others, ("small data", gain.name, i, j),
+                             oipfl.marginal_limit(gain, float(K[i]), float(Ns[i]),
+                                                  float(Ns[j])))
 
 
 def price_edge_gaps(gaps: Gaps, market, D) -> None:

@@ -592,6 +592,14 @@ IPFL_FAULTS = (
           each(lambda c: ("market", "arrays"), lambda s, c, how: (
               c.market.check_distances(_negative_pair(c)) if how == "market"
               else ipfl.MarketArrays.of(c.market).check_distances(_negative_pair(c)[None])))),
+    Fault("D", "asymmetric at (0, 1) alone, to Market.check_distances and "
+               "MarketArrays.check_distances called with their defaults (refused as "
+               "asymmetric, not for a sign)",
+          each(lambda c: ("market", "arrays"), lambda s, c, how: (
+              c.market.check_distances(_asymmetric(_symmetric(c.D))) if how == "market"
+              else ipfl.MarketArrays.of(c.market).check_distances(
+                  _asymmetric(_symmetric(c.D))[None]))),
+          says=lambda c, msg: "is not symmetric" in msg),
     Fault("D", "text", lambda s, c: _settle(s, c, D=_text(c.D))),
     Fault("N", "text of a batch of 64 markets, to MarketArrays (a value too long to show "
                "whole: the message cuts it)",

@@ -203,6 +203,14 @@ _REFUSED = [
     pytest.param("ipfl", "local", "a negative pair (d_01 = d_10 = -0.5)", "D",
                  mmarket.MarketArrays, "check_distances", "allow_negative: bool = False",
                  "allow_negative: bool = True", (), id="5cf9efac5a"),
+    # check_distances allowing asymmetric distances by default (documented: refused unless
+    # allow_asymmetric=True; clear passes its option explicitly, so only a direct call sees it)
+    pytest.param("ipfl", "local", "asymmetric at (0, 1) alone, to Market.check_distances", "D",
+                 mmarket.Market, "check_distances", "allow_asymmetric: bool = False",
+                 "allow_asymmetric: bool = True", (), id="7567b1b7bf"),
+    pytest.param("ipfl", "local", "asymmetric at (0, 1) alone, to Market.check_distances", "D",
+                 mmarket.MarketArrays, "check_distances", "allow_asymmetric: bool = False",
+                 "allow_asymmetric: bool = True", (), id="7567b1b7bf-arrays"),
     # the refusal of N (or true_N) summing past the float range never ran: its field
     # written which - "N" (a TypeError) passed every row
     pytest.param("ipfl", "local", "entries summing past the float range", "N", mmarket,
@@ -1255,3 +1263,26 @@ def test_eq11_for_buyers_of_small_k_is_caught(monkeypatch, subject):
     plant(monkeypatch, selection, "eq11_margins", "out = np.where(K[..., :, None] > 0, out",
           "out = np.where(K[..., :, None] > 1, out", mipfl)
     assert _caught(subject, "local_optimality", 20)
+
+
+def test_roots_left_unbisected_at_data_below_one_are_caught(monkeypatch):
+    """64c6ebbe5b: the generic root finder (log and power gains) starts bisecting only the
+    brackets wider than 4e-16 ** hi (not 4e-16 * hi): at data amounts of a few hundredths a
+    bracket [N_j, 2 N_j] counts as narrow and its midpoint is answered. The type spaces draw
+    N >= 20, where the two tests agree; conforms' small-data roots (the market's data scaled
+    below 1) catch it, for the log gain and the power gain of exponent 0.5 (at 0.9 the roots lie
+    past T = 1, where the two tests agree again), and on the row."""
+    from proofs import conformance
+    N, K = np.array([20.0, 300.0, 1999.0]), np.array([5e4, 0.0, 1e3])
+    for gain in (mipfl.LogGain(), mipfl.PowerGain(0.5), mipfl.PowerGain(0.9), mipfl.SqrtGain()):
+        gaps = conformance.Gaps()
+        conformance._small_data_gaps(gaps, gain, N, K)
+        assert gaps.violation == 0.0, gain.name
+    plant(monkeypatch, gains.Gain, "_roots",
+          "idx = np.flatnonzero(hi_f - lo_f > _BISECT_RTOL * hi_f)",
+          "idx = np.flatnonzero(hi_f - lo_f > _BISECT_RTOL ** hi_f)")
+    for gain in (mipfl.LogGain(), mipfl.PowerGain(0.5)):  # the gains conforms draws
+        gaps = conformance.Gaps()
+        conformance._small_data_gaps(gaps, gain, N, K)
+        assert gaps.violation > 0.0, gain.name
+    assert _caught("local", "conforms")
