@@ -963,7 +963,7 @@ def _cpl_kind(subject) -> tuple[str, str | None]:
 
 def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
              v0: list | None = None, edges: list | None = None,
-             floor: float | None = None) -> Gaps:
+             floor: float | None = None, roots: list | None = None) -> Gaps:
     """Compare one game's answer ``view`` with the oracle (``kind`` from
     :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
     :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1);
@@ -973,7 +973,10 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
     :func:`_edge_prices`). :func:`mechanisms.cpl.spend_scale` of the view's q is compared with
     the oracle's sum of the spend's terms' sizes. ``floor``: what
     :func:`mechanisms.cpl.posted_floor_spend` returned for a posted price's shape at its
-    default level (q_min), against :func:`proofs.oracle.cpl.posted_floor_spend`."""
+    default level (q_min), against :func:`proofs.oracle.cpl.posted_floor_spend`. ``roots``:
+    pairs (prices, what :func:`mechanisms.cpl.unconstrained_response` returned for them) at
+    :func:`_root_prices`, each against the oracle's root of the cubic (its best response
+    clipped to [0, an upper bound of the root]) to :data:`ROOT_RTOL`."""
     gaps = Gaps()
     a = np.asarray(game.a, float).tolist()
     G, c, v = (np.asarray(x, float).tolist() for x in (game.G, game.c, game.v))
@@ -1001,6 +1004,12 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
         for k in range(n):
             want = ocpl.best_response(c[k], v[k], K[k], prices[k], q_min, q_max[k])
             _close(gaps, "best_response_at_the_edge", got[k], want, CPL_RTOL * want, k)
+    for prices, got in roots or ():
+        for k in range(n):
+            # the root is at most P/(2c) + cbrt(v K / 2c): the cubic is >= 0 there
+            top = (max(prices[k], 0.0) / (2.0 * c[k]) + (v[k] * K[k] / (2.0 * c[k])) ** (1 / 3))
+            want = ocpl.best_response(c[k], v[k], K[k], prices[k], 0.0, 1.000001 * top + 1e-300)
+            _close(gaps, "unconstrained_response", got[k], want, ROOT_RTOL * want, k)
     if v0 is not None:
         for k in range(n):
             want = ocpl.best_response_v0(c[k], P[k], q_min, q_max[k])
@@ -1105,9 +1114,11 @@ def cpl_conforms(subject, case) -> float:
     view = _view_of_equilibrium(eq)
     edges = [(P.tolist(), np.asarray(cpl.best_response(game, P), float).tolist())
              for P in _edge_prices(game.n)]
+    roots = [(P.tolist(), np.asarray(cpl.unconstrained_response(game, P), float).tolist())
+             for P in _root_prices(game)]
     kind = _cpl_kind(subject)
     return cpl_gaps(game, view, kind, _aggregated(game, view.q), _v0(game, view.prices), edges,
-                    _floor(cpl.GameBatch.from_games([game]), kind, [0])[0]).violation
+                    _floor(cpl.GameBatch.from_games([game]), kind, [0])[0], roots).violation
 
 
 def _floor(games, kind, rows) -> list:
@@ -1131,6 +1142,26 @@ def _edge_prices(n: int, shape=None) -> tuple:
     answers in closed form)."""
     top = np.finfo(float).max
     return tuple(np.full((n,) if shape is None else shape, sign * top) for sign in (-1.0, 1.0))
+
+
+ROOT_B = (1e4, 1e16, 1e40, -1e4, -1e16, -1e40, -1e90)
+"""The b = P / (2 c s), s = cbrt(v K / 2c), of :func:`_root_prices`: Newton's range of
+:func:`mechanisms.cpl.positive_root` (|b| <= 1e100) far from b ~ 1 on both sides, which the
+drawn prices (the equilibria's) seldom reach."""
+ROOT_RTOL = 1e-14
+"""Of :func:`cpl_gaps`' unconstrained roots against the oracle's (the code's were within
+5.2e-16 relative on 300 random (c, v, K) at every b of :data:`ROOT_B`, 2,400 roots)."""
+
+
+def _root_prices(game) -> list:
+    """Prices placing every client's scaled cubic at each b of :data:`ROOT_B` (one array of
+    the game's or batch's shape each; a client with v K = 0 gets the price 0, one whose price
+    would overflow float64 as well)."""
+    c = np.asarray(game.c, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = np.cbrt(np.asarray(game.v, float) * np.asarray(game.K, float)) / np.cbrt(2.0 * c)
+        out = [b * 2.0 * c * s for b in ROOT_B]
+    return [np.where(np.isfinite(P), P, 0.0) for P in out]
 
 
 def _v0(game, prices) -> list | None:
@@ -1166,6 +1197,10 @@ def _cpl_hook(subject):
         v0 = np.asarray(cpl.best_response_v0(games, np.where(finite[:, None], eq.prices, 0.0)))
         edges = [(P[0].tolist(), np.asarray(cpl.best_response(games, P), float))
                  for P in _edge_prices(games.n, (games.size, games.n))]
+        # the unconstrained roots at placed prices: the whole batch solved, the first game
+        # compared (the oracle bisects ~100 times a root: ~3 ms a game)
+        roots = [(P[0].tolist(), np.asarray(cpl.unconstrained_response(games, P), float)[0]
+                  .tolist()) for P in _root_prices(games)]
         viol = np.empty(games.size)
         # posted_floor_spend on every fourth game (the oracle's responses: ~0.1 ms a game)
         floor = _floor(games, kind, range(0, games.size, 4))
@@ -1173,7 +1208,8 @@ def _cpl_hook(subject):
             game = _game_of(games, k)
             viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
                                v0[k].tolist() if finite[k] else None,
-                               [(P, got[k].tolist()) for P, got in edges], floor[k]).violation
+                               [(P, got[k].tolist()) for P, got in edges], floor[k],
+                               roots if k == 0 else None).violation
         # the first game of each batch through the subject's own one-game solve too: the
         # fields only a one-game answer reports (its KKT residual) against the equations
         one = _view_of_equilibrium(subject.solve(games.game(0)))

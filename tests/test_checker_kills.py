@@ -1286,3 +1286,16 @@ def test_roots_left_unbisected_at_data_below_one_are_caught(monkeypatch):
         conformance._small_data_gaps(gaps, gain, N, K)
         assert gaps.violation > 0.0, gain.name
     assert _caught("local", "conforms")
+
+
+def test_newton_stopping_early_on_small_roots_is_caught(monkeypatch):
+    """2a623c0c32: the cubic's Newton iterates stop once a step is within 4e-16 / x (not
+    4e-16 * x): for b = P / (2 c s) far below -1 the root x ~ 1/sqrt(-b) is small, the test
+    passes at once and an iterate far from the root is answered (0.71 relative at b = -1e16).
+    A clipped best response never shows it (the root lies below q_min); cpl_conforms' roots
+    of `cpl.unconstrained_response` at placed prices (b from -1e90 to 1e40) catch it, on the
+    bulk path and the one-game path."""
+    plant(monkeypatch, cresponse, "positive_root", "moving = ~(np.abs(step) <= 4e-16 * xl)",
+          "moving = ~(np.abs(step) <= 4e-16 / xl)")
+    assert _caught("cpl-bisection", "cpl_conforms")
+    assert _caught("cpl-gradient", "cpl_conforms")  # no bulk hook: the one-game path
