@@ -611,8 +611,10 @@ def contained_violation(subject, case: RuleCase):
         return 0.0 if isinstance(exc, RuleTimedOut) else 1.0
     if b == "from_data" and not isinstance(exc, UntrustedName):
         return 1.0  # refused, but not by the guard (imported: its arity failed instead)
-    if want in ("refused", "time_limit"):
-        return 0.0  # an error naming the slot (the limit) before any call
+    if want == "refused":  # before any call: not the failure of a call (RuleFailed)
+        return 1.0 if isinstance(exc, RuleFailed) else 0.0
+    if want == "time_limit":
+        return 0.0  # an error naming the limit before any call
     return 0.0 if isinstance(exc, RuleFailed) and not isinstance(exc, RuleTimedOut) else 1.0
 
 

@@ -1299,3 +1299,15 @@ def test_newton_stopping_early_on_small_roots_is_caught(monkeypatch):
           "moving = ~(np.abs(step) <= 4e-16 / xl)")
     assert _caught("cpl-bisection", "cpl_conforms")
     assert _caught("cpl-gradient", "cpl_conforms")  # no bulk hook: the one-game path
+
+
+def test_a_rule_refused_only_when_called_is_caught(monkeypatch):
+    """09dd53af47: `_check_arity` returning early for every kind of rule (`if not field not
+    in ARITY`): 'os:getcwd' as a rule is no longer refused at once, as documented, but
+    called, and its TypeError reported as the rule's failure (a RuleFailed naming the slot).
+    contains_rules' refusals before any call must not be a RuleFailed."""
+    import mechanisms.lookup as lookup
+    plant(monkeypatch, lookup, "_check_arity", "if field not in ARITY:",
+          "if not field not in ARITY:")
+    assert _caught("local", "contains_rules")
+    assert _caught("cpl-uniform", "cpl_contains_rules")
