@@ -24,7 +24,8 @@ comes and the later stages are checked on it):
   + the largest finite price); a pure buyer's cost for selling nothing is 0, never NaN;
 * the baselines' ledger (:func:`mechanisms.ipfl.baseline_utilities`, which no clearing
   calls) on the same market, with every client weighting everyone and with the outcome's
-  graph: to the same tolerance.
+  graph: to the same tolerance;
+* the clearing and the ledger are silent on the well-formed market: a warning is a failure.
 
 **CPL** (property ``cpl_conforms``): the bound coefficients K_n = alpha a_n^2 G_n^2 / R and
 the normalised weights; the clients' best responses to the subject's prices and to prices at
@@ -781,9 +782,12 @@ def _mode(case) -> str:
 
 
 def _one_market_gaps(subject, market, D, names, mode, with_models=True) -> float:
-    out = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
+    with warnings.catch_warnings(record=True) as noise:  # silent on well-formed input
+        warnings.simplefilter("always")
+        out = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
     view = outcome_view(out)
     gaps = ipfl_gaps(market, D, view, names, mode, baseline_ledgers(market, view))
+    gaps.add("warnings", float(len(noise)), [str(w.message) for w in noise[:1]] or None)
     if with_models:
         theta, reference, eta, Dm, Pm = _model_outputs(market, np.asarray(view.A))
         model_gaps(gaps, theta, reference, eta, np.asarray(market.N, float).tolist(), view.A,
@@ -832,14 +836,16 @@ def _ipfl_hook(subject):
     names = subject_rules(subject)
 
     def check(markets, D, mode, with_models):
-        out = ipfl.clear_batch(markets, D, subject.rule, payments=subject.money,
-                               prices=subject.prices, thresholds=fresh(mode),
-                               allow_negative_distances=True,
-                               allow_asymmetric_distances=True)
+        with warnings.catch_warnings(record=True) as noise:  # silent on well-formed input
+            warnings.simplefilter("always")
+            out = ipfl.clear_batch(markets, D, subject.rule, payments=subject.money,
+                                   prices=subject.prices, thresholds=fresh(mode),
+                                   allow_negative_distances=True,
+                                   allow_asymmetric_distances=True)
         views = _views_of_batch(out)
         B, m = markets.N.shape
         ones = np.ones((B, m, m))
-        with warnings.catch_warnings(record=True) as noise:  # silent on well-formed input
+        with warnings.catch_warnings(record=True) as ledger:
             warnings.simplefilter("always")
             full = np.asarray(ipfl.baseline_utilities(markets, ones), float).tolist()
             own = np.asarray(ipfl.baseline_utilities(markets, out.adjacency), float).tolist()
@@ -871,7 +877,8 @@ def _ipfl_hook(subject):
                     gradient_gaps(gaps, theta[k], reference[k])  # ~1-3 ms a market
                     scale_gaps(gaps, theta[k], reference[k], {x: Dm[x][k] for x in Dm})
             viol[k] = gaps.violation
-        viol[0] = max(viol[0], float(len(noise)))  # a warning of the ledger: once a batch
+        # a warning of the clearing or the ledger: once a batch
+        viol[0] = max(viol[0], float(len(noise) + len(ledger)))
         return viol
 
     def evaluate(a):

@@ -590,6 +590,31 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
     assert _caught(subject, key, examples)
 
 
+def test_a_clearing_that_warns_is_caught(monkeypatch):
+    """share-all's adjacency as a floor division of booleans (generated mutant ff80df740c):
+    the same 0/1 entries (int8, which the clearing makes bool) with a divide-by-zero
+    RuntimeWarning wherever a pure buyer is on sale. It survived every row; conforms now
+    holds the clearing silent on well-formed input, in bulk and on one market (the
+    Hypothesis engine's path)."""
+    from types import MappingProxyType
+
+    from proofs.conformance import ipfl_conforms
+    from proofs.ipfl_properties import IpflCase
+
+    rules = sys.modules["mechanisms.ipfl.rules"]
+    market = mipfl.Market(N=[100, 200, 300], c=[0.1, np.inf, 0.2], K=[1e4, 1e4, 0.0])
+    case = IpflCase(market, np.zeros((3, 3)))
+    assert not _caught("share-all", "conforms", 50)
+    assert ipfl_conforms(SUBJECTS["share-all"], case) == 0.0
+    plant(monkeypatch, rules, "share_all", "(K[..., :, None] > 0) & np.isfinite",
+          "(K[..., :, None] > 0) // np.isfinite", mipfl)
+    kinds = dict(rules._KINDS)  # the name "share-all" resolves to the planted function
+    kinds["rule"] = MappingProxyType({**kinds["rule"], "share-all": rules.share_all})
+    monkeypatch.setattr(rules, "_KINDS", kinds)
+    assert _caught("share-all", "conforms", 50)
+    assert ipfl_conforms(SUBJECTS["share-all"], case) > 0.0
+
+
 @pytest.mark.parametrize("after", [
     pytest.param("T[stalled] = 1.0", id="70f831d3a6"),
     pytest.param("T[stalled] = -1.0", id="48545996a7"),
