@@ -17,7 +17,7 @@ from .process_properties import PROCESS_PROPERTIES
 from .rule_properties import RULE_PROPERTIES
 from .subjects import CplPricingRule, CplSolver, IpflMechanism, LiaClustering
 
-__all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "registered"]
+__all__ = ["PROPERTIES", "SUBJECTS", "check_declared", "reference_declares", "registered"]
 
 # the catalogue of proofs.core is the registry: the engines, reports and pickles read it
 # there without importing this module (which imports every property module)
@@ -92,6 +92,27 @@ _REFERENCE_EXTRA = {
                                    "truthful_N_under"), VACUOUS)},
 }
 
+
+
+def reference_declares(claims, extra) -> dict:
+    """A reference payment rule's declarations: what the rule claims itself (its ``.claims``,
+    mechanisms.ipfl.rules) with the facts measured here (``extra``) added. A fact never
+    overrides the rule's own claim: "vacuous" (true of the rule, no evidence to show) stands
+    in for a claim of True only, so a rule claiming a property False keeps False, and the
+    checker must find its counterexample (generated mutant be34dda9ce, ``no_payments``
+    claiming truthful_N_over False, was hidden behind share-all's "vacuous" before).
+
+    >>> reference_declares({"thm2": True, "lemma1": False},
+    ...                    {"thm2": "vacuous", "lemma1": "vacuous", "thm3": False})
+    {'thm2': 'vacuous', 'lemma1': False, 'thm3': False}
+    """
+    out = {**claims, **extra}
+    for key, claim in claims.items():
+        if not (claim is True and out[key] == VACUOUS):
+            out[key] = claim
+    return out
+
+
 # The facts the papers and theory imply beyond the theorems (issue 20, part 2): the budget
 # identity of Eqs. 3 and 5 and that pure sellers never buy (spec, types) for every iPFL
 # subject, Shapley's efficiency and symmetry for the
@@ -112,12 +133,11 @@ SUBJECTS.update({
     "exact": IpflMechanism("exact", "exact", declares={
         **_IPFL_COMMON, "local_optimality": True, "global_optimality": True, "thm2": True,
         "box2_prefix": False, "work_bound": True}),
-    **{name: IpflMechanism(name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments,
-                           prices=prices, declares={**ipfl.PAYMENT_RULES[payments].claims,
-                                                    **_REFERENCE_EXTRA[name],
-                                                    "refuses_bad_input": True,
-                                                    "contains_rules": True,
-                                                    "one_market": True})
+    **{name: IpflMechanism(
+        name, ipfl.PAYMENT_RULES[payments].pairs_with, payments=payments, prices=prices,
+        declares={**reference_declares(ipfl.PAYMENT_RULES[payments].claims,
+                                       _REFERENCE_EXTRA[name]),
+                  "refuses_bad_input": True, "contains_rules": True, "one_market": True})
        for name, payments, prices in [("vcg", "vcg", "paper"), ("shapley", "shapley", "paper"),
                                       ("cost-plus", "cost-plus", "cost-plus"),
                                       ("share-all", "none", "paper")]},

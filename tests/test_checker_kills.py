@@ -590,6 +590,33 @@ def test_a_value_or_report_off_its_documentation_is_caught(monkeypatch, owner, n
     assert _caught(subject, key, examples)
 
 
+@pytest.mark.parametrize("key", ["truthful_N_over", "thm2"])
+def test_a_reference_rule_claiming_false_is_checked_as_claimed(monkeypatch, key):
+    """``no_payments`` claiming a property False that share-all's registry entry declares
+    "vacuous" (generated mutant be34dda9ce: truthful_N_over=False): the rule's own claim
+    stands (proofs.registry.reference_declares), so the row is declared False and the checker,
+    which finds no counterexample, reads it not as declared. Before, the registry's "vacuous"
+    overrode the claim and the row held."""
+    from types import MappingProxyType
+
+    from proofs import IpflMechanism, check_declared
+    from proofs.registry import _REFERENCE_EXTRA, reference_declares
+
+    none = mipfl.PAYMENT_RULES["none"]
+
+    def share_all():  # as the registry builds it, from the rule's claims as they are now
+        declares = {**SUBJECTS["share-all"].declares,
+                    **reference_declares(none.claims, _REFERENCE_EXTRA["share-all"])}
+        return IpflMechanism("share-all", "share-all", payments="none", prices="paper",
+                             declares=declares)
+
+    assert share_all().declares == SUBJECTS["share-all"].declares
+    assert check_declared(share_all(), key, max_examples=50, seed=0, engine="batch")[1]
+    monkeypatch.setattr(none, "claims", MappingProxyType({**none.claims, key: False}))
+    assert share_all().declares[key] is False
+    assert not check_declared(share_all(), key, max_examples=50, seed=0, engine="batch")[1]
+
+
 def test_a_clearing_that_warns_is_caught(monkeypatch):
     """share-all's adjacency as a floor division of booleans (generated mutant ff80df740c):
     the same 0/1 entries (int8, which the clearing makes bool) with a divide-by-zero
