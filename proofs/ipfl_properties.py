@@ -965,7 +965,7 @@ def _gap_count_b(x, y, scale=None) -> np.ndarray:
                      for k in range(len(y))])
 
 
-def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
+def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> tuple[float, object]:
     """How many entries the one-market paths get differently from market ``k`` of ``bulk``
     (the subject's :func:`mechanisms.ipfl.clear_batch` outcome): the subject's ``settle``
     (:func:`mechanisms.ipfl.clear` on one Market), then each built-in rule function the
@@ -974,22 +974,13 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     thresholds (:func:`mechanisms.ipfl.thresholds`), the selection (box2, local, exact,
     share-all), the payment rule (Eq. 12 and Eq. 13, VCG, Shapley, cost-plus, none) and the
     settlement (gains, sharing costs, utilities, welfare: a float for one market, as
-    documented)."""
+    documented); and the subject's one-market Outcome."""
     P, T, A, p = (np.asarray(x)[k] for x in (bulk.prices, bulk.thresholds, bulk.adjacency,
                                               bulk.payments))
     R = None if bulk.remittances is None else np.asarray(bulk.remittances)[k]
     scale = 1.0 + np.abs(np.asarray(bulk.utilities)[k]).max() + np.abs(p).max()
     one = subject.settle(market, D, allow_negative=True, thresholds=fresh(mode))
-    gaps = _gap_count(one.adjacency, A) + _gap_count(one.prices, P) \
-        + _gap_count(one.thresholds, T) + unsealed(one)  # the outcome sealed (proofs.seal)
-    for got, want in ((one.payments, p), (one.gains, bulk.gains[k]),
-                      (one.sharing_costs, bulk.sharing_costs[k]),
-                      (one.utilities, bulk.utilities[k]), (one.welfare, bulk.welfare[k])):
-        gaps += _gap_count(got, want, scale)
-    if (one.remittances is None) != (R is None):
-        gaps += 1
-    elif R is not None:
-        gaps += _gap_count(one.remittances, R, scale)
+    gaps = _outcome_gaps(one, bulk, k, scale)
     # the rule functions on one Market, each fed the bulk outcome's inputs
     _, price_fn = ipfl.resolve("prices", subject.prices)
     own_P = np.array(price_fn(market, D), dtype=float)
@@ -1018,7 +1009,77 @@ def _one_market_gaps(subject, market, D, mode, bulk, k: int) -> float:
     welfare = ipfl.welfare(market, A)
     gaps += _gap_count(welfare, bulk.welfare[k], scale)
     gaps += type(welfare) is not float  # one market's welfare: a float (its docstring)
+    return gaps, one
+
+
+def _outcome_gaps(one, bulk, k: int, scale: float) -> float:
+    """Entries of the one-market :class:`~mechanisms.ipfl.Outcome` ``one`` that differ from
+    market ``k`` of ``bulk`` (adjacency, prices, thresholds and D exactly; payments,
+    remittances, gains, sharing costs, utilities and welfare to ONE_MARKET_RTOL x
+    ``scale``), plus its seal's breaches (proofs.seal)."""
+    P, T, A, p = (np.asarray(x)[k] for x in (bulk.prices, bulk.thresholds, bulk.adjacency,
+                                              bulk.payments))
+    R = None if bulk.remittances is None else np.asarray(bulk.remittances)[k]
+    gaps = _gap_count(one.adjacency, A) + _gap_count(one.prices, P) \
+        + _gap_count(one.thresholds, T) + _gap_count(one.D, np.asarray(bulk.D)[k]) \
+        + unsealed(one)
+    for got, want in ((one.payments, p), (one.gains, bulk.gains[k]),
+                      (one.sharing_costs, bulk.sharing_costs[k]),
+                      (one.utilities, bulk.utilities[k]), (one.welfare, bulk.welfare[k])):
+        gaps += _gap_count(got, want, scale)
+    if (one.remittances is None) != (R is None):
+        gaps += 1
+    elif R is not None:
+        gaps += _gap_count(one.remittances, R, scale)
     return gaps
+
+
+_RECLEARED = ("rule", "payment_rule", "price_rule", "threshold_mode", "options")
+"""The fields of an :class:`~mechanisms.ipfl.Outcome` that :meth:`~mechanisms.ipfl.Outcome.reclear`
+keeps whatever market it clears (its docstring: the same rules and options)."""
+
+
+def _reclear_gaps(one, market, D, bulk, k: int, scale: float) -> float:
+    """:meth:`mechanisms.ipfl.Outcome.reclear`, documented as clearing again with the same
+    rules and options: ``one.reclear(market=market, D=D)`` (``market`` and ``D`` market
+    ``k`` of the batch; ``None`` for ``one``'s own) must be :func:`_outcome_gaps`-equal to
+    market ``k`` of ``bulk`` and keep ``one``'s rules and options (:data:`_RECLEARED`)."""
+    again = one.reclear(market=market, D=D)
+    kept = sum(getattr(again, f) != getattr(one, f) for f in _RECLEARED)
+    return _outcome_gaps(again, bulk, k, scale) + kept
+
+
+FRAME_COLUMNS = ("client", "n_bought", "n_sold", "paid", "earned", "payment", "gain",
+                 "utility")
+"""The columns of :meth:`mechanisms.ipfl.Outcome.to_frame`, in order (its docstring)."""
+
+
+def _frame_gaps(one, scale: float) -> float:
+    """Entries of :meth:`mechanisms.ipfl.Outcome.to_frame` that differ from the outcome it
+    tabulates, one row per client in id order (its docstring): n_bought / n_sold the
+    adjacency's row / column sums, payment, gain and utility the outcome's own (exactly);
+    paid / earned the sums of the remittances' rows / columns (to ONE_MARKET_RTOL x
+    ``scale``), or for a rule that returns payments, what the client pays to / receives
+    from the operator: both >= 0, at most one of them non-zero, paid - earned = payment
+    exactly. A column missing or out of order counts every client."""
+    frame = one.to_frame()
+    m = one.m
+    if tuple(frame.columns) != FRAME_COLUMNS or len(frame) != m:
+        return float(max(m, 1))
+    A = np.asarray(one.adjacency)
+    col = {c: frame[c].to_numpy() for c in FRAME_COLUMNS}
+    gaps = _gap_count(col["client"], np.arange(m)) + _gap_count(col["n_bought"], A.sum(axis=1)) \
+        + _gap_count(col["n_sold"], A.sum(axis=0)) + _gap_count(col["payment"], one.payments) \
+        + _gap_count(col["gain"], one.gains) + _gap_count(col["utility"], one.utilities)
+    paid, earned = col["paid"].astype(float), col["earned"].astype(float)
+    R = one.remittances
+    if R is not None:
+        return gaps + _gap_count(paid, np.sum(R, axis=1), scale) \
+            + _gap_count(earned, np.sum(R, axis=0), scale)
+    with np.errstate(invalid="ignore"):
+        wrong = ~((paid >= 0) & (earned >= 0) & ((paid == 0) | (earned == 0))
+                  & (paid - earned == np.asarray(one.payments)))
+    return gaps + float(np.sum(wrong))
 
 
 TWO_DIMS = ("adjacency", "prices", "thresholds", "remittances", "payments", "gains",
@@ -1140,7 +1201,10 @@ def _one_market_check(settle, a, subject=None):
     subject's built-in rule functions called on one :class:`mechanisms.ipfl.Market` give
     what :func:`mechanisms.ipfl.clear_batch` gives that market in the batch
     (:func:`_one_market_gaps`; adjacency, prices and thresholds exactly, money to
-    :data:`ONE_MARKET_RTOL` of the market's scale, a NaN a failure). The violation counts
+    :data:`ONE_MARKET_RTOL` of the market's scale, a NaN a failure), and so do the
+    Outcome's own methods: ``reclear`` (the first market's outcome cleared again as it is
+    and with the second market and D, :func:`_reclear_gaps`) and ``to_frame``
+    (:func:`_frame_gaps`). The violation counts
     the entries that differ; a one-market path refusing a market the bulk code cleared
     fails by inf. Not checked for a subject without bulk code (a rule of your own not
     written over arrays, a subclass clearing its own way): nothing to compare with."""
@@ -1166,6 +1230,7 @@ def _one_market_check(settle, a, subject=None):
     gaps += _two_dims_gaps(subject, a, bulk, gain, mode)
     # a gain of your own becomes a CallableGain a Market holds: sealed as the built-in ones
     gaps += unsealed(as_gain(_own_log_gain))
+    first = None  # market 0's one-market outcome
     for k in range(B):
         # the caller's own arrays (writeable copies): after every one-market path they hold
         # the same values and are still writeable (proofs.seal.handed_back)
@@ -1179,7 +1244,17 @@ def _one_market_check(settle, a, subject=None):
             gaps[k] += sum(_gap_count(getattr(alone, f)[0], getattr(bulk.market, f)[k])
                            for f in ("N", "c", "K", "lam", "true_N", "true_c", "true_K"))
             gaps[k] += alone.gain != bulk.market.gain
-            gaps[k] += _one_market_gaps(subject, market, mine["D"], mode, bulk, k)
+            found, one = _one_market_gaps(subject, market, mine["D"], mode, bulk, k)
+            gaps[k] += found
+            # the outcome's own methods (once a batch: each clears again): cleared again
+            # as it is, and the first market's outcome cleared again with the second's
+            # market and D; the first tabulated (to_frame)
+            if k == 0:
+                first = one
+                gaps[k] += _reclear_gaps(one, None, None, bulk, k, scale[k]) \
+                    + _frame_gaps(one, scale[k])
+            elif k == 1 and first is not None:
+                gaps[k] += _reclear_gaps(first, market, mine["D"], bulk, k, scale[k])
             gaps[k] += unsealed(market) + unsealed(alone) + handed_back(kept, mine)
         except FedmarketError:
             gaps[k] = np.inf  # the one-market path refused a market the bulk code cleared
@@ -1587,7 +1662,9 @@ IPFL_PROPERTIES = {
                  "ipfl.clear on one market and the subject's built-in rule functions called "
                  "on one Market (prices, thresholds, selection, payments, settlement) give "
                  "what ipfl.clear_batch gives that market in a batch: adjacency, prices and "
-                 "thresholds exactly, money to 1e-12 of the market's scale; every result "
+                 "thresholds exactly, money to 1e-12 of the market's scale; the Outcome's "
+                 "reclear (as it is, and with another market and D) and to_frame agree "
+                 "with it; every result "
                  "sealed (a frozen dataclass, read-only arrays: the outcomes, the markets, "
                  "a gain of your own, ipfl.exact's ExactSelection) and the caller's N, c, K "
                  "and D handed back unchanged "

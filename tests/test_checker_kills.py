@@ -1363,3 +1363,43 @@ def test_a_rule_refused_only_when_called_is_caught(monkeypatch):
           "if not field not in ARITY:")
     assert _caught("local", "contains_rules")
     assert _caught("cpl-uniform", "cpl_contains_rules")
+
+
+_iclear = sys.modules["mechanisms.ipfl.clear"]  # the module (ipfl.clear: the function)
+
+
+@pytest.mark.parametrize("subject, before, after", [
+    # reclear() cleared None (the market asked for when none is given) and refused it
+    pytest.param("local", "self.market if market is None else market",
+                 "self.market if not market is None else market", id="ab4f410892"),
+    # reclear() cleared D=None and refused it
+    pytest.param("vcg", "self.D if D is None else D", "self.D if D is not None else D",
+                 id="208052d8d0"),
+    # reclear(market=...) cleared its own market again, not the one given
+    pytest.param("exact", "self.market if market is None else market",
+                 "self.market if market is None else self.market", id="reclear-own-market"),
+])
+def test_reclear_is_caught(monkeypatch, subject, before, after):
+    """Outcome.reclear (clear again with the same rules and options) ran on no row:
+    one_market now clears the first market's outcome again as it is, and with the second
+    market and D, once a batch, against the bulk clearing of those markets."""
+    assert not _caught(subject, "one_market", 50)
+    plant(monkeypatch, _iclear.Outcome, "reclear", before, after)
+    assert _caught(subject, "one_market", 50)
+
+
+@pytest.mark.parametrize("subject, before, after", [
+    # d0f71073be: `not p` of a rule that returns payments (VCG): refused for m >= 2
+    pytest.param("vcg", "np.clip(-p, 0.0, None)", "np.clip(not p, 0.0, None)",
+                 id="d0f71073be"),
+    # earned as the payment's positive part: a client paying the operator also earned it
+    pytest.param("vcg", "np.clip(-p, 0.0, None)", "np.clip(p, 0.0, None)", id="earned-sign"),
+    # paid as the column sums of the remittances (what a client received)
+    pytest.param("local", "paid = R.sum(axis=1)", "paid = R.sum(axis=0)", id="paid-axis"),
+])
+def test_to_frame_is_caught(monkeypatch, subject, before, after):
+    """Outcome.to_frame ran on no row: one_market now tabulates the first market's outcome
+    once a batch and checks each column against the outcome (its docstring)."""
+    assert not _caught(subject, "one_market", 50)
+    plant(monkeypatch, _iclear.Outcome, "to_frame", before, after)
+    assert _caught(subject, "one_market", 50)
