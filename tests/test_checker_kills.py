@@ -1340,15 +1340,19 @@ def test_roots_left_unbisected_at_data_below_one_are_caught(monkeypatch):
     assert _caught("local", "conforms")
 
 
-def test_newton_stopping_early_on_small_roots_is_caught(monkeypatch):
+@pytest.mark.parametrize("before, after", [
+    ("moving = ~(np.abs(step) <= 4e-16 * xl)", "moving = ~(np.abs(step) <= 4e-16 / xl)"),
+    ("x[deep] = 1.0 / np.sqrt(-b[deep])", "x[deep] = 2.0 / np.sqrt(-b[deep])"),
+], ids=["2a623c0c32", "6d622463e6"])
+def test_small_roots_off_the_cubic_are_caught(monkeypatch, before, after):
     """2a623c0c32: the cubic's Newton iterates stop once a step is within 4e-16 / x (not
     4e-16 * x): for b = P / (2 c s) far below -1 the root x ~ 1/sqrt(-b) is small, the test
     passes at once and an iterate far from the root is answered (0.71 relative at b = -1e16).
-    A clipped best response never shows it (the root lies below q_min); cpl_conforms' roots
-    of `cpl.unconstrained_response` at placed prices (b from -1e90 to 1e40) catch it, on the
+    6d622463e6: the closed form below b = -1e100 twice the root. A clipped best response
+    never shows either (the root lies below q_min); cpl_conforms' roots of
+    `cpl.unconstrained_response` at placed prices (b from -1e200 to 1e40) catch them, on the
     bulk path and the one-game path."""
-    plant(monkeypatch, cresponse, "positive_root", "moving = ~(np.abs(step) <= 4e-16 * xl)",
-          "moving = ~(np.abs(step) <= 4e-16 / xl)")
+    plant(monkeypatch, cresponse, "positive_root", before, after)
     assert _caught("cpl-bisection", "cpl_conforms")
     assert _caught("cpl-gradient", "cpl_conforms")  # no bulk hook: the one-game path
 
@@ -1403,3 +1407,18 @@ def test_to_frame_is_caught(monkeypatch, subject, before, after):
     assert not _caught(subject, "one_market", 50)
     plant(monkeypatch, _iclear.Outcome, "to_frame", before, after)
     assert _caught(subject, "one_market", 50)
+
+
+def test_a_gain_off_at_other_units_of_data_is_caught(monkeypatch):
+    """conforms clears each batch's first market in another unit of data too (N times 2^-12
+    or 2^30: amounts a Market accepts and the type spaces never draw): a sqrt gain that
+    floors N at 1 (a guard against dividing by a tiny N, harmless at the drawn N >= 20) is
+    caught there alone (Box 2's small-data roots, which would catch it too, turned off)."""
+    from proofs import conformance
+    monkeypatch.setattr(conformance, "_small_data_gaps", lambda gaps, gain, N, K: None)
+    assert not _caught("local", "conforms")
+    plant(monkeypatch, gains.SqrtGain, "value", "return np.sqrt(K / N) - np.sqrt(K / (N + x))",
+          "return np.sqrt(K / np.maximum(N, 1.0)) - np.sqrt(K / np.maximum(N + x, 1.0))")
+    assert _caught("local", "conforms")
+    monkeypatch.setattr(conformance, "_other_data_units", lambda *args: 0.0)
+    assert not _caught("local", "conforms")  # nothing else sees it
