@@ -205,12 +205,10 @@ _REFUSED = [
                  "allow_negative: bool = True", (), id="5cf9efac5a"),
     # check_distances allowing asymmetric distances by default (documented: refused unless
     # allow_asymmetric=True; clear passes its option explicitly, so only a direct call sees it)
-    pytest.param("ipfl", "local", "asymmetric at (0, 1) alone, to Market.check_distances", "D",
-                 mmarket.Market, "check_distances", "allow_asymmetric: bool = False",
-                 "allow_asymmetric: bool = True", (), id="7567b1b7bf"),
-    pytest.param("ipfl", "local", "asymmetric at (0, 1) alone, to Market.check_distances", "D",
-                 mmarket.MarketArrays, "check_distances", "allow_asymmetric: bool = False",
-                 "allow_asymmetric: bool = True", (), id="7567b1b7bf-arrays"),
+    *(pytest.param("ipfl", "local", "asymmetric at (0, 1) alone, to Market.check_distances",
+                   "D", owner, "check_distances", "allow_asymmetric: bool = False",
+                   "allow_asymmetric: bool = True", (), id=f"7567b1b7bf-{owner.__name__}")
+      for owner in (mmarket.Market, mmarket.MarketArrays)),
     # the refusal of N (or true_N) summing past the float range never ran: its field
     # written which - "N" (a TypeError) passed every row
     pytest.param("ipfl", "local", "entries summing past the float range", "N", mmarket,
