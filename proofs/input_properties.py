@@ -1190,6 +1190,12 @@ CPL_FAULTS = (
                                                                 min(0.0, c.game.budget)),
                                                 shape=np.ones((2, c.game.n))),
           says=lambda c, msg: "game 1" in msg),
+    Fault("shape", "all zero for the second game of a batch of two, the first all ones "
+                   "(the refusal names game 1)",
+          lambda s, c: cpl.posted_pricing_batch(
+              _batch_of(c, abs(c.game.budget) + 1.0, abs(c.game.budget) + 1.0),
+              np.stack([np.ones(c.game.n), np.zeros(c.game.n)])),
+          says=lambda c, msg: "game 1" in msg),
     Fault("shape", "NaN, for posted prices in a batch",
           lambda s, c: cpl.posted_pricing_batch(games=_batch_of(c, abs(c.game.budget) + 1.0),
                                                 shape=np.full((1, c.game.n), NAN))),

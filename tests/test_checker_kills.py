@@ -241,6 +241,11 @@ _REFUSED = [
     pytest.param("cpl", "cpl-uniform", "NaN, for posted prices in a batch", None, cbatch,
                  "posted_pricing_batch", "shape, *, responses", "shape, /, responses", (mcpl,),
                  id="11d46d0f48"),
+    # a62de503a1 (on cc60ffd's line; main's since): each game's shape must have a positive
+    # entry, tested per client instead (axis 0): a batch's all-zero game passed
+    pytest.param("cpl", "cpl-uniform", "all zero for the second game of a batch", "shape",
+                 cbatch, "posted_pricing_batch", "& (shape > 0).any(axis=1)",
+                 "& (shape > 0).any(axis=0)", (mcpl,), id="a62de503a1"),
     # solve_batch(games, /, xtol): games= by keyword, which the documented signature
     # (games, *, xtol) allows, a TypeError
     pytest.param("cpl", "cpl-bisection", "below the spend at q_min, in a batch", None,
