@@ -23,6 +23,10 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
 * ``sleeps`` (past the call's time limit of :data:`LIMIT` s): a
   :class:`~mechanisms.errors.RuleTimedOut` naming the slot (only where a limit can stop a
   rule: :func:`mechanisms.contain.can_interrupt`; elsewhere the instance is not checked);
+* ``nested_clear`` (iPFL; the call itself without a limit): the rule clears its market
+  with ``ipfl.clear(..., time_limit=LIMIT)`` and a payment rule of its own (a price rule in
+  the payments slot) that sleeps past that limit: a RuleTimedOut naming that inner slot,
+  the rule running when the limit passed (not the slot's rule around it);
 * ``from_data`` (a ``"module:function"`` named inside :func:`mechanisms.lookup.
   names_from_data`, its module not trusted: the block trusts nothing, or, on the draws of
   an odd number of clients, only :data:`NEIGHBOURS`, modules sorting before and after it, a
@@ -124,7 +128,7 @@ FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0,  # s: someon
            "foreign_timer_ignored": 0.02}
 _SLEEPING = ("sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program")
 _NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
-                  "late", *FOREIGN)
+                  "late", "nested_clear", *FOREIGN)
 IN_FLIGHT = 1.0  # s: how long a ring that came just as the call returned may take to reach
 # its handler (a ring taken by another thread runs the handler in the main thread later, on
 # a loaded host ms on); waited for only when no ring was seen and none is still to come
@@ -156,7 +160,7 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
               "starts_program", "late", "foreign_timer_ignored", "import_raises",
-              "import_interrupted")
+              "import_interrupted", "nested_clear")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
@@ -249,6 +253,23 @@ def _writer(args):
                 arr.flat[0] = arr.dtype.type(7)
 
 
+def _sleeping_payments(market, A, D):
+    """nested_clear's inner payment rule: sleeps past the limit."""
+    time.sleep(20 * LIMIT)
+    return np.zeros(market.m)
+
+
+def _sleeping_prices(market, D):
+    """nested_clear's inner price rule: sleeps past the limit."""
+    time.sleep(20 * LIMIT)
+    return np.ones((market.m, market.m))
+
+
+def _inner_slot(slot: str) -> str:
+    """The slot of nested_clear's inner sleeping rule."""
+    return "payments" if slot != "payments" else "prices"
+
+
 def _rule(behaviour: str, honest: np.ndarray, slot: str):
     """The rule of your own of ``behaviour`` (a callable or a name), ``honest`` its answer."""
     names = {"not_a_rule": "os:getcwd", "not_importable": "fedmarket_no_such_module.rules:rule",
@@ -267,6 +288,11 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
     parent = os.getpid()
 
     def rule(*args):
+        if behaviour == "nested_clear":  # clears under a limit, a sleeping rule inside
+            mk = args[0]
+            inner = {"payments": _sleeping_payments} if _inner_slot(slot) == "payments" else \
+                {"prices": _sleeping_prices}
+            ipfl.clear(mk, np.zeros((mk.m, mk.m)), time_limit=LIMIT, **inner)
         if behaviour == "writes":
             _writer(args)
         elif behaviour == "raises":
@@ -507,7 +533,7 @@ def _expected(case) -> str:
     if b in _SAME:
         return "same"
     if b in ("sleeps", "nested", "foreign_timer_rings", "foreign_timer_ignored",
-             "starts_program"):
+             "starts_program", "nested_clear"):
         return "timed out"
     if b == "late":
         return "same or timed out"
@@ -520,9 +546,12 @@ def _expected(case) -> str:
 
 def _skip(case) -> bool:
     """Not checked: a behaviour that needs a limit (or SIGALRM) where none can stop a rule;
-    a selection behaviour in another slot; a pure buyer's seller with no pure buyer."""
+    a selection behaviour in another slot; a pure buyer's seller with no pure buyer; an iPFL
+    clearing nested in a CPL pricing rule."""
     needs = case.behaviour.endswith("_limited") and case.behaviour != "threaded_limited"
     if (needs or case.behaviour in _NEEDS_SIGNALS) and not can_interrupt():
+        return True
+    if case.behaviour == "nested_clear" and case.family != "ipfl":
         return True
     if case.behaviour in _SELECTION_ONLY and case.slot != "rule":
         return True
@@ -604,7 +633,9 @@ def contained_violation(subject, case: RuleCase):
         same = _same_outcome(got, honest) if ipfl_family else _cpl_same(subject, case, honest,
                                                                          got)
         return 0.0 if same else 1.0
-    field = "time_limit" if want == "time_limit" else case.slot
+    # the rule running when the limit passed: nested_clear's inner rule, not the slot's
+    field = "time_limit" if want == "time_limit" else _inner_slot(case.slot) \
+        if b == "nested_clear" else case.slot
     if exc is None or exc.field != field or "\n" in str(exc):
         return 1.0
     if want == "timed out":

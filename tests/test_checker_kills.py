@@ -1425,3 +1425,14 @@ def test_a_gain_off_at_other_units_of_data_is_caught(monkeypatch):
     assert _caught("local", "conforms")
     monkeypatch.setattr(conformance, "_other_data_units", lambda *args: 0.0)
     assert not _caught("local", "conforms")  # nothing else sees it
+
+
+def test_a_stop_naming_the_outer_rule_is_caught(monkeypatch):
+    """aa258525da: a limit's stop names the first rule of your own still running
+    (`_running[not 1]`, i.e. [0]), not the innermost: where a rule (called without a limit)
+    clears its market under a limit with a sleeping rule of its own, the refusal named the
+    outer rule's slot. contains_rules' nested_clear behaviour catches it."""
+    import mechanisms.contain as contain
+    plant(monkeypatch, contain, "_ring", "raise TimeUp(lim, _running[-1] if _running else None)",
+          "raise TimeUp(lim, _running[not 1] if _running else None)")
+    assert _caught("local", "contains_rules")
