@@ -455,6 +455,16 @@ def _off_at_0(x, K, N):
 _G0_ALLOWANCE = _g0_allowance()
 
 
+def _drops_by_the_rounding(x, K, N):
+    """Linear (x/N) up to N, then flat at 1, then from 2^20 N flat at 1 - 2^-39: one step
+    down of exactly the rounding Gain.check documents for a step (CHECK_ROUND of each of its
+    two values, 2^-40 x 1 + 2^-40 x (1 - 2^-39), compared with the larger twice: 2^-39):
+    accepted (a drop one float larger is refused). Only an allowance taken from the step's
+    own two values, not from another point of the grid, reads it so."""
+    t = np.asarray(x) / np.asarray(N)
+    return np.where(t > 2.0**20, 1.0 - 2.0**-39, np.minimum(t, 1.0)) + 0.0 * np.asarray(K)
+
+
 def _dip(x, K, N):
     """Piecewise linear: slope 1 up to 2^48 N, 1/10 up to 2^49 N, 6/5 beyond: convex at
     2^49 N, inside the span Gain.check covers. With N of the form 2 4^j (:func:`_odd_N`) the
@@ -867,14 +877,17 @@ def _ipfl_edges(subject, case):
     """The overflowing distances (:func:`_ipfl_answer_overflowing`), and each validator's
     bound from inside, accepted: a cost-plus markup of 0, lam 0, the greedy's top of 1, a
     gain convex 0.2 % within the allowance Gain.check documents, a gain whose g(0) is exactly
-    the allowance Gain.check documents (1e-9 of its largest value on 0..16 N), a power gain of
-    exponent 2^-20, a gain of your own passing NaN on (:func:`_passes_nan_on`), a batch of
-    two markets built apart with the same named gain ("log")."""
+    the allowance Gain.check documents (1e-9 of its largest value on 0..16 N), a gain whose
+    one step down is exactly the rounding it documents (:func:`_drops_by_the_rounding`), a
+    power gain of exponent 2^-20, a gain of your own passing NaN on
+    (:func:`_passes_nan_on`), a batch of two markets built apart with the same named gain
+    ("log")."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
     _market(case, N=_quartic_N(case), gain=_kinked(0.998, steep=999.0))
     _market(case, gain=_off_at_0)
+    _market(case, gain=_drops_by_the_rounding)
     _market(case, gain=ipfl.PowerGain(2.0**-20))  # alpha's open end at 0, from inside
     # two markets built apart with the same named gain: equal gains, not the same object
     ipfl.MarketArrays.from_markets([_market(case, gain="log"), _market(case, gain="log")])

@@ -912,6 +912,11 @@ def test_every_batch_result_is_sealed():
     # value on 0..16 N) refused
     pytest.param("ipfl", "local", gains.Gain, "check", "(np.abs(vals[:, :1]) > 1e-9 * scale)",
                  "(np.abs(vals[:, :1]) >= 1e-9 * scale)", (), id="e1b25e2bef"),
+    # a step's rounding allowance taken from the grid's first value and the step's upper
+    # one (g[:, :+1], not g[:, :-1]): a gain whose one step down is exactly the documented
+    # allowance (1 to 1 - 2^-39) refused as decreasing
+    pytest.param("ipfl", "local", gains, "_check_shape", "np.abs(g[:, :-1])",
+                 "np.abs(g[:, :+1])", (), id="8bab2fa9d3"),
     pytest.param("lia", "lia-central", sys.modules["mechanisms.lia"], "beneficial_sets",
                  'rtol = as_real("rtol", rtol, lo=0)',
                  'rtol = as_real("rtol", rtol, lo=0, lo_open=True)', (), id="rtol-0-refused"),
