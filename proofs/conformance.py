@@ -555,6 +555,10 @@ def _model_outputs(market, A) -> tuple:
     return theta, reference, eta, D, P
 
 
+EDGE_ALPHAS = (0.05, 0.3, 0.7, 0.95, 1.0 - 2.0**-20)
+"""The power gains' exponents of :func:`threshold_edge_gaps` besides the draws' 0.5 and 1
+(one on a batch in three, in turn by the market's total data: each costs the generic root
+finder's ~1 ms a solve): a Market accepts any alpha in (0, 1]."""
 EDGE_PRICES = ("zero", "g(N_j)", "above g(N_j)", "below g(N_j)", "limit", "half g(N_j)")
 """The placed prices of :func:`threshold_edge_gaps`, one market each."""
 
@@ -584,7 +588,8 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     price of g_i(N_j) or more, as the gain's value gives it, is never worth buying, T = 0; a
     price of 0 or less, or at or below the marginal's limit, always, T = inf; anything else
     a root T >= N_j) on the market's N and K, for the sqrt gain and, in turn by the market's
-    total data, one of the generic gains of :data:`GAINS` (they share one root finder):
+    total data, one of the generic gains of :data:`GAINS` (they share one root finder) and, on
+    a market in three, a power gain of an exponent of :data:`EDGE_ALPHAS`:
     ``ipfl.thresholds`` at placed prices (:data:`EDGE_PRICES`, one market of a batch each:
     0; g_i(N_j); the next float above it; the next float below it; the marginal's limit
     where positive -- the linear gain's K_i N_j / N_i --, else g_i(N_j) again; half of
@@ -605,8 +610,10 @@ def threshold_edge_gaps(gaps: Gaps, market) -> None:
     # the sqrt gain and one generic gain a batch, in turn by the market's data (the generic
     # gains share Gain.thresholds' root finder; each solve costs ~200 calls of numpy)
     generic = [g for g in GAINS.values() if not isinstance(g, ipfl.SqrtGain)]
+    total = int(N.sum())
     chosen = [g for g in GAINS.values() if isinstance(g, ipfl.SqrtGain)] + \
-        [generic[int(N.sum()) % len(generic)]]
+        [generic[total % len(generic)]] + \
+        ([ipfl.PowerGain(EDGE_ALPHAS[total // 3 % len(EDGE_ALPHAS)])] if total % 3 == 0 else [])
     buyers = np.flatnonzero(K > 0)
     i = int(buyers[0]) if len(buyers) else 0
     j = 1 if i == 0 else 0
@@ -655,27 +662,31 @@ SMALL_DATA_PRICES = (0.5, 0.05)
 
 
 def _small_data_gaps(gaps: Gaps, gain, N, K) -> None:
-    """Box 2's roots at data amounts below 1 (a Market accepts any positive amount; the
-    type spaces draw 20 or more): the market's data scaled by a power of two (exact), so
-    that the smallest client other than the first buyer holds between 2^-6 and 2^-5, and
-    that buyer's row at the prices :data:`SMALL_DATA_PRICES` of g_i(N_j) asked of
-    ``gain.thresholds``, each against the oracle (:func:`_check_threshold`)."""
+    """Box 2's roots at placed prices, :data:`SMALL_DATA_PRICES` of g_i(N_j), for the first
+    buyer's row asked of ``gain.thresholds``, each against the oracle
+    (:func:`_check_threshold`): on the market's data, and at data amounts below 1 (a Market
+    accepts any positive amount; the type spaces draw 20 or more): the market's data scaled
+    by a power of two (exact), so that the smallest client other than the first buyer holds
+    between 2^-6 and 2^-5."""
     buyers = np.flatnonzero(K > 0)
     if not len(buyers) or len(N) < 2:
         return
     i = int(buyers[0])
     js = np.array([j for j in range(len(N)) if j != i])
-    Ns = N * 2.0 ** -(math.floor(math.log2(N[js].min())) + 6)
-    P = np.array(SMALL_DATA_PRICES)[:, None] * gain.value(Ns[js], K[i], Ns[i])[None, :]
-    T = np.asarray(gain.thresholds(P, Ns[js][None, :], K[i], Ns[i]), float)
     g = oipfl.gain_function(gain)
-    others = math.fsum(Ns) - Ns[i]
-    for a in range(len(SMALL_DATA_PRICES)):
-        for b, j in enumerate(js.tolist()):
-            _check_threshold(gaps, g, float(K[i]), float(Ns[i]), float(Ns[j]), float(P[a, b]),
-                             float(T[a, b]), "exact", others, ("small data", gain.name, i, j),
-                             oipfl.marginal_limit(gain, float(K[i]), float(Ns[i]),
-                                                  float(Ns[j])))
+    # the market's own data too (the draws' roots are checked at the prices faced; these
+    # are placed, and reach the gains only this check draws: EDGE_ALPHAS)
+    for Ns in (N, N * 2.0 ** -(math.floor(math.log2(N[js].min())) + 6)):
+        P = np.array(SMALL_DATA_PRICES)[:, None] * gain.value(Ns[js], K[i], Ns[i])[None, :]
+        T = np.asarray(gain.thresholds(P, Ns[js][None, :], K[i], Ns[i]), float)
+        others = math.fsum(Ns) - Ns[i]
+        for a in range(len(SMALL_DATA_PRICES)):
+            for b, j in enumerate(js.tolist()):
+                _check_threshold(gaps, g, float(K[i]), float(Ns[i]), float(Ns[j]),
+                                 float(P[a, b]), float(T[a, b]), "exact", others,
+                                 ("placed root", gain.name, float(Ns[j]), i, j),
+                                 oipfl.marginal_limit(gain, float(K[i]), float(Ns[i]),
+                                                      float(Ns[j])))
 
 
 def price_edge_gaps(gaps: Gaps, market, D) -> None:

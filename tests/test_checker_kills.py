@@ -1441,3 +1441,22 @@ def test_a_stop_naming_the_outer_rule_is_caught(monkeypatch):
     plant(monkeypatch, contain, "_ring", "raise TimeUp(lim, _running[-1] if _running else None)",
           "raise TimeUp(lim, _running[not 1] if _running else None)")
     assert _caught("local", "contains_rules")
+
+
+def test_a_power_gain_off_at_exponents_never_drawn_is_caught(monkeypatch):
+    """The draws' power gains have the exponents 0.5 and 1 (linear); a Market accepts any in
+    (0, 1]. A marginal limit taken as the linear one's (K N_j / N) for every exponent from
+    0.95 up (a test written >= 0.95, not == 1) is missed by every drawn market: conforms'
+    placed thresholds also solve a power gain of an exponent of EDGE_ALPHAS a batch, whose
+    roots are checked against the oracle, and catch it."""
+    from proofs import conformance
+
+    def limit(self, Nj, K, N):  # (written out: a planted copy could not call super())
+        if float(self.alpha) >= 0.95:
+            return np.asarray(K) * np.asarray(Nj) / np.asarray(N)
+        return np.zeros(np.broadcast_shapes(np.shape(Nj), np.shape(K), np.shape(N)))
+
+    monkeypatch.setattr(gains.PowerGain, "marginal_limit", limit)
+    assert _caught("local", "conforms")
+    monkeypatch.setattr(conformance, "EDGE_ALPHAS", (0.5,))  # the drawn exponent only
+    assert not _caught("local", "conforms")
