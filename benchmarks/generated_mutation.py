@@ -858,7 +858,12 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
     if not path.exists():
         return {}
     doc = tomllib.loads(path.read_text())
-    return {e["key"]: " ".join(e["argument"].split()) for e in doc.get("equivalent", [])}
+    out: dict[str, str] = {}
+    for e in doc.get("equivalent", []):
+        if e["key"] in out:  # a second argument would silently replace the first
+            raise ValueError(f"{path.name}: the key {e['key']!r} is argued twice")
+        out[e["key"]] = " ".join(e["argument"].split())
+    return out
 
 
 KILLS = ("killed", "timeout", "memory")

@@ -232,6 +232,19 @@ def test_every_argued_equivalent_names_a_generated_mutant(gm):
         assert len(why.split()) >= 8, key
 
 
+def test_a_mutant_argued_twice_is_refused(gm, tmp_path):
+    """Two arguments for one key: the second would silently replace the first (a rebase
+    merged two sessions' arguments for 228ef753df and the page's showed the other one)."""
+    entry = ("[[equivalent]]\nkey = 'a|b|c|d|0'\n"
+             "argument = 'one two three four five six seven eight'\n")
+    path = tmp_path / "equivalent_mutants.toml"
+    path.write_text(entry)
+    assert gm.equivalents(path) == {"a|b|c|d|0": "one two three four five six seven eight"}
+    path.write_text(entry + "\n" + entry)
+    with pytest.raises(ValueError, match="argued twice"):
+        gm.equivalents(path)
+
+
 @pytest.mark.slow
 def test_the_tests_engine_runs_the_tests_that_run_the_mutant(gm, money, tmp_path,
                                                            monkeypatch):
