@@ -70,6 +70,7 @@ from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
 
 from .batch import Draws, IpflSampler, IpflSpec, Sampler
 from .core import Property, SubjectError
+from .names import fresh
 from .strategies import MAX_CLIENTS, CplCase, cpl_games, ipfl_instances
 
 __all__ = [
@@ -349,6 +350,14 @@ def _dp_too_large_later(subject, case):
     later = mk.replace(K=np.array([0.0, 0.0, 1e18]))
     batch = ipfl.MarketArrays.from_markets([sellers, later])
     return ipfl.clear_batch(batch, np.stack([D, D]), "exact", exact_method="dp")
+
+
+def _enumeration_too_large(subject, case):
+    """The exact rule's enumeration asked for on a market of 28 clients that all trade: each
+    buyer has 27 candidates, 2^27 subsets (9 k 2^k bytes, about 30 GiB, by the estimate
+    its guard documents), refused before any subset is built."""
+    mk, D = _sized(28)
+    return ipfl.clear(mk, D, "exact", exact_method="enumeration")
 
 
 def _read_objects_npz(case):
@@ -767,6 +776,10 @@ IPFL_FAULTS = (
                           "alone (the message names buyer 2)",
           _dp_too_large_later, says=lambda c, msg: "buyer 2 " in msg
           and f"{MEMORY_GUARD // 2**30} GiB guard" in msg),
+    Fault("exact_method", "'enumeration' for buyers of 27 candidates (over the memory guard, "
+                          "named in GiB)",
+          _enumeration_too_large,
+          says=lambda c, msg: f"{MEMORY_GUARD // 2**30} GiB guard" in msg),
     Fault("size", "1.5 times the memory guard and one byte over it, to the shared size check "
                   "(the need and the guard named in GiB)",
           lambda s, c: _refused_saying("size", check_size, (
@@ -1296,9 +1309,13 @@ def _cpl_edges(subject, case):
     is solved, and one whose first game's weights sum past the float range (1e308 each) is
     normalised game by game as a Game is; the aggregation's participation probabilities
     q = 1 (every client always) and 2^-20; the shared validators' bounds
-    (:func:`_shared_checks_inside`)."""
+    (:func:`_shared_checks_inside`); the bisection's checks on a game over the conic
+    solvers' size guard (accepted: that guard is theirs)."""
     _game(case, R=1.0)
     _game(case, q_min=1.0, q_max=1.0)
+    # the bisection is not bound by the conic solvers' size guard (CVXPY_MAX_N): a game of
+    # one client more passes its checks (the method's name a fresh string, as a user's is)
+    cpl.check_solve(_huge_game(), fresh("bisection"))
     _aggregate(case, q=np.ones(case.game.n))
     _aggregate(case, q=np.full(case.game.n, 2.0**-20))
     _shared_checks_inside()

@@ -1460,3 +1460,34 @@ def test_a_power_gain_off_at_exponents_never_drawn_is_caught(monkeypatch):
     assert _caught("local", "conforms")
     monkeypatch.setattr(conformance, "EDGE_ALPHAS", (0.5,))  # the drawn exponent only
     assert not _caught("local", "conforms")
+
+
+def test_the_bisection_refused_by_the_conic_guard_is_caught(monkeypatch):
+    """a55bf2bc7b: check_solve's size guard of the conic solvers tested `method is not
+    "bisection"`: a method name that is not the interned literal (a user's string, read
+    from a file) was refused over CVXPY_MAX_N clients though the bisection has no such
+    bound. cpl_refuses_bad_input's draws without a fault check it is accepted."""
+    import warnings
+    with warnings.catch_warnings():  # Python's own SyntaxWarning for `is not` with a literal
+        warnings.simplefilter("ignore", SyntaxWarning)
+        plant(monkeypatch, cequilibrium, "check_solve",
+              'if method != "bisection" and game.n > CVXPY_MAX_N:',
+              'if method is not "bisection" and game.n > CVXPY_MAX_N:', mcpl)
+    assert _caught("cpl-bisection", "cpl_refuses_bad_input")
+
+
+def test_an_enumeration_guard_that_never_refuses_is_caught(monkeypatch):
+    """0a53277f00: the enumeration's size estimate written 9 // k 2^k (0 from k = 10) never
+    refuses: refuses_bad_input asks for the enumeration on buyers of 27 candidates, refused
+    unmutated before any subset is built. Mutated, the enumeration itself is replaced by an
+    error here (it would build 2^27 subsets, GiBs): the fault sees it run."""
+    what = "'enumeration' for buyers of 27 candidates"
+    assert _refused_on_every_draw("ipfl", "local", what, "exact_method") == [0.0] * 3
+    plant(monkeypatch, selection, "exact", 'check_size("exact_method", 9.0 * kk * 2.0**kk,',
+          'check_size("exact_method", 9.0 // kk * 2.0**kk,', mipfl)
+
+    def enumerated(*args):
+        raise RuntimeError("the enumeration ran")
+
+    monkeypatch.setattr(selection, "_enumerate_rows", enumerated)
+    assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what, "exact_method"))
