@@ -93,7 +93,6 @@ _REFERENCE_EXTRA = {
 }
 
 
-
 def reference_declares(claims, extra) -> dict:
     """A reference payment rule's declarations: what the rule claims itself (its ``.claims``,
     mechanisms.ipfl.rules) with the facts measured here (``extra``) added. A fact never
