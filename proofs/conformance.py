@@ -1012,8 +1012,7 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
              v0: list | None = None, edges: list | None = None,
              floor: float | None = None, roots: list | None = None) -> Gaps:
     """Compare one game's answer ``view`` with the oracle (``kind`` from
-    :func:`_cpl_kind`; ``aggregated``: pairs (participated, what
-    :func:`mechanisms.cpl.unbiased_aggregate` returned for w = [0.5] and updates n + 1);
+    :func:`_cpl_kind`; ``aggregated``: triples from :func:`_aggregated`);
     ``v0``: what :func:`mechanisms.cpl.best_response_v0` (the authors' responses as if
     v = 0) returned for the view's prices; ``edges``: pairs (prices, what
     :func:`mechanisms.cpl.best_response` returned for them) at the ends of the float range,
@@ -1082,9 +1081,11 @@ def cpl_gaps(game, view: CplView, kind: tuple, aggregated: list | None = None,
         for k in range(n):
             _close(gaps, "utilities", view.utilities[k], U[k],
                    CPL_RTOL * (1 + abs(P[k] * q[k]) + v[k] * ocpl.bound(K, q)), k)
-    for participated, got in aggregated or ():
+    for participated, scale, got in aggregated or ():
+        # the oracle reads only the rows of the clients that participated, and normalises
+        # the weights it is given (as the code must: data sizes d_n will do)
         want = ocpl.unbiased_aggregate([0.5], [[k + 1.0] for k in range(n)], participated,
-                                       a, q)
+                                       [scale * x for x in a], q)
         _close(gaps, "aggregation", got[0], want[0], 1e-12 * (1 + abs(want[0])))
     what, shape = kind
     if what == "solver":
@@ -1147,12 +1148,33 @@ def _participations(n: int) -> list[list[bool]]:
     return [[True] * n, [k % 2 == 0 for k in range(n)]]
 
 
-def _aggregated(game, q) -> list:
+AGGREGATION_SCALE = 7.0
+"""The weights handed to :func:`mechanisms.cpl.unbiased_aggregate` in :func:`_aggregated`'s
+further rounds: 7 times the game's (weights not summing to 1, as data sizes d_n would be,
+which it must normalise), with the absent clients' rows of the updates NaN (ignored: the
+oracle never reads them)."""
+
+
+def _aggregated(game, q, further: bool = True) -> list:
+    """Triples (participated, scale, what :func:`mechanisms.cpl.unbiased_aggregate` returned
+    for w = [0.5], updates k + 1, the weights scale x the game's a and the participation
+    probabilities q): the game's own weights (scale 1) for each pattern of
+    :func:`_participations`; ``further``: also every other client from the second, every
+    client, and none (an empty round), at :data:`AGGREGATION_SCALE` with NaN rows where
+    absent."""
     n = game.n
-    updates = np.arange(1.0, n + 1.0)[:, None]
-    return [(pattern, np.asarray(cpl.unbiased_aggregate([0.5], updates, pattern, game.a, q),
-                                 float).tolist())
-            for pattern in _participations(n)]
+    rounds = [(pattern, 1.0) for pattern in _participations(n)]
+    if further:
+        rounds += [(pattern, AGGREGATION_SCALE) for pattern in
+                   ([k % 2 == 1 for k in range(n)], [True] * n, [False] * n)]
+    out = []
+    for pattern, scale in rounds:
+        updates = np.arange(1.0, n + 1.0)[:, None]
+        if scale != 1.0:
+            updates[~np.asarray(pattern, bool)] = np.nan
+        got = cpl.unbiased_aggregate([0.5], updates, pattern, scale * game.a, q)
+        out.append((pattern, scale, np.asarray(got, float).tolist()))
+    return out
 
 
 def cpl_conforms(subject, case) -> float:
@@ -1258,9 +1280,10 @@ def _cpl_hook(subject):
         viol = np.empty(games.size)
         # posted_floor_spend on every fourth game (the oracle's responses: ~0.1 ms a game)
         floor = _floor(games, kind, range(0, games.size, 4))
+        # and the aggregation's further rounds (_aggregated) on every fourth game too
         for k in range(games.size):
             game = _game_of(games, k)
-            viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q),
+            viol[k] = cpl_gaps(game, views[k], kind, _aggregated(game, views[k].q, k % 4 == 0),
                                v0[k].tolist() if finite[k] else None,
                                [(P, got[k].tolist()) for P, got in edges], floor[k],
                                roots if k == 0 else None).violation

@@ -500,7 +500,8 @@ _CAUGHT = [
 # (before, after, mutant id); the function's aliases (where another module imported it by
 # name) in _ALIASES
 _ROW = {"conforms": ("local", "conforms"), "refuses": ("local", "refuses_bad_input"),
-        "cpl": ("cpl-uniform", "cpl_refuses_bad_input")}
+        "cpl": ("cpl-uniform", "cpl_refuses_bad_input"),
+        "cplconf": ("cpl-uniform", "cpl_conforms")}
 _ALIASES = {"pairwise_distances": (ip,), "inclusive_roles": (ip,), "market_roles": (ip,),
             "draw_types": (ip,), "unbiased_aggregate": (mcpl,), "as_int": (ip,),
             "as_real": (ip,), "as_seed": (ip,), "check_size": (ip,), "as_matrix": (mmarket,),
@@ -545,7 +546,20 @@ _ISSUE34 = {
         ("(q <= 0) | (q > 1)", "(q == 0) | (q > 1)", "3b9b400925"),
         ("(q <= 0) | (q > 1)", "(q <= 0) | (q >= 1)", "5aedc24ec4"),
         ("(q <= 0) | (q > 1)", "(q <= 0) | (q > 2)", "819ae75bf2"),
-        ("if q.shape != a.shape:", "if q.shape < a.shape:", "q-longer-unrefused")],
+        ("if q.shape != a.shape:", "if q.shape < a.shape:", "q-longer-unrefused"),
+        # and beyond what the generated mutants reached: a NaN q, a weight <= 0 or NaN, a
+        # non-finite w or participant's update accepted (NaN aggregates, silently)
+        ("if np.isnan(q).any():", "if np.isnan(q).all():", "q-nan-unrefused"),
+        ('as_vector("a", a, positive=True)', 'as_vector("a", a)', "a-negative-unrefused"),
+        ("if not np.isfinite(w).all():", "if not np.isfinite(w).any():", "w-nan-unrefused"),
+        ("bad = S[:, None] & ~np.isfinite(U)", "bad = S[:, None] & np.isnan(U)",
+         "update-inf-unrefused")],
+    # the weights used as given (data sizes d_n: a biased step), an absent client's NaN row
+    # read (0 x NaN) or refused: against the oracle at conformance.AGGREGATION_SCALES
+    (_aggregation, "unbiased_aggregate", "cplconf"): [
+        ("a = normalised_weights(a)", "a = a", "weights-unnormalised"),
+        ("U = np.where(S[:, None], U, w[None, :])", "U = U", "absent-nan-read"),
+        ("bad = S[:, None] & ~np.isfinite(U)", "bad = ~np.isfinite(U)", "absent-nan-refused")],
     # mechanisms.errors' shared validators crossed from both sides and their bounds from
     # inside (no mechanism passes hi= to as_int, none calls as_seed with a valid seed)
     (_errors, "as_int", "cpl"): [

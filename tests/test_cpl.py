@@ -310,6 +310,21 @@ def test_unbiased_aggregation_is_unbiased():
     assert np.array_equal(cpl.unbiased_aggregate(w, U, np.zeros(n, bool), a, q), w)
 
 
+def test_unbiased_aggregation_normalises_its_weights_and_ignores_absent_rows():
+    """Data sizes d_n give the step of a_n = d_n / sum d (spec cpl.md); an absent client's
+    row is never read, even NaN; a NaN or inf that would enter the step is refused."""
+    w, U = np.array([0.0]), np.array([[1.0], [np.nan]])
+    assert cpl.unbiased_aggregate(w, U, [True, False], [3.0, 3.0], [0.5, 0.5]).tolist() == [1.0]
+    for kwargs, field in (({"q": [np.nan, 0.5]}, "q"), ({"a": [1.0, np.nan]}, "a"),
+                          ({"a": [1.0, 0.0]}, "a"), ({"w": [np.inf]}, "w"),
+                          ({"participated": [True, True]}, "updates")):
+        args = {"w": w, "updates": U, "participated": [True, False], "a": [1.0, 1.0],
+                "q": [0.5, 0.5], **kwargs}
+        with pytest.raises(MarketInputError) as exc:
+            cpl.unbiased_aggregate(**args)
+        assert exc.value.field == field
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [({"a": [0, 1]}, "a"), ({"c": [0, 1]}, "c"), ({"v": [-1, 0]}, "v"),
