@@ -742,8 +742,10 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     roles (K = 1e3 + the largest K, C = 0.5 + the largest finite c, seed N_0, fixed when
     lam < 2.5) in the role table's ranges and equal to the oracle's draws (K_i ~ U(K/2, K)
     for every client, then c_i ~ U(C/2, C), seeded: :func:`proofs.oracle.ipfl.role_types`),
-    and the same draws for the others when client 0's role changes; an attack (seed mod 4)
-    on client 0's derived model (:func:`models`); the attackers' placement and the inclusive
+    and the same draws for the others when client 0's role changes; every attack on client
+    0's derived model (:func:`models`), the seeded ones equal to the oracle's draws, and
+    which of them ride free; the attackers' placement (at random: the oracle's seeded
+    choice) and the inclusive
     market's block order, also with its defaults (the Fig. 5 market) and with one block
     given by keyword; the paper's settings."""
     N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
@@ -765,14 +767,21 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     wrong += sum((float(K2[j]), float(c2[j])) != (float(Kd[j]), float(cd[j]))
                  for j in range(1, m))
     honest = np.asarray(models(market)[0][0], float)
-    kind = fresh(roles.ATTACKS[seed % len(roles.ATTACKS)])
-    attacked = np.asarray(roles.attack(kind, honest, rng=seed), float)
-    wrong += not oipfl.attack_conforms(kind, honest.tolist(), attacked.ravel().tolist())
+    # every attack (a fresh name each), its values as specified and, where it draws, the
+    # oracle's seeded draws; which of them ride free (an unknown name does not)
+    wrong += tuple(roles.ATTACKS) != oipfl.ATTACKS
+    for name in oipfl.ATTACKS:
+        kind = fresh(name)
+        attacked = np.asarray(roles.attack(kind, honest, rng=seed), float).ravel().tolist()
+        wrong += not oipfl.attack_conforms(name, honest.tolist(), attacked)
+        wrong += oipfl.attack_draws(name, honest.tolist(), seed) not in (None, attacked)
+    wrong += sum(roles.attacker_is_free_rider(fresh(name)) != oipfl.free_rider(name)
+                 for name in (*oipfl.ATTACKS, "none"))
     a = seed % m
     wrong += list(roles.market_roles(m, attackers=a, placement=fresh("last"))) != \
         ["trader"] * (m - a) + ["attacker"] * a
     placed = list(roles.market_roles(m, attackers=a, placement=fresh("random"), rng=seed))
-    wrong += placed.count("attacker") != a or placed.count("trader") != m - a
+    wrong += placed != oipfl.random_placement(m, a, seed)
     blocks = (seed % 4, seed % 3, seed % 5, seed % 2)
     wrong += list(roles.inclusive_roles(*blocks)) != oipfl.inclusive_roles(*blocks)
     # its defaults (the Fig. 5 market), all of them and all but one block given by keyword

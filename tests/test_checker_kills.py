@@ -532,6 +532,19 @@ _ISSUE34 = {
         ("attackers: int = 1", "attackers: int = 0", "4349763239")],
     (roles, "draw_types", "conforms"): [
         ("g.uniform(C / 2, C, m)", "g.uniform(C / 1, C, m)", "d7493331be")],
+    # beyond the generated mutants: the shuffle leaving the model as it is, Gaussian noise of
+    # variance 4 (both passed "a permutation", "finite"), every attacker a free rider, a
+    # random placement that never picks the last client or ignores rng: against the
+    # oracle's seeded draws (proofs.oracle.ipfl.attack_draws, free_rider, random_placement)
+    (roles, "attack", "conforms"): [
+        ("return g.permutation(honest)", "return honest.copy()", "shuffle-identity"),
+        ("g.standard_normal(honest.shape)", "g.normal(0.0, 2.0, honest.shape)",
+         "gaussian-variance-4")],
+    (roles, "attacker_is_free_rider", "conforms"): [
+        ("kind in FREE_RIDER_ATTACKS", "kind in ATTACKS", "every-attacker-free")],
+    (roles, "market_roles", "conforms"): [
+        ("_rng(rng).choice(m, size", "_rng(rng).choice(m - 1, size", "never-the-last"),
+        ("_rng(rng).choice(m, size", "_rng(None).choice(m, size", "placement-rng-ignored")],
     # the refusal of a negative block naming no field (a TypeError making it: drawn at 200
     # examples only since every fault is drawn once per table's length of draws); attackers
     # past m accepted

@@ -27,10 +27,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 __all__ = [
+    "ATTACKS",
     "ENUMERATION_MAX",
     "INCLUSIVE_MARKET",
     "IPFL_SETTINGS",
     "attack_conforms",
+    "attack_draws",
     "baseline_utilities",
     "box2_row",
     "cost_plus_price",
@@ -38,6 +40,7 @@ __all__ = [
     "distance",
     "distance_gradient",
     "exact_row",
+    "free_rider",
     "gain_function",
     "gains",
     "inclusive_roles",
@@ -52,6 +55,7 @@ __all__ = [
     "phi",
     "prox_centre",
     "published_threshold",
+    "random_placement",
     "role_draws",
     "role_types",
     "role_types_conform",
@@ -670,6 +674,39 @@ def attack_conforms(kind: str, honest: Sequence[float], attacked: Sequence[float
     if kind == "same":
         return all(x == 1.0 for x in attacked)
     return all(math.isfinite(x) for x in attacked)
+
+
+ATTACKS = ("shuffle", "signflip", "same", "gaussian")
+"""The attacks of Fig. 4 (spec, "Attacks"): shuffle, sign flip, same value, Gaussian noise."""
+
+
+def attack_draws(kind: str, honest: Sequence[float], seed: int) -> list[float] | None:
+    """The values of a seeded attack on ``honest`` (module doc of ``mechanisms.roles``, as
+    :func:`role_draws`: numpy's generator seeded ``seed``): ``gaussian`` its
+    standard_normal draws, one per parameter; ``shuffle`` its permutation of the honest
+    parameters; None for the attacks that draw nothing (:func:`attack_conforms` pins them)."""
+    g = np.random.default_rng(seed)
+    if kind == "gaussian":
+        return [float(x) for x in g.standard_normal(len(honest))]
+    if kind == "shuffle":
+        return [float(x) for x in g.permutation(np.array(honest, dtype=float))]
+    return None
+
+
+def free_rider(kind: str) -> bool:
+    """Fig. 4's free riders (module doc of ``mechanisms.roles``): the ``same`` and
+    ``gaussian`` attackers keep a trader's gain scale, report the sharing cost C at a true
+    cost of 0 and skip training; ``shuffle`` and ``signflip`` corrupt a trained model, and
+    no other name is an attack that rides free."""
+    return kind == "same" or kind == "gaussian"
+
+
+def random_placement(m: int, attackers: int, seed: int) -> list[str]:
+    """``m`` traders of which ``attackers`` are attackers placed at random (Fig. 4): the
+    clients numpy's generator seeded ``seed`` chooses, choice(m, attackers) without
+    replacement (module doc of ``mechanisms.roles``, ``market_roles``)."""
+    at = np.random.default_rng(seed).choice(m, size=attackers, replace=False).tolist()
+    return ["attacker" if i in at else "trader" for i in range(m)]
 
 
 def inclusive_roles(traders: int, buyers: int, sellers: int, attackers: int) -> list[str]:
