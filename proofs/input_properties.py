@@ -1244,20 +1244,23 @@ CPL_FAULTS = (
           each(lambda c: _lengths(c.game.n),
                lambda s, c, n: _aggregate(c, q=np.full(n, 0.5))),
           says=lambda c, msg: f"expected ({c.game.n},)" in msg),
-    Fault("q", "an entry NaN, to the aggregation",
-          lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), NAN, c.game.n - 1))),
+    Fault("q", "an entry NaN, to the aggregation (named by its index)",
+          lambda s, c: _aggregate(c, q=_put(np.full(c.game.n, 0.5), NAN, c.game.n - 1)),
+          says=lambda c, msg: f"entry {c.game.n - 1} is NaN" in msg),
     Fault("a", "an entry 0, negative or NaN, to the aggregation",
           each(lambda c: (0.0, -0.5, NAN),
                lambda s, c, v: _aggregate(c, a=_put(c.game.a, v, c.game.n - 1)))),
     Fault("w", "an entry NaN or inf, to the aggregation",
           each(lambda c: (NAN, INF, -INF),
                lambda s, c, v: _aggregate(c, w=_put(np.zeros(2), v, 1)))),
-    Fault("updates", "NaN or inf in the row of a client that participated, to the "
-                     "aggregation (the others absent)",
+    Fault("updates", "NaN or inf in the rows of clients that participated, to the "
+                     "aggregation: at (k, 1) and (n - 1, 0), k = (n - 1) // 2 (the refusal "
+                     "names row k, the first)",
           each(lambda c: (NAN, INF, -INF),
-               lambda s, c, v: _aggregate(c, updates=_put(np.ones((c.game.n, 2)), v,
-                                                          2 * c.game.n - 1),
-                                          participated=np.arange(c.game.n) == c.game.n - 1))),
+               lambda s, c, v: _aggregate(c, updates=_put(_put(
+                   np.ones((c.game.n, 2)), v, 2 * ((c.game.n - 1) // 2) + 1), v,
+                   2 * c.game.n - 2))),
+          says=lambda c, msg: f"row {(c.game.n - 1) // 2} (" in msg),
     # the validation of the rest of the public API (issue 34, part 2: each branch reached)
     Fault("game", "over CVXPY_MAX_N clients, for a cvxpy method",
           lambda s, c: cpl.check_solve(_huge_game(), "cvxpy")),

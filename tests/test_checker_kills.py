@@ -566,7 +566,11 @@ _ISSUE34 = {
         ('as_vector("a", a, positive=True)', 'as_vector("a", a)', "a-negative-unrefused"),
         ("if not np.isfinite(w).all():", "if not np.isfinite(w).any():", "w-nan-unrefused"),
         ("bad = S[:, None] & ~np.isfinite(U)", "bad = S[:, None] & np.isnan(U)",
-         "update-inf-unrefused")],
+         "update-inf-unrefused"),
+        # its refusal naming the last bad row, or the first bad entry's column (generated
+        # mutants of that new line: two bad rows now, the first in column 1)
+        ("np.argwhere(bad)[0][0]", "np.argwhere(bad)[-1][0]", "cb18c4cad9"),
+        ("np.argwhere(bad)[0][0]", "np.argwhere(bad)[0][1]", "cfb13ea236")],
     # the weights used as given (data sizes d_n: a biased step), an absent client's NaN row
     # read (0 x NaN) or refused: against the oracle at conformance.AGGREGATION_SCALES
     (_aggregation, "unbiased_aggregate", "cplconf"): [
