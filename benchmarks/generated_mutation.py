@@ -866,6 +866,38 @@ def equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
     return out
 
 
+def shown_keys(path: Path = COMMITTED) -> dict[str, set[str]]:
+    """code version -> the keys of the mutants that the committed results (``path``:
+    docs/mutation_generated.json, what the page shows) hold; {} without them."""
+    if not path.exists():
+        return {}
+    summary = json.loads(path.read_text())
+    return {summary["code"]: {r["key"] for r in summary["mutants"]}}
+
+
+def unfounded(args, generated: set[str], shown: dict[str, set[str]]) -> list[str]:
+    """The keys of ``args`` (arguments of equivalence) that name no mutant, each with why:
+    a key must name a mutant generated from today's source (``generated``), or one that the
+    results of a code version the page shows hold (``shown``: :func:`shown_keys`). An
+    argument follows its source line: when the line changes, its mutant is no longer
+    generated, but the argument stays valid for the results of the code versions that had
+    the line, so it stays while the page shows such results, and lapses with them (a key of
+    neither, such as a typo, is refused).
+
+    >>> unfounded({"a|f|op|x = 1|0": "..."}, {"a|f|op|x = 1|0"}, {})
+    []
+    >>> unfounded({"a|f|op|x = 2|0": "..."}, set(), {"73ff4fae23": {"a|f|op|x = 2|0"}})
+    []
+    >>> unfounded({"a|f|op|x = 3|0": "..."}, set(), {"73ff4fae23": {"a|f|op|x = 2|0"}})
+    ... # doctest: +ELLIPSIS
+    ["a|f|op|x = 3|0: not generated from today's source, ... (shown: code 73ff4fae23)"]
+    """
+    known = set(generated).union(*shown.values())
+    versions = ", ".join(f"code {v}" for v in sorted(shown)) or "none"
+    return [f"{key}: not generated from today's source, and no results the page shows hold "
+            f"it (shown: {versions})" for key in args if key not in known]
+
+
 KILLS = ("killed", "timeout", "memory")
 UNRUN = ("not executed", "skipped")  # the mutated code never ran / an argued equivalent
 # the argument of every mutant inside an annotation (Generated.where == "annotation")
