@@ -194,10 +194,13 @@ def as_vector(
     positive: bool = False,
     nonnegative: bool = False,
     allow_inf: bool = False,
+    shape_only: bool = False,
 ) -> np.ndarray:
     """Validate a per-client vector and return it as float64.
 
     ``allow_inf`` admits +inf (e.g. c_i = inf for a pure buyer); NaN and -inf never pass.
+    ``shape_only``: numbers in one non-empty axis (of ``m`` entries), whatever their values
+    (a caller with value rules of its own, such as ``cpl.Game``).
     """
     arr = as_floats(field, values)
     if arr.ndim != 1:
@@ -206,6 +209,8 @@ def as_vector(
         raise MarketInputError(field, f"has length {arr.shape[0]}, expected {m} (one per client)")
     if arr.size == 0:
         raise MarketInputError(field, "is empty; a market needs at least one client")
+    if shape_only:
+        return arr
     nan = np.isnan(arr)
     if nan.any():
         raise MarketInputError(field, f"{_describe(arr, nan)}; NaN is not allowed")

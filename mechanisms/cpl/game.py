@@ -88,28 +88,18 @@ class Game:
     q_max: np.ndarray | float = paper.CPL_Q_MAX
 
     def __post_init__(self):
-        a = as_vector("a", self.a, positive=True)
+        a = as_vector("a", self.a, shape_only=True)
         n = a.size
-        G = as_vector("G", self.G, m=n, nonnegative=True)
-        c = as_vector("c", self.c, m=n, positive=True)
-        v = as_vector("v", self.v, m=n, nonnegative=True)
+        G, c, v = (as_vector(name, getattr(self, name), m=n, shape_only=True)
+                   for name in ("G", "c", "v"))
         for name in ("budget", "alpha", "R", "q_min"):
             bad = getattr(self, name)
             if isinstance(bad, bool | str | bytes | complex | np.complexfloating):
                 raise MarketInputError(name, f"must be a real number, got {bad!r}")
             try:
-                val = float(bad)
+                object.__setattr__(self, name, float(bad))
             except (TypeError, ValueError) as exc:
                 raise MarketInputError(name, f"must be a number, got {bad!r}") from exc
-            if not np.isfinite(val):
-                raise MarketInputError(name, f"is {val!r}; must be finite")
-            object.__setattr__(self, name, val)
-        if self.alpha <= 0:
-            raise MarketInputError("alpha", f"is {self.alpha!r}; must be > 0")
-        if self.R < 1:
-            raise MarketInputError("R", f"is {self.R!r}; must be >= 1")
-        if not 0 < self.q_min <= 1:
-            raise MarketInputError("q_min", f"is {self.q_min!r}; must lie in (0, 1]")
         try:
             q_max = as_floats("q_max", self.q_max)
             if q_max.ndim and q_max.shape != (n,):  # a length-1 list for 2 clients: a slip
@@ -118,19 +108,8 @@ class Game:
         except (TypeError, ValueError) as exc:
             raise MarketInputError("q_max", f"must be a number or one per client ({n}), got "
                                             f"{self.q_max!r}") from exc
-        q_max = as_vector("q_max", q_max, m=n)
-        if (q_max > 1).any() or (q_max < self.q_min).any():
-            k = int(np.flatnonzero((q_max > 1) | (q_max < self.q_min))[0])
-            raise MarketInputError(
-                "q_max", f"entry {k} is {float(q_max[k])!r}; must lie in [q_min={self.q_min}, 1]"
-            )
-        a = normalised_weights(a)
-        with np.errstate(over="ignore", invalid="ignore"):
-            K = bound_coefficient(self.alpha, a, G, self.R)
-        if not np.isfinite(K).all():
-            k = int(np.flatnonzero(~np.isfinite(K))[0])
-            raise MarketInputError("G", f"entry {k} is {G[k]!r}: K = alpha a^2 G^2 / R "
-                                        "overflows float64; rescale G")
+        a = _check_values(a, G, c, v, q_max, self.budget, self.alpha, self.R, self.q_min,
+                          batch=False)
         for name, val in (("a", a), ("G", G), ("c", c), ("v", v), ("q_max", q_max)):
             object.__setattr__(self, name, _ro(val))
 
@@ -195,42 +174,53 @@ def client_utilities(game: Game, prices, q) -> np.ndarray:
     return P * q - game.c * q**2 - game.v * bound(game, q)
 
 
-def _first(mask) -> str:
-    """'game k, client j' (or 'game k') of the first True entry of a (B, n) (or (B,)) mask."""
-    at = np.argwhere(mask)[0].tolist()
-    return f"game {at[0]}" + (f", client {at[1]}" if len(at) > 1 else "")
+def _first(bad, batch: bool) -> tuple[tuple[int, ...], str]:
+    """The index of the first True entry of ``bad`` and where it is, said with a space
+    after: ``entry j`` of one game's (n,) field ('' of its 0-d field); ``game k, client j``
+    of a batch's (B, n) field, ``game k`` of its (B,) field."""
+    at = tuple(np.argwhere(bad)[0].tolist())
+    if not batch:
+        return at, "".join(f"entry {j} " for j in at)
+    return at, f"game {at[0]}" + (f", client {at[1]}" if len(at) > 1 else "") + " "
 
 
-def _check_batch_values(a, games) -> None:
-    """:class:`Game`'s rules on the values of a :class:`GameBatch`'s (B, n) and (B,) arrays,
-    every game at once; the first entry off them refused, naming its field, game, client
-    and value."""
+def _check_values(a, G, c, v, q_max, budget, alpha, R, q_min, *, batch: bool) -> np.ndarray:
+    """:class:`Game`'s rules on its values, one copy for one game (``a`` and the per-client
+    fields (n,), the per-game fields floats) and for a :class:`GameBatch` (``batch``:
+    (B, n), (B,)), every entry at once: a_n > 0, G_n >= 0, c_n > 0, v_n >= 0, all finite;
+    budget, alpha, R, q_min finite with alpha > 0, R >= 1, 0 < q_min <= 1;
+    q_min <= q_max_n <= 1; K finite (``a`` as given). The first entry off them is refused
+    (MarketInputError), naming its field, where it is (:func:`_first`) and its value; else
+    ``a`` normalised (:func:`normalised_weights`)."""
     rules = (("a", a, " and > 0", lambda x: x > 0),
-             ("G", games.G, " and >= 0", lambda x: x >= 0),
-             ("c", games.c, " and > 0", lambda x: x > 0),
-             ("v", games.v, " and >= 0", lambda x: x >= 0),
-             ("budget", games.budget, "", lambda x: x == x),
-             ("alpha", games.alpha, " and > 0", lambda x: x > 0),
-             ("R", games.R, " and >= 1", lambda x: x >= 1),
-             ("q_min", games.q_min, " and in (0, 1]", lambda x: (x > 0) & (x <= 1)))
+             ("G", G, " and >= 0", lambda x: x >= 0),
+             ("c", c, " and > 0", lambda x: x > 0),
+             ("v", v, " and >= 0", lambda x: x >= 0),
+             ("budget", budget, "", lambda x: True),
+             ("alpha", alpha, " and > 0", lambda x: x > 0),
+             ("R", R, " and >= 1", lambda x: x >= 1),
+             ("q_min", q_min, " and in (0, 1]", lambda x: (x > 0) & (x <= 1)))
     for name, x, rule, ok in rules:
+        x = np.asarray(x)
         bad = ~(np.isfinite(x) & ok(x))
         if bad.any():
-            raise MarketInputError(name, f"{_first(bad)} is {float(x[bad][0])!r}; must be "
-                                         f"finite{rule}")
-    q_max, q_min = games.q_max, games.q_min[:, None]
-    bad = ~(np.isfinite(q_max) & (q_max >= q_min) & (q_max <= 1))
+            at, where = _first(bad, batch)
+            raise MarketInputError(name, f"{where}is {float(x[at])!r}; must be finite{rule}")
+    q_max, lo = np.asarray(q_max), np.broadcast_to(per_game(q_min), np.shape(q_max))
+    bad = ~(np.isfinite(q_max) & (q_max >= lo) & (q_max <= 1))
     if bad.any():
-        k = int(np.argwhere(bad)[0][0])
-        raise MarketInputError("q_max", f"{_first(bad)} is {float(q_max[bad][0])!r}; must lie "
-                                        f"in [q_min={float(games.q_min[k])!r}, 1]")
+        at, where = _first(bad, batch)
+        raise MarketInputError("q_max", f"{where}is {float(q_max[at])!r}; must lie in "
+                                        f"[q_min={float(lo[at])!r}, 1]")
+    a = normalised_weights(a)
     with np.errstate(over="ignore", invalid="ignore"):
-        K = bound_coefficient(games.alpha[:, None], normalised_weights(a), games.G,
-                              games.R[:, None])
-    if not np.isfinite(K).all():
-        bad = ~np.isfinite(K)
-        raise MarketInputError("G", f"{_first(bad)} is {float(games.G[bad][0])!r}: K = alpha "
-                                    "a^2 G^2 / R overflows float64; rescale G")
+        K = bound_coefficient(per_game(alpha), a, G, per_game(R))
+    bad = ~np.isfinite(K)
+    if bad.any():
+        at, where = _first(bad, batch)
+        raise MarketInputError("G", f"{where}is {float(np.asarray(G)[at])!r}: K = alpha a^2 "
+                                    "G^2 / R overflows float64; rescale G")
+    return a
 
 
 _PER_CLIENT = ("G", "c", "v", "q_max")  # (B, n) in a GameBatch, as a is
@@ -283,8 +273,10 @@ class GameBatch:
                                                  f"({what}, B and n from a's shape); a "
                                                  "GameBatch broadcasts nothing")
                 object.__setattr__(self, name, arr)
-        _check_batch_values(a, self)
-        object.__setattr__(self, "a", normalised_weights(a))
+        a = _check_values(a, **{name: getattr(self, name) for name in (*_PER_CLIENT,
+                                                                        *_PER_GAME)},
+                          batch=True)
+        object.__setattr__(self, "a", a)
 
     @classmethod
     def from_games(cls, games) -> GameBatch:
