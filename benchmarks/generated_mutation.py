@@ -15,20 +15,25 @@ after each mutant) and scored by two engines, each stopping at its first failure
 * ``checker``: the checker's standard run (``--checker``, default ``fedmarket prove
   --standard``), one row at a time (``--subject S --property K`` added). Only the rows whose
   run executes the mutated code are run (coverage.py, one context per row, measured once on
-  the unmutated tree): a row that never executes a line cannot tell the mutant from the
-  original (same seed, same draws). They run in cost order (the unmutated row's seconds),
-  rows a cheap ``--triage`` command (default: the batch engine at 200 examples) flags first:
-  triage only reorders, every verdict is the standard command's. A mutant is killed when a
-  row's run is not as declared (exit status 1, 2 or a traceback) or runs past its time
-  (10 x the unmutated row's seconds + 60 s: "timeout") or out of memory (a MemoryError
-  under the cap :data:`MEMORY_CAP` on each process's data segment: "memory"; the rows and
-  tests of the unmutated tree all run under it too). The triage stops at its first
+  the unmutated tree; forked child processes are followed, their lines recorded under the
+  row that forked them, except a child killed before it saves: :func:`measure`): a row that
+  never executes a line cannot tell the mutant from the original (same seed, same draws).
+  They run in cost order (the unmutated row's seconds), rows a cheap ``--triage`` command
+  (default: the batch engine at 200 examples) flags first: triage only reorders, every
+  verdict is the standard command's. A mutant is killed when a row's run is not as
+  declared (exit status 1, 2 or a traceback) or runs past its time (10 x the unmutated
+  row's seconds + 60 s: "timeout") or out of memory (a MemoryError under the cap
+  :data:`MEMORY_CAP` on each process's data segment: "memory"; the rows and tests of the
+  unmutated tree all run under it too). The triage stops at its first
   failing row (a mutant it catches costs the cheap rows up to there, not all of them).
 * ``tests``: the test suite (``--tests``: pytest's selection, default the default tier, ``-m
   "not slow"``), only the tests that execute the mutated code in the test process (coverage,
   one context per test function), fastest first, ``pytest -x``.
 
-A mutant no row (test) executes survives that engine with the reason "not executed"; a
+A mutant no row (test) executes survives that engine with the reason "not executed" (each
+checker result names its map, ``"map"``: "children", or "parent" for a baseline measured
+before children were followed, in the driver's process only, which missed what only a
+forked child runs: mechanisms/contain.py's rule children, a pool worker); a
 mutant whose code does not compile is "incompetent" and counted apart. A mutant with an
 argument of equivalence (benchmarks/equivalent_mutants.toml, read as each mutant starts) is
 not run by the checker ("skipped": a survivor costs its rows' whole budget, for a hot-path
@@ -45,6 +50,16 @@ benchmarks/equivalent_mutants.toml.
     python benchmarks/generated_mutation.py --count               # the population
     python benchmarks/generated_mutation.py --sample 400 --seed 0 # score (make mutation)
     python benchmarks/generated_mutation.py --no-run --markdown docs/reference-proofs.md
+
+``--children`` brings a stored baseline measured in the driver's process only up to date
+without its hour of CPU: the rows that start child processes (whose map executed a line of
+mechanisms/ that starts one, or any line of mechanisms/processes.py: the contains_rules
+rows, local/runs_in_a_worker; or the rows named) run again following their children, their
+lines are merged into the stored map (kept beside it as ``*.parent.json``; a row whose
+verdict differs stops it), and the checker's "not executed" decided on the old map are
+scored again (``--sample`` and ``--seed`` as the run's)::
+
+    python benchmarks/generated_mutation.py --sample 400 --seed 1 --children
 """
 
 from __future__ import annotations
@@ -350,21 +365,107 @@ def _rows_of(command: str) -> tuple[list[str], list[tuple[str, str]]]:
     return argv[1:], [(s, k) for s, subj in SUBJECTS.items() for k in subj.declares]
 
 
+def measure(data_file: Path | str, source: str = SOURCE, children: bool = True):
+    """A started coverage.py measurement of the package ``source`` into ``data_file``, for
+    one context per row (``cov.switch_context(row)``); with ``children``, forked child
+    processes are followed: what a child runs is recorded under the row that was current
+    when it forked, in a data file of its own (``data_file.<host>.pid<N>.<random>``;
+    :func:`gather_children` and :func:`_contexts` merge them).
+
+    How (coverage 7.18): the child keeps the parent's collector, so it goes on tracing
+    every frame on the stack (the forking function's own child branch included) under the
+    same context, and coverage's data object, finding a new pid, starts a new data file
+    (``[run] parallel``); the child's data is saved when it ends by ``os._exit`` (``[run]
+    patch = ["_exit"]``: the way mechanisms/contain.py's rule children and multiprocessing's
+    forked workers end), by SIGTERM (``[run] sigterm``: a pool worker ended by
+    :func:`mechanisms.processes.stop_pool`), or by a normal exit (an ``atexit`` hook).
+    coverage's ``patch = ["fork"]`` is *not* used: it starts a new Coverage in the child
+    (``coverage.control._after_fork_in_child``), whose collector has the configured static
+    context only -- the row's dynamic context is lost (the child's lines read as import-time
+    code, run by every row) -- and traces only frames entered after the fork, so the lines
+    of the forking function after ``os.fork()`` are lost (both seen with coverage 7.18.0).
+
+    Still missed: a child killed by SIGKILL (a rule's child stopped at its time limit,
+    killed with its process group; a child killed with its parent, PR_SET_PDEATHSIG) or by
+    any other signal before it saves; a program a child starts (``exec``: a new process
+    image, not measured); processes started by ``spawn`` (a spawned pool: the standard run
+    checks each row in this process, no pool); and the tests' baseline (pytest-cov in the
+    test process) follows no children at all."""
+    import atexit
+
+    import coverage
+
+    cov = coverage.Coverage(data_file=str(data_file), source_pkgs=[source],
+                            config_file=False)
+    if children:
+        cov.set_option("run:parallel", True)
+        cov.set_option("run:patch", ["_exit"])
+        cov.set_option("run:sigterm", True)
+        parent = os.getpid()
+
+        def child_exits():  # a forked child ending without os._exit (the parent saves itself)
+            if os.getpid() != parent:
+                cov.save()
+
+        atexit.register(child_exits)
+    cov.start()
+    return cov
+
+
+def _data_files(data_file: Path) -> list[Path]:
+    """The data files of a measurement into ``data_file``: itself, its parallel files (this
+    process's and its children's, ``data_file.*``) and the children's merged
+    (``data_file-children``), SQLite's journals left out."""
+    data_file = Path(data_file)
+    out = [f for f in sorted(data_file.parent.glob(data_file.name + "*"))
+           if f.name == data_file.name or f.name[len(data_file.name)] in ".-"]
+    return [f for f in out if not f.name.endswith(("-journal", "-wal", "-shm"))]
+
+
+def gather_children(cov, data_file: Path) -> tuple[int, int]:
+    """Merge the data files that forked children of this process have written (every
+    parallel file of ``data_file`` but this process's own) into ``data_file-children`` and
+    delete them (a row of contains_rules forks about a thousand children; a data file is
+    about 50 kB). Returns (merged, unreadable): a file a child was killed while writing
+    cannot be read and is dropped."""
+    import coverage
+
+    data_file = Path(data_file)
+    own = Path(cov.get_data().data_filename()).name
+    target = data_file.parent / (data_file.name + "-children")
+    files = [f for f in _data_files(data_file)
+             if f.name not in (own, target.name) and f.name != data_file.name]
+    if not files:
+        return 0, 0
+    merged = coverage.CoverageData(basename=str(target))
+    merged.read()
+    done = bad = 0
+    for f in files:
+        try:
+            d = coverage.CoverageData(basename=str(f))
+            d.read()
+            merged.update(d)
+            done += 1
+        except coverage.CoverageException:
+            bad += 1
+        f.unlink(missing_ok=True)
+    return done, bad
+
+
 def drive(spec: dict) -> int:
     """Run rows of a ``fedmarket prove`` command one at a time in this process (the tree's
     own code), a JSON line each: ``{"start": row}`` before it, then its exit status,
     verdicts and seconds; with ``spec["coverage"]``, under coverage.py with one context per
-    row (imports before any row: the empty context)."""
+    row (imports before any row: the empty context), forked children followed
+    (:func:`measure`) unless ``spec["children"]`` is false; the line then says how many
+    children's data files were merged (``"children"``) and how many could not be read."""
     import importlib
 
     out = sys.stdout
     cov = None
+    children = spec.get("children", True)
     if spec.get("coverage"):
-        import coverage
-
-        cov = coverage.Coverage(data_file=spec["coverage"], source_pkgs=[SOURCE],
-                                config_file=False)
-        cov.start()
+        cov = measure(spec["coverage"], SOURCE, children)
     for file in sorted(Path(SOURCE).rglob("*.py")):  # import-time code: every row's
         importlib.import_module(".".join(file.with_suffix("").parts).removesuffix(".__init__"))
     import proofs.report
@@ -394,11 +495,13 @@ def drive(spec: dict) -> int:
                     rc = f"{type(exc).__name__}: {exc}"[:300]
             seconds = time.perf_counter() - t0
             reports = got[0] if got else []
-            print(json.dumps({"row": row, "rc": rc, "seconds": round(seconds, 3),
-                              "verdicts": [r.verdict for r, _ in reports],
-                              "as_declared": [bool(ok) for _, ok in reports],
-                              "errors": [r.error[:300] for r, _ in reports if r.error]}),
-                  file=out, flush=True)
+            line = {"row": row, "rc": rc, "seconds": round(seconds, 3),
+                    "verdicts": [r.verdict for r, _ in reports],
+                    "as_declared": [bool(ok) for _, ok in reports],
+                    "errors": [r.error[:300] for r, _ in reports if r.error]}
+            if cov is not None and children:  # after the row's seconds: not counted there
+                line["children"], line["unreadable"] = gather_children(cov, spec["coverage"])
+            print(json.dumps(line), file=out, flush=True)
             if rc != 0 and spec.get("stop", True):
                 break
     finally:
@@ -484,11 +587,14 @@ def _kill(proc) -> None:
 
 
 def run_rows(copy: Path, command: str, rows: list[str], limits: dict | None = None, *,
-             coverage: Path | None = None, stop: bool = True) -> list[dict]:
+             coverage: Path | None = None, stop: bool = True,
+             children: bool = True) -> list[dict]:
     """The driver's lines for ``rows`` of ``command`` in ``copy``; a row past its time
-    (``limits[row]`` seconds) is ended and reads ``{"row": row, "rc": "timeout"}``."""
+    (``limits[row]`` seconds) is ended and reads ``{"row": row, "rc": "timeout"}``. With
+    ``coverage`` (a data file), measured there (:func:`measure`; ``children``: forked
+    children followed)."""
     spec = {"command": command, "rows": rows, "stop": stop,
-            "coverage": str(coverage) if coverage else None}
+            "coverage": str(coverage) if coverage else None, "children": children}
     cmd = [sys.executable, str(copy / "benchmarks" / Path(__file__).name), "--drive",
            json.dumps(spec)]
     proc = subprocess.Popen(cmd, cwd=copy, env=env_for(copy), stdout=subprocess.PIPE,
@@ -553,16 +659,25 @@ def run_rows(copy: Path, command: str, rows: list[str], limits: dict | None = No
 
 
 def _contexts(data_file: Path, copy: Path) -> dict[str, dict[int, list[str]]]:
-    """path (relative to the copy) -> line -> the contexts that executed it."""
+    """path (relative to the copy) -> line -> the contexts that executed it, over every data
+    file of the measurement (:func:`_data_files`: the driver's, its forked children's); a
+    file that cannot be read (a child killed while writing it) is left out."""
     import coverage
 
-    data = coverage.CoverageData(basename=str(data_file))
-    data.read()
-    out = {}
-    for f in data.measured_files():
-        rel = Path(f).resolve().relative_to(copy.resolve()).as_posix()
-        out[rel] = {int(n): sorted(c) for n, c in data.contexts_by_lineno(f).items()}
-    return out
+    got: dict = {}
+    for path in _data_files(data_file):
+        data = coverage.CoverageData(basename=str(path))
+        try:
+            data.read()
+            files = {f: data.contexts_by_lineno(f) for f in data.measured_files()}
+        except coverage.CoverageException:
+            continue
+        for f, lines in files.items():
+            rel = Path(f).resolve().relative_to(copy.resolve()).as_posix()
+            into = got.setdefault(rel, {})
+            for n, cs in lines.items():
+                into.setdefault(int(n), set()).update(cs)
+    return {rel: {n: sorted(cs) for n, cs in lines.items()} for rel, lines in got.items()}
 
 
 def _compact(cov: dict, names: list[str]) -> dict:
@@ -592,12 +707,114 @@ def checker_baseline(copy: Path, command: str, triage: str | None, work: Path) -
     base = {"command": command, "rows": names,
             "seconds": [got[n]["seconds"] for n in names],
             "passes": [got[n]["rc"] == 0 for n in names],
-            "lines": _compact(_contexts(data, copy), names)}
+            "lines": _compact(_contexts(data, copy), names), "map": CHILDREN,
+            "unreadable": sum(got[n].get("unreadable", 0) for n in names)}
     if triage:
         t = {x["row"]: x for x in run_rows(copy, triage, names, stop=False)}
         base["triage"] = triage
         base["triage_passes"] = [t[n]["rc"] == 0 for n in names]
     return base
+
+
+# the map's version (a baseline's "map", a checker result's "map"): "children", forked
+# children followed (:func:`measure`); "parent" (a baseline without the key, before this
+# existed): the driver's process only, so a line run only in a forked child was "not
+# executed" (a rule's child under a time limit, mechanisms/contain.py; a pool worker)
+CHILDREN = "children"
+# where the toolkit starts child processes: calls of these names in mechanisms/ (os.fork in
+# mechanisms/contain.py), and every line of mechanisms/processes.py (the module every pool
+# and child process goes through: a row that runs it starts processes, e.g. the pool of
+# local/runs_in_a_worker, started in proofs/, outside the map)
+CHILD_CALLS = ("fork", "forkpty", "Popen", "ProcessPoolExecutor", "Process", "Pool",
+               "spawnv", "spawnve", "posix_spawn")
+CHILD_MODULES = ("mechanisms/processes.py",)
+
+
+def child_sites(root: Path = ROOT) -> dict[str, set[int]]:
+    """path -> the lines of mechanisms/ that start or manage child processes (see
+    :data:`CHILD_CALLS`, :data:`CHILD_MODULES`)."""
+    out: dict = {}
+    for file in sorted((root / SOURCE).rglob("*.py")):
+        rel = file.relative_to(root).as_posix()
+        tree = ast.parse(file.read_text())
+        if rel in CHILD_MODULES:
+            out[rel] = {n for a, b in _statements(tree) for n in range(a, b + 1)}
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                if name in CHILD_CALLS:
+                    out.setdefault(rel, set()).update(range(node.lineno, node.end_lineno + 1))
+    return out
+
+
+def child_rows(base: dict, root: Path = ROOT) -> list[str]:
+    """The rows of a checker baseline whose map executed a line of :func:`child_sites` (in
+    the row, not at import): the rows that start child processes."""
+    found: set = set()
+    for path, lines in child_sites(root).items():
+        for n in lines:
+            found.update(i for i in base["lines"].get(path, {}).get(str(n), ()) if i >= 0)
+    return [base["rows"][i] for i in sorted(found)]
+
+
+def _ranges(lines) -> str:
+    """1, 2, 3, 7 -> "1-3, 7"."""
+    out, lines = [], sorted(lines)
+    for n in lines:
+        if out and n == out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
+
+
+def follow_children(copy: Path, base: dict, rows: list[str], work: Path) -> tuple[dict, dict]:
+    """``base`` (a checker baseline, maybe of the driver's process only) with ``rows`` run
+    again in ``copy`` under coverage that follows forked children (:func:`measure`) and
+    their lines merged into its map: (the new baseline, what changed). A row whose verdict
+    differs from the baseline's (a row timing itself under the children's extra cost)
+    stops it, nothing merged. The rows' seconds stay the baseline's."""
+    unknown = [r for r in rows if r not in base["rows"]]
+    if unknown:
+        raise SystemExit(f"--children: no such row in the baseline: {', '.join(unknown)}")
+    data = work / "children.coverage"
+    t0 = time.perf_counter()
+    got = {x["row"]: x for x in run_rows(copy, base["command"], rows, coverage=data,
+                                         stop=False, children=True)}
+    at = {n: i for i, n in enumerate(base["rows"])}
+    differ = [f"{r}: {got[r].get('rc') if r in got else 'not run'} (baseline: "
+              f"{'passes' if base['passes'][at[r]] else 'fails'})" for r in rows
+              if r not in got or got[r]["rc"] not in (0, 1)
+              or (got[r]["rc"] == 0) != base["passes"][at[r]]]
+    if differ:
+        raise SystemExit(f"--children: {len(differ)} rows ran otherwise than in the baseline: "
+                         f"{'; '.join(differ[:5])}; nothing merged")
+    lines = {p: {n: dict.fromkeys(cs) for n, cs in ls.items()}
+             for p, ls in base["lines"].items()}
+    added: dict = {}  # path -> lines no row of the baseline had executed
+    pairs = 0
+    for path, ls in _contexts(data, copy).items():
+        for n, cs in ls.items():
+            # the rows' own contexts; "" (import) is the baseline's already
+            new = [at[c] for c in cs if c in at and c in got]
+            into = lines.setdefault(path, {}).setdefault(str(n), {})
+            fresh = [i for i in new if i not in into]
+            if fresh and not into:
+                added.setdefault(path, set()).add(n)
+            pairs += len(fresh)
+            into.update(dict.fromkeys(fresh))
+    new_base = {**base, "lines": {p: {n: sorted(cs) for n, cs in ls.items() if cs}
+                                  for p, ls in lines.items()}, "map": CHILDREN}
+    if base.get("map") != CHILDREN:
+        new_base["children_rows"] = sorted(set(base.get("children_rows", [])) | set(rows))
+    change = {"rows": rows, "seconds": round(time.perf_counter() - t0, 1),
+              "children": sum(got[r].get("children", 0) for r in rows),
+              "unreadable": sum(got[r].get("unreadable", 0) for r in rows),
+              "row_lines_added": pairs, "lines_added": sum(len(v) for v in added.values()),
+              "added": {p: _ranges(v) for p, v in sorted(added.items())}}
+    return new_base, change
 
 
 def _node(classname: str, name: str) -> str:
@@ -670,7 +887,12 @@ def users(base: dict, m: Generated) -> list[int]:
 
 
 def score_checker(copy: Path, base: dict, m: Generated) -> dict:
-    """The checker engine on the mutant applied in ``copy`` (see the module doc)."""
+    """The checker engine on the mutant applied in ``copy`` (see the module doc); the result
+    names the map that chose its rows (``"map"``: :data:`CHILDREN` or "parent")."""
+    return {**_score_checker(copy, base, m), "map": base.get("map", "parent")}
+
+
+def _score_checker(copy: Path, base: dict, m: Generated) -> dict:
     t0 = time.perf_counter()
     order = users(base, m)
     if not order:
@@ -1006,6 +1228,15 @@ def render(summary: dict) -> str:
         lines.append(f"| {name} | {e['killed']} | {e['of'] - e['killed'] - e['unrun']} | "
                      f"{e['unrun']} | {e['of']} | {score} | {ci} |")
     eq = equivalents_in(summary)
+    parent_only = [r["id"] for r in summary["mutants"] if "incompetent" not in r
+                   and r["key"] not in eq and _unseen_in_children(r.get("checker"))]
+    if parent_only:
+        lines += ["", f"{len(parent_only)} of the checker's \"not executed\" "
+                  f"({', '.join(parent_only)}) were decided on a coverage map of the driver's "
+                  "process only: a line run only in a forked child (a rule's child under a "
+                  "time limit, mechanisms/contain.py; a pool worker) was not seen there "
+                  "(`--children` measures the rows that start children again and scores "
+                  "them again)."]
     lines += ["", "Survivors of both engines (an equivalent one with its argument, else a fault "
               "nothing catches yet):", "", *survivors(summary, ("checker", "tests"), eq), "",
               "Killed by the tests only (the checker's run misses them):", "",
@@ -1127,11 +1358,16 @@ def load(out: Path, code: str, commands: dict) -> tuple[dict[str, dict], dict]:
     return done, population
 
 
+def baseline_path(kind: str, code: str, key: str) -> Path:
+    """Where the baseline of this code version and command is kept."""
+    name = hashlib.sha1(f"{kind}|{code}|{key}".encode()).hexdigest()[:12]
+    return BASELINES / f"{kind}-{name}.json"
+
+
 def baseline(kind: str, code: str, key: str, make) -> dict:
     """A baseline of this code version and command, computed once
     (results/mutation-generated/)."""
-    name = hashlib.sha1(f"{kind}|{code}|{key}".encode()).hexdigest()[:12]
-    path = BASELINES / f"{kind}-{name}.json"
+    path = baseline_path(kind, code, key)
     if path.exists():
         return json.loads(path.read_text())
     got = make()
@@ -1166,6 +1402,14 @@ def main(argv=None) -> int:
     p.add_argument("--markdown", type=Path, default=None)
     p.add_argument("--survivors", type=Path, default=None,
                    help="write the survivors of each engine (a markdown list) here")
+    p.add_argument("--children", nargs="*", default=None, metavar="ROW",
+                   help="before scoring: run again, under coverage that follows forked "
+                        "children, the rows of the stored checker baseline (this code "
+                        "version and command) that start child processes (those whose map "
+                        "executed a child-starting line: child_rows), or these ROWs; merge "
+                        "their lines into its map (the baseline records map 'children'), "
+                        "and score again by the checker the mutants it had found 'not "
+                        "executed' on a map of the driver's process only")
     p.add_argument("--drive", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.drive:
@@ -1179,6 +1423,11 @@ def main(argv=None) -> int:
     commands = {"checker": args.checker + (f" [triage: {args.triage}]" if args.triage else ""),
                 "tests": args.tests}
     done, pop = load(args.out, code, commands)
+    if args.children is not None:
+        if args.no_run or "checker" not in args.engines:
+            raise SystemExit("--children re-measures the checker's baseline: not with "
+                             "--no-run, and the checker among --engines")
+        rebaseline_children(code, commands["checker"], args.children)
     if args.no_run:  # the sample as the results hold it (the smallest ranks among them)
         chosen = [Generated(**{f: r[f] for f in FIELDS if f != "kind"},
                             **dict.fromkeys(("occurrence", "col", "end_line", "end_col",
@@ -1200,10 +1449,17 @@ def main(argv=None) -> int:
         chosen = [m for m in chosen if m.id in set(args.only)]
     # scored in rank order: the mutants scored so far are (up to the few in flight) the
     # sample of that size, so a run cut short leaves a uniform sample (--sample k shows it)
+    # --children: the checker's "not executed" decided on the driver's map only, again
+    again = set() if args.children is None else {
+        m.id for m in chosen if _unseen_in_children(done.get(m.id, {}).get("checker"))}
+
+    def needs(m):
+        need = to_score(done.get(m.id, {}), args.engines, args.retry,
+                        args.tests_after_checker)
+        return ("checker", *need) if m.id in again and "checker" not in need else need
+
     todo = sorted((m for m in chosen if "incompetent" not in done.get(m.id, {})
-                   and to_score(done.get(m.id, {}), args.engines, args.retry,
-                                args.tests_after_checker)),
-                  key=lambda m: rank(m, args.seed))
+                   and needs(m)), key=lambda m: rank(m, args.seed))
     if todo and not args.no_run:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("a") as f:
@@ -1220,9 +1476,7 @@ def main(argv=None) -> int:
             if "tests" in args.engines:
                 bases["tests"] = baseline("tests", code, args.tests,
                                           lambda: tests_baseline(copy, args.tests, work))
-            tasks = [(m, to_score(done.get(m.id, {}), args.engines, args.retry,
-                                  args.tests_after_checker), bases, parent,
-                      args.tests_after_checker) for m in todo]
+            tasks = [(m, needs(m), bases, parent, args.tests_after_checker) for m in todo]
 
             def record(i, r):
                 r = {**describe(tasks[i][0]), **r, "commit": commit, "code": code,
@@ -1269,6 +1523,41 @@ def main(argv=None) -> int:
         COMMITTED.write_text(json.dumps(summary, indent=1) + "\n")
         write_page(args.markdown, render(summary))
     return 0
+
+
+def _unseen_in_children(result: dict | None) -> bool:
+    """Whether a checker result is "not executed" on a map of the driver's process only
+    (an annotation aside): a line only a forked child runs could not have been seen."""
+    return (result is not None and result.get("status") == "not executed"
+            and result.get("why") != "annotation" and result.get("map", "parent") != CHILDREN)
+
+
+def rebaseline_children(code: str, command: str, rows: list[str]) -> dict | None:
+    """``--children``: the stored checker baseline of ``code`` and ``command`` with the rows
+    that start children (:func:`child_rows`; or ``rows``) measured again following forked
+    children (:func:`follow_children`), written back in place (the first map of the driver's
+    process only kept beside it, ``*.parent.json``). Prints and returns what changed (None:
+    nothing run, the map follows children already)."""
+    path = baseline_path("checker", code, command)
+    if not path.exists():
+        raise SystemExit(f"--children: no stored checker baseline of this code version and "
+                         f"command ({shown(path)}); a fresh one follows children already")
+    base = json.loads(path.read_text())
+    if not rows and base.get("map") == CHILDREN:
+        print(json.dumps({"children": f"{shown(path)} follows children already"}))
+        return None
+    rows = rows or child_rows(base, ROOT)
+    with tempfile.TemporaryDirectory(prefix="fedmarket-children-") as parent:
+        copy = Path(tempfile.mkdtemp(prefix="copy-", dir=parent))
+        named.copy_tree(copy)
+        new, change = follow_children(copy, base, rows, Path(parent))
+    keep = path.with_suffix(".parent.json")
+    if base.get("map") != CHILDREN and not keep.exists():
+        keep.write_text(path.read_text())
+    path.write_text(json.dumps(new))
+    change["baseline"] = shown(path)
+    print(json.dumps({"children": change}), flush=True)
+    return change
 
 
 def _by_class(population: list[Generated]) -> dict[str, int]:

@@ -590,3 +590,207 @@ def test_a_baseline_out_of_memory_stops_naming_the_cap(gm, tmp_path, monkeypatch
     monkeypatch.setattr(gm, "MEMORY_CAP", 768 * 2**20)
     with pytest.raises(SystemExit, match=r"1 tests ran out of memory under the 0.75 GiB cap"):
         gm.tests_baseline(copy, "tests", tmp_path)
+
+
+FORKS = '''\
+import os
+
+from mechanisms.contain import Limit, call_rule
+
+
+def helper():
+    return 3  # CHILD: called by the child only
+
+
+def forks():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        x = helper()  # CHILD: the forking frame, after the fork
+        os.write(w, bytes([x]))
+        os._exit(0)
+    os.close(w)
+    os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+
+
+def rule(x):
+    return x + 1  # CHILD: a rule run in mechanisms/contain.py's child, under a limit
+
+
+def contained():
+    with Limit(60.0):
+        return call_rule("rule", "rule", rule, 1)
+
+
+def after():
+    return 0  # the next row
+'''
+
+MEASURE = '''\
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("gm", sys.argv[1])
+gm = importlib.util.module_from_spec(spec)
+sys.modules["gm"] = gm
+spec.loader.exec_module(gm)
+children = sys.argv[3] == "1"
+cov = gm.measure(sys.argv[2], "pkg", children)
+import pkg
+cov.switch_context("row/a")
+pkg.forks()
+assert pkg.contained() == 2
+got = gm.gather_children(cov, sys.argv[2]) if children else (0, 0)
+cov.switch_context("row/b")
+pkg.after()
+cov.stop()
+cov.save()
+print(list(got))
+'''
+
+
+@pytest.mark.parametrize("children", [True, False], ids=["followed", "today"])
+def test_the_map_follows_forked_children(gm, tmp_path, children):
+    """The checker's baseline follows forked children: a line run only in a child (after
+    ``os.fork`` in the forking function, in a function the child calls, and in a rule run
+    in mechanisms/contain.py's child under a time limit) is in the map under the row that
+    forked (never the empty context, which would read as import-time code of every row).
+    The map of the driver's process alone (``children=False``, the harness before this)
+    lacks them: the generated mutants 22641b00ac and 83345ec98e read "not executed" so."""
+    import json
+    import os
+    import subprocess
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(FORKS)
+    (tmp_path / "measure.py").write_text(MEASURE)
+    data = tmp_path / "rows.coverage"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    r = subprocess.run([sys.executable, "measure.py", str(ROOT / "benchmarks" /
+                        "generated_mutation.py"), str(data), "1" if children else "0"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = gm._contexts(data, tmp_path)["pkg/__init__.py"]
+    child = [n for n, text in enumerate(FORKS.splitlines(), 1) if "# CHILD" in text]
+    assert len(child) == 3
+    fork = next(n for n, t in enumerate(FORKS.splitlines(), 1) if "os.fork()" in t)
+    assert lines[fork] == ["row/a"]  # the parent's own line, either way
+    nxt = next(n for n, t in enumerate(FORKS.splitlines(), 1) if "return 0" in t)
+    assert lines[nxt] == ["row/b"]
+    if children:
+        assert {n: lines.get(n) for n in child} == {n: ["row/a"] for n in child}
+        assert json.loads(r.stdout) == [2, 0]  # one data file per child, gathered, readable
+        left = sorted(f.name for f in gm._data_files(data))  # the driver's, the children's
+        assert len(left) == 2 and left[0] == "rows.coverage-children", left
+    else:
+        assert not any(n in lines for n in child), lines
+
+
+def test_the_rows_that_start_children_are_measured_again_and_merged(gm, tmp_path,
+                                                                     monkeypatch):
+    """--children: the rows whose map executed a child-starting line (os.fork in
+    mechanisms/contain.py, any line of mechanisms/processes.py; not at import) are run again
+    following children; their new lines join the map under their rows, the baseline says
+    so, and a row whose verdict changed stops it. The checker's "not executed" decided on
+    the old map are those scored again, and the page says which were decided so."""
+    sites = gm.child_sites(ROOT)
+    fork = next(n for n in sorted(sites["mechanisms/contain.py"])
+                if "os.fork()" in (ROOT / "mechanisms/contain.py").read_text().splitlines()[n - 1])
+    proc = min(sites["mechanisms/processes.py"])
+    base = {"command": "fedmarket prove --standard", "rows": ["a/x", "b/y", "c/z", "d/w"],
+            "seconds": [1.0] * 4, "passes": [True, True, False, True],
+            "lines": {"mechanisms/contain.py": {str(fork): [-1, 1], "1": [0]},
+                      "mechanisms/processes.py": {str(proc): [-1, 2]},
+                      "mechanisms/other.py": {"5": [3]}}}
+    assert gm.child_rows(base, ROOT) == ["b/y", "c/z"]  # not the import (-1), not a/x
+
+    ran = []
+
+    def rows(copy, command, names, **kw):
+        ran.append((names, kw))
+        return [{"row": n, "rc": 0 if n == "b/y" else 1, "seconds": 2.0, "children": 3,
+                 "unreadable": 0} for n in names]
+
+    monkeypatch.setattr(gm, "run_rows", rows)
+    monkeypatch.setattr(gm, "_contexts", lambda data, copy: {
+        "mechanisms/contain.py": {244: ["b/y"], fork: ["b/y"]},
+        "mechanisms/processes.py": {64: ["c/z", ""]},
+        "mechanisms/other.py": {5: ["d/w"]}})  # d/w was not run again: not merged
+    new, change = gm.follow_children(tmp_path, base, ["b/y", "c/z"], tmp_path)
+    assert ran[0][0] == ["b/y", "c/z"] and ran[0][1]["children"] is True
+    assert new["lines"]["mechanisms/contain.py"]["244"] == [1]
+    assert new["lines"]["mechanisms/contain.py"][str(fork)] == [-1, 1]
+    assert new["lines"]["mechanisms/processes.py"]["64"] == [2]  # "" (import) not merged
+    assert new["lines"]["mechanisms/other.py"] == {"5": [3]}
+    assert new["map"] == gm.CHILDREN and new["children_rows"] == ["b/y", "c/z"]
+    assert new["seconds"] == base["seconds"] and base.get("map") is None  # base unchanged
+    assert change["lines_added"] == 2 and change["children"] == 6
+    assert change["added"] == {"mechanisms/contain.py": "244", "mechanisms/processes.py": "64"}
+    base["passes"][2] = True  # c/z passed in the baseline, fails now: nothing merged
+    with pytest.raises(SystemExit, match=r"1 rows ran otherwise than in the baseline: c/z"):
+        gm.follow_children(tmp_path, base, ["b/y", "c/z"], tmp_path)
+    with pytest.raises(SystemExit, match="no such row"):
+        gm.follow_children(tmp_path, base, ["z/z"], tmp_path)
+
+    unseen = gm._unseen_in_children
+    assert unseen({"status": "not executed"})  # a result written before "map" existed
+    assert unseen({"status": "not executed", "map": "parent"})
+    assert not unseen({"status": "not executed", "map": gm.CHILDREN})
+    assert not unseen({"status": "not executed", "why": "annotation"})
+    assert not unseen({"status": "survived"}) and not unseen(None)
+
+
+def test_children_rewrites_the_stored_baseline_keeping_the_first(gm, tmp_path, monkeypatch):
+    """--children: the stored checker baseline of this code version and command is measured
+    again and written back in place, the map of the driver's process kept beside it; a
+    baseline that follows children already is left alone; none stored: a clear error."""
+    import json
+
+    monkeypatch.setattr(gm, "BASELINES", tmp_path)
+    monkeypatch.setattr(gm.named, "copy_tree", lambda copy: None)
+    with pytest.raises(SystemExit, match="no stored checker baseline"):
+        gm.rebaseline_children("c0de", "fedmarket prove --standard", [])
+    path = gm.baseline_path("checker", "c0de", "fedmarket prove --standard")
+    base = {"rows": ["a/x"], "lines": {}, "seconds": [1.0], "passes": [True]}
+    path.write_text(json.dumps(base))
+    calls = []
+
+    def follow(copy, b, rows, work):
+        calls.append(rows)
+        return {**b, "map": gm.CHILDREN, "children_rows": rows}, {"rows": rows}
+
+    monkeypatch.setattr(gm, "follow_children", follow)
+    monkeypatch.setattr(gm, "child_rows", lambda b, root: ["a/x"])
+    assert gm.rebaseline_children("c0de", "fedmarket prove --standard", [])["rows"] == ["a/x"]
+    assert json.loads(path.read_text())["map"] == gm.CHILDREN
+    assert json.loads(path.with_suffix(".parent.json").read_text()) == base
+    assert gm.rebaseline_children("c0de", "fedmarket prove --standard", []) is None
+    assert calls == [["a/x"]]  # the second call found it done
+    gm.rebaseline_children("c0de", "fedmarket prove --standard", ["b/y"])  # rows named: run
+    assert calls[-1] == ["b/y"]
+    assert json.loads(path.with_suffix(".parent.json").read_text()) == base  # the first kept
+
+
+def test_the_page_names_the_not_executed_decided_on_the_parent_map(gm):
+    """A scored mutant the checker found "not executed" on a map of the driver's process
+    only is named on the page as such; decided on a map that follows children, or argued
+    equivalent, it is not."""
+    import copy
+    import json
+
+    summary = json.loads((ROOT / "docs" / "mutation_generated.json").read_text())
+    summary["mutants"] = [r for r in summary["mutants"] if "incompetent" not in r][:3]
+    r = summary["mutants"][0]
+    r["checker"] = {"status": "not executed", "rows": 0, "of": 0, "seconds": 0.0}
+    summary["equivalents"] = {}
+    summary["sampled"] = 3
+    said = "were decided on a coverage map of the driver's process only"
+    assert f"1 of the checker's \"not executed\" ({r['id']}) {said}" in gm.render(summary)
+    followed = copy.deepcopy(summary)
+    followed["mutants"][0]["checker"]["map"] = gm.CHILDREN
+    assert said not in gm.render(followed)
+    argued = copy.deepcopy(summary)
+    argued["equivalents"] = {r["key"]: "an argument"}
+    assert said not in gm.render(argued)
