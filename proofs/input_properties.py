@@ -913,7 +913,8 @@ def _ipfl_edges(subject, case):
 def _distances_and_roles_edges(case):
     """mechanisms.distances and mechanisms.roles at their bounds from inside: one client (a
     (1, p) theta: every function, both metrics, the pair (0, 0)), one parameter ((m, 1)),
-    no neighbours, each answered in its documented shape (one distance per pair of clients,
+    no neighbours, pairs of unsigned and 32-bit integers, each answered in its documented
+    shape (one distance per pair of clients,
     one gradient per pair of neighbours: none for none, one centre per client); as many
     attackers as one less than the clients (both placements) and none; an inclusive market
     of no client of one kind or of none at all."""
@@ -932,6 +933,12 @@ def _distances_and_roles_edges(case):
         none = distance_gradients(X, np.zeros((0, 2), int)).shape
         if none != (0, p):  # no neighbours: no gradient
             raise AssertionError(f"no neighbours gave gradients of shape {none}")
+        # the pairs as integers of another type (unsigned, narrow): client indices all the same
+        for kind in (np.uint8, np.int32):
+            one = distance_gradients(X, np.zeros((1, 2), kind)).shape
+            if one != (1, p):
+                raise AssertionError(f"the pair (0, 0) as {np.dtype(kind)} gave gradients of "
+                                     f"shape {one}")
     for a in (0, m - 1):
         for placement in ("last", "random"):
             market_roles(m, attackers=a, placement=placement, rng=0)

@@ -532,7 +532,9 @@ _ISSUE34 = {
     (distances, "_pairs", "refuses"): [
         ("bad = (pairs < 0) | (pairs >= m)", "bad = (pairs < 0) >> (pairs >= m)", "89bb0ac971"),
         ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0"),
-        ("np.zeros((0, 2), dtype=np.intp)", "np.zeros((1, 2), dtype=np.intp)", "2274eecc1e")],
+        ("np.zeros((0, 2), dtype=np.intp)", "np.zeros((1, 2), dtype=np.intp)", "2274eecc1e"),
+        # unsigned client indices refused as not integers (beyond the generated mutants)
+        ('raw.dtype.kind not in "iu"', 'raw.dtype.kind not in "i"', "unsigned-pairs-refused")],
     # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the traders' costs
     # all C (U(C, C), not U(C/2, C)): off the oracle's seeded draws
     (roles, "inclusive_roles", "conforms"): [
