@@ -77,7 +77,7 @@ bench: $(STAMP)
 # The nightly run: the suite under Hypothesis' nightly profile, then the theorem report with
 # the batch engine at 10^6 effective examples per declared property (every built-in row is
 # evaluated in bulk; the regret searches and CPL rows take a minute or a few each).
-# --jobs 2: two rows at a time, one per core.
+# --jobs 2: two rows at a time, one per core (and the rows that mostly wait beside them).
 nightly: $(STAMP)
 	HYPOTHESIS_PROFILE=nightly $(PY) -m pytest -q
 	$(VENV)/bin/fedmarket prove --engine batch --examples 1000000 --exhaustive --jobs 2 --markdown docs/reference-theorems.md
@@ -87,8 +87,9 @@ report: $(STAMP)
 	$(VENV)/bin/fedmarket prove --engine batch --examples 100000 --time-limit 60 --exhaustive --markdown docs/reference-theorems.md
 
 # The standard run (proofs/standard.py: batch engine, seed 0, every row to its own budget, the
-# exhaustive grid, 2 worker processes): what the mutation scores and the coverage of
-# mechanisms/ refer to. Writes the theorem report to results/standard.md.
+# exhaustive grid, 2 worker processes plus 2 for the rows that mostly wait): what the mutation
+# scores and the coverage of mechanisms/ refer to. Writes the theorem report to
+# results/standard.md.
 standard: $(STAMP)
 	$(VENV)/bin/fedmarket prove --standard --markdown results/standard.md
 

@@ -170,6 +170,12 @@ class Property:
     discriminates : which effective examples could have failed the property, in words (what
         its ``violation`` says with its third value); "" says every effective example (the
         violation returns no discriminating flag). Every built-in property states it.
+    waits : True for a property whose checks spend most of their wall time waiting, not
+        computing (rules of your own that sleep past their time limits, child processes
+        started and stopped): :func:`proofs.report.run_report` with ``jobs`` > 1 checks its
+        rows in worker processes of their own beside the ``jobs`` computing ones
+        (:data:`proofs.report.WAITING_JOBS`), so that the cores are not left idle while
+        they wait. Only where the rows run; never what they check.
     """
 
     key: str
@@ -186,8 +192,11 @@ class Property:
     needs: str | None = None
     clients: tuple[int, int] | None = None
     discriminates: str = ""
+    waits: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.waits, bool):
+            raise CheckerInputError("waits", f"is {self.waits!r}; must be True or False")
         if not isinstance(self.discriminates, str):
             raise CheckerInputError("discriminates", f"is {self.discriminates!r}; must be a "
                                                      "string")

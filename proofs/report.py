@@ -7,7 +7,7 @@ import functools
 import multiprocessing
 import numbers
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
@@ -21,8 +21,8 @@ from .contract import FALSIFY_FACTOR, VACUOUS, contract_check
 from .ipfl_properties import tiny_markets
 from .registry import PROPERTIES, SUBJECTS
 
-__all__ = ["TINY_GRID", "check_row", "frame", "header", "in_parallel", "markdown", "run_report",
-           "single_threaded_children"]
+__all__ = ["TINY_GRID", "WAITING_JOBS", "check_row", "frame", "header", "in_parallel",
+           "markdown", "run_report", "single_threaded_children"]
 
 # the grid of the exhaustive pass: 3 clients, every combination of these types and distances
 TINY_GRID = {"m": 3, "N": (100.0, 400.0), "c": (0.5, float("inf")), "K": (0.0, 5e4),
@@ -30,6 +30,12 @@ TINY_GRID = {"m": 3, "N": (100.0, 400.0), "c": (0.5, float("inf")), "K": (0.0, 5
 # properties whose instance is a plain (market, D) pair can be checked on the grid
 EXHAUSTIVE = ("budget_balance", "individual_rationality", "local_optimality",
               "global_optimality")
+WAITING_JOBS = 2
+"""Worker processes for the rows whose property mostly waits (:attr:`proofs.Property.waits`:
+rules of your own sleeping past their time limits), beside the ``jobs`` computing ones of
+:func:`run_report`: ``jobs=2`` is 2 computing workers plus these, so that the computing rows
+keep both cores busy while those rows wait. A waiting row takes a computing worker's place
+only once no computing row is left to start."""
 
 
 def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | None = None,
@@ -46,9 +52,13 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
     engine (the row then reports what it checked and reads "inconclusive" rather than
     "holds" when cut short).
     A subject or property listed twice is checked once. ``jobs`` > 1 checks the rows in that
-    many worker processes (started fresh, single-threaded math libraries); the rows come back in the
+    many worker processes (started fresh, single-threaded math libraries), and the rows of a
+    property that mostly waits (:attr:`proofs.Property.waits`) in :data:`WAITING_JOBS` more
+    beside them; the rows come back in the
     same order with the same counts and verdicts as with ``jobs=1`` (each row is seeded by
-    ``seed``; only ``seconds`` differ, and what a ``time_limit`` cuts off). A row's error is
+    ``seed``; only ``seconds`` differ, and what a ``time_limit`` cuts off; a waiting row's
+    ``drawn`` holds the host's timing, serially too: ``contains_rules`` does not count a
+    draw whose limit passed before its rule had started a program). A row's error is
     raised here as it is serially. ``progress(subject, property)`` is called as each row
     (with its exhaustive companion) is done, in the order they finish;
     ``row_progress(subject, property, done, budget)`` as a row's search goes (examples done
@@ -88,7 +98,9 @@ def run_report(*, examples: int = 200, seed: int = 0, subjects: Iterable[str] | 
             hear = None if step is None else functools.partial(step, i)
             done(i, check_row(*task, progress=hear))
     else:
-        in_parallel(check_row, tasks, jobs, done, step=step)
+        waiting = [i for i, task in enumerate(tasks) if PROPERTIES[task[1]].waits]
+        in_parallel(check_row, tasks, jobs, done, step=step, waiting=waiting,
+                    waiting_jobs=WAITING_JOBS)
     return [row for got in rows for row in got]
 
 
@@ -149,16 +161,34 @@ def _reporting(fn: Callable, i: int, *task):
 
 def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
                 done: Callable[[int, Any], None],
-                step: Callable[..., None] | None = None) -> None:
+                step: Callable[..., None] | None = None,
+                waiting: Collection[int] = (), waiting_jobs: int = 0) -> None:
     """``done(i, fn(*tasks[i]))`` for every task, computed in ``jobs`` fresh worker processes
     (spawned, not forked: the caller may hold threads or torch), called as each finishes.
     With ``step``, each task runs as ``fn(*task, progress=...)`` and its progress calls
     reach ``step(i, *args)`` here, in this process, as they happen (within 0.2 s).
 
+    ``waiting``: the indices of tasks that mostly wait (sleep) rather than compute; they run
+    in ``waiting_jobs`` more workers beside the ``jobs`` computing ones (at most ``jobs``
+    of the others run at once), and in any free worker once no other task is left to
+    start. The tasks start in their order within each kind.
+
     The first error a task raises is raised here, after the tasks not yet started are
     cancelled and the running ones stopped (a row can take hours); a worker that dies
     (killed, out of memory) raises ``BrokenProcessPool`` here instead of hanging. The workers
     die with this process (kill -9, SIGTERM, SIGINT: :mod:`mechanisms.processes`)."""
+    waiting = set(waiting)
+    if not waiting <= set(range(len(tasks))):
+        raise CheckerInputError("waiting", f"holds {sorted(waiting - set(range(len(tasks))))}"
+                                           f"; must be indices of the {len(tasks)} tasks")
+    if isinstance(waiting_jobs, bool) or not isinstance(waiting_jobs, numbers.Integral) \
+            or waiting_jobs < 0:
+        raise CheckerInputError("waiting_jobs", f"is {waiting_jobs!r}; must be an integer "
+                                                ">= 0")
+    computing = [i for i in range(len(tasks)) if i not in waiting]
+    sleepers = sorted(waiting)
+    # every task submitted finds a free worker: never more than the pool holds at once
+    size = min(jobs + (waiting_jobs if sleepers else 0), len(tasks))
     ctx = multiprocessing.get_context("spawn")
     steps = ctx.SimpleQueue() if step is not None else None
 
@@ -167,22 +197,39 @@ def in_parallel(fn: Callable, tasks: list[tuple], jobs: int,
             step(*steps.get())
 
     with single_threaded_children(), \
-            ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
+            ProcessPoolExecutor(max_workers=size, mp_context=ctx,
                                 initializer=pool_worker,
                                 initargs=(os.getpid(), steps)) as pool, \
             ctrl_c_between_steps() as interrupted:
+        futures: dict = {}  # future -> its task's index
+        pending: set = set()
+
+        def submit(i):
+            future = pool.submit(fn, *tasks[i]) if step is None else \
+                pool.submit(_reporting, fn, i, *tasks[i])
+            futures[future] = i
+            pending.add(future)
+
+        def start():
+            """Computing tasks up to ``jobs`` at once, waiting ones in the workers left."""
+            busy = sum(futures[f] not in waiting for f in pending)
+            while computing and busy < jobs and len(pending) < size:
+                submit(computing.pop(0))
+                busy += 1
+            while sleepers and len(pending) < size:
+                submit(sleepers.pop(0))
+
         try:
-            futures = {(pool.submit(fn, *task) if step is None else
-                        pool.submit(_reporting, fn, i, *task)): i
-                       for i, task in enumerate(tasks)}
-            pending = set(futures)
+            start()
             while pending:
                 if interrupted():
                     raise KeyboardInterrupt
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                pending -= finished
                 drain()
                 for future in finished:
                     done(futures[future], future.result())
+                start()
         except BaseException:
             stop_pool(pool)
             raise
@@ -219,7 +266,8 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
            path=None) -> str:
     """The report's preamble: how it was made, and whether every claim got its budget.
 
-    ``jobs``: the worker processes of the run (``--jobs``); ``wall_seconds``: the run's
+    ``jobs``: the computing worker processes of the run (``--jobs``; the rows of a property
+    that mostly waits ran in :data:`WAITING_JOBS` more); ``wall_seconds``: the run's
     elapsed time (the rows' own seconds add up to more than it when they ran in parallel);
     ``standard``: the :class:`proofs.standard.StandardRun` the report ran (its command and
     settings replace the others). ``subjects``, ``properties``, ``scan`` and ``path`` (the
@@ -259,8 +307,10 @@ def header(examples: int, seed: int, engine: str, time_limit, exhaustive: bool,
     total = sum(r.seconds for r, _ in results)
     took = f"{total:.0f} s of checking summed over the rows"
     if wall_seconds is not None:
+        waits = jobs > 1 and any(r.property.waits for r, _ in results)
         took += (f", {wall_seconds:.0f} s wall time with "
-                 + (f"{jobs} worker processes" if jobs > 1 else "one process"))
+                 + (f"{jobs} worker processes" if jobs > 1 else "one process")
+                 + (f" plus {WAITING_JOBS} for the rows that mostly wait" if waits else ""))
     lines = [
         "# Theorem report", "",
         f"Generated by `{cmd}` ({took}, on the machine that ran it).", "",

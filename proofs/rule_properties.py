@@ -697,7 +697,11 @@ def _prop(key, name, family, base_sampler, base_cases, lo, reference):
         f"a drawn instance; a slot ({', '.join(SLOTS[family])}) and one of "
         f"{len(BEHAVIOURS)} behaviours", family, instances, contained_violation,
         sample=lambda: RuleSampler(base_sampler(), family), clients=(lo, 12),
-        discriminates=_DISCRIMINATES, note="proofs.rule_properties lists the behaviours")
+        discriminates=_DISCRIMINATES, note="proofs.rule_properties lists the behaviours",
+        # a row of 3,000 draws sleeps 28-30 s in the rules stopped at their limits (LIMIT,
+        # PROGRAM_LIMIT) and computes 10.5-14.6 CPU s (the standard run's 11 rows, measured
+        # behaviour by behaviour): about 40 s wall on an idle core, most of it asleep
+        waits=True)
 
 
 RULE_PROPERTIES = {p.key: p for p in [

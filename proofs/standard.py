@@ -27,7 +27,9 @@ __all__ = ["STANDARD", "StandardRun"]
 class StandardRun:
     """What the standard run checks and how hard.
 
-    engine, seed, jobs, exhaustive : as ``fedmarket prove`` takes them.
+    engine, seed, jobs, exhaustive : as ``fedmarket prove`` takes them; ``jobs`` counts the
+        computing worker processes: the rows of a property that mostly waits
+        (:attr:`proofs.Property.waits`) run in :data:`proofs.report.WAITING_JOBS` more.
     examples : the budget of discriminating examples of every row not in ``budgets``.
     budgets : ``"subject/property"`` (or ``"*/property"``: every subject) -> that row's
         budget of discriminating examples, where a row needs more than ``examples`` (a rare
@@ -66,13 +68,16 @@ class StandardRun:
 
     def describe(self) -> str:
         """One line: the settings, for reports and pages."""
+        from .report import WAITING_JOBS
+
         extra = f", {len(self.budgets)} rows with their own budget" if self.budgets else ""
         limit = "no time limit" if self.time_limit is None else \
             f"at most {self.time_limit:g} s a row"
         return (f"engine {self.engine}, seed {self.seed}, {self.examples:,} discriminating "
                 f"examples per row{extra}, {limit}, "
                 f"{'with' if self.exhaustive else 'without'} the exhaustive grid, "
-                f"{self.jobs} worker processes")
+                f"{self.jobs} worker processes, plus {WAITING_JOBS} for the rows that mostly "
+                "wait (rules sleeping past their time limits)")
 
 
 STANDARD = StandardRun(budgets={

@@ -1183,6 +1183,13 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -1231,11 +1238,15 @@ def _kill_and_watch(argv, cwd, sig, ready, timeout=90.0):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
                          ids=["kill-9", "sigterm", "sigint"])
 def test_prove_jobs_leaves_no_orphans(tmp_path, sig):
-    # two spawned row workers plus multiprocessing's resource tracker, each checked by pid
+    # two spawned row workers, a third for local's rows that mostly wait (contains_rules,
+    # proofs.report.WAITING_JOBS), and multiprocessing's resource tracker, each checked by
+    # pid; the workers are the command's own children (a rule's forked child, below a
+    # worker, shows the worker's command line too)
     def ready(kids):
         cmds = [_cmdline(k) for k in kids]
-        return sum("spawn_main" in c for c in cmds) >= 2 and \
-            any("resource_tracker" in c for c in cmds)
+        workers = [k for k in kids if "spawn_main" in _cmdline(k)
+                   and "sims.cli" in _cmdline(_parent(k))]
+        return len(workers) >= 3 and any("resource_tracker" in c for c in cmds)
 
     kids, left = _kill_and_watch(["prove", "--jobs", "2", "--subject", "local",
                                   "--examples", "1000000", "--quiet"], tmp_path, sig, ready)

@@ -79,7 +79,10 @@ def add_parser(sub, full: bool = False) -> None:
     p.add_argument("--jobs", type=integer, default=None, metavar="N",
                    help="check the rows in N worker processes (one row each at a time, "
                         "single-threaded; same rows and verdicts as 1, only seconds differ); "
-                        "at most one per core helps (default 1; --standard: 2)")
+                        "at most one per core helps (default 1; --standard: 2). With N > 1 "
+                        "the rows of a property that mostly waits (proofs.Property.waits, "
+                        "e.g. contains_rules: rules sleeping past their time limits) run in "
+                        "proofs.report.WAITING_JOBS more workers beside the N")
     p.add_argument("--scan", action="store_true",
                    help="subjects of your own: do not stop at the first counterexample; "
                         "check the whole budget so that largest_violation is the largest "
