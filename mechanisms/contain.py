@@ -65,7 +65,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .errors import FedmarketError, MarketInputError, RuleFailed, RuleTimedOut, as_real
-from .processes import die_with_parent
+from .processes import before_fork, die_with_parent
 
 __all__ = ["Interrupt", "Limit", "ProcessEnded", "TimeUp", "call_rule", "can_interrupt",
            "contained", "describe", "handed", "must_pass", "rule_timed_out", "within"]
@@ -200,6 +200,7 @@ def _in_child(fn: Callable, args: tuple):
         except (AttributeError, OSError, ValueError):
             pass
     parent = os.getpid()
+    before_fork()  # the child's die_with_parent then loads nothing
     r, w = os.pipe()
     # a limit passing inside os.fork (its callbacks run Python code) must not raise there,
     # where Python can only print "Exception ignored": while _FORKING, _ring only re-arms,

@@ -30,8 +30,8 @@ import sys
 import threading
 import time
 
-__all__ = ["ctrl_c_between_steps", "die_with_parent", "kill_with_parent", "pool_worker",
-           "stop_pool", "to_parent"]
+__all__ = ["before_fork", "ctrl_c_between_steps", "die_with_parent", "kill_with_parent",
+           "pool_worker", "stop_pool", "to_parent"]
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -53,6 +53,14 @@ def _libc():
             except (OSError, AttributeError):  # musl variants, sandboxes
                 _LIBC = False
     return _LIBC or None
+
+
+def before_fork() -> None:
+    """Load what :func:`die_with_parent` needs (the C library) in this process, so that a
+    child it forks next, which calls :func:`die_with_parent` first, loads nothing: a forked
+    child of a process with threads must not import or load libraries (a lock another
+    thread held at the fork stays held in the child)."""
+    _libc()
 
 
 def _death_signal(sig: int = signal.SIGKILL, libc=None) -> bool:

@@ -398,6 +398,36 @@ def test_under_a_limit_a_rule_s_result_and_errors_come_back_from_its_process(rul
         ipfl.clear(market(), D3, payments=lambda market, A, D: (lambda: 0))
 
 
+def test_a_rule_s_child_loads_no_library(monkeypatch):
+    """The forked child asks for its death signal with the C library its parent loaded
+    before forking (mechanisms.processes.before_fork): a child of a process with threads
+    must not load libraries. The parent's library is forgotten here, so without
+    before_fork the child would load it itself."""
+    import ctypes
+
+    from mechanisms import processes
+
+    loads: list[int] = []
+    real = ctypes.CDLL
+
+    def counting(*a, **kw):
+        loads.append(os.getpid())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ctypes, "CDLL", counting)
+    monkeypatch.setattr(processes, "_LIBC", None)
+
+    def rule():
+        return os.getpid(), [p for p in loads if p == os.getpid()]
+
+    with Limit(60.0):
+        child, loaded_there = call_rule("rule", "rule", rule)
+    assert child != os.getpid()  # it ran in a child
+    assert loaded_there == []
+    if sys.platform.startswith("linux"):
+        assert loads == [os.getpid()]  # loaded once, here, before the fork
+
+
 def test_limits_nest_and_give_back_the_timer_found(rules):
     rang = []
 
