@@ -408,6 +408,11 @@ _CAUGHT = [
     # P - 2c instead of P / 2c in cpl.best_response_v0
     pytest.param(cresponse, "best_response_v0", "P / (2.0 * game.c)", "P - (2.0 * game.c)",
                  (mcpl,), "cpl-uniform", "cpl_conforms", 100, id="7225646110"),
+    # a price of inf or -inf let through to the best response (only NaN refused): it was
+    # answered q_max or q_min (cpl_refuses_bad_input asked only for a NaN price)
+    pytest.param(cresponse, "_prices", "if not np.isfinite(P).all():",
+                 "if np.isnan(P).any():", (), "cpl-uniform", "cpl_refuses_bad_input", 200,
+                 id="prices-inf-accepted"),
     # 2 c % q^2 instead of 2 c q^2 in cpl.spend_scale
     pytest.param(cequilibrium, "spend_scale", "2.0 * game.c * q**2", "2.0 * game.c % q**2",
                  (mcpl,), "cpl-bisection", "cpl_conforms", 100, id="824e555671"),
