@@ -497,7 +497,8 @@ def scale_gaps(gaps: Gaps, theta, reference, D_got: dict) -> None:
 def gradient_gaps(gaps: Gaps, theta, reference) -> None:
     """mechanisms.distances.distance_gradients against the oracle's gradients
     (:func:`proofs.oracle.ipfl.distance_gradient`) for every ordered pair of the models
-    ``theta`` (their rows), both metrics: l2sq to 1e-12 of 1 + its largest entry, cosine to
+    ``theta`` (their rows), both metrics (each named by a fresh string and by the literal):
+    l2sq to 1e-12 of 1 + its largest entry, cosine to
     1e-12 (1 + 2 / |theta_i - theta_0|) (its bracket's terms are at most 1 each, divided by
     |theta_i - theta_0|)."""
     X = np.asarray(theta, float)
@@ -507,8 +508,6 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
         return
     rows, ref = X.tolist(), np.asarray(reference, float).tolist()
     for metric in ("l2sq", "cosine"):
-        got = distances.distance_gradients(X, pairs, fresh(metric),
-                                           reference=reference).tolist()
         want, tol = [], []
         for i, j in pairs:
             w = oipfl.distance_gradient(metric, rows[i], rows[j], ref)
@@ -520,7 +519,11 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
                 size = 1.0 + (2.0 / nu if nu > 0 else 0.0)
             want.append(w)
             tol.append([1e-12 * size] * len(w))
-        _close_all(gaps, f"gradients_{metric}", got, want, tol)
+        # the metric named by a fresh string (a name compared by identity fails) and by the
+        # literal itself (interned, the toolkit's own object: `is not` fails there)
+        for name in (fresh(metric), metric):
+            got = distances.distance_gradients(X, pairs, name, reference=reference).tolist()
+            _close_all(gaps, f"gradients_{metric}", got, want, tol)
 
 
 # the relative offset of each model's near copy in :func:`range_gaps`: far below the models'
