@@ -20,7 +20,9 @@ learning algorithm) may do to the toolkit when the toolkit calls it.
   (``setitimer``) raises :class:`TimeUp` once it has passed. A limit made with
   ``anywhere=True`` (a sweep cell) stops whatever runs; the others stop a *rule* only: the
   alarm raises inside a call of :func:`call_rule` (or at the start of the next one), never in
-  the toolkit's own steps, which the caller bounds by its own checks. Limits nest (the
+  the toolkit's own steps, which the caller bounds by its own checks; and only a rule started
+  inside the limit (a rule of your own that clears a market under a limit of its own is not
+  stopped by that limit in the clearing's steps, nor named by it). Limits nest (the
   earliest deadline rings first and is raised to its own owner); a SIGALRM timer set before
   (a test runner's timeout) keeps its handler and rings at its own time; the previous handler
   and timer are restored when the last limit ends. The garbage collector's finalizers (any
@@ -333,6 +335,7 @@ class Limit:
         self.expired = False
         self.armed = False
         self.deadline = math.inf
+        self.depth = 0  # the rules running as it started: it stops only those started in it
 
     @property
     def passed(self) -> bool:
@@ -356,6 +359,7 @@ class Limit:
                                 deadline=time.monotonic() + left if left else None,
                                 unsure=not left and callable(handler))
                 signal.signal(signal.SIGALRM, _ring)
+            self.depth = len(_running)
             _limits.append(self)
             self.armed = True
             _arm()
@@ -428,7 +432,7 @@ def _arm() -> None:
     times = [lim.deadline for lim in _limits if not lim.expired]
     if _foreign.get("deadline") is not None and not _foreign["rung"]:
         times.append(_foreign["deadline"])
-    if any(lim.expired and (lim.anywhere or _running) for lim in _limits):
+    if any(lim.expired and (lim.anywhere or len(_running) > lim.depth) for lim in _limits):
         times.append(now + _AGAIN)
     if times:
         wait = max(min(times) - now, _EARLY)
@@ -452,7 +456,7 @@ def _ring(signum, frame):
         if now >= lim.deadline - _EARLY:
             lim.expired = True
     for lim in _limits:  # the outermost passed limit that may stop what runs now
-        if lim.expired and (lim.anywhere or _running):
+        if lim.expired and (lim.anywhere or len(_running) > lim.depth):
             _arm()
             if _FORKING or _COLLECTING:  # inside os.fork's callbacks or a finalizer the
                 return  # collector runs, a stop could only be printed ("Exception ignored")

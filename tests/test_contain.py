@@ -862,3 +862,57 @@ def test_a_stop_as_a_rule_is_entered_leaves_no_rule_running(monkeypatch):
         with contain.contained("prices", "a rule"):
             pass
     assert list(running) == []
+
+
+def test_a_limit_started_inside_a_rule_stops_only_the_rules_started_inside_it():
+    """A rule of your own (no limit) that starts a limit of its own (it clears a market with
+    a time_limit): when that limit passes in the toolkit's own steps, nothing is stopped
+    there -- not the steps, not the rule around them, which the limit does not own -- and
+    the next rule started inside it is not started (naming that rule). Before, the ring
+    raised in the steps and named the outer rule, and a ring in Limit.__enter__ left the
+    limit behind, every later rule then refused and the process killed by its alarm."""
+    import mechanisms.contain as contain
+
+    with contain.contained("prices", "an outer rule of yours"):  # running, without a limit
+        limit = Limit(0.001)
+        with pytest.raises(TimeUp) as info:
+            with limit:
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 0.05:  # the toolkit's own steps, past the limit
+                    pass
+                call_rule("payments", "an inner rule", lambda: 0)
+    assert info.value.limit is limit and not info.value.started
+    assert info.value.where == ("payments", "an inner rule")
+    assert contain._limits == [] and contain._running == []
+
+
+def test_a_rule_that_clears_under_a_limit_of_its_own_is_not_stopped_by_it():
+    """The same through ipfl.clear, as a rule of your own would (proofs.rule_properties'
+    nested_clear, with a limit of 1e-9 s that rings 1 ms on, in the inner clearing's own
+    steps (the exact selection of 12 clients): the inner clearing names its own rule, never
+    the outer one's slot, which answers; no limit is left in force."""
+    import mechanisms.contain as contain
+
+    rng = np.random.default_rng(0)
+    mk = ipfl.Market(N=rng.integers(100, 2000, 12).astype(float), c=rng.uniform(0, 5, 12),
+                     K=rng.uniform(1e3, 1e6, 12), lam=1.0)
+    D = rng.uniform(0, 2, (12, 12))
+    D = (D + D.T) / 2
+    np.fill_diagonal(D, 0.0)
+    named = []
+
+    def outer_prices(market_, D_):
+        try:
+            ipfl.clear(market_, np.asarray(D_), "exact", time_limit=1e-9,
+                       payments=lambda m, A, D2: np.zeros(m.m))
+        except RuleTimedOut as exc:
+            named.append(exc.field)
+        return np.ones((market_.m, market_.m))
+
+    for _ in range(20):
+        out = ipfl.clear(mk, D, "local", prices=outer_prices)
+        assert out.prices is not None
+    # stopped or not (a ring as the rule's process starts lets a quick rule answer: 22 of 50
+    # stopped on this host), never in the outer rule's name
+    assert set(named) <= {"payments"}, named
+    assert contain._limits == []
