@@ -546,7 +546,9 @@ _ISSUE34 = {
          'reference if metric is not "cosine" else None', "70c37602f5")],
     (distances, "prox_centres", "refuses"): [
         ('if metric == "l2sq":', 'if metric >= "l2sq":', "f490279835"),
-        ("{(X.shape[0],) * 2}", "{(X.shape[1],) * 2}", "d1eac2d135")],
+        ("{(X.shape[0],) * 2}", "{(X.shape[1],) * 2}", "d1eac2d135"),
+        # eta = inf let through (only eta > 0 asked: the refusal of 0 alone passed it)
+        ("np.isfinite(eta) and eta > 0", "eta > 0", "eta-inf-accepted")],
     (distances, "_pairs", "refuses"): [
         ("bad = (pairs < 0) | (pairs >= m)", "bad = (pairs < 0) >> (pairs >= m)", "89bb0ac971"),
         ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0"),
