@@ -497,7 +497,8 @@ def scale_gaps(gaps: Gaps, theta, reference, D_got: dict) -> None:
 def gradient_gaps(gaps: Gaps, theta, reference) -> None:
     """mechanisms.distances.distance_gradients against the oracle's gradients
     (:func:`proofs.oracle.ipfl.distance_gradient`) for every ordered pair of the models
-    ``theta`` (their rows), both metrics (each named by a fresh string and by the literal):
+    ``theta`` (their rows), both metrics (each named by a fresh string and by the literal,
+    and by either name the same distances and prox-centres bit for bit):
     l2sq to 1e-12 of 1 + its largest entry, cosine to
     1e-12 (1 + 2 / |theta_i - theta_0|) (its bracket's terms are at most 1 each, divided by
     |theta_i - theta_0|)."""
@@ -524,6 +525,15 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
         for name in (fresh(metric), metric):
             got = distances.distance_gradients(X, pairs, name, reference=reference).tolist()
             _close_all(gaps, f"gradients_{metric}", got, want, tol)
+        # and the distances and Eq. 8's prox-centres (every other client a neighbour) the
+        # same bit for bit by either name: a name read from a file is the literal's equal
+        A, N = ~np.eye(m, dtype=bool), np.arange(1.0, m + 1.0)
+        D_by = [distances.pairwise_distances(X, name, reference=reference)
+                for name in (fresh(metric), metric)]
+        P_by = [distances.prox_centres(X, A, N, 0.5, name, reference=reference)
+                for name in (fresh(metric), metric)]
+        gaps.add(f"by_name_{metric}", float(not np.array_equal(*D_by, equal_nan=True))
+                 + float(not np.array_equal(*P_by, equal_nan=True)))
 
 
 # the relative offset of each model's near copy in :func:`range_gaps`: far below the models'

@@ -862,6 +862,10 @@ IPFL_FAULTS = (
           says=lambda c, msg: "pair 1 " in msg and f"[0, {c.market.m})" in msg),
     Fault("neighbours", "fractional indices, for the gradients",
           lambda s, c: distance_gradients(_theta(c), [[0.5, 1.0]])),
+    Fault("neighbours", "not pairs: triples (2, 3) and a flat row of 3 indices, for the "
+                        "gradients",
+          each(lambda c: (np.zeros((2, 3), int), np.zeros(3, int)),
+               lambda s, c, v: distance_gradients(_theta(c), v))),
     Fault("N", "an entry 0, to prox_centres",
           lambda s, c: prox_centres(_theta(c), np.eye(c.market.m, dtype=bool),
                                     _put(c.market.N, 0.0), 0.1)),

@@ -544,6 +544,8 @@ _ISSUE34 = {
     (distances, "distance_gradients", "conforms"): [
         ('reference if metric == "cosine" else None',
          'reference if metric is not "cosine" else None', "70c37602f5")],
+    (distances, "prox_centres", "conforms"): [
+        ('if metric == "l2sq":', 'if metric is "l2sq":', "3511017566")],
     (distances, "prox_centres", "refuses"): [
         ('if metric == "l2sq":', 'if metric >= "l2sq":', "f490279835"),
         ("{(X.shape[0],) * 2}", "{(X.shape[1],) * 2}", "d1eac2d135"),
@@ -553,6 +555,10 @@ _ISSUE34 = {
         ("bad = (pairs < 0) | (pairs >= m)", "bad = (pairs < 0) >> (pairs >= m)", "89bb0ac971"),
         ("bad.any(axis=1)", "bad.any(axis=0)", "afa4b847f0"),
         ("np.zeros((0, 2), dtype=np.intp)", "np.zeros((1, 2), dtype=np.intp)", "2274eecc1e"),
+        # (seed-36 sample) triples taken as pairs where their count is even (fewer than 2
+        # columns refused, not other than 2); a flat row's last axis read as the second
+        ("if raw.shape[-1] != 2", "if raw.shape[-1] < 2", "5f2c9708d3"),
+        ("if raw.shape[-1] != 2", "if raw.shape[+1] != 2", "5cc3e0b2a1"),
         # unsigned client indices refused as not integers (beyond the generated mutants)
         ('raw.dtype.kind not in "iu"', 'raw.dtype.kind not in "i"', "unsigned-pairs-refused")],
     # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the traders' costs
