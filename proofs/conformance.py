@@ -501,13 +501,22 @@ def gradient_gaps(gaps: Gaps, theta, reference) -> None:
     and by either name the same distances and prox-centres bit for bit):
     l2sq to 1e-12 of 1 + its largest entry, cosine to
     1e-12 (1 + 2 / |theta_i - theta_0|) (its bracket's terms are at most 1 each, divided by
-    |theta_i - theta_0|)."""
+    |theta_i - theta_0|). No warning (client 0's model is the reference: its pairs take the
+    vanishing-delta arm)."""
     X = np.asarray(theta, float)
     m = len(X)
     pairs = [(i, j) for i in range(m) for j in range(m) if i != j]
     if not pairs:
         return
     rows, ref = X.tolist(), np.asarray(reference, float).tolist()
+    with warnings.catch_warnings(record=True) as noise:  # silent on well-formed input
+        warnings.simplefilter("always")
+        _gradients_by_name(gaps, X, reference, pairs, rows, ref)
+    gaps.add("gradient_warnings", float(len(noise)), [str(w.message) for w in noise[:1]] or None)
+
+
+def _gradients_by_name(gaps: Gaps, X, reference, pairs, rows, ref) -> None:
+    m = len(X)
     for metric in ("l2sq", "cosine"):
         want, tol = [], []
         for i, j in pairs:
