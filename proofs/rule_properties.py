@@ -27,6 +27,12 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   with ``ipfl.clear(..., time_limit=LIMIT)`` and a payment rule of its own (a price rule in
   the payments slot) that sleeps past that limit: a RuleTimedOut naming that inner slot,
   the rule running when the limit passed (not the slot's rule around it);
+* ``nested_late`` (iPFL; the call itself without a limit): the rule, within a limit of
+  :data:`LATE` s of its own (:func:`mechanisms.contain.within`), sleeps :data:`BUSY` s in
+  steps of its own, past that limit's ring, then clears its market with a quick rule of its
+  own in another slot: a limit stops only a rule started inside it, never the steps of the
+  rule it started in (nor names that rule), so the inner rule is stopped as it starts: a
+  RuleTimedOut naming that inner slot;
 * ``from_data`` (a ``"module:function"`` named inside :func:`mechanisms.lookup.
   names_from_data`, its module not trusted: the block trusts nothing, or, on the draws of
   an odd number of clients, only :data:`NEIGHBOURS`, modules sorting before and after it, a
@@ -128,11 +134,12 @@ FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0,  # s: someon
            "foreign_timer_ignored": 0.02}
 _SLEEPING = ("sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program")
 _NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
-                  "late", "nested_clear", *FOREIGN)
+                  "late", "nested_clear", "nested_late", *FOREIGN)
 IN_FLIGHT = 1.0  # s: how long a ring that came just as the call returned may take to reach
 # its handler (a ring taken by another thread runs the handler in the main thread later, on
 # a loaded host ms on); waited for only when no ring was seen and none is still to come
 LATE = 1e-9  # s: the "late" behaviour's limit, passed before the toolkit reaches the rule
+BUSY = 0.005  # s: nested_late's own steps inside its limit of LATE s (its timer rings 1 ms on)
 
 
 def _limit(case) -> float | None:
@@ -160,7 +167,7 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
               "starts_program", "late", "foreign_timer_ignored", "import_raises",
-              "import_interrupted", "nested_clear")
+              "import_interrupted", "nested_clear", "nested_late")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
@@ -265,8 +272,27 @@ def _sleeping_prices(market, D):
     return np.ones((market.m, market.m))
 
 
+def _quick_payments(market, A, D):
+    """nested_late's inner payment rule."""
+    return np.zeros(market.m)
+
+
+def _quick_prices(market, D):
+    """nested_late's inner price rule."""
+    return np.ones((market.m, market.m))
+
+
+def _busy_then_clear(mk, slot: str) -> None:
+    """nested_late's own steps: :data:`BUSY` s asleep, then a clearing with a quick rule
+    of its own in the slot :func:`_inner_slot`."""
+    time.sleep(BUSY)  # a ring in it runs the handler between sleeps (PEP 475)
+    inner = {"payments": _quick_payments} if _inner_slot(slot) == "payments" else \
+        {"prices": _quick_prices}
+    ipfl.clear(mk, np.zeros((mk.m, mk.m)), **inner)
+
+
 def _inner_slot(slot: str) -> str:
-    """The slot of nested_clear's inner sleeping rule."""
+    """The slot of nested_clear's and nested_late's inner rule."""
     return "payments" if slot != "payments" else "prices"
 
 
@@ -293,6 +319,8 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
             inner = {"payments": _sleeping_payments} if _inner_slot(slot) == "payments" else \
                 {"prices": _sleeping_prices}
             ipfl.clear(mk, np.zeros((mk.m, mk.m)), time_limit=LIMIT, **inner)
+        if behaviour == "nested_late":  # its own steps past a limit of its own, then a rule
+            within(LATE, _busy_then_clear, args[0], slot)
         if behaviour == "writes":
             _writer(args)
         elif behaviour == "raises":
@@ -533,7 +561,7 @@ def _expected(case) -> str:
     if b in _SAME:
         return "same"
     if b in ("sleeps", "nested", "foreign_timer_rings", "foreign_timer_ignored",
-             "starts_program", "nested_clear"):
+             "starts_program", "nested_clear", "nested_late"):
         return "timed out"
     if b == "late":
         return "same or timed out"
@@ -551,7 +579,7 @@ def _skip(case) -> bool:
     needs = case.behaviour.endswith("_limited") and case.behaviour != "threaded_limited"
     if (needs or case.behaviour in _NEEDS_SIGNALS) and not can_interrupt():
         return True
-    if case.behaviour == "nested_clear" and case.family != "ipfl":
+    if case.behaviour in ("nested_clear", "nested_late") and case.family != "ipfl":
         return True
     if case.behaviour in _SELECTION_ONLY and case.slot != "rule":
         return True
@@ -633,9 +661,10 @@ def contained_violation(subject, case: RuleCase):
         same = _same_outcome(got, honest) if ipfl_family else _cpl_same(subject, case, honest,
                                                                          got)
         return 0.0 if same else 1.0
-    # the rule running when the limit passed: nested_clear's inner rule, not the slot's
+    # the rule running when the limit passed (nested_clear's inner rule) or started after
+    # (nested_late's), not the slot's rule around it
     field = "time_limit" if want == "time_limit" else _inner_slot(case.slot) \
-        if b == "nested_clear" else case.slot
+        if b in ("nested_clear", "nested_late") else case.slot
     if exc is None or exc.field != field or "\n" in str(exc):
         return 1.0
     if want == "timed out":

@@ -1515,6 +1515,22 @@ def test_a_stop_naming_the_outer_rule_is_caught(monkeypatch):
     assert _caught("local", "contains_rules")
 
 
+def test_a_limit_stopping_the_rule_it_started_in_is_caught(monkeypatch):
+    """2c0c1ea's fault: a limit's ring stopped whatever rule of your own was running, also
+    the rule the limit was started in (a rule that clears its market under a limit of its
+    own was stopped in the clearing's steps and named). contains_rules' nested_late
+    behaviour (the rule's own steps past a limit of its own, then a rule inside it) catches
+    it; the rows held before that behaviour."""
+    import mechanisms.contain as contain
+    from proofs import rule_properties
+    plant(monkeypatch, contain, "_ring", "if lim.expired and (lim.anywhere or len(_running) > "
+          "lim.depth):", "if lim.expired and (lim.anywhere or _running):")
+    assert _caught("local", "contains_rules")
+    monkeypatch.setattr(rule_properties, "BEHAVIOURS",
+                        tuple(b for b in rule_properties.BEHAVIOURS if b != "nested_late"))
+    assert not _caught("local", "contains_rules")
+
+
 def test_a_power_gain_off_at_exponents_never_drawn_is_caught(monkeypatch):
     """The draws' power gains have the exponents 0.5 and 1 (linear); a Market accepts any in
     (0, 1]. A marginal limit taken as the linear one's (K N_j / N) for every exponent from

@@ -100,9 +100,11 @@ def test_an_ignored_time_limit_fails_the_sleeping_rule(monkeypatch):
 def test_an_ignored_time_limit_is_caught(monkeypatch):
     _no_limit(monkeypatch)
     # any rule that sleeps past the call's own limit (under a foreign timer or starting a
-    # program too) answers instead of being stopped
+    # program too, or nested_clear's inner rule past its clearing's) answers instead of
+    # being stopped
     assert _caught("contains_rules", "local").counterexample.instance.behaviour in (
-        "sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program")
+        "sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program",
+        "nested_clear")
 
 
 # ------------------------------------------- the behaviours added for issue 34, part 2
