@@ -543,6 +543,15 @@ def _gradients_by_name(gaps: Gaps, X, reference, pairs, rows, ref) -> None:
                 for name in (fresh(metric), metric)]
         gaps.add(f"by_name_{metric}", float(not np.array_equal(*D_by, equal_nan=True))
                  + float(not np.array_equal(*P_by, equal_nan=True)))
+    # the metric's default, l2sq (documented), for each of the three functions
+    A, N = ~np.eye(m, dtype=bool), np.arange(1.0, m + 1.0)
+    same = (np.array_equal(distances.pairwise_distances(X), distances.pairwise_distances(
+                X, fresh("l2sq")))
+            and np.array_equal(distances.distance_gradients(X, pairs),
+                               distances.distance_gradients(X, pairs, fresh("l2sq")))
+            and np.array_equal(distances.prox_centres(X, A, N, 0.5),
+                               distances.prox_centres(X, A, N, 0.5, fresh("l2sq"))))
+    gaps.add("default_metric", 0.0 if same else 1.0)
 
 
 # the relative offset of each model's near copy in :func:`range_gaps`: far below the models'
@@ -767,7 +776,8 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     and the same draws for the others when client 0's role changes; every attack on client
     0's derived model (:func:`models`), the seeded ones equal to the oracle's draws, and
     which of them ride free; the attackers' placement (at random: the oracle's seeded
-    choice) and the inclusive
+    choice) and :func:`mechanisms.roles.market_roles`' and ``draw_types``' defaults; the
+    inclusive
     market's block order, also with its defaults (the Fig. 5 market) and with one block
     given by keyword; the paper's settings."""
     N, c, K = (np.asarray(x, float) for x in (market.N, market.c, market.K))
@@ -802,6 +812,11 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     a = seed % m
     wrong += list(roles.market_roles(m, attackers=a, placement=fresh("last"))) != \
         ["trader"] * (m - a) + ["attacker"] * a
+    # the defaults as documented: no attacker, placed last; types drawn (not fixed)
+    wrong += list(roles.market_roles(m)) != ["trader"] * m
+    wrong += list(roles.market_roles(m, attackers=a)) != ["trader"] * (m - a) + ["attacker"] * a
+    Kx, cx = roles.draw_types(tuple(kinds), K=scale, C=C, rng=seed)
+    wrong += (Kx.tolist(), cx.tolist()) != oipfl.role_types(kinds, scale, C, seed, False)
     placed = list(roles.market_roles(m, attackers=a, placement=fresh("random"), rng=seed))
     wrong += placed != oipfl.random_placement(m, a, seed)
     blocks = (seed % 4, seed % 3, seed % 5, seed % 2)

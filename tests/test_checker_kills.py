@@ -525,7 +525,9 @@ _ISSUE34 = {
     # range_gaps)
     (distances, "pairwise_distances", "conforms"): [
         ("np.maximum(D, 0.0, out=D)", "np.maximum(D, -1.0, out=D)", "cd1f1b8eb5"),
-        ("np.clip(cos, -1.0, 1.0, out=cos)", "np.clip(cos, -2.0, 1.0, out=cos)", "ccb74c190d")],
+        ("np.clip(cos, -1.0, 1.0, out=cos)", "np.clip(cos, -2.0, 1.0, out=cos)", "ccb74c190d"),
+        # the default metric cosine (documented: l2sq), here and in the two functions below
+        ('metric: str = "l2sq"', 'metric: str = "cosine"', "distances-default-cosine")],
     # one client refused (its bound from inside, proofs.input_properties.
     # _distances_and_roles_edges); a reference's refusal naming the number of clients as the
     # parameters expected
@@ -541,9 +543,11 @@ _ISSUE34 = {
     # literal "cosine": right for a fresh name, the reference dropped for the literal itself;
     # prox_centres taking any metric from "l2sq" up in string order as l2sq, and refusing an
     # adjacency of the wrong shape naming (p, p) for (m, m)
+    # each function's default metric cosine, not l2sq as documented
     (distances, "distance_gradients", "conforms"): [
         ('reference if metric == "cosine" else None',
          'reference if metric is not "cosine" else None', "70c37602f5"),
+        ('metric: str = "l2sq"', 'metric: str = "cosine"', "gradients-default-cosine"),
         # a stand-in norm of 0 for a vanishing delta: the same gradients (that pair's is 0
         # either way), after a RuntimeWarning of 0/0 on well-formed input
         ("np.where(ok, nu, 1.0), np.where(ok, nv, 1.0)",
@@ -551,7 +555,8 @@ _ISSUE34 = {
         ("np.where(ok, nu, 1.0), np.where(ok, nv, 1.0)",
          "np.where(ok, nu, 1.0), np.where(ok, nv, 0.0)", "df1d3c8079")],
     (distances, "prox_centres", "conforms"): [
-        ('if metric == "l2sq":', 'if metric is "l2sq":', "3511017566")],
+        ('if metric == "l2sq":', 'if metric is "l2sq":', "3511017566"),
+        ('metric: str = "l2sq"', 'metric: str = "cosine"', "prox-default-cosine")],
     (distances, "prox_centres", "refuses"): [
         ('if metric == "l2sq":', 'if metric >= "l2sq":', "f490279835"),
         ("{(X.shape[0],) * 2}", "{(X.shape[1],) * 2}", "d1eac2d135"),
@@ -572,7 +577,8 @@ _ISSUE34 = {
     (roles, "inclusive_roles", "conforms"): [
         ("attackers: int = 1", "attackers: int = 0", "4349763239")],
     (roles, "draw_types", "conforms"): [
-        ("g.uniform(C / 2, C, m)", "g.uniform(C / 1, C, m)", "d7493331be")],
+        ("g.uniform(C / 2, C, m)", "g.uniform(C / 1, C, m)", "d7493331be"),
+        ("fixed: bool = False", "fixed: bool = True", "default-fixed-types")],
     # beyond the generated mutants: the shuffle leaving the model as it is, Gaussian noise of
     # variance 4 (both passed "a permutation", "finite"), every attacker a free rider, a
     # random placement that never picks the last client or ignores rng: against the
@@ -584,6 +590,9 @@ _ISSUE34 = {
     (roles, "attacker_is_free_rider", "conforms"): [
         ("kind in FREE_RIDER_ATTACKS", "kind in ATTACKS", "every-attacker-free")],
     (roles, "market_roles", "conforms"): [
+        # the defaults off their documentation: one attacker, placed at random
+        ("attackers: int = 0", "attackers: int = 1", "default-one-attacker"),
+        ('placement: str = "last"', 'placement: str = "random"', "default-placed-at-random"),
         ("_rng(rng).choice(m, size", "_rng(rng).choice(m - 1, size", "never-the-last"),
         ("_rng(rng).choice(m, size", "_rng(None).choice(m, size", "placement-rng-ignored")],
     # the refusal of a negative block naming no field (a TypeError making it: drawn at 200
