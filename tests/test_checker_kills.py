@@ -973,9 +973,9 @@ def test_every_batch_result_is_sealed():
 @pytest.mark.parametrize("family, subject, owner, name, before, after, aliases", [
     pytest.param("ipfl", "local", mipfl.rules, "cost_plus", "markup < 0", "markup <= 0",
                  (mipfl,), id="9ad8eecdd4"),
-    pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"].Game,
-                 "__post_init__", "if self.R < 1:", "if self.R <= 1:", (),
-                 id="R-at-1-refused"),
+    pytest.param("cpl", "cpl-bisection", sys.modules["mechanisms.cpl.game"],
+                 "_check_values", '("R", R, " and >= 1", lambda x: x >= 1)',
+                 '("R", R, " and >= 1", lambda x: x > 1)', (), id="R-at-1-refused"),
     # from_markets comparing the markets' gains by identity: two markets built apart with
     # the gain "log" (equal, not the same object) refused
     pytest.param("ipfl", "local", mmarket.MarketArrays, "from_markets",
