@@ -1252,8 +1252,11 @@ CPL_FAULTS = (
                                                   responses=v))),
     Fault("pricing", "a rule not written over arrays, in a batch",
           lambda s, c: cpl.apply_pricing_batch(_batch_of(c), lambda g: np.ones(g.n))),
-    Fault("updates", "of the wrong shape",
-          lambda s, c: _aggregate(c, updates=np.ones((c.game.n + 1, 2)))),
+    Fault("updates", "of the wrong shape: a row more or fewer, a column fewer or more than w "
+                     "(named with the shape expected)",
+          each(lambda c: ((c.game.n + 1, 2), (c.game.n - 1, 2), (c.game.n, 1), (c.game.n, 3)),
+               lambda s, c, shape: _aggregate(c, updates=np.ones(shape))),
+          says=lambda c, msg: f"expected ({c.game.n}, 2)" in msg),
     Fault("participated", "of the wrong length (one more, one fewer)",
           each(lambda c: _lengths(c.game.n),
                lambda s, c, n: _aggregate(c, participated=np.ones(n, bool))),

@@ -610,6 +610,9 @@ _ISSUE34 = {
         ("(q <= 0) | (q > 1)", "(q <= 0) | (q >= 1)", "5aedc24ec4"),
         ("(q <= 0) | (q > 1)", "(q <= 0) | (q > 2)", "819ae75bf2"),
         ("if q.shape != a.shape:", "if q.shape < a.shape:", "q-longer-unrefused"),
+        # updates' shape compared by order: a row fewer (numpy's matmul error) or a column
+        # fewer (broadcast against w, answered) let through (seed-36 sample)
+        ("if U.shape != (a.size, w.size):", "if U.shape > (a.size, w.size):", "0b95d3f90c"),
         # and beyond what the generated mutants reached: a NaN q, a weight <= 0 or NaN, a
         # non-finite w or participant's update accepted (NaN aggregates, silently)
         ("if np.isnan(q).any():", "if np.isnan(q).all():", "q-nan-unrefused"),
