@@ -810,7 +810,8 @@ def scenario_gaps(gaps: Gaps, market) -> None:
     wrong += sum(roles.attacker_is_free_rider(fresh(name)) != oipfl.free_rider(name)
                  for name in (*oipfl.ATTACKS, "none"))
     a = seed % m
-    wrong += list(roles.market_roles(m, attackers=a, placement=fresh("last"))) != \
+    # m by keyword, as the signature allows (generated mutant 1f5c5081f6, `m, /,`, refused it)
+    wrong += list(roles.market_roles(m=m, attackers=a, placement=fresh("last"))) != \
         ["trader"] * (m - a) + ["attacker"] * a
     # the defaults as documented: no attacker, placed last; types drawn (not fixed)
     wrong += list(roles.market_roles(m)) != ["trader"] * m

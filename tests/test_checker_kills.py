@@ -592,6 +592,7 @@ _ISSUE34 = {
     (roles, "market_roles", "conforms"): [
         # the defaults off their documentation: one attacker, placed at random
         ("attackers: int = 0", "attackers: int = 1", "default-one-attacker"),
+        ("def market_roles(m: int, *,", "def market_roles(m: int, /,", "1f5c5081f6"),
         ('placement: str = "last"', 'placement: str = "random"', "default-placed-at-random"),
         ("_rng(rng).choice(m, size", "_rng(rng).choice(m - 1, size", "never-the-last"),
         ("_rng(rng).choice(m, size", "_rng(None).choice(m, size", "placement-rng-ignored")],
