@@ -927,9 +927,9 @@ def _ipfl_edges(subject, case):
 def _distances_and_roles_edges(case):
     """mechanisms.distances and mechanisms.roles at their bounds from inside: one client (a
     (1, p) theta: every function, both metrics, the pair (0, 0)), one parameter ((m, 1)),
-    no neighbours, pairs of unsigned and 32-bit integers, each answered in its documented
-    shape (one distance per pair of clients,
-    one gradient per pair of neighbours: none for none, one centre per client); as many
+    no neighbours (also as an empty list), pairs of unsigned and 32-bit integers, each
+    answered in its documented shape (one distance per pair of clients, one gradient per
+    pair of neighbours: none for none, one centre per client); as many
     attackers as one less than the clients (both placements) and none; an inclusive market
     of no client of one kind or of none at all."""
     theta, m = _theta(case), case.market.m
@@ -944,9 +944,11 @@ def _distances_and_roles_edges(case):
                 # gradient per pair of neighbours, one centre per client
                 raise AssertionError(f"{metric} answers of shapes {got} for {k} clients of "
                                      f"{p} parameters")
-        none = distance_gradients(X, np.zeros((0, 2), int)).shape
-        if none != (0, p):  # no neighbours: no gradient
-            raise AssertionError(f"no neighbours gave gradients of shape {none}")
+        for empty in (np.zeros((0, 2), int), []):  # no neighbours, also as a bare []
+            none = distance_gradients(X, empty).shape
+            if none != (0, p):  # no neighbours: no gradient
+                raise AssertionError(f"no neighbours ({empty!r}) gave gradients of shape "
+                                     f"{none}")
         # the pairs as integers of another type (unsigned, narrow): client indices all the same
         for kind in (np.uint8, np.int32):
             one = distance_gradients(X, np.zeros((1, 2), kind)).shape

@@ -570,6 +570,8 @@ _ISSUE34 = {
         # columns refused, not other than 2); a flat row's last axis read as the second
         ("if raw.shape[-1] != 2", "if raw.shape[-1] < 2", "5f2c9708d3"),
         ("if raw.shape[-1] != 2", "if raw.shape[+1] != 2", "5cc3e0b2a1"),
+        # no neighbours given as [] (float64, size 0) refused as not integers (seed 38)
+        ("if raw.size == 0:", "if raw.size < 0:", "1696ff9d6a"),
         # unsigned client indices refused as not integers (beyond the generated mutants)
         ('raw.dtype.kind not in "iu"', 'raw.dtype.kind not in "i"', "unsigned-pairs-refused")],
     # mechanisms.roles: the Fig. 5 market's default of 0 attackers (not 1); the traders' costs
