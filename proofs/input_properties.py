@@ -64,7 +64,7 @@ from mechanisms.errors import (
     as_seed,
     check_size,
 )
-from mechanisms.files import read_arrays
+from mechanisms.files import read_arrays, replace_atomically
 from mechanisms.lookup import untrusted
 from mechanisms.roles import attack, draw_types, inclusive_roles, market_roles
 
@@ -263,6 +263,21 @@ def _asymmetric(D):
     return out
 
 
+SYMMETRY_ALLOWANCE = 1e-9
+"""How far d_ij and d_ji may differ, relative to the matrix's largest |d|, and still pass
+the symmetry check (mechanisms.errors.check_symmetric's documented rounding allowance,
+written here, not imported)."""
+
+
+def _off_by_rounding(D, times: float):
+    """A D of ``D``'s size, every distance 1e6 (off the diagonal), but d_01 moved ``times``
+    the symmetry allowance away from d_10 (0.5: within the allowance, 2: beyond it)."""
+    m = np.shape(D)[0]
+    out = 1e6 * (1.0 - np.eye(m))
+    out[0, 1] = out[1, 0] + times * SYMMETRY_ALLOWANCE * 1e6
+    return out
+
+
 def _names_pair(D, message):
     """A symmetry refusal names D's first pair that differs, (0, 1), and both its values."""
     return f"D[0, 1] = {float(D[0, 1])!r} but D[1, 0] = {float(D[1, 0])!r}" in message
@@ -367,6 +382,36 @@ def _read_objects_npz(case):
         path = Path(folder) / "market.npz"
         np.savez(path, N=case.market.N, objects=np.array([None, "x"], dtype=object))
         return read_arrays(path, lambda message: MarketInputError("arrays", message))
+
+
+def _write_fails(case, halfway: bool):
+    """mechanisms.files.replace_atomically: a file written whole (the path returned, nothing
+    left beside it), then a write that fails (``halfway``: after its temporary file, beside
+    the path with the path's suffix, was half written; else before it exists) with an error
+    naming ``rows``: raised as it came, the file as it was, nothing left beside it. Answers
+    (a violation) where the file or the folder is not so; another error passes as itself."""
+    with tempfile.TemporaryDirectory(prefix="fedmarket-write-") as folder:
+        path = Path(folder) / f"market{case.market.m}.json"
+        old = f"{case.market.N.tolist()}"
+        done = replace_atomically(path, lambda tmp: tmp.write_text(old))
+        if done != path or path.read_text() != old or [p.name for p in
+                                                        Path(folder).iterdir()] != [path.name]:
+            return None
+        seen = []
+
+        def failing(tmp):
+            seen.append(tmp.parent == path.parent and tmp.suffix == path.suffix)
+            if halfway:
+                tmp.write_text(old[: len(old) // 2])
+            raise MarketInputError("rows", "cannot be written (the check's own failing write)")
+
+        try:
+            replace_atomically(path, failing)
+        except MarketInputError:
+            if seen == [True] and path.read_text() == old and [
+                    p.name for p in Path(folder).iterdir()] == [path.name]:
+                raise
+        return None
 
 
 # The gains of these faults are faults whatever the market's K, also where every K is 0 (a
@@ -623,6 +668,10 @@ IPFL_FAULTS = (
     Fault("N", "text of a batch of 64 markets, to MarketArrays (a value too long to show "
                "whole: the message cuts it)",
           lambda s, c: _arrays(c, N=_text(np.repeat(c.market.N[None], 64, axis=0)))),
+    Fault("D", "asymmetric by twice the rounding the symmetry check allows (relative to "
+               "the largest |d|, every d 1e6), to Market.check_distances",
+          lambda s, c: c.market.check_distances(_off_by_rounding(c.D, 2.0)),
+          says=lambda c, msg: "is not symmetric" in msg),
     Fault("D", "asymmetric, not allowed on purpose",
           lambda s, c: _clear(s, c, D=_asymmetric(c.D), allow_asymmetric_distances=False)),
     Fault("D", "asymmetric at (0, 1) alone, not allowed on purpose (named by the pair and "
@@ -812,6 +861,12 @@ IPFL_FAULTS = (
     Fault("rule", "None", lambda s, c: ipfl.clear(c.market, c.D, None)),
     Fault("arrays", "an .npz file holding an array of objects (never unpickled)",
           lambda s, c: _read_objects_npz(c)),
+    Fault("rows", "a write failing before its temporary file exists (replace_atomically: the "
+          "error as it came, the file as it was, nothing left)",
+          lambda s, c: _write_fails(c, halfway=False)),
+    Fault("rows", "a write failing halfway through its temporary file (replace_atomically: "
+          "the error as it came, the file as it was, nothing left)",
+          lambda s, c: _write_fails(c, halfway=True)),
     Fault("rules_from", "not a module name, as the modules trusted for names read from data",
           lambda s, c: untrusted([s.rule if isinstance(s.rule, str) else "local"],
                                  ["not a module"])),
@@ -908,7 +963,8 @@ def _ipfl_edges(subject, case):
     one step down is exactly the rounding it documents (:func:`_drops_by_the_rounding`), a
     power gain of exponent 2^-20, a gain of your own passing NaN on
     (:func:`_passes_nan_on`), a batch of two markets built apart with the same named gain
-    ("log")."""
+    ("log"), a D asymmetric by half the rounding the symmetry check allows
+    (:data:`SYMMETRY_ALLOWANCE`)."""
     _ipfl_answer_overflowing(subject, case)
     ipfl.cost_plus(0.0)
     _market(case, N=_quartic_N(case), gain=_kinked(0.998))
@@ -921,6 +977,7 @@ def _ipfl_edges(subject, case):
     _passes_nan_on(case)
     _market(case, lam=0.0)
     ipfl.local(ipfl.thresholds(case.market, case.D), case.market.N, top=1)
+    case.market.check_distances(_off_by_rounding(case.D, 0.5))  # within the allowance
     _distances_and_roles_edges(case)
 
 

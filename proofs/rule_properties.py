@@ -18,7 +18,9 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
 * ``raises``, ``exits`` (sys.exit), ``base_exception`` (a BaseException of its own), ``nan``,
   ``wrong_shape``, ``text``, ``none``, ``out_of_range`` (an adjacency entry 2, a price of
   -inf, a payment of inf), ``self_purchase`` (the selection slot only): a
-  :class:`~mechanisms.errors.RuleFailed` naming the slot on one line; ``not_a_rule``
+  :class:`~mechanisms.errors.RuleFailed` naming the slot on one line (``raises``' error,
+  :data:`RAISED`, is two lines and 500 characters: shown cut to :data:`DESCRIBED`
+  characters ending in "...", its start kept); ``not_a_rule``
   (``"os:getcwd"``), ``not_importable``: refused before any call, an error naming the slot;
 * ``sleeps`` (past the call's time limit of :data:`LIMIT` s): a
   :class:`~mechanisms.errors.RuleTimedOut` naming the slot (only where a limit can stop a
@@ -69,12 +71,24 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   ``foreign_timer_kept`` (60 s, an honest rule under a limit: the subject's own outcome),
   ``foreign_timer_ignored`` (0.02 s with SIG_IGN as its handler, the sleeping rule: a
   RuleTimedOut naming the slot, nothing else happening when it rings);
+  ``foreign_timer_late`` (60 s; first a rule limit of 1e-9 s passes while no rule runs,
+  ``Limit(LATE)`` around a 20 ms sleep, then an honest rule under the ``late`` limit: a
+  limit's ring that stops nothing leaves it alone: never called, still running);
+  ``foreign_handler_idle`` (its handler a function, no timer set: never called) and
+  ``foreign_ring_pending`` (the same with one SIGALRM of its raised and held back as the
+  call starts, a ring that came in that moment: called once), each with the sleeping rule
+  under the :data:`LIMIT` s limit (a RuleTimedOut naming the slot);
   either way the foreign handler is back in place after the call, and a timer that has
   not rung still runs;
 * ``late`` (an honest rule under a limit of 1e-9 s, whose timer rings 1 ms on: mostly in
   the toolkit's own steps, which are not interrupted, so the rule is then not started):
   a RuleTimedOut naming the slot, or (the rule answered within that 1 ms) the subject's
   own outcome;
+* ``finalizer`` (the selection and pricing slots; no rule is called): under a limit that
+  stops whatever runs (``Limit(FINALIZER_LIMIT, anywhere=True)``, as a sweep cell's), the garbage
+  collector finalizes a cycle whose finalizer outlasts the limit (:data:`FINALIZER` s): it
+  runs to its end (nothing "Exception ignored") and the limit's TimeUp comes after it (a
+  draw whose limit passed before the collection is not checked);
 * ``starts_program`` (under the :data:`PROGRAM_LIMIT` s limit, the rule starts a program of
   its own, ``sleep 30`` with :func:`mechanisms.processes.kill_with_parent`, then sleeps past
   the limit): a RuleTimedOut naming the slot, and the program is gone within 2 s (killed
@@ -82,12 +96,16 @@ subject's rules). The honest rule returns what the subject's own rule gave in th
   started its program (nothing to contain: a loaded host) is not checked (None), never
   counted as holding;
 
-In every case the caller's arrays (the market's or game's fields, D) are unchanged. A
+In every case the caller's arrays (the market's or game's fields, D) are unchanged, and a
+child process a rule ran in (under a time limit: the rule writes its pid; not ``late``'s,
+whose race with its 1 ms ring the write would shift) has been reaped when the call is over
+(no zombie left, nothing running). A
 violation is 1 (0: contained as stated). Every instance checked (not None) discriminates.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -103,7 +121,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from mechanisms import cpl, ipfl
-from mechanisms.contain import can_interrupt, must_pass, within
+from mechanisms.contain import Limit, TimeUp, can_interrupt, must_pass, within
 from mechanisms.errors import FedmarketError, RuleFailed, RuleTimedOut
 from mechanisms.lookup import UntrustedName, named_modules, names_from_data, untrusted
 from mechanisms.processes import kill_with_parent
@@ -131,10 +149,13 @@ GENEROUS = 60.0  # s: the limit of the "_limited" behaviours' calls (in force, n
 
 
 FOREIGN = {"foreign_timer_rings": 0.02, "foreign_timer_kept": 60.0,  # s: someone else's timer
-           "foreign_timer_ignored": 0.02}
-_SLEEPING = ("sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program")
+           "foreign_timer_ignored": 0.02, "foreign_timer_late": 60.0,
+           "foreign_handler_idle": 0.0, "foreign_ring_pending": 0.0}  # 0: no timer set
+_SLEEPING = ("sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program",
+             "foreign_handler_idle", "foreign_ring_pending")
+_LATE = ("late", "foreign_timer_late")  # under the LATE limit
 _NEEDS_SIGNALS = ("sleeps", "nested_limited", "ends_process_limited", "starts_program",
-                  "late", "nested_clear", "nested_late", *FOREIGN)
+                  "late", "nested_clear", "nested_late", "finalizer", *FOREIGN)
 IN_FLIGHT = 1.0  # s: how long a ring that came just as the call returned may take to reach
 # its handler (a ring taken by another thread runs the handler in the main thread later, on
 # a loaded host ms on); waited for only when no ring was seen and none is still to come
@@ -149,7 +170,7 @@ def _limit(case) -> float | None:
         return GENEROUS  # refused: no limit can be enforced outside the main thread
     if not can_interrupt():
         return None
-    if case.behaviour == "late":
+    if case.behaviour in _LATE:
         return LATE
     if case.behaviour == "starts_program":
         return PROGRAM_LIMIT
@@ -167,13 +188,19 @@ BEHAVIOURS = ("honest", "writes", "honest_limited", "writes_limited", "raises", 
               "sells_pure_buyer", "raises_limited", "ends_process_limited", "nested_limited",
               "threaded", "threaded_limited", "foreign_timer_rings", "foreign_timer_kept",
               "starts_program", "late", "foreign_timer_ignored", "import_raises",
-              "import_interrupted", "nested_clear", "nested_late")
+              "import_interrupted", "nested_clear", "nested_late", "finalizer",
+              "foreign_timer_late", "foreign_handler_idle", "foreign_ring_pending")
 _SAME = ("honest", "writes", "trusted_from_data", "zero_one", "threaded",
          "foreign_timer_kept")  # (after "_limited" is removed) the subject's own outcome
 _REFUSED = ("not_importable", "not_a_rule", "malformed_name", "not_callable")  # before a call
 _SELECTION_ONLY = ("self_purchase", "zero_one", "sells_pure_buyer")
 _FROM_DATA_ANSWER: list = []  # the answer of the rule named by data (set for its one call)
 _PROGRAM_PID: list = []  # the file the starts_program rule writes its program's pid to
+_CHILD_PID: list = []  # the file a rule run in a child process of its own writes its pid to
+RAISED = "a bug of the rule's own, at length:\n" + "0123456789" * 50
+"""The ``raises`` rule's error message: over two lines and 500 characters long, cut to one
+line of :data:`DESCRIBED` characters in the RuleFailed (:func:`mechanisms.contain.describe`)."""
+DESCRIBED = 300  # the characters of the rule's error a RuleFailed shows, "..." included
 FROM_DATA_RULE = "proofs.rule_properties:answer_from_data"
 NEIGHBOURS = ("mechanisms.lookup", "proofs.rule_prop", "proofs.rule_properties_x",
               "proofs.rule_properties.inner", "proofs.strategies")
@@ -306,14 +333,20 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
     if behaviour in names:
         return names[behaviour]
 
+    record = behaviour not in _LATE  # (a race with its 1 ms ring, left as it was)
     behaviour = behaviour.removesuffix("_limited")
     behaviour = {"nested": "sleeps", "foreign_timer_rings": "sleeps", "threaded": "honest",
                  "foreign_timer_ignored": "sleeps",
-                 "foreign_timer_kept": "honest", "late": "honest"}.get(behaviour, behaviour)
+                 "foreign_timer_kept": "honest", "late": "honest",
+                 "foreign_timer_late": "honest", "foreign_handler_idle": "sleeps",
+                 "foreign_ring_pending": "sleeps"}.get(behaviour, behaviour)
 
     parent = os.getpid()
 
     def rule(*args):
+        if record and os.getpid() != parent and _CHILD_PID:  # in a child process of its
+            with open(_CHILD_PID[-1], "w") as f:  # own: its pid, which the toolkit must
+                f.write(f"{os.getpid()} started")  # have reaped after (the word: whole)
         if behaviour == "nested_clear":  # clears under a limit, a sleeping rule inside
             mk = args[0]
             inner = {"payments": _sleeping_payments} if _inner_slot(slot) == "payments" else \
@@ -324,7 +357,7 @@ def _rule(behaviour: str, honest: np.ndarray, slot: str):
         if behaviour == "writes":
             _writer(args)
         elif behaviour == "raises":
-            raise ValueError("a bug of the rule's own")
+            raise ValueError(RAISED)
         elif behaviour == "exits":
             sys.exit(3)
         elif behaviour == "base_exception":
@@ -459,11 +492,14 @@ def _in_thread(call):
     return out[0]
 
 
-def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False):
-    """``call()`` with a SIGALRM timer of someone else's set ``seconds`` before it (a Python
-    handler that counts its calls; ``ignored``: SIG_IGN). Records in ``seen``: how often the
-    handler ran, whether it is the SIGALRM handler again after the call, and the timer's
-    time left then. The handler and timer in force before are restored whatever happens."""
+def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False,
+                         pending: bool = False):
+    """``call()`` with a SIGALRM timer of someone else's set ``seconds`` before it (0: its
+    handler set, no timer) (a Python handler that counts its calls; ``ignored``: SIG_IGN;
+    ``pending``: a SIGALRM of its raised and held back as the call starts, as a ring that
+    comes in that moment is). Records in ``seen``: how often the handler ran, whether it is
+    the SIGALRM handler again after the call, and the timer's time left then. The handler,
+    timer and signal mask in force before are restored whatever happens."""
     seen["rung"] = 0
 
     def counting(signum, frame):
@@ -473,16 +509,22 @@ def _under_foreign_timer(seconds: float, call, seen: dict, ignored: bool = False
     old = signal.signal(signal.SIGALRM, handler)
     t0 = time.monotonic()
     old_left, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}) if pending else None
     try:
+        if pending:
+            signal.raise_signal(signal.SIGALRM)  # held back: the call's limit lets it in
         return call()
     finally:
         # read and stopped at once: no ring between the look and the stop
         seen["left"] = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        if mask is not None:  # a ring still held back reaches the handler now
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         seen["restored"] = signal.getsignal(signal.SIGALRM) is handler
         deadline = time.monotonic() + IN_FLIGHT
-        while (not ignored and seen["restored"] and not seen["rung"] and not seen["left"]
-               and time.monotonic() < deadline):  # a ring that came just before (taken by
-            time.sleep(1e-3)  # another thread: its handler runs in this one soon) counts
+        while (not ignored and (seconds or pending) and seen["restored"] and not seen["rung"]
+               and not seen["left"] and time.monotonic() < deadline):  # a ring that came
+            time.sleep(1e-3)  # just before (taken by another thread: its handler runs in
+            # this one soon) counts
         signal.signal(signal.SIGALRM, old)
         if old_left:
             signal.setitimer(signal.ITIMER_REAL,
@@ -511,6 +553,34 @@ def _program_gone(case, path) -> bool | None:
     return True
 
 
+def _child_reaped(path) -> bool:
+    """The child process a rule ran in (its pid in ``path``; none written: it ran in this
+    process, or was not started) is reaped once the call is over: no zombie of it, nothing
+    running. What is left is killed and reaped here."""
+    text = open(path).read().split()
+    if text[1:] != ["started"]:  # none, or cut short as the toolkit killed the child
+        return True
+    pid = int(text[0])
+    try:
+        got, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # reaped by the toolkit (or not this process's child)
+        return True
+    if got == 0:  # still running
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return False
+
+
+def _described(case, exc) -> bool:
+    """The ``raises`` rule's long error is shown on one line, cut to :data:`DESCRIBED`
+    characters ending in "...", its start kept."""
+    if case.behaviour.removesuffix("_limited") != "raises":
+        return True
+    text = str(exc)
+    start = text.find("ValueError: " + RAISED[:20])
+    return start >= 0 and len(text) - start == DESCRIBED and text.endswith("...")
+
+
 def _foreign_ok(case, seen: dict) -> bool:
     """The foreign timer's handler is back after the call; the short one rang once, the
     long one did not ring and still runs."""
@@ -523,6 +593,10 @@ def _foreign_ok(case, seen: dict) -> bool:
     if case.behaviour == "foreign_timer_rings":  # rung once, or (a limit rang at the same
         # moment first) put back to ring after the call: once either way, never lost
         return seen["rung"] + (seen["left"] > 0) == 1
+    if case.behaviour == "foreign_handler_idle":  # no timer: never called
+        return seen["rung"] == 0 and not seen["left"]
+    if case.behaviour == "foreign_ring_pending":  # its one ring: called once, no timer after
+        return seen["rung"] == 1 and not seen["left"]
     return seen["rung"] == 0 and 0 < seen["left"] <= FOREIGN[case.behaviour]
 
 
@@ -561,9 +635,10 @@ def _expected(case) -> str:
     if b in _SAME:
         return "same"
     if b in ("sleeps", "nested", "foreign_timer_rings", "foreign_timer_ignored",
-             "starts_program", "nested_clear", "nested_late"):
+             "starts_program", "nested_clear", "nested_late", "foreign_handler_idle",
+             "foreign_ring_pending"):
         return "timed out"
-    if b == "late":
+    if b in _LATE:
         return "same or timed out"
     if b in _REFUSED or b == "from_data":
         return "refused"
@@ -574,8 +649,8 @@ def _expected(case) -> str:
 
 def _skip(case) -> bool:
     """Not checked: a behaviour that needs a limit (or SIGALRM) where none can stop a rule;
-    a selection behaviour in another slot; a pure buyer's seller with no pure buyer; an iPFL
-    clearing nested in a CPL pricing rule."""
+    a selection behaviour in another slot (finalizer: any slot but the family's first); a
+    pure buyer's seller with no pure buyer; an iPFL clearing nested in a CPL pricing rule."""
     needs = case.behaviour.endswith("_limited") and case.behaviour != "threaded_limited"
     if (needs or case.behaviour in _NEEDS_SIGNALS) and not can_interrupt():
         return True
@@ -583,9 +658,59 @@ def _skip(case) -> bool:
         return True
     if case.behaviour in _SELECTION_ONLY and case.slot != "rule":
         return True
+    if case.behaviour == "finalizer" and case.slot not in ("rule", "pricing"):
+        return True  # no rule is called: one slot a family
     if case.behaviour == "starts_program" and shutil.which("sleep") is None:
         return True
+    if case.behaviour == "foreign_ring_pending" and not hasattr(signal, "pthread_sigmask"):
+        return True
     return case.behaviour == "sells_pure_buyer" and not np.isinf(case.base.market.c).any()
+
+
+class _SlowGarbage:
+    """A reference cycle whose finalizer takes :data:`FINALIZER` s: it records its start
+    and its end (in ``seen``): garbage of someone else's code, for the collector."""
+
+    def __init__(self, seen: list):
+        self.me, self.seen = self, seen
+
+    def __del__(self):
+        self.seen.append("started")
+        time.sleep(FINALIZER)
+        self.seen.append("ended")
+
+
+FINALIZER_LIMIT = 0.01  # s: the finalizer behaviour's limit (it passes in the finalizer)
+FINALIZER = 3 * FINALIZER_LIMIT  # s: the finalizer's length
+
+
+def _finalizer_violation() -> float | None:
+    """``finalizer``: under a limit that stops whatever runs (``Limit(FINALIZER_LIMIT,
+    anywhere=True)``, a sweep cell's), the collector finalizes garbage whose finalizer
+    outlasts the limit: the finalizer runs to its end (nothing "Exception ignored") and the
+    stop (TimeUp of that limit) comes after it, in the code that runs next. None (not
+    checked) where the limit stopped the check before the finalizer started (a loaded
+    host)."""
+    seen: list = []
+    ignored: list = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = ignored.append
+    limit = Limit(FINALIZER_LIMIT, anywhere=True)
+    stopped = False
+    try:
+        with limit:
+            _SlowGarbage(seen)
+            gc.collect(0)  # a young cycle: the youngest generation's collection finds it
+            time.sleep(100 * FINALIZER_LIMIT)  # stopped here, after the finalizer
+    except TimeUp as exc:
+        if exc.limit is not limit:
+            raise
+        stopped = True
+    finally:
+        sys.unraisablehook = hook
+    if not seen:
+        return None  # stopped before the collection: nothing to tell
+    return 0.0 if stopped and seen == ["started", "ended"] and not ignored else 1.0
 
 
 def contained_violation(subject, case: RuleCase):
@@ -594,6 +719,8 @@ def contained_violation(subject, case: RuleCase):
     slot the behaviour has no meaning in."""
     if _skip(case):
         return None
+    if case.behaviour == "finalizer":
+        return _finalizer_violation()
     ipfl_family = case.family == "ipfl"
     try:  # the subject's own answer (the honest rule's output)
         honest = subject.settle(case.base.market, case.base.D, thresholds=case.base.thresholds) \
@@ -607,6 +734,9 @@ def contained_violation(subject, case: RuleCase):
     b = case.behaviour
 
     def call():
+        if b == "foreign_timer_late":  # first a rule limit passing where no rule runs (the
+            with Limit(LATE):  # toolkit's own steps, here a sleep): it stops nothing
+                time.sleep(20e-3)
         if b == "nested_limited":  # an outer limit of LIMIT s around the call's own
             return within(LIMIT, run, subject, case, honest)
         if b.startswith("threaded"):
@@ -627,10 +757,13 @@ def contained_violation(subject, case: RuleCase):
 
     got = exc = None
     seen: dict = {}
-    with tempfile.NamedTemporaryFile("r", prefix="fedmarket-pid-") as pid_file:
+    with tempfile.NamedTemporaryFile("r", prefix="fedmarket-pid-") as pid_file, \
+            tempfile.NamedTemporaryFile("r", prefix="fedmarket-child-") as child_file:
         _PROGRAM_PID.append(pid_file.name)
+        _CHILD_PID.append(child_file.name)
         try:
-            got = _under_foreign_timer(FOREIGN[b], call, seen, b == "foreign_timer_ignored") \
+            got = _under_foreign_timer(FOREIGN[b], call, seen, b == "foreign_timer_ignored",
+                                       b == "foreign_ring_pending") \
             if b in FOREIGN else call()
         except BaseException as e:  # escaped containment: a violation (Ctrl-C, a limit: pass)
             if must_pass(e):
@@ -638,10 +771,12 @@ def contained_violation(subject, case: RuleCase):
             exc = e
         finally:
             _PROGRAM_PID.pop()
+            _CHILD_PID.pop()
         gone = _program_gone(case, pid_file.name)
+        reaped = _child_reaped(child_file.name)
     if gone is None:
         return None  # stopped before its program started: nothing was contained or not
-    if not gone:
+    if not gone or not reaped:
         return 1.0
     after = _ipfl_fields(case) if ipfl_family else _cpl_fields(case)
     unchanged = all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after,
@@ -675,7 +810,8 @@ def contained_violation(subject, case: RuleCase):
         return 1.0 if isinstance(exc, RuleFailed) else 0.0
     if want == "time_limit":
         return 0.0  # an error naming the limit before any call
-    return 0.0 if isinstance(exc, RuleFailed) and not isinstance(exc, RuleTimedOut) else 1.0
+    return 0.0 if isinstance(exc, RuleFailed) and not isinstance(exc, RuleTimedOut) \
+        and _described(case, exc) else 1.0
 
 
 # ----------------------------------------------------------------------------- the draws

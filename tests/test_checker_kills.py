@@ -22,6 +22,7 @@ import mechanisms.cpl.batch as cbatch
 import mechanisms.cpl.equilibrium as cequilibrium
 import mechanisms.cpl.response as cresponse
 import mechanisms.distances as distances
+import mechanisms.files as files
 import mechanisms.gains as gains
 import mechanisms.ipfl as mipfl
 import mechanisms.ipfl.market as mmarket
@@ -518,7 +519,7 @@ _ALIASES = {"pairwise_distances": (ip,), "prox_centres": (ip,), "inclusive_roles
             "market_roles": (ip,),
             "draw_types": (ip,), "unbiased_aggregate": (mcpl,), "as_int": (ip,),
             "as_real": (ip,), "as_seed": (ip,), "check_size": (ip,), "as_matrix": (mmarket,),
-            "check_symmetric": (mmarket,)}
+            "check_symmetric": (mmarket,), "replace_atomically": (ip,)}
 _ISSUE34 = {
     # mechanisms.distances: a squared distance clamped at -1 (not 0), a cosine at -2 (not -1):
     # out of their documented ranges where rounding leaves them (proofs.conformance.
@@ -660,7 +661,19 @@ _ISSUE34 = {
         ("{_describe(arr, arr < 0)}", "{_describe(arr, arr != 0)}", "efb819a5c0")],
     (_errors, "check_symmetric", "refuses"): [
         ("np.swapaxes(arr, -1, -2)", "np.swapaxes(arr, 0, -2)", "f1c64609b3"),
-        ("np.argwhere(bad)[0]", "np.argwhere(bad)[1]", "96b2d51d73")],
+        ("np.argwhere(bad)[0]", "np.argwhere(bad)[1]", "96b2d51d73"),
+        # the rounding allowance absolute (1e-9 % scale), or ten times too loose: a D 1e6 in
+        # size off by half the allowance refused, one off by twice it accepted
+        ("SYMMETRY_RTOL * scale", "SYMMETRY_RTOL % scale", "b42f7dda60"),
+        ("SYMMETRY_RTOL * scale", "SYMMETRY_RTOL * scale * 10", "symmetry-10x-loose")],
+    # mechanisms.files.replace_atomically (run by no row before): a write failing before its
+    # temporary file exists raised FileNotFoundError from the clean-up, not its own error
+    # (unlink(missing_ok=False)); a write failing halfway left its temporary file; a
+    # temporary file without the path's suffix (a writer inferring the format from it)
+    (files, "replace_atomically", "refuses"): [
+        ("tmp.unlink(missing_ok=True)", "tmp.unlink(missing_ok=False)", "a23131dbd2"),
+        ("tmp.unlink(missing_ok=True)", "pass", "temporary-left"),
+        (".tmp{path.suffix}", ".tmp", "suffix-dropped")],
 }
 _CAUGHT += [pytest.param(owner, name, before, after, _ALIASES.get(name, ()), *_ROW[row], 200,
                          id=mutant, marks=pytest.mark.filterwarnings("ignore::SyntaxWarning"))
@@ -1594,3 +1607,137 @@ def test_an_enumeration_guard_that_never_refuses_is_caught(monkeypatch):
 
     monkeypatch.setattr(selection, "_enumerate_rows", enumerated)
     assert all(v > 0 for v in _refused_on_every_draw("ipfl", "local", what, "exact_method"))
+
+
+_processes = sys.modules["mechanisms.processes"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's death signal")
+@pytest.mark.parametrize("name, before, after", [
+    # die_with_parent never asking for the death signal (the watch alone kills, later)
+    pytest.param("_death_signal", "libc = libc if libc is not None else _libc()",
+                 "libc = libc if not libc is not None else _libc()", id="8895ca5143"),
+    pytest.param("_death_signal", "if libc is None:", "if libc is not None:", id="ce01012a52"),
+    # a parent that died before the child asked: not seen (is), seen on one side only (<)
+    pytest.param("die_with_parent", "if os.getppid() != parent:  # the parent",
+                 "if os.getppid() is parent:  # the parent", id="07a5490436"),
+    pytest.param("die_with_parent", "if os.getppid() != parent:  # the parent",
+                 "if os.getppid() < parent:  # the parent", id="a024a2c772"),
+    # the watch: none (while not True), blind (is), ending its child while the parent lives
+    # (==), never started (a sleep of -0.5 s raises in its thread), every 1.5 s
+    pytest.param("die_with_parent", "while True:", "while not True:", id="404de3f694"),
+    pytest.param("die_with_parent", "            if os.getppid() != parent:\n",
+                 "            if os.getppid() is parent:\n", id="e6c9f8be63"),
+    pytest.param("die_with_parent", "            if os.getppid() != parent:\n",
+                 "            if os.getppid() == parent:\n", id="watch-ends-early"),
+    pytest.param("die_with_parent", "poll: float = 0.5", "poll: float = -0.5", id="7775884e02"),
+    pytest.param("die_with_parent", "poll: float = 0.5", "poll: float = 1.5", id="7a6f20b2ef"),
+    # kill_with_parent's preexec_fn: a program ended at once (==, >=), or its starter's death
+    # before it asked not seen (is, <); no death signal asked for
+    pytest.param("kill_with_parent", "if os.getppid() != parent:", "if os.getppid() == parent:",
+                 id="5ebb3a12eb"),
+    pytest.param("kill_with_parent", "if os.getppid() != parent:", "if os.getppid() >= parent:",
+                 id="bd6a41a298"),
+    pytest.param("kill_with_parent", "if os.getppid() != parent:", "if os.getppid() is parent:",
+                 id="ba70fb9a47"),
+    pytest.param("kill_with_parent", "if os.getppid() != parent:", "if os.getppid() < parent:",
+                 id="1d4ebbfb43"),
+    pytest.param("kill_with_parent", "_death_signal(sig, libc)", "pass", id="preexec-no-signal"),
+    # a pool worker that does not die with its parent, or forgets its queue
+    pytest.param("pool_worker", "die_with_parent(parent)", "pass", id="worker-immortal"),
+    pytest.param("pool_worker", "_TO_PARENT = to_parent", "_TO_PARENT = None",
+                 id="worker-queue-lost"),
+])
+def test_a_process_that_outlives_its_parent_is_caught(monkeypatch, name, before, after):
+    """Every process the toolkit starts dies with its parent (mechanisms.processes): the
+    generated mutants of the death signal and the watch all survived runs_in_a_worker,
+    which never killed a parent. Its orphans check (proofs.process_properties.orphans, on
+    half the draws that stop the pool) kills a process of its own whose children were
+    started each way and sees each gone, each told of a dead parent ending at once."""
+    from proofs import process_properties as pp
+    assert pp.orphans() is True
+    plant(monkeypatch, _processes, name, before, after)
+    assert pp.orphans() is False
+    assert _caught("local", "runs_in_a_worker")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's death signal")
+def test_a_death_signal_never_asked_for_is_caught(monkeypatch):
+    """a1921a509b: PR_SET_PDEATHSIG = 2 (PR_GET_PDEATHSIG, which fails on the signal number
+    as an address): no child asks for the death signal; a program started with
+    kill_with_parent, which has no watch, outlives its starter."""
+    assert not _caught("local", "runs_in_a_worker")
+    monkeypatch.setattr(_processes, "PR_SET_PDEATHSIG", 2)
+    assert _caught("local", "runs_in_a_worker")
+
+
+_contain = sys.modules["mechanisms.contain"]
+
+
+@pytest.mark.parametrize("name, before, after", [
+    # 52b8d08618: the child a rule ran in waited for with WNOHANG: left a zombie (or running)
+    pytest.param("_reap", "os.waitpid(pid, 0)", "os.waitpid(pid, 1)", id="52b8d08618"),
+    # 368af72ad8: a rule's error cut to limit | 3 (303) characters and "...": over the limit
+    pytest.param("describe", "text[:limit - 3]", "text[:limit | 3]", id="368af72ad8"),
+    pytest.param("describe", "if len(text) <= limit", "if len(text) <= 2 * limit",
+                 id="described-uncut"),
+])
+def test_a_rule_child_left_unreaped_or_an_error_shown_uncut_is_caught(monkeypatch, name,
+                                                                       before, after):
+    """contains_rules: after a call whose rule ran in a child process of its own (under a
+    time limit), that child is reaped (the rule writes its pid; no zombie, nothing running);
+    the raises rule's error (two lines, 500 characters) is shown on one line cut to 300
+    characters ending in "...". Both survived the row before."""
+    plant(monkeypatch, _contain, name, before, after)
+    assert _caught("local", "contains_rules")
+
+
+def test_a_stop_raised_inside_a_finalizer_is_caught(monkeypatch):
+    """8b04127db0: `_COLLECTING = phase is "start"`: the collector passes its phase as a new
+    string, never the literal itself, so no collection is seen and a limit that passes while
+    a finalizer runs raises inside it ("Exception ignored", the finalizer cut short).
+    contains_rules' finalizer behaviour (an anywhere limit of 0.01 s, a finalizer of 0.03 s)
+    catches it."""
+    import gc
+    import warnings
+
+    from proofs import rule_properties as rp
+    assert rp._finalizer_violation() == 0.0
+    with warnings.catch_warnings():  # Python's own SyntaxWarning for `is` with a literal
+        warnings.simplefilter("ignore", SyntaxWarning)
+        plant(monkeypatch, _contain, "_collecting", 'phase == "start"', 'phase is "start"')
+    # the callback the first limit registered is the original function: the mutant's instead
+    # (gc.callbacks is the collector's own list: changed in place, put back after)
+    saved = list(gc.callbacks)
+    gc.callbacks[:] = [c for c in saved if getattr(c, "__name__", "") != "_collecting"]
+    try:
+        assert rp._finalizer_violation() == 1.0
+        assert _caught("local", "contains_rules")
+        assert _caught("cpl-uniform", "cpl_contains_rules")
+    finally:
+        gc.callbacks[:] = saved
+
+
+@pytest.mark.parametrize("before, after", [
+    # 1b74f2ea4d: the test for a ring that is not ours made with `is` (never true): a ring
+    # of a timer found with no time left, held back as the first limit started, was lost
+    pytest.param('if now < _due - _EARLY and _foreign.get("unsure"):',
+                 'if now is _due - _EARLY and _foreign.get("unsure"):', id="1b74f2ea4d"),
+    # 626472766f: `or`: with a handler of someone else's in place and no timer of its, our
+    # own ring was handed to that handler once
+    pytest.param('if now < _due - _EARLY and _foreign.get("unsure"):',
+                 'if now < _due - _EARLY or _foreign.get("unsure"):', id="626472766f"),
+    # b4de21f492: the timer found's deadline as `fdl % _EARLY` (about 0): a limit's ring
+    # that stops nothing (no rule running) rang the foreign timer 60 s early
+    pytest.param("and now >= fdl - _EARLY:", "and now >= fdl % _EARLY:", id="b4de21f492"),
+])
+def test_a_foreign_timer_rung_lost_or_rung_early_is_caught(monkeypatch, before, after):
+    """contains_rules' foreign_ring_pending (someone's SIGALRM held back as the call's limit
+    starts: their handler called once), foreign_handler_idle (their handler, no timer:
+    never called) and foreign_timer_late (a 60 s timer of theirs, a limit passing where no
+    rule runs: never called, still running) catch each; they survived the row before."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        plant(monkeypatch, _contain, "_ring", before, after)
+    assert _caught("local", "contains_rules")

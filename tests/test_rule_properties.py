@@ -76,7 +76,8 @@ def test_errors_let_through_are_caught(monkeypatch):
     monkeypatch.setattr(contain.contained, "__exit__", lambda self, *exc: False)
     monkeypatch.setattr(contain, "_running", [])  # never popped here: a list of its own
     behaviour = _caught("contains_rules", "local").counterexample.instance.behaviour
-    assert behaviour in ("raises", "exits", "base_exception")
+    assert behaviour in ("raises", "exits", "base_exception", "raises_limited",
+                         "ends_process_limited")  # (the child's ProcessEnded escapes too)
 
 
 def test_unchecked_output_is_caught(monkeypatch):
@@ -101,10 +102,12 @@ def test_an_ignored_time_limit_is_caught(monkeypatch):
     _no_limit(monkeypatch)
     # any rule that sleeps past the call's own limit (under a foreign timer or starting a
     # program too, or nested_clear's inner rule past its clearing's) answers instead of
-    # being stopped
+    # being stopped; one that ends its process, run in this one (no limit: no child),
+    # answers too
     assert _caught("contains_rules", "local").counterexample.instance.behaviour in (
         "sleeps", "foreign_timer_rings", "foreign_timer_ignored", "starts_program",
-        "nested_clear")
+        "nested_clear", "nested_late", "foreign_handler_idle", "foreign_ring_pending",
+        "ends_process_limited")
 
 
 # ------------------------------------------- the behaviours added for issue 34, part 2
