@@ -1612,8 +1612,7 @@ def test_an_enumeration_guard_that_never_refuses_is_caught(monkeypatch):
 _processes = sys.modules["mechanisms.processes"]
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's death signal")
-@pytest.mark.parametrize("name, before, after", [
+_ORPHAN_FAULTS = [
     # die_with_parent never asking for the death signal (the watch alone kills, later)
     pytest.param("_death_signal", "libc = libc if libc is not None else _libc()",
                  "libc = libc if not libc is not None else _libc()", id="8895ca5143"),
@@ -1647,7 +1646,13 @@ _processes = sys.modules["mechanisms.processes"]
     pytest.param("pool_worker", "die_with_parent(parent)", "pass", id="worker-immortal"),
     pytest.param("pool_worker", "_TO_PARENT = to_parent", "_TO_PARENT = None",
                  id="worker-queue-lost"),
-])
+]
+_LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                            reason="the kernel's death signal")
+
+
+@_LINUX
+@pytest.mark.parametrize("name, before, after", _ORPHAN_FAULTS)
 def test_a_process_that_outlives_its_parent_is_caught(monkeypatch, name, before, after):
     """Every process the toolkit starts dies with its parent (mechanisms.processes): the
     generated mutants of the death signal and the watch all survived runs_in_a_worker,
@@ -1658,10 +1663,20 @@ def test_a_process_that_outlives_its_parent_is_caught(monkeypatch, name, before,
     assert pp.orphans() is True
     plant(monkeypatch, _processes, name, before, after)
     assert pp.orphans() is False
+
+
+@pytest.mark.slow  # 30-50 s each: the row at 200 examples, its pool started again and again
+@_LINUX
+@pytest.mark.parametrize("name, before, after", _ORPHAN_FAULTS)
+def test_a_process_that_outlives_its_parent_is_caught_by_the_row(monkeypatch, name, before,
+                                                                 after):
+    """The same faults, caught by runs_in_a_worker itself at 200 examples."""
+    plant(monkeypatch, _processes, name, before, after)
     assert _caught("local", "runs_in_a_worker")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's death signal")
+@pytest.mark.slow  # about 35 s: the row twice at 200 examples
+@_LINUX
 def test_a_death_signal_never_asked_for_is_caught(monkeypatch):
     """a1921a509b: PR_SET_PDEATHSIG = 2 (PR_GET_PDEATHSIG, which fails on the signal number
     as an address): no child asks for the death signal; a program started with
@@ -1722,7 +1737,8 @@ def test_a_stop_raised_inside_a_finalizer_is_caught(monkeypatch):
     # 1b74f2ea4d: the test for a ring that is not ours made with `is` (never true): a ring
     # of a timer found with no time left, held back as the first limit started, was lost
     pytest.param('if now < _due - _EARLY and _foreign.get("unsure"):',
-                 'if now is _due - _EARLY and _foreign.get("unsure"):', id="1b74f2ea4d"),
+                 'if now is _due - _EARLY and _foreign.get("unsure"):', id="1b74f2ea4d",
+                 marks=pytest.mark.slow),  # about 26 s: the row waits out its draws
     # 626472766f: `or`: with a handler of someone else's in place and no timer of its, our
     # own ring was handed to that handler once
     pytest.param('if now < _due - _EARLY and _foreign.get("unsure"):',
